@@ -1,0 +1,13 @@
+"""origami: an analytical roofline model that picks GEMM kernel configurations without autotuning.
+
+Pure CPU (numpy + numba); never imports torch or triton.
+"""
+
+from origami.config import Kind, TileConfig
+from origami.hardware import HardwareProfile, ProfileError, list_profiles, load_profile
+from origami.problem import DType, GemmProblem, Layout
+
+__all__ = [
+    "DType", "Layout", "GemmProblem", "Kind", "TileConfig",
+    "HardwareProfile", "ProfileError", "load_profile", "list_profiles",
+]

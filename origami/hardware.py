@@ -1,0 +1,402 @@
+"""Hardware profiles: load, validate and list the YAML files in ``hwprofiles/``.
+
+A profile is data, never code: every number carries its unit in its key and a source in the
+``sources`` table. Validation is strict — an unknown, missing, duplicated, mistyped or implausible
+field raises one :class:`ProfileError` naming the file and every bad dotted path. Nothing is
+silently defaulted. The loaded :class:`HardwareProfile` is frozen and hashable by content.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import math
+import os
+from dataclasses import dataclass
+from functools import lru_cache
+from importlib import resources
+from pathlib import Path
+from types import MappingProxyType
+from typing import Any, Mapping
+
+import yaml
+
+__all__ = ["HardwareProfile", "ProfileError", "load_profile", "list_profiles", "SCHEMA", "MODEL_PARAMS"]
+
+SCHEMA_VERSION = 1
+RATE_KEYS = ("fp32", "tf32", "fp16", "bf16", "fp8", "int8")
+SHIPPED = ("mi300x", "mi325x", "mi350x", "mi355x", "h100", "h200", "b200")
+
+
+class ProfileError(ValueError):
+    """A hardware profile is unreadable or invalid; the message names the file and field path(s)."""
+
+
+# ---------------------------------------------------------------------------------------------
+# Schema. Each leaf is (type, lo, hi, unit/doc). lo/hi bound plausible values (catch 10^3 unit slips).
+# ---------------------------------------------------------------------------------------------
+_INT, _FLOAT, _STR, _LIST_STR, _SHAPE = "int", "number", "string", "list of strings", "[m, n, k] list"
+
+_TB = 1e12
+SCHEMA: dict[str, Any] = {
+    "schema_version": (_INT, 1, 1, "schema version (1)"),
+    "name": (_STR, None, None, "profile name, e.g. h200"),
+    "vendor": (_STR, ("amd", "nvidia"), None, "amd | nvidia"),
+    "arch": (_STR, ("gfx942", "gfx950", "sm_90", "sm_100"), None, "architecture id, the device lookup key"),
+    "device_names": (_LIST_STR, None, None, "substrings of the device name reported by the driver"),
+    "compute": {
+        "compute_units": (_INT, 1, 1024, "SMs (NVIDIA) or CUs (AMD)"),
+        "chiplets": (_INT, 1, 16, "XCDs on AMD, dies on B200, 1 on monolithic parts"),
+        "dispatch": (_STR, ("round_robin", "linear"), None,
+                     "round_robin: program p runs on chiplet p mod chiplets; linear: no chiplet affinity"),
+        "boost_clock_mhz": (_FLOAT, 100, 5000, "datasheet peak engine clock"),
+        "sustained_clock_mhz": (_FLOAT, 100, 5000, "clock under dense matrix load (what the model uses)"),
+        "warp_size": (_INT, (32, 64), None, "threads per warp/wavefront"),
+        "max_warps_per_cu": (_INT, 1, 256, "resident warps/waves per CU"),
+        "max_blocks_per_cu": (_INT, 1, 64, "resident programs per CU"),
+        "smem_bytes_per_cu": (_INT, 16 * 1024, 1024 * 1024, "shared memory / LDS per CU"),
+        "smem_bytes_per_block": (_INT, 16 * 1024, 1024 * 1024, "max shared memory / LDS one program may use"),
+        "registers_per_cu": (_INT, 16 * 1024, 1024 * 1024, "32-bit registers per CU"),
+        "max_registers_per_thread": (_INT, 63, 1024, "architectural per-thread register limit"),
+    },
+    "memory": {
+        "l2_bytes_per_chiplet": (_INT, 1 << 20, 1 << 30, "L2 capacity of one chiplet"),
+        "l2_bytes_per_s": (_FLOAT, 0.1 * _TB, 50 * _TB, "aggregate L2 read bandwidth, all chiplets"),
+        "llc_bytes": (_INT, 0, 1 << 31, "last-level cache (Infinity Cache/MALL); 0 = none"),
+        "llc_bytes_per_s": (_FLOAT, 0.0, 50 * _TB, "LLC bandwidth; 0 when llc_bytes is 0"),
+        "hbm_bytes": (_INT, 1 << 30, 1 << 40, "device memory capacity"),
+        "hbm_bytes_per_s": (_FLOAT, 0.1 * _TB, 50 * _TB, "peak HBM bandwidth"),
+    },
+    "matrix": {
+        "peak_flops": {k: (_FLOAT, 0.0, 1e17, f"dense {k} matrix peak at boost clock, FLOP/s; 0 = unsupported")
+                       for k in RATE_KEYS},
+        "instr_shape": {k: (_SHAPE, None, None, f"matrix instruction m,n,k for {k} inputs")
+                        for k in RATE_KEYS},
+    },
+    "launch_overhead_ns": (_FLOAT, 100, 100_000, "host launch + kernel start latency"),
+    "model": {},  # filled from MODEL_PARAMS below
+    "sources": "sources",
+}
+
+# Efficiency parameters of the model: (lo, hi, meaning). They are fitted by `tritonblas calibrate`.
+MODEL_PARAMS: dict[str, tuple[float, float, str]] = {
+    "mma_efficiency": (0.05, 1.0, "achieved fraction of the sustained matrix peak in a large tile's main loop"),
+    "small_tile_efficiency": (0.05, 1.0, "efficiency of a 64x64 tile relative to a 256x128 one (interpolated by area)"),
+    "streamk_efficiency": (0.05, 1.0, "main-loop efficiency of the Stream-K kernel relative to data-parallel"),
+    "k_iter_overhead_ns": (0.0, 1000.0, "fixed cost per K-iteration of one program (address math, barriers)"),
+    "tile_overhead_ns": (0.0, 100_000.0, "fixed cost per output tile (prologue fill + epilogue issue)"),
+    "hbm_efficiency": (0.05, 1.0, "achievable fraction of peak HBM bandwidth"),
+    "l2_efficiency": (0.05, 1.0, "achievable fraction of peak L2 bandwidth"),
+    "llc_efficiency": (0.0, 1.0, "achievable fraction of LLC bandwidth (0 when no LLC)"),
+    "unaligned_penalty": (1.0, 20.0, "slowdown of loads whose rows are not 16-byte aligned (no TMA/vector loads)"),
+    "fixup_ns": (0.0, 100_000.0, "cost of one Stream-K/split-K tile fix-up beyond its bytes (atomic + sync)"),
+}
+SCHEMA["model"] = {k: (_FLOAT, lo, hi, doc) for k, (lo, hi, doc) in MODEL_PARAMS.items()}
+
+
+# ---------------------------------------------------------------------------------------------
+# Loaded profile
+# ---------------------------------------------------------------------------------------------
+@dataclass(frozen=True, slots=True)
+class HardwareProfile:
+    """A validated, immutable hardware profile. Sections are read-only mappings."""
+
+    name: str
+    vendor: str
+    arch: str
+    device_names: tuple[str, ...]
+    compute: Mapping[str, Any]
+    memory: Mapping[str, Any]
+    matrix_peak_flops: Mapping[str, float]
+    matrix_instr_shape: Mapping[str, tuple[int, int, int]]
+    launch_overhead_ns: float
+    model: Mapping[str, float]
+    sources: Mapping[str, str]
+    content_hash: str
+    path: str
+
+    def __hash__(self) -> int:
+        return hash(self.content_hash)
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, HardwareProfile) and other.content_hash == self.content_hash
+
+    # Convenience accessors (vendor-neutral names used by the model).
+    @property
+    def compute_units(self) -> int:
+        return self.compute["compute_units"]
+
+    @property
+    def chiplets(self) -> int:
+        return self.compute["chiplets"]
+
+    @property
+    def is_amd(self) -> bool:
+        return self.vendor == "amd"
+
+    def sustained_peak_flops(self, rate_key: str) -> float:
+        """Matrix peak scaled from the boost clock to the sustained clock under dense load."""
+        c = self.compute
+        return self.matrix_peak_flops[rate_key] * c["sustained_clock_mhz"] / c["boost_clock_mhz"]
+
+    def replace_model(self, **params: float) -> "HardwareProfile":
+        """A copy with some model parameters replaced (validated); used by calibration."""
+        raw = json.loads(self._raw_json())
+        raw["model"].update(params)
+        return _build(raw, f"{self.path} (model override)")
+
+    def _raw_json(self) -> str:
+        return json.dumps(_to_raw(self), sort_keys=True)
+
+    def to_yaml_dict(self) -> dict:
+        return _to_raw(self)
+
+
+def _to_raw(p: HardwareProfile) -> dict:
+    return {
+        "schema_version": SCHEMA_VERSION, "name": p.name, "vendor": p.vendor, "arch": p.arch,
+        "device_names": list(p.device_names), "compute": dict(p.compute), "memory": dict(p.memory),
+        "matrix": {"peak_flops": dict(p.matrix_peak_flops),
+                   "instr_shape": {k: list(v) for k, v in p.matrix_instr_shape.items()}},
+        "launch_overhead_ns": p.launch_overhead_ns, "model": dict(p.model), "sources": dict(p.sources),
+    }
+
+
+# ---------------------------------------------------------------------------------------------
+# YAML loading with duplicate-key detection and YAML-1.2 style float parsing
+# ---------------------------------------------------------------------------------------------
+class _StrictLoader(yaml.SafeLoader):
+    pass
+
+
+def _construct_mapping(loader: _StrictLoader, node: yaml.MappingNode, deep: bool = False) -> dict:
+    seen: dict[Any, int] = {}
+    for key_node, _ in node.value:
+        key = loader.construct_object(key_node, deep=deep)
+        line = key_node.start_mark.line + 1
+        if key in seen:
+            raise yaml.constructor.ConstructorError(
+                None, None, f"duplicate key {key!r} (lines {seen[key]} and {line})", key_node.start_mark)
+        seen[key] = line
+    return loader.construct_mapping(node, deep=deep)
+
+
+_StrictLoader.add_constructor(yaml.resolver.BaseResolver.DEFAULT_MAPPING_TAG, _construct_mapping)
+
+
+def _parse_yaml(text: str, where: str) -> Any:
+    try:
+        return yaml.load(text, Loader=_StrictLoader)  # noqa: S506 - SafeLoader subclass
+    except yaml.YAMLError as e:
+        raise ProfileError(f"{where}: not valid YAML: {e}".replace("\n", " ")) from None
+
+
+# ---------------------------------------------------------------------------------------------
+# Validation
+# ---------------------------------------------------------------------------------------------
+def _check_leaf(spec: tuple, value: Any, path: str, errors: list[str]) -> Any:
+    kind, lo, hi, doc = spec
+    if kind == _STR:
+        if not isinstance(value, str) or not value:
+            errors.append(f"{path}: expected a non-empty string ({doc}), got {value!r}")
+            return value
+        if isinstance(lo, tuple) and value not in lo:
+            errors.append(f"{path}: expected one of {', '.join(lo)}, got {value!r}")
+        return value
+    if kind == _LIST_STR:
+        if not isinstance(value, list) or not value or not all(isinstance(v, str) and v for v in value):
+            errors.append(f"{path}: expected a non-empty list of strings ({doc}), got {value!r}")
+            return value
+        return tuple(value)
+    if kind == _SHAPE:
+        if (not isinstance(value, list) or len(value) != 3
+                or not all(isinstance(v, int) and not isinstance(v, bool) and 1 <= v <= 256 for v in value)):
+            errors.append(f"{path}: expected [m, n, k], three ints in 1..256 ({doc}), got {value!r}")
+            return value
+        return tuple(value)
+    # numbers
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        hint = " (write numbers unquoted, with a decimal point and signed exponent, e.g. 4.8e+12)" \
+            if isinstance(value, str) else ""
+        errors.append(f"{path}: expected a {kind} ({doc}), got {type(value).__name__} {value!r}{hint}")
+        return value
+    if kind == _INT and not isinstance(value, int):
+        if isinstance(value, float) and value.is_integer():
+            value = int(value)
+        else:
+            errors.append(f"{path}: expected an integer ({doc}), got {value!r}")
+            return value
+    if isinstance(value, float) and not math.isfinite(value):
+        errors.append(f"{path}: must be a finite number, got {value!r}")
+        return value
+    if isinstance(lo, tuple):
+        if value not in lo:
+            errors.append(f"{path}: expected one of {lo}, got {value!r}")
+    else:
+        if lo is not None and value < lo:
+            errors.append(f"{path}: must be >= {lo:g} ({doc}), got {value!r}"
+                          + (" — must be > 0" if value <= 0 and lo > 0 else "")
+                          + (" — check the units" if value > 0 else ""))
+        if hi is not None and value > hi:
+            errors.append(f"{path}: must be <= {hi:g} ({doc}), got {value!r} — check the units")
+    return float(value) if kind == _FLOAT else value
+
+
+def _check_section(spec: dict, data: Any, path: str, errors: list[str]) -> dict:
+    where = path or "(top level)"
+    if not isinstance(data, dict):
+        errors.append(f"{where}: expected a mapping, got {type(data).__name__}")
+        return {}
+    out: dict[str, Any] = {}
+    for key in data:
+        if key not in spec:
+            close = [k for k in spec if _similar(str(key), k)]
+            hint = f" (did you mean {close[0]!r}?)" if close else ""
+            errors.append(f"{_join(path, str(key))}: unknown field{hint}; allowed: {', '.join(spec)}")
+    for key, sub in spec.items():
+        p = _join(path, key)
+        if key not in data:
+            errors.append(f"{p}: field required")
+            continue
+        if sub == "sources":
+            out[key] = data[key]
+        elif isinstance(sub, dict):
+            out[key] = _check_section(sub, data[key], p, errors)
+        else:
+            out[key] = _check_leaf(sub, data[key], p, errors)
+    return out
+
+
+def _join(path: str, key: str) -> str:
+    return f"{path}.{key}" if path else key
+
+
+def _similar(a: str, b: str) -> bool:
+    a, b = a.lower(), b.lower()
+    return a != b and (a in b or b in a or (len(a) > 3 and a[:4] == b[:4]))
+
+
+def _numeric_paths(spec: dict, prefix: str = "") -> list[str]:
+    out = []
+    for k, v in spec.items():
+        p = _join(prefix, k)
+        if isinstance(v, dict):
+            out += _numeric_paths(v, p)
+        elif isinstance(v, tuple) and v[0] in (_INT, _FLOAT, _SHAPE) and k != "schema_version":
+            out.append(p)
+    return out
+
+
+def _check_sources(sources: Any, errors: list[str]) -> dict:
+    if not isinstance(sources, dict):
+        errors.append("sources: expected a mapping of field path (or section prefix) -> source text")
+        return {}
+    all_paths = _numeric_paths(SCHEMA)
+    for key, text in sources.items():
+        if not isinstance(text, str) or len(text.strip()) < 8:
+            errors.append(f"sources.{key}: expected a source text (URL, paper, or 'measured on ...'), got {text!r}")
+        if not any(p == key or p.startswith(key + ".") for p in all_paths):
+            errors.append(f"sources.{key}: names no numeric field of the schema")
+    for p in all_paths:
+        parts = p.split(".")
+        if not any(".".join(parts[:i]) in sources for i in range(1, len(parts) + 1)):
+            errors.append(f"sources: no source for {p} (add '{p}' or a section prefix of it)")
+    return dict(sources)
+
+
+def _cross_checks(d: dict, errors: list[str]) -> None:
+    c, m = d.get("compute", {}), d.get("memory", {})
+    try:
+        if c["compute_units"] % c["chiplets"]:
+            errors.append(f"compute.chiplets: must divide compute.compute_units ({c['compute_units']}), "
+                          f"got {c['chiplets']}")
+        if c["sustained_clock_mhz"] > c["boost_clock_mhz"]:
+            errors.append("compute.sustained_clock_mhz: must be <= compute.boost_clock_mhz")
+        if c["smem_bytes_per_block"] > c["smem_bytes_per_cu"]:
+            errors.append("compute.smem_bytes_per_block: must be <= compute.smem_bytes_per_cu")
+        if (m["llc_bytes"] == 0) != (m["llc_bytes_per_s"] == 0):
+            errors.append("memory.llc_bytes_per_s: must be 0 exactly when memory.llc_bytes is 0")
+        if d.get("vendor") == "amd" and not str(d.get("arch", "")).startswith("gfx"):
+            errors.append(f"arch: {d['arch']!r} is not an AMD arch (gfx...)")
+        if d.get("vendor") == "nvidia" and not str(d.get("arch", "")).startswith("sm_"):
+            errors.append(f"arch: {d['arch']!r} is not an NVIDIA arch (sm_...)")
+        if d["matrix"]["peak_flops"]["bf16"] <= 0:
+            errors.append("matrix.peak_flops.bf16: must be > 0 (every supported GPU has a bf16 matrix unit)")
+    except (KeyError, TypeError):
+        pass  # already reported as a missing/mistyped field
+
+
+def _build(raw: Any, where: str) -> HardwareProfile:
+    errors: list[str] = []
+    d = _check_section(SCHEMA, raw, "", errors)
+    if isinstance(raw, dict) and "sources" in raw:
+        d["sources"] = _check_sources(raw["sources"], errors)
+    if not errors:
+        _cross_checks(d, errors)
+    if errors:
+        body = "\n  ".join(f"{where}: {e}" for e in errors)
+        raise ProfileError(f"{len(errors)} error(s) in profile {where}:\n  {body}" if len(errors) > 1 else body)
+    canonical = json.dumps(raw, sort_keys=True, default=str)
+    ro = MappingProxyType
+    return HardwareProfile(
+        name=d["name"], vendor=d["vendor"], arch=d["arch"], device_names=d["device_names"],
+        compute=ro(d["compute"]), memory=ro(d["memory"]),
+        matrix_peak_flops=ro(d["matrix"]["peak_flops"]), matrix_instr_shape=ro(d["matrix"]["instr_shape"]),
+        launch_overhead_ns=d["launch_overhead_ns"], model=ro(d["model"]), sources=ro(d["sources"]),
+        content_hash=hashlib.sha256(canonical.encode()).hexdigest()[:16], path=where,
+    )
+
+
+# ---------------------------------------------------------------------------------------------
+# Public entry points
+# ---------------------------------------------------------------------------------------------
+def _profile_dirs() -> list[Path]:
+    dirs = []
+    extra = os.environ.get("ORIGAMI_PROFILE_DIR")
+    if extra:
+        dirs.append(Path(extra))
+    return dirs
+
+
+def _shipped_text(name: str) -> str | None:
+    f = resources.files("hwprofiles").joinpath(f"{name}.yaml")
+    return f.read_text() if f.is_file() else None
+
+
+def list_profiles() -> list[str]:
+    """Shipped profile names (in their fixed order), then those in ``$ORIGAMI_PROFILE_DIR``."""
+    names = [n for n in SHIPPED if _shipped_text(n) is not None]
+    for d in _profile_dirs():
+        if d.is_dir():
+            names += sorted(p.stem for p in d.glob("*.yaml") if p.stem not in names)
+    return names
+
+
+def load_profile(name_or_path: "str | os.PathLike[str] | HardwareProfile") -> HardwareProfile:
+    """Load and validate a profile by shipped name, ``$ORIGAMI_PROFILE_DIR`` name, or file path."""
+    if isinstance(name_or_path, HardwareProfile):
+        return name_or_path
+    s = os.fspath(name_or_path)
+    path = Path(s)
+    if s.endswith((".yaml", ".yml")) or os.sep in s or path.is_file():
+        if not path.is_file():
+            raise ProfileError(f"{s}: no such profile file")
+        try:
+            text = path.read_text()
+        except (OSError, UnicodeDecodeError) as e:
+            raise ProfileError(f"{s}: cannot read: {e}") from None
+        return _load_text(text, path.name)
+    for d in _profile_dirs():
+        f = d / f"{s}.yaml"
+        if f.is_file():
+            return _load_text(f.read_text(), f.name)
+    text = _shipped_text(s)
+    if text is None:
+        raise ProfileError(f"{s}: unknown profile; available: {', '.join(list_profiles())} "
+                           "(or pass a path to a YAML file; `python -m tritonblas calibrate` writes one)")
+    return _load_text(text, f"{s}.yaml")
+
+
+@lru_cache(maxsize=64)
+def _load_text(text: str, where: str) -> HardwareProfile:
+    return _build(_parse_yaml(text, where), where)

@@ -11,3 +11,8 @@ __all__ = [
     "DType", "Layout", "GemmProblem", "Kind", "TileConfig",
     "HardwareProfile", "ProfileError", "load_profile", "list_profiles",
 ]
+
+from origami.select import Estimate, clear_cache, explain, rank, select, select_many, warmup  # noqa: E402
+from origami.space import candidates  # noqa: E402
+
+__all__ += ["Estimate", "rank", "select", "explain", "select_many", "candidates", "warmup", "clear_cache"]

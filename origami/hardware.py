@@ -90,6 +90,7 @@ MODEL_PARAMS: dict[str, tuple[float, float, str]] = {
     "llc_efficiency": (0.0, 1.0, "achievable fraction of LLC bandwidth (0 when no LLC)"),
     "unaligned_penalty": (1.0, 20.0, "slowdown of loads whose rows are not 16-byte aligned (no TMA/vector loads)"),
     "fixup_ns": (0.0, 100_000.0, "cost of one Stream-K/split-K tile fix-up beyond its bytes (atomic + sync)"),
+    "mem_latency_ns": (50.0, 10_000.0, "load latency one pipeline stage must hide (num_stages - 1 loads in flight)"),
 }
 SCHEMA["model"] = {k: (_FLOAT, lo, hi, doc) for k, (lo, hi, doc) in MODEL_PARAMS.items()}
 
@@ -163,7 +164,8 @@ def _to_raw(p: HardwareProfile) -> dict:
 
 
 # ---------------------------------------------------------------------------------------------
-# YAML loading with duplicate-key detection and YAML-1.2 style float parsing
+# YAML loading with duplicate-key detection. Floats follow PyYAML's YAML 1.1 rules (`4.8e12` is a
+# string there); such strings are rejected by validation with a hint, never coerced.
 # ---------------------------------------------------------------------------------------------
 class _StrictLoader(yaml.SafeLoader):
     pass
@@ -184,8 +186,31 @@ def _construct_mapping(loader: _StrictLoader, node: yaml.MappingNode, deep: bool
 _StrictLoader.add_constructor(yaml.resolver.BaseResolver.DEFAULT_MAPPING_TAG, _construct_mapping)
 
 
+def _duplicate_keys(node: yaml.Node, path: str, out: list[str]) -> list[str]:
+    """Every duplicated mapping key, by dotted path, with both line numbers (PyYAML keeps the last)."""
+    if isinstance(node, yaml.MappingNode):
+        seen: dict[str, int] = {}
+        for key_node, value_node in node.value:
+            key = key_node.value if isinstance(key_node, yaml.ScalarNode) else str(key_node.value)
+            line, p = key_node.start_mark.line + 1, _join(path, str(key))
+            if key in seen:
+                out.append(f"{p}: duplicate key {key!r} (lines {seen[key]} and {line})")
+            else:
+                seen[key] = line
+            _duplicate_keys(value_node, p, out)
+    elif isinstance(node, yaml.SequenceNode):
+        for i, item in enumerate(node.value):
+            _duplicate_keys(item, f"{path}[{i}]", out)
+    return out
+
+
 def _parse_yaml(text: str, where: str) -> Any:
     try:
+        node = yaml.compose(text, Loader=_StrictLoader)  # noqa: S506 - SafeLoader subclass
+        dups = _duplicate_keys(node, "", []) if node is not None else []
+        if dups:
+            body = "\n  ".join(f"{where}: {d}" for d in dups)
+            raise ProfileError(f"{len(dups)} error(s) in profile {where}:\n  {body}" if len(dups) > 1 else body)
         return yaml.load(text, Loader=_StrictLoader)  # noqa: S506 - SafeLoader subclass
     except yaml.YAMLError as e:
         raise ProfileError(f"{where}: not valid YAML: {e}".replace("\n", " ")) from None
@@ -276,13 +301,15 @@ def _similar(a: str, b: str) -> bool:
     return a != b and (a in b or b in a or (len(a) > 3 and a[:4] == b[:4]))
 
 
-def _numeric_paths(spec: dict, prefix: str = "") -> list[str]:
+def _numeric_paths(spec: dict, prefix: str = "", numeric_only: bool = True) -> list[str]:
+    """Dotted paths of the schema's numeric leaves (all leaves but `sources` with numeric_only=False)."""
     out = []
     for k, v in spec.items():
         p = _join(prefix, k)
         if isinstance(v, dict):
-            out += _numeric_paths(v, p)
-        elif isinstance(v, tuple) and v[0] in (_INT, _FLOAT, _SHAPE) and k != "schema_version":
+            out += _numeric_paths(v, p, numeric_only)
+        elif isinstance(v, tuple) and k != "schema_version" and (
+                not numeric_only or v[0] in (_INT, _FLOAT, _SHAPE)):
             out.append(p)
     return out
 
@@ -292,11 +319,13 @@ def _check_sources(sources: Any, errors: list[str]) -> dict:
         errors.append("sources: expected a mapping of field path (or section prefix) -> source text")
         return {}
     all_paths = _numeric_paths(SCHEMA)
+    known = _numeric_paths(SCHEMA, numeric_only=False)  # a source may also back a string field
     for key, text in sources.items():
+        key = str(key)
         if not isinstance(text, str) or len(text.strip()) < 8:
             errors.append(f"sources.{key}: expected a source text (URL, paper, or 'measured on ...'), got {text!r}")
-        if not any(p == key or p.startswith(key + ".") for p in all_paths):
-            errors.append(f"sources.{key}: names no numeric field of the schema")
+        if not any(p == key or p.startswith(key + ".") for p in known):
+            errors.append(f"sources.{key}: names no field of the schema")
     for p in all_paths:
         parts = p.split(".")
         if not any(".".join(parts[:i]) in sources for i in range(1, len(parts) + 1)):

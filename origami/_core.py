@@ -1,0 +1,423 @@
+"""The numba scorer: one call scores every candidate row of one problem (or many problems).
+
+Everything here takes ndarrays and scalars only. Time unit: nanoseconds. Rates are per ns.
+See origami/select.py for the public API and DESIGN.md §5 for the model's terms.
+
+Model, per candidate (T tiles, kI K-iterations, S = CUs × occupancy resident programs):
+- a *wave* is the set of programs resident at once; a K-step of a wave costs
+  max(compute, L2, LLC, HBM, latency) + per-iteration overhead, where
+  compute = programs-per-CU × 2·BMc·BNc·BK / (CU matrix rate × efficiency(tile, family)),
+  with BMc/BNc the tile padded to the matrix instruction;
+  L2 = all operand bytes requested by the wave / L2 bandwidth;
+  HBM (or LLC, then HBM) = the wave's *distinct* A row-blocks and B column-blocks per chiplet —
+  counted exactly under the real program→tile mapping (chiplet round-robin dispatch, remap,
+  GROUP_M) — whose reuse is capped by L2 capacity;
+  latency = mem_latency / (num_stages − 1).
+- waves are costed one by one: full waves, then the partial last wave with its real program count;
+- Stream-K: full waves data-parallel, the remainder's K-iterations spread over the grid, plus
+  fp32 partial traffic and a fix-up per split tile; split-K: T·s programs of kI/s iterations plus
+  the ordered reduction;
+- epilogue (C write, once per tile, and tile overhead), launch overhead;
+- the result is never below the roofline floor max(FLOPs / peak, compulsory bytes / HBM).
+"""
+
+from __future__ import annotations
+
+import math
+import os
+
+import numpy as np
+from numba import njit, prange
+
+FASTMATH = False  # IEEE semantics: rankings must be identical with NUMBA_DISABLE_JIT=1
+
+# hw vector layout (built by select._hw_vector)
+HW_CUS, HW_CHIPLETS, HW_RR, HW_CU_RATE, HW_IM, HW_IN, HW_IK, HW_L2_BYTES, HW_L2_BW, HW_LLC_BYTES, \
+    HW_LLC_BW, HW_HBM_BW, HW_LAUNCH, HW_PEAK, HW_MMA_EFF, HW_SMALL_EFF, HW_SK_EFF, HW_KITER, HW_TILE, \
+    HW_UNALIGNED, HW_FIXUP, HW_LAT, HW_LEN = range(23)
+
+# term indices
+T_COMPUTE, T_L2, T_LLC, T_HBM, T_LATENCY, T_EPILOGUE, T_FIXUP, T_LAUNCH, T_WAVES, T_LEN = range(10)
+TERM_NAMES = ("compute", "l2", "llc", "hbm", "latency", "epilogue", "fixup", "launch", "waves")
+
+# candidate row columns (origami.enumerate.COLS)
+R_KIND, R_BM, R_BN, R_BK, R_WARPS, R_STAGES, R_GROUP, R_NCHIP, R_CHUNK, R_GMULT, R_SPLIT, R_WPE, \
+    R_MI, R_KPACK, R_OCC, R_LBM, R_LBN, R_LBK = range(18)
+K_DP, K_PERSISTENT, K_STREAMK, K_SPLITK = 0, 1, 2, 3
+
+SKEW_KSTEPS = 16.0  # how many K-steps apart concurrent programs drift; bounds reuse by L2 capacity
+
+
+@njit(cache=True, inline="always")
+def _cdiv(a, b):
+    return -(-a // b)
+
+
+@njit(cache=True, inline="always")
+def remap_tile(pid, grid, nchip, chunk):
+    """Logical tile of program ``pid`` under the chiplet remap (mirror of tritonblas' kernel helper).
+
+    Programs are dispatched round-robin (pid → chiplet pid % nchip). The remap gives chiplet x the
+    runs of ``chunk`` consecutive tiles x·chunk, x·chunk + nchip·chunk, ...; programs beyond the
+    largest multiple of nchip·chunk keep their own id, so the map is a permutation of range(grid).
+    """
+    if nchip <= 1:
+        return pid
+    block = nchip * chunk
+    full = (grid // block) * block
+    if pid >= full:
+        return pid
+    x = pid % nchip
+    j = pid // nchip
+    return (j // chunk) * block + x * chunk + (j % chunk)
+
+
+@njit(cache=True, inline="always")
+def group_coords(tile, num_pid_m, num_pid_n, group_m):
+    """GROUP_M swizzle: tile id → (pid_m, pid_n); groups of group_m rows walked column-major."""
+    width = group_m * num_pid_n
+    group = tile // width
+    first_m = group * group_m
+    size_m = min(num_pid_m - first_m, group_m)
+    local = tile % width
+    return first_m + local % size_m, local // size_m
+
+
+@njit(cache=True, inline="always")
+def problem_valid(row, m, n, kiters, tiles, cus):
+    """Problem-dependent predicates; mirrors origami.space.check_problem exactly."""
+    if row[R_KIND] == K_SPLITK:
+        if row[R_SPLIT] < 2 or row[R_SPLIT] > kiters:
+            return False
+        if tiles >= cus:
+            return False
+    if row[R_BM] > max(64, 4 * m) or row[R_BN] > max(64, 4 * n):
+        return False
+    return True
+
+
+@njit(cache=True, inline="always")
+def _contiguous(first, count, num_pid_m, num_pid_n, group_m):
+    """Distinct (row-blocks, col-blocks) of ``count`` consecutive tile ids under GROUP_M (closed form;
+    exact when the run starts at a group boundary, which full waves of a linear dispatch do)."""
+    gm = min(group_m, num_pid_m)
+    if count <= gm:
+        return count, 1
+    width = gm * num_pid_n
+    rows = min(num_pid_m, gm * _cdiv(count, width))
+    cols = min(num_pid_n, _cdiv(count, gm))
+    return rows, cols
+
+
+@njit(cache=True, inline="always")
+def _gcd(a, b):
+    while b:
+        a, b = b, a % b
+    return a
+
+
+@njit(cache=True, inline="always")
+def _runs(count, run, stride, num_pid_m, num_pid_n, group_m):
+    """Distinct (row-blocks, col-blocks) of ``count`` tile ids laid out as runs of ``run``
+    consecutive ids whose starts are ``stride`` apart (closed form under GROUP_M)."""
+    if run >= count or stride == run:
+        return _contiguous(0, count, num_pid_m, num_pid_n, group_m)
+    gm = min(group_m, num_pid_m)
+    nruns = _cdiv(count, run)
+    span = (nruns - 1) * stride + run
+    width = gm * num_pid_n
+    groups = min(_cdiv(num_pid_m, gm), _cdiv(span, width))
+    runs_per_group = min(nruns, _cdiv(width, stride))
+    starts = min(runs_per_group, gm // _gcd(gm, stride % gm if stride % gm else gm))
+    rows = min(num_pid_m, min(gm, run * starts) * groups)
+    if stride >= gm:
+        cols = nruns * _cdiv(run, gm)
+    else:
+        cols = _cdiv(span, gm)
+    return max(1, rows), max(1, min(num_pid_n, cols))
+
+
+@njit(cache=True, inline="always")
+def _distinct(count, nchip, chunk, rr, num_pid_m, num_pid_n, group_m):
+    """Distinct (row-blocks, col-blocks) touched by one chiplet's share of ``count`` concurrent
+    programs: the tiles that share one L2. Linear dispatch: one contiguous run. Round-robin
+    chiplets: chiplet 0 runs every nchip-th program; without a remap these are tiles nchip apart,
+    with the remap runs of ``chunk`` consecutive tiles nchip·chunk apart (see remap_tile)."""
+    if not rr or nchip <= 1:
+        return _contiguous(0, count, num_pid_m, num_pid_n, group_m)
+    share = _cdiv(count, nchip)
+    if chunk > 1 or nchip > 1:
+        return _runs(share, chunk, nchip * chunk, num_pid_m, num_pid_n, group_m)
+    return _contiguous(0, share, num_pid_m, num_pid_n, group_m)
+
+
+@njit(cache=True)
+def distinct_exact(first_pid, count, grid, nchip, chunk, rr, num_pid_m, num_pid_n, group_m):
+    """Reference for _distinct (tests): count chiplet 0's rows/cols by walking the real mapping."""
+    rows_seen = np.zeros(num_pid_m, dtype=np.bool_)
+    cols_seen = np.zeros(num_pid_n, dtype=np.bool_)
+    step = nchip if (rr and nchip > 1) else 1
+    for p in range(first_pid, first_pid + count, step):
+        t = remap_tile(p, grid, nchip, chunk) if step > 1 else p
+        if t < num_pid_m * num_pid_n:
+            pm, pn = group_coords(t, num_pid_m, num_pid_n, group_m)
+            rows_seen[pm] = True
+            cols_seen[pn] = True
+    return rows_seen.sum(), cols_seen.sum()
+
+
+@njit(cache=True, inline="always")
+def _kstep(nprog, bm, bn, bk, stages, eff, cus, nchip, ab, bb, hw, rows, cols, align_pen, out):
+    """Cost of one K-step of a wave of ``nprog`` concurrent programs; fills out[0:5] with the
+    per-term times and returns their max + the per-iteration overhead."""
+    per_cu = _cdiv(nprog, cus)
+    bmc = max(bm, hw[HW_IM])
+    bnc = max(bn, hw[HW_IN])
+    compute = per_cu * 2.0 * bmc * bnc * bk / (hw[HW_CU_RATE] * eff)
+    tile_bytes = (bm * ab + bn * bb) * bk
+    l2 = nprog * tile_bytes * align_pen / hw[HW_L2_BW]
+    # distinct bytes per chiplet, then all chiplets
+    chips = min(nchip, nprog) if nchip > 1 else 1
+    uniq = (rows * bm * ab + cols * bn * bb) * bk * chips
+    footprint = (rows * bm * ab + cols * bn * bb) * bk * SKEW_KSTEPS
+    hit_cap = min(1.0, hw[HW_L2_BYTES] / max(footprint, 1.0))
+    reuse_bytes = nprog * tile_bytes - uniq
+    miss = uniq + (1.0 - hit_cap) * max(reuse_bytes, 0.0)
+    if hw[HW_LLC_BYTES] > 0:
+        llc = miss / hw[HW_LLC_BW]
+        hbm = miss * 0.5 / hw[HW_HBM_BW]
+    else:
+        llc = 0.0
+        hbm = miss / hw[HW_HBM_BW]
+    lat = hw[HW_LAT] / max(1.0, stages - 1.0)
+    out[T_COMPUTE] = compute
+    out[T_L2] = l2
+    out[T_LLC] = llc
+    out[T_HBM] = hbm
+    out[T_LATENCY] = lat
+    return max(max(compute, l2), max(max(llc, hbm), lat)) + hw[HW_KITER]
+
+
+@njit(cache=True)
+def tile_efficiencies(base, hw):
+    """Main-loop efficiency of every row's tile (precomputed once per candidate array)."""
+    out = np.empty(base.shape[0])
+    for i in range(base.shape[0]):
+        out[i] = _tile_eff(base[i, R_BM], base[i, R_BN], hw)
+        if base[i, R_KIND] == K_STREAMK:
+            out[i] *= 1.0  # the Stream-K family factor is applied to its streamed phase only
+    return out
+
+
+@njit(cache=True)
+def _tile_eff(bm, bn, hw):
+    lo = math.log2(64.0 * 64.0)
+    hi = math.log2(128.0 * 256.0)
+    x = (math.log2(bm * bn * 1.0) - lo) / (hi - lo)
+    x = min(1.0, max(0.0, x))
+    small = hw[HW_SMALL_EFF]
+    if bm * bn < 64 * 64:
+        small = small * (bm * bn) / (64.0 * 64.0) + small * 0.5 * (1.0 - (bm * bn) / (64.0 * 64.0))
+    return hw[HW_MMA_EFF] * (small + (1.0 - small) * x)
+
+
+@njit(cache=True, inline="always")
+def _phase(nprog_total, kiters, grid_cap, bm, bn, bk, stages, eff, cus, nchip, chunk, rr,
+           ab, bb, hw, num_pid_m, num_pid_n, group_m, stamp_m, stamp_n, token, align_pen, acc, tmp):
+    """Cost of ``nprog_total`` programs of ``kiters`` K-steps each, at most ``grid_cap`` at a time:
+    the full waves (all alike) plus the partial last wave with its real program count.
+    Accumulates term totals into acc; returns (time, token)."""
+    full = nprog_total // grid_cap
+    rest = nprog_total - full * grid_cap
+    total = 0.0
+    if full > 0:
+        token += 1
+        rows, cols = _distinct(grid_cap, nchip, chunk, rr, num_pid_m, num_pid_n, group_m)
+        step = _kstep(grid_cap, bm, bn, bk, stages, eff, cus, nchip, ab, bb, hw, rows, cols, align_pen, tmp)
+        w = full * kiters
+        for t in range(5):
+            acc[t] += w * tmp[t]
+        total += full * (kiters * step + hw[HW_TILE])
+    if rest > 0:
+        token += 1
+        rows, cols = _distinct(rest, nchip, chunk, rr, num_pid_m, num_pid_n, group_m)
+        step = _kstep(rest, bm, bn, bk, stages, eff, cus, nchip, ab, bb, hw, rows, cols, align_pen, tmp)
+        for t in range(5):
+            acc[t] += kiters * tmp[t]
+        total += kiters * step + hw[HW_TILE]
+    acc[T_EPILOGUE] += (full + (1 if rest > 0 else 0)) * hw[HW_TILE]
+    return total, token
+
+
+@njit(cache=True, inline="always")
+def score_row(base, i, effs, m, n, k, batch, ab, bb, cb, align, hw, stamp_m, stamp_n, token, terms, tmp):
+    """Predicted latency (ns) of one candidate; fills terms[0:T_LEN]. Returns (latency, token)."""
+    for t in range(T_LEN):
+        terms[t] = 0.0
+    kind = base[i, R_KIND]
+    bm = base[i, R_BM]
+    bn = base[i, R_BN]
+    bk = base[i, R_BK]
+    stages = base[i, R_STAGES]
+    group_m = base[i, R_GROUP]
+    nchip = base[i, R_NCHIP]
+    chunk = base[i, R_CHUNK]
+    occ = base[i, R_OCC]
+    cus = int(hw[HW_CUS])
+    rr = hw[HW_RR] > 0.5
+    num_pid_m = (m + bm - 1) >> base[i, R_LBM]  # blocks are powers of two: shifts, not divisions
+    num_pid_n = (n + bn - 1) >> base[i, R_LBN]
+    tiles = num_pid_m * num_pid_n * batch
+    kiters = max(1, (k + bk - 1) >> base[i, R_LBK])
+    if not problem_valid(base[i], m, n, kiters, tiles, cus):
+        return np.inf, token
+    eff = effs[i]
+    align_pen = 1.0 if align >= 16 else hw[HW_UNALIGNED]
+    slots = cus * occ
+    total = 0.0
+    if kind == K_DP or kind == K_PERSISTENT:
+        grid_cap = slots
+        if kind == K_PERSISTENT:
+            grid_cap = min(slots, cus * base[i, R_GMULT])
+        t, token = _phase(tiles, kiters, grid_cap, bm, bn, bk, stages, eff, cus, nchip, chunk, rr,
+                          ab, bb, hw, num_pid_m, num_pid_n, group_m, stamp_m, stamp_n, token, align_pen, terms, tmp)
+        total += t
+    elif kind == K_STREAMK:
+        g = cus * base[i, R_GMULT]
+        sk_tiles = tiles % g
+        dp_tiles = tiles - sk_tiles
+        if sk_tiles == 0:
+            return np.inf, token  # nothing to stream: identical to persistent
+        if dp_tiles > 0:
+            t, token = _phase(dp_tiles, kiters, g, bm, bn, bk, stages, eff, cus, nchip, chunk, rr,
+                              ab, bb, hw, num_pid_m, num_pid_n, group_m, stamp_m, stamp_n, token, align_pen,
+                              terms, tmp)
+            total += t
+        iters = _cdiv(sk_tiles * kiters, g)
+        sk_eff = eff * hw[HW_SK_EFF]
+        token += 1
+        rows, cols = _distinct(min(sk_tiles, g), nchip, chunk, rr, num_pid_m, num_pid_n, group_m)
+        step = _kstep(g, bm, bn, bk, stages, sk_eff, cus, nchip, ab, bb, hw, rows, cols, align_pen, tmp)
+        for t in range(5):
+            terms[t] += iters * tmp[t]
+        total += iters * step + hw[HW_TILE]
+        contrib = _cdiv(kiters, max(1, iters)) + 1
+        part_bytes = sk_tiles * contrib * bm * bn * 4.0 * 2.0
+        fix = hw[HW_FIXUP] + part_bytes / hw[HW_L2_BW] / max(1.0, min(sk_tiles, cus))
+        fix += (contrib - 1) * bm * bn * 4.0 / (hw[HW_L2_BW] / cus)
+        terms[T_FIXUP] += fix
+        total += fix
+    else:  # split-K
+        s = base[i, R_SPLIT]
+        kpart = _cdiv(kiters, s)
+        progs = tiles * s
+        t, token = _phase(progs, kpart, slots, bm, bn, bk, stages, eff, cus, nchip, chunk, rr,
+                          ab, bb, hw, num_pid_m, num_pid_n, 1, stamp_m, stamp_n, token, align_pen, terms, tmp)
+        total += t
+        part_bytes = progs * bm * bn * 4.0 * 2.0
+        fix = hw[HW_FIXUP] + part_bytes / hw[HW_L2_BW] + s * bm * bn * 4.0 / (hw[HW_L2_BW] / cus)
+        terms[T_FIXUP] += fix
+        total += fix
+    # epilogue: C written once (bias/beta·C reads ride along), spread over the machine
+    c_bytes = m * n * batch * cb * 1.0
+    epi = c_bytes / hw[HW_HBM_BW] / max(1.0, _cdiv(tiles, slots) * 1.0)
+    terms[T_EPILOGUE] += epi
+    total += epi + hw[HW_LAUNCH]
+    terms[T_LAUNCH] = hw[HW_LAUNCH]
+    # waves: time lost to the partial last wave (informational: already inside the totals)
+    waves = _cdiv(tiles, slots)
+    terms[T_WAVES] = (1.0 - tiles / (waves * slots * 1.0)) * (terms[T_COMPUTE])
+    floor = max(2.0 * m * n * k * batch / hw[HW_PEAK],
+                (m * k * ab + k * n * bb + m * n * cb) * batch * 1.0 / hw[HW_HBM_BW])
+    return max(total, floor), token
+
+
+@njit(cache=True)
+def score_all(base, effs, m, n, k, batch, ab, bb, cb, align, hw, out_lat, out_terms):
+    """Score every row of ``base`` for one problem; invalid rows get +inf."""
+    nmax = max(_cdiv(m, 16), _cdiv(n, 16)) + 1
+    stamp_m = np.zeros(nmax, dtype=np.int64)
+    stamp_n = np.zeros(nmax, dtype=np.int64)
+    tmp = np.zeros(8)
+    token = 0
+    for i in range(base.shape[0]):
+        lat, token = score_row(base, i, effs, m, n, k, batch, ab, bb, cb, align, hw, stamp_m, stamp_n, token,
+                               out_terms[i], tmp)
+        out_lat[i] = lat
+
+
+@njit(cache=True)
+def score_one(base, i, effs, m, n, k, batch, ab, bb, cb, align, hw, terms):
+    nmax = max(_cdiv(m, 16), _cdiv(n, 16)) + 1
+    stamp_m = np.zeros(nmax, dtype=np.int64)
+    stamp_n = np.zeros(nmax, dtype=np.int64)
+    tmp = np.zeros(8)
+    lat, _ = score_row(base, i, effs, m, n, k, batch, ab, bb, cb, align, hw, stamp_m, stamp_n, 0, terms, tmp)
+    return lat
+
+
+@njit(cache=True)
+def lower_bound(base, i, effs, m, n, k, batch, ab, bb, align, hw, floor):
+    """A cheap bound that score_row never goes below (each is a sum score_row also pays):
+    padded matrix work spread perfectly over all CUs; all operand bytes through L2; one program's
+    K-loop at the latency bound; plus launch."""
+    bm = base[i, R_BM]
+    bn = base[i, R_BN]
+    bk = base[i, R_BK]
+    kiters = max(1, (k + bk - 1) >> base[i, R_LBK])
+    tiles = ((m + bm - 1) >> base[i, R_LBM]) * ((n + bn - 1) >> base[i, R_LBN]) * batch
+    padded = 2.0 * tiles * max(bm, hw[HW_IM]) * max(bn, hw[HW_IN]) * kiters * bk
+    compute = padded / (hw[HW_CUS] * hw[HW_CU_RATE] * effs[i])
+    pen = 1.0 if align >= 16 else hw[HW_UNALIGNED]
+    l2 = tiles * kiters * (bm * ab + bn * bb) * bk * pen / hw[HW_L2_BW]
+    kprog = kiters
+    if base[i, R_KIND] == K_SPLITK:
+        kprog = _cdiv(kiters, base[i, R_SPLIT])
+    elif base[i, R_KIND] == K_STREAMK:
+        kprog = 1
+    lat = kprog * (hw[HW_LAT] / max(1.0, base[i, R_STAGES] - 1.0) + hw[HW_KITER])
+    return max(floor, max(max(compute, l2), lat) + hw[HW_LAUNCH])
+
+
+@njit(cache=True)
+def best_row(base, effs, m, n, k, batch, ab, bb, cb, align, hw):
+    """Index and latency of the best row for one problem (ties: lowest index). Branch and bound:
+    rows whose lower bound cannot beat the best so far are not scored (the argmin is exact)."""
+    nmax = max(_cdiv(m, 16), _cdiv(n, 16)) + 1
+    stamp_m = np.zeros(nmax, dtype=np.int64)
+    stamp_n = np.zeros(nmax, dtype=np.int64)
+    tmp = np.zeros(8)
+    terms = np.zeros(T_LEN)
+    floor = max(2.0 * m * n * k * batch / hw[HW_PEAK],
+                (m * k * ab + k * n * bb + m * n * cb) * batch * 1.0 / hw[HW_HBM_BW])
+    nrows = base.shape[0]
+    lbs = np.empty(nrows)
+    seed = 0
+    for i in range(nrows):
+        lbs[i] = lower_bound(base, i, effs, m, n, k, batch, ab, bb, align, hw, floor)
+        if lbs[i] < lbs[seed]:
+            seed = i
+    token = 0
+    best_lat, token = score_row(base, seed, effs, m, n, k, batch, ab, bb, cb, align, hw, stamp_m, stamp_n,
+                                token, terms, tmp)
+    best = seed if best_lat < np.inf else -1
+    for i in range(nrows):
+        if lbs[i] > best_lat or (lbs[i] == best_lat and i > best) or i == seed:
+            continue
+        lat, token = score_row(base, i, effs, m, n, k, batch, ab, bb, cb, align, hw, stamp_m, stamp_n, token,
+                               terms, tmp)
+        if lat < best_lat or (lat == best_lat and i < best):
+            best_lat = lat
+            best = i
+    return best, best_lat
+
+
+@njit(cache=True, parallel=True)
+def best_rows_many(base, effs, dims, sizes, align, hw, out_idx, out_lat):
+    """select for many problems of one dtype/layout class: dims is (P, 4) int64 [m, n, k, batch]."""
+    for p in prange(dims.shape[0]):
+        i, lat = best_row(base, effs, dims[p, 0], dims[p, 1], dims[p, 2], dims[p, 3], sizes[0], sizes[1], sizes[2],
+                          align[p], hw)
+        out_idx[p] = i
+        out_lat[p] = lat
+

@@ -1,0 +1,157 @@
+"""The search space: validity predicates (one per hardware constraint) and candidate enumeration.
+
+The predicates are the single source of truth shared by the enumerator, the selector, the launcher
+(`tritonblas.plan`) and the tests. Each takes ``(cfg, problem, hw)`` and returns ``None`` when the
+constraint holds, or a one-line reason when it does not.
+"""
+
+from __future__ import annotations
+
+import math
+from functools import lru_cache
+from typing import Callable
+
+from origami.config import Kind, TileConfig
+from origami.hardware import HardwareProfile
+from origami.problem import DType, GemmProblem
+
+__all__ = [
+    "TileConfig", "Kind", "smem_bytes", "acc_registers_per_thread", "resident_programs",
+    "check_smem", "check_registers", "check_instr", "check_vendor", "check_problem", "check_residency",
+    "PREDICATES", "violations", "is_valid", "candidates", "k_iters",
+]
+
+# Per-thread fp32 accumulator registers above which Triton spills or serialises: a 256x256 tile at
+# 8 warps (256 regs) ran at 0.03-0.27x of the best config on the H200 (H200.md, 2026-11-29).
+MAX_ACC_REGS_PER_THREAD = 128
+
+
+def k_iters(problem: GemmProblem, cfg: TileConfig) -> int:
+    return max(1, math.ceil(problem.k / cfg.block_k))
+
+
+def smem_bytes(cfg: TileConfig, problem: GemmProblem, hw: HardwareProfile) -> int:
+    """Shared memory / LDS that Triton allocates for the operand pipeline of one program.
+
+    A = BM·BK·bytes(a), B = BK·BN·bytes(b).
+    - AMD (stream pipeliner): max(A, B) for num_stages = 1, else (num_stages − 1)·(A + B) — tritonBLAS'
+      formula, validated 35/35 against compiled metadata on gfx942 with Triton 3.6 (reference study §4).
+    - NVIDIA: num_stages·(A + B) (every stage is a cp.async/TMA buffer; stage 1 still stages the dot
+      operands in shared memory for wgmma). Checked against `kernel.metadata.shared` by the GPU tests.
+    """
+    a = cfg.block_m * cfg.block_k * problem.a_dtype.bytes
+    b = cfg.block_k * cfg.block_n * problem.b_dtype.bytes
+    if hw.is_amd:
+        return max(a, b) if cfg.num_stages == 1 else (cfg.num_stages - 1) * (a + b)
+    return max(1, cfg.num_stages) * (a + b)
+
+
+def acc_registers_per_thread(cfg: TileConfig, hw: HardwareProfile) -> int:
+    return cfg.block_m * cfg.block_n // (cfg.num_warps * hw.compute["warp_size"])
+
+
+def resident_programs(cfg: TileConfig, problem: GemmProblem, hw: HardwareProfile) -> int:
+    """Programs of this config that fit on one CU at once (smem, warps, block slots, registers)."""
+    c = hw.compute
+    by_smem = c["smem_bytes_per_cu"] // max(1, smem_bytes(cfg, problem, hw))
+    by_warps = c["max_warps_per_cu"] // cfg.num_warps
+    regs_per_thread = min(c["max_registers_per_thread"], acc_registers_per_thread(cfg, hw) + 64)
+    by_regs = c["registers_per_cu"] // (regs_per_thread * cfg.num_warps * c["warp_size"])
+    return max(0, min(by_smem, by_warps, c["max_blocks_per_cu"], by_regs))
+
+
+# --- predicates ------------------------------------------------------------------------------
+def check_smem(cfg: TileConfig, problem: GemmProblem, hw: HardwareProfile) -> str | None:
+    need, have = smem_bytes(cfg, problem, hw), hw.compute["smem_bytes_per_block"]
+    if need > have:
+        return f"shared memory: needs {need} bytes with {cfg.num_stages} stages, the profile allows {have}"
+    return None
+
+
+def check_registers(cfg: TileConfig, problem: GemmProblem, hw: HardwareProfile) -> str | None:
+    acc = acc_registers_per_thread(cfg, hw)
+    if acc > MAX_ACC_REGS_PER_THREAD:
+        return (f"registers: {cfg.block_m}x{cfg.block_n} accumulator needs {acc} fp32 registers per thread "
+                f"at {cfg.num_warps} warps (limit {MAX_ACC_REGS_PER_THREAD})")
+    if acc < 1:
+        return f"registers: {cfg.num_warps} warps is too many for a {cfg.block_m}x{cfg.block_n} tile"
+    return None
+
+
+def check_instr(cfg: TileConfig, problem: GemmProblem, hw: HardwareProfile) -> str | None:
+    """Matrix-instruction divisibility: Triton's tl.dot needs every block dim ≥ 16 and BK a multiple
+    of the instruction K (and ≥ 32 bytes of K per row for 8-bit types)."""
+    key = problem.a_dtype.rate_key
+    if hw.matrix_peak_flops.get(key, 0.0) <= 0:
+        return f"dtype: {problem.a_dtype.value} has no matrix rate on {hw.name}"
+    im, in_, ik = hw.matrix_instr_shape[key]
+    if cfg.block_k % ik or cfg.block_k * problem.a_dtype.bytes < 32:
+        return f"instruction: BLOCK_K={cfg.block_k} is not a multiple of the {key} instruction K={ik} (>= 32 bytes)"
+    if cfg.block_n % in_ or cfg.block_m % min(im, 16):
+        return f"instruction: {cfg.block_m}x{cfg.block_n} does not tile the {key} instruction {im}x{in_}"
+    return None
+
+
+def check_vendor(cfg: TileConfig, problem: GemmProblem, hw: HardwareProfile) -> str | None:
+    extras = (cfg.waves_per_eu, cfg.matrix_instr_nonkdim, cfg.kpack)
+    if hw.is_amd:
+        if any(e is None for e in extras):
+            return "vendor: AMD profiles need waves_per_eu, matrix_instr_nonkdim and kpack"
+        if cfg.matrix_instr_nonkdim not in (16, 32) or cfg.kpack not in (1, 2) or not 0 <= cfg.waves_per_eu <= 8:
+            return (f"vendor: AMD knobs out of range (matrix_instr_nonkdim {cfg.matrix_instr_nonkdim} not in 16/32, "
+                    f"kpack {cfg.kpack} not in 1/2, waves_per_eu {cfg.waves_per_eu} not in 0..8)")
+    elif any(e is not None for e in extras):
+        return "vendor: waves_per_eu / matrix_instr_nonkdim / kpack are AMD-only and must be None on NVIDIA"
+    if cfg.num_chiplets not in (1, hw.chiplets):
+        return f"chiplets: remap over {cfg.num_chiplets} chiplets, the profile has {hw.chiplets}"
+    if cfg.num_chiplets == 1 and cfg.chunk != 1:
+        return "chiplets: chunk must be 1 without a chiplet remap"
+    return None
+
+
+def check_problem(cfg: TileConfig, problem: GemmProblem, hw: HardwareProfile) -> str | None:
+    if cfg.kind is Kind.SPLITK:
+        if cfg.split_k < 2:
+            return "split-K: split_k must be >= 2"
+        if cfg.split_k > k_iters(problem, cfg):
+            return f"split-K: split_k={cfg.split_k} exceeds the {k_iters(problem, cfg)} K-iterations"
+        tiles = -(-problem.m // cfg.block_m) * -(-problem.n // cfg.block_n) * problem.batch
+        if tiles >= hw.compute_units:
+            return (f"split-K: {tiles} tiles already fill the {hw.compute_units} compute units "
+                    "(split-K is for grids that leave units idle)")
+    if cfg.block_m > max(64, 4 * problem.m) or cfg.block_n > max(64, 4 * problem.n):
+        return (f"tile: {cfg.block_m}x{cfg.block_n} is more than 4x the {problem.m}x{problem.n} output "
+                "(and larger than 64)")
+    return None
+
+
+def check_residency(cfg: TileConfig, problem: GemmProblem, hw: HardwareProfile) -> str | None:
+    """Persistent and Stream-K grids are sized to the resident capacity (our Stream-K fix-up never
+    waits on another program, so this is a performance bound, not a deadlock guard)."""
+    if resident_programs(cfg, problem, hw) < 1:
+        return "occupancy: not one program of this config fits on a compute unit"
+    if cfg.kind in (Kind.PERSISTENT, Kind.STREAMK):
+        cap = hw.compute_units * resident_programs(cfg, problem, hw)
+        if cfg.grid > cap:
+            return f"residency: grid {cfg.grid} exceeds the {cap} co-resident programs"
+    return None
+
+
+PREDICATES: tuple[Callable[[TileConfig, GemmProblem, HardwareProfile], str | None], ...] = (
+    check_smem, check_registers, check_instr, check_vendor, check_problem, check_residency,
+)
+
+
+def violations(cfg: TileConfig, problem: GemmProblem, hw: HardwareProfile) -> list[str]:
+    return [r for p in PREDICATES if (r := p(cfg, problem, hw)) is not None]
+
+
+def is_valid(cfg: TileConfig, problem: GemmProblem, hw: HardwareProfile) -> bool:
+    return not violations(cfg, problem, hw)
+
+
+def candidates(problem: GemmProblem, hw: HardwareProfile) -> list[TileConfig]:
+    """The whole valid search space for ``problem`` on ``hw`` (see origami.enumerate for the axes)."""
+    from origami.enumerate import enumerate_configs
+
+    return list(enumerate_configs(problem, hw))

@@ -1,0 +1,83 @@
+"""Workarounds for Triton's CPU interpreter, applied only when ``TRITON_INTERPRET=1``.
+
+- **bf16 ``tl.dot``**: the interpreter stores bf16 as raw uint16 and calls ``np.matmul`` on the bits
+  (relative error ~1e10, Triton 3.6 and 3.9). We widen bf16 operands to fp32 first, which is exact.
+- **fp32 → bf16 casts truncate** (``cast_impl`` calls its converter with no rounding mode), where
+  the GPU rounds to nearest even: results were off by up to one bf16 ulp. We round to nearest even.
+- **numpy ≥ 2.4 with Triton 3.6**: ``int(handle.data)`` on a 1-element array raises
+  ``TypeError: only 0-dimensional arrays can be converted to Python scalars`` (every loop with a
+  runtime bound fails). Backport of Triton 3.9's fix: convert the single element explicitly.
+
+:func:`apply` is called lazily by the launch code (never at import) and is idempotent. It patches
+``triton.runtime.interpreter`` in place, so it also fixes user kernels run in the same process.
+"""
+
+from __future__ import annotations
+
+import os
+
+__all__ = ["apply", "interpreting"]
+
+_APPLIED = False
+
+
+def interpreting() -> bool:
+    return os.environ.get("TRITON_INTERPRET", "0") == "1"
+
+
+def _fp32_to_bf16_rne(x):
+    """fp32 array → bf16 bits (uint16), round to nearest even, NaN kept quiet, overflow → ±inf."""
+    import numpy as np
+
+    u = np.ascontiguousarray(x, dtype=np.float32).view(np.uint32)
+    rounded = ((u + np.uint32(0x7FFF) + ((u >> 16) & np.uint32(1))) >> 16).astype(np.uint16)
+    nan = np.isnan(x)
+    return np.where(nan, ((u >> 16) | np.uint32(0x40)).astype(np.uint16), rounded)
+
+
+def apply() -> bool:
+    """Install the workarounds if the interpreter is active; returns whether they are installed."""
+    global _APPLIED
+    if _APPLIED:
+        return True
+    if not interpreting():
+        return False
+    import numpy as np
+    import triton.language as tl
+    from triton.runtime import interpreter as interp
+
+    original_dot = interp.InterpreterBuilder.create_dot
+
+    def _widen(h):
+        if h.dtype == tl.bfloat16:
+            data = (h.data.astype(np.uint32) << 16).view(np.float32)
+            return interp.TensorHandle(data, tl.float32)
+        return h
+
+    def create_dot(self, a, b, d, input_precision, max_num_imprecise_acc):
+        return original_dot(self, _widen(a), _widen(b), d, input_precision, max_num_imprecise_acc)
+
+    interp.InterpreterBuilder.create_dot = create_dot
+
+    original_cast = interp.InterpreterBuilder.cast_impl
+
+    def cast_impl(self, src, dst_type):
+        if src.dtype.scalar == tl.float32 and dst_type.scalar == tl.bfloat16:
+            return interp.TensorHandle(_fp32_to_bf16_rne(src.data), tl.bfloat16)
+        return original_cast(self, src, dst_type)
+
+    interp.InterpreterBuilder.cast_impl = cast_impl
+
+    original_patch = interp._patch_lang_tensor
+
+    def _index(self):
+        data = np.asarray(self.handle.data)
+        return int(data.reshape(-1)[0]) if data.size == 1 else int(data)
+
+    def _patch_lang_tensor(tensor, scope):
+        original_patch(tensor, scope)
+        scope.set_attr(tensor, "__index__", _index)
+
+    interp._patch_lang_tensor = _patch_lang_tensor
+    _APPLIED = True
+    return True

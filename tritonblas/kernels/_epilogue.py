@@ -1,0 +1,118 @@
+"""The epilogue every kernel shares, and the fp32 partial-tile workspace of Stream-K / split-K.
+
+``out = act(alpha · (scale_a ⊙ (A @ B) ⊙ scale_b) + beta · C + bias)``, computed in fp32 and cast to
+the output's dtype at the store. ``C`` may alias ``out`` (each element is read, then written, by the
+one program that owns the tile). With ``beta == 0`` the host sets HAS_C False, so NaN/Inf in C never
+propagate.
+
+Constexpr codes: SCALE_A / SCALE_B 0 = none, 1 = one scalar (per-tensor), 2 = a vector over M (A)
+or N (B); ACTIVATION 0 = none, 1 = relu, 2 = gelu (tanh approximation).
+"""
+
+import triton
+import triton.language as tl
+
+from tritonblas.kernels._tiles import operand_offsets, stride_hint
+
+__all__ = ["ACT_NONE", "ACT_RELU", "ACT_GELU", "gelu_tanh", "epilogue", "store_partial", "load_partial"]
+
+ACT_NONE, ACT_RELU, ACT_GELU = 0, 1, 2
+
+
+@triton.jit
+def gelu_tanh(x):
+    """0.5·x·(1 + tanh(√(2/π)·(x + 0.044715·x³))), written as x·sigmoid(2u): no tanh needed, and
+    exp over/underflow at large |x| gives the right limits (x and -0)."""
+    u = 1.5957691216057308 * (x + 0.044715 * x * x * x)
+    return x / (1.0 + tl.exp(-u))
+
+
+@triton.jit
+def _epilogue_block(acc, Out, C, Bias, ScaleA, ScaleB, bid, rm, rn, M, N,
+                    stride_cb, stride_cm, stride_cn, stride_ob, stride_om, stride_on, stride_bias,
+                    alpha, beta, OUT_ORDER: tl.constexpr, OUT_ALIGN: tl.constexpr,
+                    HAS_C: tl.constexpr, HAS_BIAS: tl.constexpr, SCALE_A: tl.constexpr, SCALE_B: tl.constexpr,
+                    ACTIVATION: tl.constexpr, EDGE: tl.constexpr):
+    if EDGE:
+        mask_m = rm < M
+        mask_n = rn < N
+        mask = mask_m[:, None] & mask_n[None, :]
+    if SCALE_A == 1:
+        acc = acc * tl.load(ScaleA).to(tl.float32)
+    elif SCALE_A == 2:
+        if EDGE:
+            sa = tl.load(ScaleA + rm, mask=mask_m, other=0.0)
+        else:
+            sa = tl.load(ScaleA + rm)
+        acc = acc * sa.to(tl.float32)[:, None]
+    if SCALE_B == 1:
+        acc = acc * tl.load(ScaleB).to(tl.float32)
+    elif SCALE_B == 2:
+        if EDGE:
+            sb = tl.load(ScaleB + rn, mask=mask_n, other=0.0)
+        else:
+            sb = tl.load(ScaleB + rn)
+        acc = acc * sb.to(tl.float32)[None, :]
+    acc = acc * alpha
+    if HAS_C:
+        c_ptrs = C + bid.to(tl.int64) * stride_cb + rm.to(tl.int64)[:, None] * stride_cm \
+            + rn.to(tl.int64)[None, :] * stride_cn
+        if EDGE:
+            c = tl.load(c_ptrs, mask=mask, other=0.0)
+        else:
+            c = tl.load(c_ptrs)
+        acc = acc + beta * c.to(tl.float32)
+    if HAS_BIAS:
+        if EDGE:
+            bias = tl.load(Bias + rn.to(tl.int64) * stride_bias, mask=mask_n, other=0.0)
+        else:
+            bias = tl.load(Bias + rn.to(tl.int64) * stride_bias)
+        acc = acc + bias.to(tl.float32)[None, :]
+    if ACTIVATION == 1:
+        acc = tl.maximum(acc, 0.0, propagate_nan=tl.PropagateNan.ALL)
+    elif ACTIVATION == 2:
+        acc = gelu_tanh(acc)
+    o_ptrs = Out + bid.to(tl.int64) * stride_hint(stride_ob, OUT_ALIGN) \
+        + operand_offsets(rm, rn, stride_om, stride_on, OUT_ORDER, OUT_ALIGN)
+    if EDGE:
+        tl.store(o_ptrs, acc.to(Out.dtype.element_ty), mask=mask)
+    else:
+        tl.store(o_ptrs, acc.to(Out.dtype.element_ty))
+
+
+@triton.jit
+def epilogue(acc, Out, C, Bias, ScaleA, ScaleB, bid, pid_m, pid_n, M, N,
+             stride_cb, stride_cm, stride_cn, stride_ob, stride_om, stride_on, stride_bias,
+             alpha, beta, BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr,
+             OUT_ORDER: tl.constexpr, OUT_ALIGN: tl.constexpr,
+             HAS_C: tl.constexpr, HAS_BIAS: tl.constexpr, SCALE_A: tl.constexpr, SCALE_B: tl.constexpr,
+             ACTIVATION: tl.constexpr):
+    """Apply the epilogue to one tile's accumulator and store it (unmasked for interior tiles)."""
+    rm = pid_m * BLOCK_M + tl.arange(0, BLOCK_M)
+    rn = pid_n * BLOCK_N + tl.arange(0, BLOCK_N)
+    if ((pid_m + 1) * BLOCK_M <= M) & ((pid_n + 1) * BLOCK_N <= N):
+        _epilogue_block(acc, Out, C, Bias, ScaleA, ScaleB, bid, rm, rn, M, N,
+                        stride_cb, stride_cm, stride_cn, stride_ob, stride_om, stride_on, stride_bias,
+                        alpha, beta, OUT_ORDER, OUT_ALIGN, HAS_C, HAS_BIAS, SCALE_A, SCALE_B, ACTIVATION, False)
+    else:
+        _epilogue_block(acc, Out, C, Bias, ScaleA, ScaleB, bid, rm, rn, M, N,
+                        stride_cb, stride_cm, stride_cn, stride_ob, stride_om, stride_on, stride_bias,
+                        alpha, beta, OUT_ORDER, OUT_ALIGN, HAS_C, HAS_BIAS, SCALE_A, SCALE_B, ACTIVATION, True)
+
+
+@triton.jit
+def _partial_offsets(slot, BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr):
+    local = tl.arange(0, BLOCK_M)[:, None] * BLOCK_N + tl.arange(0, BLOCK_N)[None, :]
+    return tl.cast(slot, tl.int64) * (BLOCK_M * BLOCK_N) + local
+
+
+@triton.jit
+def store_partial(Workspace, slot, acc, BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr):
+    """Write a whole fp32 accumulator tile to workspace slot ``slot``."""
+    tl.store(Workspace + _partial_offsets(slot, BLOCK_M, BLOCK_N), acc)
+
+
+@triton.jit
+def load_partial(Workspace, slot, BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr):
+    """Read workspace slot ``slot`` through L2 (``.cg``: never a stale L1 line of another SM's write)."""
+    return tl.load(Workspace + _partial_offsets(slot, BLOCK_M, BLOCK_N), cache_modifier=".cg")

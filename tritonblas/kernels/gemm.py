@@ -1,0 +1,142 @@
+"""Data-parallel, persistent and TMA (Hopper tensor-descriptor) GEMM kernels.
+
+Every kernel in this package takes the same argument list, so one host routine
+(``tritonblas.plan.launch``) builds it for all of them:
+
+- pointers ``A, B, C, Out, Bias, ScaleA, ScaleB, Workspace, Counters`` (unused ones get any valid
+  tensor; the TMA kernel gets host tensor descriptors as A and B);
+- sizes ``M, N, K, BATCH`` and the runtime split count ``split_k`` (split-K only);
+- strides (see ``_tiles`` for the glossary) and ``alpha, beta`` (fp32);
+- constexprs: the tile config (BLOCK_M/N/K, GROUP_M, NUM_CHIPLETS, CHUNK — from ``TileConfig``
+  through ``LaunchPlan.constexprs``), then the per-launch classes computed from the tensors
+  (``*_ORDER``, ``*_ALIGN``, epilogue switches, INPUT_PRECISION, MAX_IMPRECISE, TMA_BATCHED).
+
+Sizes and operand strides are ``do_not_specialize``: Triton would otherwise compile one variant per
+"divisible by 16 / equal to 1" pattern of a dozen integers. Our own layout and alignment classes
+(three alignment values, host-validated) replace that, which bounds compilations per tile config.
+"""
+
+import triton
+import triton.language as tl
+
+from tritonblas.kernels._epilogue import epilogue
+from tritonblas.kernels._tiles import tile_acc, tile_position
+from tritonblas.kernels.pid import chiplet_remap
+
+__all__ = ["RUNTIME_INTS", "gemm_kernel", "gemm_persistent_kernel", "gemm_tma_kernel"]
+
+RUNTIME_INTS = [
+    "M", "N", "K", "BATCH", "split_k",
+    "stride_ab", "stride_am", "stride_ak", "stride_bb", "stride_bk", "stride_bn",
+    "stride_ob", "stride_om", "stride_on",
+]
+
+
+@triton.jit(do_not_specialize=RUNTIME_INTS)
+def gemm_kernel(A, B, C, Out, Bias, ScaleA, ScaleB, Workspace, Counters,
+                M, N, K, BATCH, split_k,
+                stride_ab, stride_am, stride_ak, stride_bb, stride_bk, stride_bn,
+                stride_cb, stride_cm, stride_cn, stride_ob, stride_om, stride_on, stride_bias,
+                alpha, beta,
+                BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr, GROUP_M: tl.constexpr,
+                NUM_CHIPLETS: tl.constexpr, CHUNK: tl.constexpr,
+                A_ORDER: tl.constexpr, B_ORDER: tl.constexpr, OUT_ORDER: tl.constexpr,
+                A_ALIGN: tl.constexpr, B_ALIGN: tl.constexpr, OUT_ALIGN: tl.constexpr,
+                HAS_C: tl.constexpr, HAS_BIAS: tl.constexpr, SCALE_A: tl.constexpr, SCALE_B: tl.constexpr,
+                ACTIVATION: tl.constexpr, INPUT_PRECISION: tl.constexpr, MAX_IMPRECISE: tl.constexpr,
+                TMA_BATCHED: tl.constexpr):
+    """Data-parallel: one program per output tile (grid = BATCH · ⌈M/BM⌉ · ⌈N/BN⌉, on axis 0)."""
+    tile = chiplet_remap(tl.program_id(0), tl.num_programs(0), NUM_CHIPLETS, CHUNK)
+    bid, pid_m, pid_n = tile_position(tile, M, N, BLOCK_M, BLOCK_N, GROUP_M)
+    acc = tile_acc(A, B, bid, pid_m, pid_n, 0, tl.cdiv(K, BLOCK_K), M, N, K,
+                   stride_ab, stride_am, stride_ak, stride_bb, stride_bk, stride_bn,
+                   BLOCK_M, BLOCK_N, BLOCK_K, A_ORDER, B_ORDER, A_ALIGN, B_ALIGN, INPUT_PRECISION, MAX_IMPRECISE)
+    epilogue(acc, Out, C, Bias, ScaleA, ScaleB, bid, pid_m, pid_n, M, N,
+             stride_cb, stride_cm, stride_cn, stride_ob, stride_om, stride_on, stride_bias, alpha, beta,
+             BLOCK_M, BLOCK_N, OUT_ORDER, OUT_ALIGN, HAS_C, HAS_BIAS, SCALE_A, SCALE_B, ACTIVATION)
+
+
+@triton.jit(do_not_specialize=RUNTIME_INTS)
+def gemm_persistent_kernel(A, B, C, Out, Bias, ScaleA, ScaleB, Workspace, Counters,
+                           M, N, K, BATCH, split_k,
+                           stride_ab, stride_am, stride_ak, stride_bb, stride_bk, stride_bn,
+                           stride_cb, stride_cm, stride_cn, stride_ob, stride_om, stride_on, stride_bias,
+                           alpha, beta,
+                           BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr,
+                           GROUP_M: tl.constexpr, NUM_CHIPLETS: tl.constexpr, CHUNK: tl.constexpr,
+                           A_ORDER: tl.constexpr, B_ORDER: tl.constexpr, OUT_ORDER: tl.constexpr,
+                           A_ALIGN: tl.constexpr, B_ALIGN: tl.constexpr, OUT_ALIGN: tl.constexpr,
+                           HAS_C: tl.constexpr, HAS_BIAS: tl.constexpr, SCALE_A: tl.constexpr,
+                           SCALE_B: tl.constexpr, ACTIVATION: tl.constexpr, INPUT_PRECISION: tl.constexpr,
+                           MAX_IMPRECISE: tl.constexpr, TMA_BATCHED: tl.constexpr):
+    """Persistent: grid = resident programs G; program p computes tiles p, p+G, p+2G, ..."""
+    grid = tl.num_programs(0)
+    pid = chiplet_remap(tl.program_id(0), grid, NUM_CHIPLETS, CHUNK)
+    num_tiles = BATCH * tl.cdiv(M, BLOCK_M) * tl.cdiv(N, BLOCK_N)
+    iters = tl.cdiv(K, BLOCK_K)
+    for tile in range(pid, num_tiles, grid):
+        bid, pid_m, pid_n = tile_position(tile, M, N, BLOCK_M, BLOCK_N, GROUP_M)
+        acc = tile_acc(A, B, bid, pid_m, pid_n, 0, iters, M, N, K,
+                       stride_ab, stride_am, stride_ak, stride_bb, stride_bk, stride_bn,
+                       BLOCK_M, BLOCK_N, BLOCK_K, A_ORDER, B_ORDER, A_ALIGN, B_ALIGN, INPUT_PRECISION,
+                       MAX_IMPRECISE)
+        epilogue(acc, Out, C, Bias, ScaleA, ScaleB, bid, pid_m, pid_n, M, N,
+                 stride_cb, stride_cm, stride_cn, stride_ob, stride_om, stride_on, stride_bias, alpha, beta,
+                 BLOCK_M, BLOCK_N, OUT_ORDER, OUT_ALIGN, HAS_C, HAS_BIAS, SCALE_A, SCALE_B, ACTIVATION)
+
+
+@triton.jit
+def _tma_load(desc, b, r0, r1, R0: tl.constexpr, R1: tl.constexpr, BATCHED: tl.constexpr):
+    if BATCHED:
+        x = desc.load([b, r0, r1]).reshape(R0, R1)
+    else:
+        x = desc.load([r0, r1])
+    return x
+
+
+@triton.jit(do_not_specialize=RUNTIME_INTS)
+def gemm_tma_kernel(A, B, C, Out, Bias, ScaleA, ScaleB, Workspace, Counters,
+                    M, N, K, BATCH, split_k,
+                    stride_ab, stride_am, stride_ak, stride_bb, stride_bk, stride_bn,
+                    stride_cb, stride_cm, stride_cn, stride_ob, stride_om, stride_on, stride_bias,
+                    alpha, beta,
+                    BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr, GROUP_M: tl.constexpr,
+                    NUM_CHIPLETS: tl.constexpr, CHUNK: tl.constexpr,
+                    A_ORDER: tl.constexpr, B_ORDER: tl.constexpr, OUT_ORDER: tl.constexpr,
+                    A_ALIGN: tl.constexpr, B_ALIGN: tl.constexpr, OUT_ALIGN: tl.constexpr,
+                    HAS_C: tl.constexpr, HAS_BIAS: tl.constexpr, SCALE_A: tl.constexpr, SCALE_B: tl.constexpr,
+                    ACTIVATION: tl.constexpr, INPUT_PRECISION: tl.constexpr, MAX_IMPRECISE: tl.constexpr,
+                    TMA_BATCHED: tl.constexpr):
+    """Hopper TMA variant, data-parallel (grid = tiles) or persistent (grid = G), A and B read through
+    host tensor descriptors (OOB rows/columns, including the K tail, are zero-filled by the hardware).
+
+    A's descriptor is [M, K] (A_ORDER 0) or [K, M] (A_ORDER 1, loaded then transposed); B's is [K, N]
+    (B_ORDER 0) or [N, K] (B_ORDER 1). With TMA_BATCHED a leading batch dim is added and stride_ab /
+    stride_bb carry the batch-index multiplier (1, or 0 for a broadcast operand). The host only
+    builds descriptors after checking 16-byte alignment of base and strides: an unaligned descriptor
+    gives silently wrong results on the H200. The epilogue is the pointer one (masked at edges)."""
+    grid = tl.num_programs(0)
+    pid = chiplet_remap(tl.program_id(0), grid, NUM_CHIPLETS, CHUNK)
+    num_tiles = BATCH * tl.cdiv(M, BLOCK_M) * tl.cdiv(N, BLOCK_N)
+    iters = tl.cdiv(K, BLOCK_K)
+    for tile in range(pid, num_tiles, grid):
+        bid, pid_m, pid_n = tile_position(tile, M, N, BLOCK_M, BLOCK_N, GROUP_M)
+        off_m = pid_m * BLOCK_M
+        off_n = pid_n * BLOCK_N
+        ba = bid * stride_ab
+        bb = bid * stride_bb
+        acc = tl.zeros((BLOCK_M, BLOCK_N), dtype=tl.float32)
+        for ki in range(0, iters):
+            off_k = ki * BLOCK_K
+            if A_ORDER == 0:
+                a = _tma_load(A, ba, off_m, off_k, BLOCK_M, BLOCK_K, TMA_BATCHED)
+            else:
+                a = _tma_load(A, ba, off_k, off_m, BLOCK_K, BLOCK_M, TMA_BATCHED).T
+            if B_ORDER == 0:
+                b = _tma_load(B, bb, off_k, off_n, BLOCK_K, BLOCK_N, TMA_BATCHED)
+            else:
+                b = _tma_load(B, bb, off_n, off_k, BLOCK_N, BLOCK_K, TMA_BATCHED).T
+            acc = tl.dot(a, b, acc, input_precision=INPUT_PRECISION, max_num_imprecise_acc=MAX_IMPRECISE)
+        epilogue(acc, Out, C, Bias, ScaleA, ScaleB, bid, pid_m, pid_n, M, N,
+                 stride_cb, stride_cm, stride_cn, stride_ob, stride_om, stride_on, stride_bias, alpha, beta,
+                 BLOCK_M, BLOCK_N, OUT_ORDER, OUT_ALIGN, HAS_C, HAS_BIAS, SCALE_A, SCALE_B, ACTIVATION)

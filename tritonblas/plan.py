@@ -1,0 +1,520 @@
+"""Launch plans: a ``TileConfig`` for a ``GemmProblem`` on a profile → kernel, grid, constexprs, workspace.
+
+``make_plan`` is pure (no tensors, no device): it checks the config with ``origami.space.violations``
+and maps it to a kernel. ``launch`` is what the dispatcher calls with tensors: it validates them,
+derives the per-launch layout/alignment classes, gets a workspace and launches on the current
+stream of the tensors' device.
+
+TileConfig → launch arguments, in one place (``CONSTEXPR_FIELDS`` …): every TileConfig field is in
+exactly one of the tuples below (a test enforces it, so a new field cannot be silently dropped).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import math
+import threading
+from collections import OrderedDict
+from concurrent.futures import ProcessPoolExecutor
+from dataclasses import dataclass
+from typing import Any, Mapping, Sequence
+
+import torch
+
+from origami.config import Kind, TileConfig
+from origami.hardware import HardwareProfile
+from origami.problem import DType, GemmProblem, Layout
+from origami.space import violations
+from tritonblas import _interpreter
+
+__all__ = [
+    "LaunchPlan", "make_plan", "launch", "precompile", "clear_workspaces", "problem_from_tensors",
+    "alignment_bytes", "align_class", "CONSTEXPR_FIELDS", "OPTION_FIELDS", "AMD_OPTION_FIELDS", "GRID_FIELDS",
+    "TORCH_DTYPES",
+]
+
+# --- TileConfig field roles ------------------------------------------------------------------
+CONSTEXPR_FIELDS = ("block_m", "block_n", "block_k", "group_m", "num_chiplets", "chunk")  # → UPPER constexprs
+OPTION_FIELDS = ("num_warps", "num_stages")                      # → Triton launch options, every vendor
+AMD_OPTION_FIELDS = ("waves_per_eu", "matrix_instr_nonkdim", "kpack")  # → launch options on AMD only
+GRID_FIELDS = ("kind", "grid", "split_k")                        # → kernel choice, grid, runtime split count
+
+# DType → torch dtype for the kernels' inputs/outputs. (The dispatcher's torch → DType map is its
+# inverse; keep the two in one place when dispatch.py lands.) fp32 storage serves fp32 and tf32.
+TORCH_DTYPES: Mapping[DType, torch.dtype] = {
+    DType.FP32: torch.float32, DType.TF32: torch.float32, DType.FP16: torch.float16, DType.BF16: torch.bfloat16,
+    DType.FP8_E4M3: torch.float8_e4m3fn, DType.FP8_E5M2: torch.float8_e5m2,
+}
+_FROM_TORCH = {torch.float32: DType.FP32, torch.float16: DType.FP16, torch.bfloat16: DType.BF16,
+               torch.float8_e4m3fn: DType.FP8_E4M3, torch.float8_e5m2: DType.FP8_E5M2}
+_FP8 = (torch.float8_e4m3fn, torch.float8_e5m2)
+_OUT_DTYPES = (torch.float32, torch.float16, torch.bfloat16, *_FP8)
+_ACTIVATIONS = {None: 0, "none": 0, "relu": 1, "gelu": 2, "gelu_tanh": 2}
+_TMA_ARCHS = ("sm_90", "sm_100")
+_TMA_MAX_BLOCK = 256  # TMA box dims are at most 256 elements
+
+
+# --- the plan --------------------------------------------------------------------------------
+@dataclass(frozen=True, slots=True)
+class LaunchPlan:
+    """Everything needed to launch one config on one problem, except the tensors. Hashable, picklable.
+
+    ``kernel_name`` names a kernel in ``tritonblas.kernels`` (resolved lazily by :attr:`kernel`, so
+    building a plan never imports Triton). ``grid`` is the 1-D launch grid (batch folded into axis 0,
+    so batch > 65535 is fine). The workspace is ``workspace_tiles`` fp32 tiles of BLOCK_M × BLOCK_N
+    plus ``counters`` int32 counters (Stream-K / split-K only).
+    """
+
+    config: TileConfig
+    problem: GemmProblem
+    kernel_name: str
+    grid: tuple[int]
+    workspace_tiles: int = 0
+    counters: int = 0
+    tma: bool = False
+    is_amd: bool = False
+
+    @property
+    def constexprs(self) -> dict[str, int]:
+        """The config's compile-time constants: each CONSTEXPR_FIELDS field under its UPPER name."""
+        return {name.upper(): getattr(self.config, name) for name in CONSTEXPR_FIELDS}
+
+    @property
+    def options(self) -> dict[str, int]:
+        """Triton launch options: num_warps, num_stages, and the AMD knobs on AMD profiles only."""
+        opts = {name: getattr(self.config, name) for name in OPTION_FIELDS}
+        if self.is_amd:
+            opts.update({name: getattr(self.config, name) for name in AMD_OPTION_FIELDS})
+        return opts
+
+    @property
+    def split_k(self) -> int:
+        return self.config.split_k
+
+    @property
+    def workspace_bytes(self) -> int:
+        return self.workspace_tiles * self.config.block_m * self.config.block_n * 4
+
+    @property
+    def counter_bytes(self) -> int:
+        return self.counters * 4
+
+    @property
+    def kernel(self):
+        from tritonblas import kernels
+
+        return getattr(kernels, self.kernel_name)
+
+    @property
+    def pointer_kernel_name(self) -> str:
+        """The pointer kernel a TMA plan falls back to when the tensors are not 16-byte aligned."""
+        if self.kernel_name != "gemm_tma_kernel":
+            return self.kernel_name
+        return "gemm_kernel" if self.config.kind is Kind.DP else "gemm_persistent_kernel"
+
+
+def _num_tiles(cfg: TileConfig, p: GemmProblem) -> int:
+    return p.batch * math.ceil(p.m / cfg.block_m) * math.ceil(p.n / cfg.block_n)
+
+
+def tma_supported(cfg: TileConfig, problem: GemmProblem, hw: HardwareProfile) -> str | None:
+    """None if the TMA kernel may serve this config/problem, else why not."""
+    if hw.is_amd or hw.arch not in _TMA_ARCHS:
+        return f"TMA: {hw.arch} has no tensor memory accelerator"
+    if cfg.kind not in (Kind.DP, Kind.PERSISTENT):
+        return f"TMA: only dp and persistent kinds have a TMA variant, not {cfg.kind.value}"
+    if problem.align_bytes < 16:
+        return f"TMA: operands are {problem.align_bytes}-byte aligned, TMA needs 16"
+    if problem.k == 0:
+        return "TMA: K = 0"
+    if max(cfg.block_m, cfg.block_n, cfg.block_k) > _TMA_MAX_BLOCK:
+        return f"TMA: block dims must be <= {_TMA_MAX_BLOCK}"
+    return None
+
+
+def make_plan(cfg: TileConfig, problem: GemmProblem, hw: HardwareProfile, *, tma: bool = False) -> LaunchPlan:
+    """Map a config to a kernel launch. Raises ValueError naming every violated predicate.
+
+    ``tma=True`` asks for the Hopper tensor-descriptor kernel (dp and persistent kinds); when the
+    problem is not 16-byte aligned (``problem.align_bytes``), or the GPU has no TMA, the plan uses
+    the pointer kernel instead (``plan.tma`` says which). ``launch`` re-checks the real tensors.
+    """
+    if not isinstance(cfg, TileConfig):
+        raise TypeError(f"make_plan: cfg must be a TileConfig, got {type(cfg).__name__}")
+    if problem.a_dtype not in TORCH_DTYPES or problem.b_dtype not in TORCH_DTYPES:
+        raise ValueError(f"make_plan: no kernel for {problem.a_dtype.value} x {problem.b_dtype.value} inputs "
+                         f"(supported: {', '.join(d.value for d in TORCH_DTYPES)})")
+    bad = violations(cfg, problem, hw)
+    if bad:
+        raise ValueError(f"invalid config {cfg.short()} for {problem.describe()} on {hw.name}: " + "; ".join(bad))
+    tiles = _num_tiles(cfg, problem)
+    kind = cfg.kind
+    use_tma = bool(tma) and tma_supported(cfg, problem, hw) is None
+    ws_tiles = counters = 0
+    if kind is Kind.DP:
+        name, grid = ("gemm_tma_kernel" if use_tma else "gemm_kernel"), tiles
+    elif kind is Kind.PERSISTENT:
+        name, grid = ("gemm_tma_kernel" if use_tma else "gemm_persistent_kernel"), max(1, min(cfg.grid, tiles))
+    elif kind is Kind.STREAMK:
+        name, grid = "gemm_streamk_kernel", cfg.grid
+        counters = tiles % grid
+        ws_tiles = 2 * grid if counters else 0
+    elif kind is Kind.SPLITK:
+        name, grid = "gemm_splitk_kernel", tiles * cfg.split_k
+        ws_tiles, counters = tiles * cfg.split_k, tiles
+    else:  # pragma: no cover - a Kind added to origami without a kernel
+        raise ValueError(f"make_plan: no kernel for kind {kind.value!r}")
+    return LaunchPlan(config=cfg, problem=problem, kernel_name=name, grid=(grid,), workspace_tiles=ws_tiles,
+                      counters=counters, tma=use_tma, is_amd=hw.is_amd)
+
+
+# --- layouts and alignment -------------------------------------------------------------------
+def align_class(nbytes: int) -> int:
+    """Quantise an alignment in bytes to the kernels' three classes: 16 (vector / TMA), 4, 1."""
+    return 16 if nbytes >= 16 else 4 if nbytes >= 4 else 1
+
+
+def _order(t: torch.Tensor) -> int:
+    """0: last dim has unit stride (or size 1); 1: second-to-last has; 2: neither."""
+    (n0, n1), (s0, s1) = t.shape[-2:], t.stride()[-2:]
+    if s1 == 1 or n1 <= 1:
+        return 0
+    if s0 == 1 or n0 <= 1:
+        return 1
+    return 2
+
+
+def _batch_stride(t: torch.Tensor) -> int:
+    return t.stride(0) if t.dim() == 3 and t.shape[0] > 1 else 0
+
+
+def alignment_bytes(t: torch.Tensor) -> int:
+    """Largest power of two ≤ 16 dividing the base address and every stride (in bytes) that the
+    kernel multiplies by a row/column/batch index (unit strides and size-1 dims excluded)."""
+    e = t.element_size()
+    order = _order(t)
+    (n0, n1), (s0, s1) = t.shape[-2:], t.stride()[-2:]
+    values = [t.data_ptr()]
+    if order != 0 and n1 > 1:
+        values.append(s1 * e)
+    if order != 1 and n0 > 1:
+        values.append(s0 * e)
+    values.append(_batch_stride(t) * e)
+    a = 16
+    for v in values:
+        while a > 1 and v % a:
+            a //= 2
+    return a
+
+
+def _layout(t: torch.Tensor) -> Layout:
+    return Layout.T if _order(t) == 1 else Layout.N
+
+
+def problem_from_tensors(a: torch.Tensor, b: torch.Tensor, out: torch.Tensor) -> GemmProblem:
+    """The GemmProblem of ``out = a @ b`` (2-D or batched 3-D), alignment measured on the tensors."""
+    for name, t in (("a", a), ("b", b), ("out", out)):
+        if t.dtype not in _FROM_TORCH:
+            raise ValueError(f"{name}: unsupported dtype {t.dtype}")
+    batch = out.shape[0] if out.dim() == 3 else 1
+    return GemmProblem(
+        m=a.shape[-2], n=b.shape[-1], k=a.shape[-1], batch=batch,
+        a_dtype=_FROM_TORCH[a.dtype], b_dtype=_FROM_TORCH[b.dtype], c_dtype=_FROM_TORCH[out.dtype],
+        a_layout=_layout(a), b_layout=_layout(b),
+        align_bytes=min(alignment_bytes(a), alignment_bytes(b), alignment_bytes(out)),
+    )
+
+
+def _tma_ok(t: torch.Tensor, order: int) -> bool:
+    """Host check before building a descriptor: unit inner stride, 16-byte aligned base and strides
+    (an unaligned descriptor gives silently wrong results on the H200)."""
+    if order not in (0, 1):
+        return False
+    e = t.element_size()
+    lead = t.stride(-2) if order == 0 else t.stride(-1)
+    if t.data_ptr() % 16 or lead <= 0 or (lead * e) % 16:
+        return False
+    return (_batch_stride(t) * e) % 16 == 0
+
+
+def _descriptor(t: torch.Tensor, order: int, batched: bool, rows_block: int, cols_block: int):
+    """Host TensorDescriptor over the operand as stored: [(batch,) d0, d1] (order 0) or its transpose."""
+    from triton.tools.tensor_descriptor import TensorDescriptor
+
+    (n0, n1), (s0, s1) = t.shape[-2:], t.stride()[-2:]
+    if order == 0:
+        shape, strides, block = [n0, n1], [s0, 1], [rows_block, cols_block]
+    else:
+        shape, strides, block = [n1, n0], [s1, 1], [cols_block, rows_block]
+    if not batched:
+        return TensorDescriptor(t, shape, strides, block), 0
+    sb = _batch_stride(t)
+    nb = t.shape[0] if sb else 1
+    bstride = sb if sb else shape[0] * strides[0]
+    return TensorDescriptor(t, [nb, *shape], [bstride, *strides], [1, *block]), (1 if sb else 0)
+
+
+# --- workspace -------------------------------------------------------------------------------
+MAX_WORKSPACES = 8
+_WORKSPACES: "OrderedDict[tuple, tuple[torch.Tensor, torch.Tensor]]" = OrderedDict()
+_WS_LOCK = threading.Lock()
+
+
+def clear_workspaces() -> None:
+    """Drop every cached workspace (they are re-created, zeroed, on the next launch that needs one)."""
+    with _WS_LOCK:
+        _WORKSPACES.clear()
+
+
+def _workspace(device: torch.device, partial_elems: int, counters: int) -> tuple[torch.Tensor, torch.Tensor]:
+    """fp32 partials + int32 counters (zero, and zero again after every launch) for this device and
+    its current stream. Cached per (device, stream), at most MAX_WORKSPACES entries, grown on demand.
+
+    During CUDA-graph capture nothing cached is used or grown: a fresh pair comes from the graph's
+    private pool (torch's caching allocator) and the counters' zero-fill is captured with it, so
+    every replay starts from zeroed counters and no two graphs share a workspace.
+    """
+    if device.type == "cuda" and torch.cuda.is_current_stream_capturing():
+        return (torch.empty(max(1, partial_elems), device=device, dtype=torch.float32),
+                torch.zeros(max(1, counters), device=device, dtype=torch.int32))
+    stream = torch.cuda.current_stream(device).cuda_stream if device.type == "cuda" else 0
+    key = (device.type, device.index, stream)
+    with _WS_LOCK:
+        ws = _WORKSPACES.get(key)
+        if ws is None or ws[0].numel() < partial_elems or ws[1].numel() < counters:
+            have_p, have_c = (ws[0].numel(), ws[1].numel()) if ws is not None else (0, 0)
+            ws = (torch.empty(max(have_p, _round_up_pow2(partial_elems)), device=device, dtype=torch.float32),
+                  torch.zeros(max(have_c, _round_up_pow2(counters), 1024), device=device, dtype=torch.int32))
+            _WORKSPACES[key] = ws
+        _WORKSPACES.move_to_end(key)
+        while len(_WORKSPACES) > MAX_WORKSPACES:
+            _WORKSPACES.popitem(last=False)
+    return ws
+
+
+def _round_up_pow2(n: int) -> int:
+    return 1 << max(0, (max(1, n) - 1).bit_length())
+
+
+# --- launch ----------------------------------------------------------------------------------
+def _check_tensor(name: str, t: Any, dims: tuple[int, ...]) -> torch.Tensor:
+    if not isinstance(t, torch.Tensor):
+        raise TypeError(f"{name}: expected a torch.Tensor, got {type(t).__name__}")
+    if t.dim() not in dims:
+        raise ValueError(f"{name}: expected {' or '.join(f'{d}-D' for d in dims)}, got shape {tuple(t.shape)}")
+    return t
+
+
+def _overlaps(x: torch.Tensor, y: torch.Tensor) -> bool:
+    if x.untyped_storage().data_ptr() != y.untyped_storage().data_ptr():
+        return False
+    def span(t):
+        lo = t.data_ptr()
+        hi = lo + (sum((n - 1) * s for n, s in zip(t.shape, t.stride())) + 1) * t.element_size()
+        return lo, hi
+    (a0, a1), (b0, b1) = span(x), span(y)
+    return a0 < b1 and b0 < a1
+
+
+def _scale_mode(name: str, s: torch.Tensor | None, length: int, dim_name: str, device) -> tuple[int, torch.Tensor | None]:
+    if s is None:
+        return 0, None
+    _check_tensor(name, s, (0, 1, 2))
+    if s.device != device:
+        raise ValueError(f"{name}: on {s.device}, the operands are on {device}")
+    if not s.is_floating_point() or s.dtype in _FP8:
+        raise ValueError(f"{name}: expected a float32/float16/bfloat16 tensor, got {s.dtype}")
+    if s.numel() == 1:
+        return 1, s.reshape(1)
+    shaped = (length,) if s.dim() == 1 else (length, 1) if name == "scale_a" else (1, length)
+    if s.numel() != length or (s.dim() == 2 and tuple(s.shape) != shaped):
+        want = f"() or (1,) per tensor, ({length},) or {(length, 1) if name == 'scale_a' else (1, length)} per {dim_name}"
+        raise ValueError(f"{name}: expected shape {want}, got {tuple(s.shape)}")
+    v = s.reshape(length)
+    return 2, (v if v.stride(0) == 1 else v.contiguous())
+
+
+def launch(plan: LaunchPlan, a: torch.Tensor, b: torch.Tensor, out: torch.Tensor, *,
+           c: torch.Tensor | None = None, alpha: float = 1.0, beta: float = 0.0, bias: torch.Tensor | None = None,
+           activation: str | None = None, scale_a: torch.Tensor | None = None, scale_b: torch.Tensor | None = None,
+           allow_tf32: bool = False, fp8_fast_accum: bool = False) -> torch.Tensor:
+    """``out = act(alpha·(scale_a ⊙ (a @ b) ⊙ scale_b) + beta·c + bias)`` with ``plan``'s kernel; returns out.
+
+    a: (M, K) or (batch, M, K); b: (K, N) or (batch, K, N); out: (M, N) or (batch, M, N), any strides
+    (a 2-D or size-1-batch operand is broadcast over the batch). ``c`` broadcasts to out and may
+    alias it; ``bias`` has N elements; ``scale_a`` / ``scale_b`` are one element (per tensor) or
+    M / N elements (per row / column). ``allow_tf32`` lets fp32 inputs use TF32 (otherwise IEEE
+    fp32). ``fp8_fast_accum`` lets Hopper fp8 MMAs accumulate in reduced precision (faster;
+    default: promote to fp32 after every MMA). The sizes and dtypes must match ``plan.problem``.
+    """
+    _interpreter.apply()
+    _check_tensor("a", a, (2, 3))
+    _check_tensor("b", b, (2, 3))
+    _check_tensor("out", out, (2, 3))
+    device = out.device
+    for name, t in (("a", a), ("b", b), ("c", c), ("bias", bias)):
+        if t is not None and isinstance(t, torch.Tensor) and t.device != device:
+            raise ValueError(f"{name}: on {t.device}, but out is on {device} (all tensors must share a device)")
+    if device.type == "cpu" and not _interpreter.interpreting():
+        raise RuntimeError("tritonblas kernels run on CPU tensors only under TRITON_INTERPRET=1")
+    for name, t in (("a", a), ("b", b)):
+        if t.dtype not in _FROM_TORCH:
+            raise ValueError(f"{name}: unsupported dtype {t.dtype} (supported: fp32, fp16, bf16, fp8 e4m3/e5m2)")
+    if (a.dtype in _FP8) != (b.dtype in _FP8) or (a.dtype not in _FP8 and a.dtype != b.dtype):
+        raise ValueError(f"a and b: dtypes must match (or both be fp8), got {a.dtype} and {b.dtype}")
+    if out.dtype not in _OUT_DTYPES:
+        raise ValueError(f"out: unsupported dtype {out.dtype}")
+
+    m, k = a.shape[-2:]
+    k2, n = b.shape[-2:]
+    if k2 != k:
+        raise ValueError(f"a and b: inner dims differ, a is {tuple(a.shape)} and b is {tuple(b.shape)}")
+    if tuple(out.shape[-2:]) != (m, n):
+        raise ValueError(f"out: expected (..., {m}, {n}) for a {tuple(a.shape)} @ b {tuple(b.shape)}, got {tuple(out.shape)}")
+    batch = out.shape[0] if out.dim() == 3 else 1
+    for name, t in (("a", a), ("b", b)):
+        if t.dim() == 3 and t.shape[0] not in (1, batch):
+            raise ValueError(f"{name}: batch {t.shape[0]} does not broadcast to out's batch {batch}")
+    p = plan.problem
+    if (p.m, p.n, p.k, p.batch) != (m, n, k, batch):
+        raise ValueError(f"plan is for {p.describe()}, got m={m} n={n} k={k} batch={batch}")
+    for name, t, want in (("a", a, p.a_dtype), ("b", b, p.b_dtype), ("out", out, p.c_dtype)):
+        if TORCH_DTYPES.get(want) != t.dtype:
+            raise ValueError(f"{name}: plan expects {want.value}, got {t.dtype}")
+    for name, t in (("a", a), ("b", b)):
+        if _overlaps(out, t):
+            raise ValueError(f"out: must not overlap {name}")
+
+    has_c = c is not None and float(beta) != 0.0
+    if has_c:
+        _check_tensor("c", c, (0, 1, 2, 3))
+        try:
+            c = c.expand(out.shape)
+        except RuntimeError:
+            raise ValueError(f"c: shape {tuple(c.shape)} does not broadcast to out {tuple(out.shape)}") from None
+        if not c.is_floating_point():
+            raise ValueError(f"c: expected a floating-point tensor, got {c.dtype}")
+    if bias is not None:
+        _check_tensor("bias", bias, (1, 2))
+        if bias.numel() != n or (bias.dim() == 2 and bias.shape[0] != 1):
+            raise ValueError(f"bias: expected shape ({n},) or (1, {n}), got {tuple(bias.shape)}")
+        bias = bias.reshape(n)
+    if activation not in _ACTIVATIONS:
+        raise ValueError(f"activation: expected one of none, relu, gelu, got {activation!r}")
+    sa_mode, scale_a = _scale_mode("scale_a", scale_a, m, "row (M)", device)
+    sb_mode, scale_b = _scale_mode("scale_b", scale_b, n, "column (N)", device)
+
+    if m == 0 or n == 0 or batch == 0:
+        return out
+
+    cfg = plan.config
+    orders = {name: _order(t) for name, t in (("a", a), ("b", b), ("out", out))}
+    cls = align_class(min(alignment_bytes(a), alignment_bytes(b), alignment_bytes(out)))
+    kernel_name = plan.kernel_name
+    a_arg, b_arg = a, b
+    sab, sbb = _batch_stride(a), _batch_stride(b)
+    tma_batched = False
+    if kernel_name == "gemm_tma_kernel":
+        if k > 0 and _tma_ok(a, orders["a"]) and _tma_ok(b, orders["b"]):
+            tma_batched = batch > 1
+            a_arg, sab = _descriptor(a, orders["a"], tma_batched, cfg.block_m, cfg.block_k)
+            b_arg, sbb = _descriptor(b, orders["b"], tma_batched, cfg.block_k, cfg.block_n)
+        else:
+            kernel_name = plan.pointer_kernel_name
+    from tritonblas import kernels
+
+    kernel = getattr(kernels, kernel_name)
+
+    ws, cnt = out, out
+    if plan.workspace_tiles or plan.counters:
+        ws, cnt = _workspace(device, plan.workspace_tiles * cfg.block_m * cfg.block_n, plan.counters)
+
+    fp8 = a.dtype in _FP8
+    meta = dict(
+        A_ORDER=orders["a"], B_ORDER=orders["b"], OUT_ORDER=orders["out"],
+        A_ALIGN=max(1, cls // a.element_size()), B_ALIGN=max(1, cls // b.element_size()),
+        OUT_ALIGN=max(1, cls // out.element_size()),
+        HAS_C=has_c, HAS_BIAS=bias is not None, SCALE_A=sa_mode, SCALE_B=sb_mode,
+        ACTIVATION=_ACTIVATIONS[activation],
+        INPUT_PRECISION="tf32" if (allow_tf32 and a.dtype == torch.float32) else "ieee",
+        MAX_IMPRECISE=0 if (fp8 and not fp8_fast_accum) else None,
+        TMA_BATCHED=tma_batched,
+    )
+    cs = c.stride() if has_c else (0, 0, 0)
+    if has_c and c.dim() == 2:
+        cs = (0, *cs)
+    os_ = out.stride() if out.dim() == 3 else (0, *out.stride())
+    if out.dim() == 3 and batch == 1:
+        os_ = (0, *os_[1:])
+    guard = torch.cuda.device(device) if device.type == "cuda" else contextlib.nullcontext()
+    with guard:
+        kernel[plan.grid](
+            a_arg, b_arg, c if has_c else out, out, bias if bias is not None else out,
+            scale_a if scale_a is not None else out, scale_b if scale_b is not None else out, ws, cnt,
+            m, n, k, batch, cfg.split_k,
+            sab, a.stride(-2), a.stride(-1), sbb, b.stride(-2), b.stride(-1),
+            cs[0], cs[1], cs[2], os_[0], os_[1], os_[2], bias.stride(0) if bias is not None else 0,
+            float(alpha), float(beta),
+            **plan.constexprs, **meta, **plan.options,
+        )
+    return out
+
+
+# --- ahead-of-time compilation ---------------------------------------------------------------
+def _example_tensors(problem: GemmProblem, device: str):
+    """Contiguous tensors of the problem's dtypes and layouts (what benchmarks launch with)."""
+    def make(rows, cols, dtype, layout):
+        shape = (problem.batch, rows, cols) if problem.batch > 1 else (rows, cols)
+        if layout is Layout.T:
+            t = torch.randn(*shape[:-2], cols, rows, device=device).transpose(-1, -2)
+        else:
+            t = torch.randn(*shape, device=device)
+        return t.to(TORCH_DTYPES[dtype])
+    a = make(problem.m, problem.k, problem.a_dtype, problem.a_layout)
+    b = make(problem.k, problem.n, problem.b_dtype, problem.b_layout)
+    shape = (problem.batch, problem.m, problem.n) if problem.batch > 1 else (problem.m, problem.n)
+    out = torch.empty(shape, device=device, dtype=TORCH_DTYPES[problem.c_dtype])
+    return a, b, out
+
+
+def _precompile_one(plan: LaunchPlan, device: str, launch_kwargs: dict) -> str | None:
+    try:
+        a, b, out = _example_tensors(plan.problem, device)
+        scale = {}
+        if a.dtype in _FP8 and "scale_a" not in launch_kwargs:
+            scale = dict(scale_a=torch.ones((), device=device), scale_b=torch.ones((), device=device))
+        launch(plan, a, b, out, **scale, **launch_kwargs)
+        if torch.device(device).type == "cuda":
+            torch.cuda.synchronize(device)
+        return None
+    except Exception as e:  # noqa: BLE001 - reported per plan, never fatal
+        return f"{type(e).__name__}: {e}".splitlines()[0][:500]
+
+
+def precompile(plans: Sequence[LaunchPlan], device: str | torch.device = "cuda", *, workers: int = 0,
+               **launch_kwargs) -> list[str | None]:
+    """Compile plans ahead of time; returns, per plan, None (compiled and ran) or the error text.
+
+    Each plan is compiled by a first launch on contiguous example tensors (``launch_kwargs`` select the
+    epilogue variant, e.g. ``allow_tf32``). ``workers=0`` runs them one after another in this
+    process. ``workers > 0`` runs them in that many *spawned* processes: each compiles into Triton's
+    on-disk cache (``TRITON_CACHE_DIR``, shared by the processes), and this process's own first
+    launch then loads the binary from that cache (milliseconds) instead of compiling (seconds).
+    Spawn, not fork: CUDA cannot be re-initialised in a forked child. Threads do not help: Triton's
+    compiler holds the GIL for most of its work. Under the interpreter there is nothing to compile;
+    the plans are run once in-process (an error still shows).
+    """
+    device = str(device)
+    if workers <= 0 or _interpreter.interpreting():
+        return [_precompile_one(p, device, launch_kwargs) for p in plans]
+    import multiprocessing as mp
+
+    with ProcessPoolExecutor(max_workers=workers, mp_context=mp.get_context("spawn")) as pool:
+        futures = [pool.submit(_precompile_one, p, device, launch_kwargs) for p in plans]
+        results = []
+        for f in futures:
+            try:
+                results.append(f.result())
+            except Exception as e:  # noqa: BLE001 - a crashed worker is reported, not fatal
+                results.append(f"{type(e).__name__}: {e}".splitlines()[0][:500])
+    return results

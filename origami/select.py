@@ -77,6 +77,10 @@ def _inputs_cached(hw: HardwareProfile, a_dtype, b_dtype, a_layout, b_layout):
 
 
 def _inputs(problem: GemmProblem, hw: HardwareProfile):
+    key = problem.a_dtype.rate_key
+    if hw.matrix_peak_flops.get(key, 0.0) <= 0:
+        raise ValueError(f"a_dtype: {problem.a_dtype.value} has no matrix rate on {hw.name} "
+                         f"(matrix.peak_flops.{key} is 0 in {hw.path}); no kernel configuration exists")
     return _inputs_cached(hw, problem.a_dtype, problem.b_dtype, problem.a_layout, problem.b_layout)
 
 

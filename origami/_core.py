@@ -24,10 +24,11 @@ Model, per candidate (T tiles, kI K-iterations, S = CUs × occupancy resident pr
 from __future__ import annotations
 
 import math
-import os
 
 import numpy as np
 from numba import njit, prange
+
+from origami import pidmap
 
 FASTMATH = False  # IEEE semantics: rankings must be identical with NUMBA_DISABLE_JIT=1
 
@@ -53,34 +54,10 @@ def _cdiv(a, b):
     return -(-a // b)
 
 
-@njit(cache=True, inline="always")
-def remap_tile(pid, grid, nchip, chunk):
-    """Logical tile of program ``pid`` under the chiplet remap (mirror of tritonblas' kernel helper).
-
-    Programs are dispatched round-robin (pid → chiplet pid % nchip). The remap gives chiplet x the
-    runs of ``chunk`` consecutive tiles x·chunk, x·chunk + nchip·chunk, ...; programs beyond the
-    largest multiple of nchip·chunk keep their own id, so the map is a permutation of range(grid).
-    """
-    if nchip <= 1:
-        return pid
-    block = nchip * chunk
-    full = (grid // block) * block
-    if pid >= full:
-        return pid
-    x = pid % nchip
-    j = pid // nchip
-    return (j // chunk) * block + x * chunk + (j % chunk)
-
-
-@njit(cache=True, inline="always")
-def group_coords(tile, num_pid_m, num_pid_n, group_m):
-    """GROUP_M swizzle: tile id → (pid_m, pid_n); groups of group_m rows walked column-major."""
-    width = group_m * num_pid_n
-    group = tile // width
-    first_m = group * group_m
-    size_m = min(num_pid_m - first_m, group_m)
-    local = tile % width
-    return first_m + local % size_m, local // size_m
+# The kernels' own program→tile mappings (origami/pidmap.py mirrors tritonblas/kernels/pid.py
+# bit for bit), compiled here so the model sees exactly what the kernels do.
+remap_tile = njit(cache=True, inline="always")(pidmap.chiplet_remap)
+group_coords = njit(cache=True, inline="always")(pidmap.tile_coords)
 
 
 @njit(cache=True, inline="always")

@@ -36,8 +36,11 @@ C = {name: i for i, name in enumerate(COLS)}
 KIND_CODE = {Kind.DP: 0, Kind.PERSISTENT: 1, Kind.STREAMK: 2, Kind.SPLITK: 3}
 CODE_KIND = {v: k for k, v in KIND_CODE.items()}
 
-_TILES = ((16, 64), (16, 128), (32, 64), (32, 128), (64, 64), (64, 128), (64, 256),
-          (128, 64), (128, 128), (128, 256), (256, 64), (256, 128))
+# Large tiles first (branch and bound finds a good bound early); between mirror-image tiles the
+# wider-in-N one comes first, so it wins ties: on the H200 the best tile had BLOCK_N > BLOCK_M on
+# 11 of 14 shapes (H200.md, 2026-11-29).
+_TILES = ((128, 256), (256, 128), (64, 256), (128, 128), (256, 64), (64, 128), (128, 64), (64, 64),
+          (32, 128), (32, 64), (16, 128), (16, 64))
 _SPLITS = (2, 4, 8, 16)
 _GROUPS = (8, 1)
 
@@ -71,7 +74,7 @@ def base_array(hw: HardwareProfile, a_dtype: DType, b_dtype: DType, a_layout: La
     if hw.chiplets > 1 and hw.compute["dispatch"] == "round_robin":
         remaps += [(hw.chiplets, c) for c in (1, 8)]
     rows = []
-    for bm, bn in reversed(_TILES):  # large tiles first: branch and bound prunes the rest early
+    for bm, bn in _TILES:
         for bk in _block_ks(a_dtype):
             for w in _warps(bm, bn):
                 for s in stages:

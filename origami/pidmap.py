@@ -14,7 +14,8 @@ from __future__ import annotations
 
 import numpy as np
 
-__all__ = ["chiplet_remap", "chiplet_remap_array", "tile_coords", "tile_coords_array"]
+__all__ = ["chiplet_remap", "chiplet_remap_array", "tile_coords", "tile_coords_array", "streamk_split",
+           "streamk_range", "streamk_owner"]
 
 
 def chiplet_remap(pid: int, grid: int, num_chiplets: int, chunk: int) -> int:
@@ -91,3 +92,29 @@ def tile_coords_array(tile_id: np.ndarray, num_pid_m: int, num_pid_n: int, group
     size_m = np.minimum(num_pid_m - first_m, group_m)
     r = tile_id % in_group
     return first_m + r % size_m, r // size_m
+
+
+def streamk_split(num_tiles: int, iters: int, grid: int) -> tuple[int, int, int, int]:
+    """Stream-K work split of ``tritonblas.kernels.streamk``: ``(dp_tiles, sk_tiles, base, extra)``.
+
+    The first ``dp_tiles = num_tiles − num_tiles mod grid`` tiles are whole (round-robin); the
+    ``sk_tiles`` remaining tiles' ``sk_tiles·iters`` K-iterations are cut into ``grid`` contiguous
+    ranges: the first ``extra`` programs get ``base + 1`` iterations, the others ``base``.
+    """
+    sk_tiles = num_tiles % grid
+    total = sk_tiles * iters
+    return num_tiles - sk_tiles, sk_tiles, total // grid, total % grid
+
+
+def streamk_range(pid: int, base: int, extra: int) -> tuple[int, int]:
+    """``[start, end)`` of logical program ``pid`` on the Stream-K iteration line."""
+    start = pid * base + min(pid, extra)
+    return start, start + base + (1 if pid < extra else 0)
+
+
+def streamk_owner(it: int, base: int, extra: int) -> int:
+    """The logical program whose Stream-K range holds iteration ``it``."""
+    big = extra * (base + 1)
+    if it < big:
+        return it // (base + 1)
+    return extra + (it - big) // max(base, 1)

@@ -28,7 +28,7 @@ from origami.space import violations
 from tritonblas import _interpreter
 
 __all__ = [
-    "LaunchPlan", "make_plan", "launch", "precompile", "clear_workspaces", "problem_from_tensors",
+    "LaunchPlan", "make_plan", "launch", "resolve_kernel_name", "tma_supported", "precompile", "clear_workspaces", "problem_from_tensors",
     "alignment_bytes", "align_class", "CONSTEXPR_FIELDS", "OPTION_FIELDS", "AMD_OPTION_FIELDS", "GRID_FIELDS",
     "TORCH_DTYPES",
 ]
@@ -297,6 +297,16 @@ def _round_up_pow2(n: int) -> int:
 
 
 # --- launch ----------------------------------------------------------------------------------
+def resolve_kernel_name(plan: LaunchPlan, a: torch.Tensor, b: torch.Tensor) -> str:
+    """The kernel ``launch`` will run for these operands: a TMA plan falls back to its pointer kernel
+    unless both operands pass the host's 16-byte alignment check (and K > 0)."""
+    if plan.kernel_name != "gemm_tma_kernel":
+        return plan.kernel_name
+    if a.shape[-1] > 0 and _tma_ok(a, _order(a)) and _tma_ok(b, _order(b)):
+        return plan.kernel_name
+    return plan.pointer_kernel_name
+
+
 def _check_tensor(name: str, t: Any, dims: tuple[int, ...]) -> torch.Tensor:
     if not isinstance(t, torch.Tensor):
         raise TypeError(f"{name}: expected a torch.Tensor, got {type(t).__name__}")
@@ -410,17 +420,14 @@ def launch(plan: LaunchPlan, a: torch.Tensor, b: torch.Tensor, out: torch.Tensor
     cfg = plan.config
     orders = {name: _order(t) for name, t in (("a", a), ("b", b), ("out", out))}
     cls = align_class(min(alignment_bytes(a), alignment_bytes(b), alignment_bytes(out)))
-    kernel_name = plan.kernel_name
+    kernel_name = resolve_kernel_name(plan, a, b)
     a_arg, b_arg = a, b
     sab, sbb = _batch_stride(a), _batch_stride(b)
     tma_batched = False
     if kernel_name == "gemm_tma_kernel":
-        if k > 0 and _tma_ok(a, orders["a"]) and _tma_ok(b, orders["b"]):
-            tma_batched = batch > 1
-            a_arg, sab = _descriptor(a, orders["a"], tma_batched, cfg.block_m, cfg.block_k)
-            b_arg, sbb = _descriptor(b, orders["b"], tma_batched, cfg.block_k, cfg.block_n)
-        else:
-            kernel_name = plan.pointer_kernel_name
+        tma_batched = batch > 1
+        a_arg, sab = _descriptor(a, orders["a"], tma_batched, cfg.block_m, cfg.block_k)
+        b_arg, sbb = _descriptor(b, orders["b"], tma_batched, cfg.block_k, cfg.block_n)
     from tritonblas import kernels
 
     kernel = getattr(kernels, kernel_name)

@@ -115,3 +115,35 @@ def operand(rows: int, cols: int, dtype: torch.dtype, transposed: bool = False, 
     shape = (*lead, cols, rows) if transposed else (*lead, rows, cols)
     t = (torch.randn(shape, generator=generator) * scale).to(dtype).to(device)
     return t.transpose(-1, -2) if transposed else t
+
+
+# --- running a config through the library's own launch path ----------------------------------
+def config(kind: str, bm: int = 32, bn: int = 32, bk: int = 32, *, grid: int = 0, split_k: int = 1, group_m: int = 2,
+           num_warps: int = 4, num_stages: int = 2, amd: bool = False, num_chiplets: int = 1, chunk: int = 1):
+    """A TileConfig with test defaults; ``amd`` adds the AMD-only knobs."""
+    from origami import TileConfig
+
+    extras = dict(waves_per_eu=0, matrix_instr_nonkdim=16, kpack=1) if amd else {}
+    return TileConfig(kind=kind, block_m=bm, block_n=bn, block_k=bk, num_warps=num_warps, num_stages=num_stages,
+                      group_m=group_m, grid=grid, split_k=split_k, num_chiplets=num_chiplets, chunk=chunk, **extras)
+
+
+def run_gemm(cfg, a, b, hw, *, out=None, out_dtype=None, tma=False, **launch_kwargs):
+    """NaN-prefilled out (unless given), make_plan + launch; returns (out, plan)."""
+    from tritonblas.plan import launch, make_plan, problem_from_tensors
+
+    if out is None:
+        dtype = out_dtype or (a.dtype if a.dtype not in FP8 else torch.float32)
+        batch = max(a.shape[0] if a.dim() == 3 else 1, b.shape[0] if b.dim() == 3 else 1)
+        shape = (batch, a.shape[-2], b.shape[-1]) if max(a.dim(), b.dim()) == 3 else (a.shape[-2], b.shape[-1])
+        out = torch.full(shape, float("nan"), dtype=dtype, device=a.device)
+    plan = make_plan(cfg, problem_from_tensors(a, b, out), hw, tma=tma)
+    launch(plan, a, b, out, **launch_kwargs)
+    return out, plan
+
+
+def check_gemm(out, a, b, *, what="", tf32=False, fp8_mma=False, **epilogue):
+    """Reference from the same inputs + the §4.2 bound."""
+    ref, mag, _ = reference(a, b, **epilogue)
+    assert_gemm_close(out, ref, mag, a.shape[-1], tf32=tf32, fp8_mma=fp8_mma,
+                      activation=epilogue.get("activation"), what=what)

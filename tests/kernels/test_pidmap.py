@@ -6,8 +6,12 @@ from __future__ import annotations
 import numpy as np
 import pytest
 import torch
+import triton
+import triton.language as tl
 
 from origami.pidmap import chiplet_remap, chiplet_remap_array, tile_coords, tile_coords_array
+from tritonblas.kernels.pid import chiplet_remap as jit_remap
+from tritonblas.kernels.pid import tile_coords as jit_coords
 
 CHIPLETS = (1, 2, 4, 8)
 CHUNKS = (1, 2, 3, 8, 32)
@@ -65,39 +69,23 @@ def test_tile_coords_mirror_is_a_permutation():
 
 
 # --- the jit versions, many programs mapped per launch ----------------------------------------
-def _remap_kernel():
-    import triton
-    import triton.language as tl
-
-    from tritonblas.kernels.pid import chiplet_remap as jit_remap
-
-    @triton.jit
-    def remap_kernel(Grids, Out, NUM_CHIPLETS: tl.constexpr, CHUNK: tl.constexpr, P: tl.constexpr):
-        g = tl.load(Grids + tl.program_id(0))
-        pid = tl.arange(0, P)
-        q = jit_remap(pid, g, NUM_CHIPLETS, CHUNK)
-        tl.store(Out + tl.program_id(0) * P + pid, tl.where(pid < g, q, -1))
-
-    return remap_kernel
+@triton.jit
+def remap_kernel(Grids, Out, NUM_CHIPLETS: tl.constexpr, CHUNK: tl.constexpr, P: tl.constexpr):
+    g = tl.load(Grids + tl.program_id(0))
+    pid = tl.arange(0, P)
+    q = jit_remap(pid, g, NUM_CHIPLETS, CHUNK)
+    tl.store(Out + tl.program_id(0) * P + pid, tl.where(pid < g, q, -1))
 
 
-def _coords_kernel():
-    import triton
-    import triton.language as tl
-
-    from tritonblas.kernels.pid import tile_coords as jit_coords
-
-    @triton.jit
-    def coords_kernel(Shapes, Out, GROUP_M: tl.constexpr, P: tl.constexpr):
-        npm = tl.load(Shapes + 2 * tl.program_id(0))
-        npn = tl.load(Shapes + 2 * tl.program_id(0) + 1)
-        t = tl.arange(0, P)
-        pm, pn = jit_coords(t, npm, npn, GROUP_M)
-        ok = t < npm * npn
-        tl.store(Out + tl.program_id(0) * 2 * P + t, tl.where(ok, pm, -1))
-        tl.store(Out + tl.program_id(0) * 2 * P + P + t, tl.where(ok, pn, -1))
-
-    return coords_kernel
+@triton.jit
+def coords_kernel(Shapes, Out, GROUP_M: tl.constexpr, P: tl.constexpr):
+    npm = tl.load(Shapes + 2 * tl.program_id(0))
+    npn = tl.load(Shapes + 2 * tl.program_id(0) + 1)
+    t = tl.arange(0, P)
+    ok = t < npm * npn
+    pm, pn = jit_coords(tl.where(ok, t, 0), npm, npn, GROUP_M)
+    tl.store(Out + tl.program_id(0) * 2 * P + t, tl.where(ok, pm, -1))
+    tl.store(Out + tl.program_id(0) * 2 * P + P + t, tl.where(ok, pn, -1))
 
 
 @pytest.mark.timeout(120)
@@ -107,7 +95,7 @@ def test_jit_remap_matches_mirror(x, device):
     from tritonblas import _interpreter
 
     _interpreter.apply()
-    kernel = _remap_kernel()
+    kernel = remap_kernel
     rng = np.random.default_rng(x)
     grids = sorted({*range(1, 65), 131, 132, 303, 304, 1024, 4095, 4096, 4999, 5000,
                     *rng.integers(65, MAX_GRID + 1, size=12).tolist()})
@@ -128,7 +116,7 @@ def test_jit_tile_coords_matches_mirror(device):
     from tritonblas import _interpreter
 
     _interpreter.apply()
-    kernel = _coords_kernel()
+    kernel = coords_kernel
     shapes = [(m, n) for m in (1, 2, 7, 8, 9, 33) for n in (1, 3, 8, 31)]
     P = 2048
     s = torch.tensor(shapes, dtype=torch.int32, device=device).reshape(-1)

@@ -1,0 +1,5 @@
+import sys
+
+from tritonblas.cli import main
+
+sys.exit(main())

@@ -1,0 +1,221 @@
+"""``python -m tritonblas``: profiles, select/explain, demo.
+
+Bad input → exit code 2 and one line naming what is wrong on stderr; nothing written.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+import time
+from typing import Sequence
+
+__all__ = ["main", "DEMO_SHAPES"]
+
+# (label, m, n, k): a large square, LLM projections, DLRM-style irregular, skinny, long-K
+DEMO_SHAPES = (
+    ("square 8192^3", 8192, 8192, 8192),
+    ("llama3-8b mlp up (2048 tok)", 2048, 14336, 4096),
+    ("llama3-70b attn qkv (512 tok)", 512, 10240, 8192),
+    ("dlrm irregular", 4096, 1000, 7000),
+    ("dlrm odd K", 32768, 1056, 479),
+    ("skinny decode M=16", 16, 4096, 4096),
+    ("gemv-like M=1", 1, 8192, 8192),
+)
+
+
+class UsageError(Exception):
+    """Bad command-line input: reported as one line, exit code 2."""
+
+
+def _console():
+    try:
+        from rich.console import Console
+
+        return Console(highlight=False, width=None if sys.stdout.isatty() else 140)
+    except ImportError:  # pragma: no cover - rich is a declared dependency
+        return None
+
+
+def _table(title: str, columns: Sequence[str], rows: Sequence[Sequence[str]]) -> None:
+    con = _console()
+    if con is None:
+        print(title)
+        print("  ".join(columns))
+        for r in rows:
+            print("  ".join(str(x) for x in r))
+        return
+    from rich.table import Table
+
+    t = Table(title=title, title_justify="left")
+    for c in columns:
+        t.add_column(c, overflow="fold")
+    for r in rows:
+        t.add_row(*[str(x) for x in r])
+    con.print(t)
+
+
+def _profile(name: str):
+    import origami
+
+    try:
+        return origami.load_profile(name)
+    except origami.ProfileError as e:
+        raise UsageError(str(e).splitlines()[0]) from None
+
+
+def _dims(values: Sequence[str]) -> tuple[int, int, int]:
+    out = []
+    for label, v in zip("MNK", values):
+        try:
+            x = int(v)
+        except ValueError:
+            raise UsageError(f"{label}: expected a non-negative integer, got {v!r}") from None
+        if x < 0:
+            raise UsageError(f"{label}: expected a non-negative integer, got {v!r}")
+        out.append(x)
+    return tuple(out)  # type: ignore[return-value]
+
+
+def _problem(args, m: int, n: int, k: int):
+    import origami
+
+    try:
+        c = args.out_dtype or ("fp32" if args.dtype in ("fp32", "tf32") else "bf16" if args.dtype.startswith("fp8")
+                               else args.dtype)
+        return origami.GemmProblem(m, n, k, args.dtype, args.dtype, c, args.a_layout, args.b_layout,
+                                   batch=args.batch)
+    except (TypeError, ValueError) as e:
+        raise UsageError(str(e)) from None
+
+
+# --- commands --------------------------------------------------------------------------------
+def cmd_profiles(args) -> int:
+    import origami
+
+    if args.action == "show":
+        if not args.name:
+            raise UsageError("profiles show: name a profile (see `python -m tritonblas profiles list`)")
+        import yaml
+
+        hw = _profile(args.name)
+        print(f"# {hw.name} ({hw.path}, content hash {hw.content_hash})")
+        print(yaml.safe_dump(hw.to_yaml_dict(), sort_keys=False, width=120))
+        return 0
+    rows = []
+    for name in origami.list_profiles():
+        hw = _profile(name)
+        rows.append((hw.name, hw.vendor, hw.arch, hw.compute_units, hw.chiplets,
+                     f"{hw.matrix_peak_flops['bf16'] / 1e12:.0f}", f"{hw.sustained_peak_flops('bf16') / 1e12:.0f}",
+                     f"{hw.memory['hbm_bytes_per_s'] / 1e12:.2f}", hw.content_hash))
+    _table("hardware profiles", ("name", "vendor", "arch", "CUs", "chiplets", "bf16 peak TF/s",
+                                 "sustained TF/s", "HBM TB/s", "hash"), rows)
+    return 0
+
+
+def cmd_select(args) -> int:
+    import origami
+
+    hw = _profile(args.profile)
+    p = _problem(args, *_dims(args.mnk))
+    if p.m == 0 or p.n == 0:
+        raise UsageError(f"{p.describe()}: M and N must be > 0 (an empty output needs no kernel)")
+    try:
+        if args.command == "explain":
+            print(origami.explain(p, hw, k=args.top))
+            return 0
+        t = time.perf_counter()
+        ests = origami.rank(p, hw, args.top)
+        dt = time.perf_counter() - t
+    except ValueError as e:
+        raise UsageError(str(e)) from None
+    rows = [(i + 1, e.config.short(), f"{e.latency_ns / 1e3:.1f}", f"{e.tflops(p):.1f}", e.bound)
+            for i, e in enumerate(ests)]
+    _table(f"{p.describe()} on {hw.name} (ranked in {dt * 1e6:.0f} us)",
+           ("#", "config", "predicted us", "TFLOP/s", "bound"), rows)
+    return 0
+
+
+def cmd_demo(args) -> int:
+    import origami
+
+    names = [args.profile] if args.profile else origami.list_profiles()
+    t0 = time.perf_counter()
+    origami.warmup()
+    warm = time.perf_counter() - t0
+    for name in names:
+        hw = _profile(name)
+        rows = []
+        for label, m, n, k in DEMO_SHAPES:
+            p = origami.GemmProblem(m, n, k)
+            t = time.perf_counter()
+            e = origami.select(p, hw)
+            dt = time.perf_counter() - t
+            rows.append((label, f"{m}x{n}x{k}", e.config.short(), f"{e.latency_ns / 1e3:.1f}",
+                         f"{e.tflops(p):.0f}", e.bound, f"{dt * 1e6:.0f}"))
+        _table(f"{hw.name} ({hw.arch}, {hw.compute_units} CUs, bf16 peak "
+               f"{hw.matrix_peak_flops['bf16'] / 1e12:.0f} TFLOP/s): model selections",
+               ("shape", "MxNxK", "selected config", "pred. us", "pred. TFLOP/s", "bound", "select us"), rows)
+    print(f"(numba warm-up {warm:.2f} s, once per process; selections are cached per problem and profile)")
+    return _demo_gpu(args)
+
+
+def _demo_gpu(args) -> int:
+    try:
+        import torch
+    except ImportError:
+        print("torch is not installed: skipping the GPU part of the demo")
+        return 0
+    if not torch.cuda.is_available():
+        print("no CUDA GPU here: the demo ran the model only (on a GPU it also runs and checks the matmuls)")
+        return 0
+    from tritonblas import _demo_gpu as g
+
+    return g.run(DEMO_SHAPES, profile=args.profile)
+
+
+# --- entry point -----------------------------------------------------------------------------
+class _Parser(argparse.ArgumentParser):
+    def error(self, message: str):  # one line, exit code 2
+        raise UsageError(f"{self.prog}: {message}")
+
+
+def _add_problem_args(p: argparse.ArgumentParser) -> None:
+    p.add_argument("mnk", nargs=3, metavar=("M", "N", "K"), help="problem sizes")
+    p.add_argument("--dtype", default="bf16", help="input dtype: fp32 tf32 fp16 bf16 fp8_e4m3 fp8_e5m2")
+    p.add_argument("--out-dtype", default=None, help="output dtype (default: the input's; bf16 for fp8)")
+    p.add_argument("--a-layout", default="N", choices=("N", "T"))
+    p.add_argument("--b-layout", default="N", choices=("N", "T"))
+    p.add_argument("--batch", type=int, default=1)
+    p.add_argument("--profile", default="h200", help="profile name or YAML path (default h200)")
+    p.add_argument("--top", type=int, default=5, help="how many ranked configs to show")
+
+
+def build_parser() -> argparse.ArgumentParser:
+    ap = _Parser(prog="python -m tritonblas", description=__doc__)
+    sub = ap.add_subparsers(dest="command", required=True, parser_class=_Parser)
+    p = sub.add_parser("profiles", help="list the hardware profiles or show one")
+    p.add_argument("action", nargs="?", default="list", choices=("list", "show"))
+    p.add_argument("name", nargs="?")
+    p.set_defaults(func=cmd_profiles)
+    for name, what in (("select", "rank configurations for M N K"), ("explain", "explain the selection for M N K")):
+        p = sub.add_parser(name, help=what)
+        _add_problem_args(p)
+        p.set_defaults(func=cmd_select)
+    p = sub.add_parser("demo", help="select configs for a standard shape set on every profile (and run them on a GPU)")
+    p.add_argument("--profile", default=None, help="only this profile (default: all shipped)")
+    p.set_defaults(func=cmd_demo)
+    return ap
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    try:
+        args = build_parser().parse_args(argv)
+        return args.func(args)
+    except UsageError as e:
+        print(f"error: {e}", file=sys.stderr)
+        return 2
+
+
+if __name__ == "__main__":  # pragma: no cover
+    sys.exit(main())

@@ -5,7 +5,9 @@ See origami/select.py for the public API and DESIGN.md §5 for the model's terms
 
 Model, per candidate (T tiles, kI K-iterations, S = CUs × occupancy resident programs):
 - a *wave* is the set of programs resident at once; a K-step of a wave costs
-  max(compute, L2, LLC, HBM, latency) + per-iteration overhead, where
+  max(compute, memory) + overlap_loss · min(compute, memory) + per-iteration overhead, with
+  memory = max(L2, LLC, HBM, latency) (imperfect overlap: better memory behaviour still counts when
+  compute-bound), where
   compute = programs-per-CU × 2·BMc·BNc·BK / (CU matrix rate × efficiency(tile, family)),
   with BMc/BNc the tile padded to the matrix instruction;
   L2 = all operand bytes requested by the wave / L2 bandwidth;
@@ -35,7 +37,7 @@ FASTMATH = False  # IEEE semantics: rankings must be identical with NUMBA_DISABL
 # hw vector layout (built by select._hw_vector)
 HW_CUS, HW_CHIPLETS, HW_RR, HW_CU_RATE, HW_IM, HW_IN, HW_IK, HW_L2_BYTES, HW_L2_BW, HW_LLC_BYTES, \
     HW_LLC_BW, HW_HBM_BW, HW_LAUNCH, HW_PEAK, HW_MMA_EFF, HW_SMALL_EFF, HW_SK_EFF, HW_KITER, HW_TILE, \
-    HW_UNALIGNED, HW_FIXUP, HW_LAT, HW_LEN = range(23)
+    HW_UNALIGNED, HW_FIXUP, HW_LAT, HW_OVERLAP, HW_LEN = range(24)
 
 # term indices
 T_COMPUTE, T_L2, T_LLC, T_HBM, T_LATENCY, T_EPILOGUE, T_FIXUP, T_LAUNCH, T_WAVES, T_LEN = range(10)
@@ -172,7 +174,8 @@ def _kstep(nprog, bm, bn, bk, stages, eff, cus, nchip, ab, bb, hw, rows, cols, a
     out[T_LLC] = llc
     out[T_HBM] = hbm
     out[T_LATENCY] = lat
-    return max(max(compute, l2), max(max(llc, hbm), lat)) + hw[HW_KITER]
+    mem = max(max(l2, llc), max(hbm, lat))
+    return max(compute, mem) + hw[HW_OVERLAP] * min(compute, mem) + hw[HW_KITER]
 
 
 @njit(cache=True)

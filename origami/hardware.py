@@ -91,6 +91,7 @@ MODEL_PARAMS: dict[str, tuple[float, float, str]] = {
     "unaligned_penalty": (1.0, 20.0, "slowdown of loads whose rows are not 16-byte aligned (no TMA/vector loads)"),
     "fixup_ns": (0.0, 100_000.0, "cost of one Stream-K/split-K tile fix-up beyond its bytes (atomic + sync)"),
     "mem_latency_ns": (50.0, 10_000.0, "load latency one pipeline stage must hide (num_stages - 1 loads in flight)"),
+    "overlap_loss": (0.0, 1.0, "fraction of the smaller of compute and memory time per K-step not hidden behind the larger"),
 }
 SCHEMA["model"] = {k: (_FLOAT, lo, hi, doc) for k, (lo, hi, doc) in MODEL_PARAMS.items()}
 

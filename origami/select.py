@@ -63,6 +63,7 @@ def _hw_vector(hw: HardwareProfile, rate_key: str) -> np.ndarray:
     v[_core.HW_UNALIGNED] = mp["unaligned_penalty"]
     v[_core.HW_FIXUP] = mp["fixup_ns"]
     v[_core.HW_LAT] = mp["mem_latency_ns"]
+    v[_core.HW_OVERLAP] = mp["overlap_loss"]
     v.setflags(write=False)
     return v
 

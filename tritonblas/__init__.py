@@ -16,6 +16,13 @@ _LAZY = {
     "launch": "tritonblas.plan",
     "precompile": "tritonblas.plan",
     "clear_workspaces": "tritonblas.plan",
+    "matmul": "tritonblas.ops",
+    "addmm": "tritonblas.ops",
+    "bmm": "tritonblas.ops",
+    "linear": "tritonblas.ops",
+    "enable": "tritonblas.ops",
+    "explain": "tritonblas.ops",
+    "clear_caches": "tritonblas.ops",
 }
 
 __all__ = ["__version__", *_LAZY]

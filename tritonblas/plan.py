@@ -28,8 +28,9 @@ from origami.space import violations
 from tritonblas import _interpreter
 
 __all__ = [
-    "LaunchPlan", "make_plan", "launch", "resolve_kernel_name", "tma_supported", "precompile", "clear_workspaces", "problem_from_tensors",
-    "alignment_bytes", "align_class", "CONSTEXPR_FIELDS", "OPTION_FIELDS", "AMD_OPTION_FIELDS", "GRID_FIELDS",
+    "LaunchPlan", "PreparedLaunch", "make_plan", "launch", "prepare_launch", "resolve_kernel_name", "tma_supported",
+    "precompile", "clear_workspaces", "problem_from_tensors",
+    "alignment_bytes", "kernel_alignment_bytes", "align_class", "CONSTEXPR_FIELDS", "OPTION_FIELDS", "AMD_OPTION_FIELDS", "GRID_FIELDS",
     "TORCH_DTYPES",
 ]
 
@@ -175,11 +176,16 @@ def align_class(nbytes: int) -> int:
 
 
 def _order(t: torch.Tensor) -> int:
-    """0: last dim has unit stride (or size 1); 1: second-to-last has; 2: neither."""
+    """Which of the last two dims the kernel treats as contiguous (unit stride): 0 the last, 1 the
+    one before, 2 neither. A unit-stride dim of size > 1 wins; a size-1 dim counts as unit."""
     (n0, n1), (s0, s1) = t.shape[-2:], t.stride()[-2:]
-    if s1 == 1 or n1 <= 1:
+    if s1 == 1 and n1 > 1:
         return 0
-    if s0 == 1 or n0 <= 1:
+    if s0 == 1 and n0 > 1:
+        return 1
+    if n1 <= 1:
+        return 0
+    if n0 <= 1:
         return 1
     return 2
 
@@ -188,23 +194,35 @@ def _batch_stride(t: torch.Tensor) -> int:
     return t.stride(0) if t.dim() == 3 and t.shape[0] > 1 else 0
 
 
-def alignment_bytes(t: torch.Tensor) -> int:
-    """Largest power of two ≤ 16 dividing the base address and every stride (in bytes) that the
-    kernel multiplies by a row/column/batch index (unit strides and size-1 dims excluded)."""
-    e = t.element_size()
-    order = _order(t)
-    (n0, n1), (s0, s1) = t.shape[-2:], t.stride()[-2:]
-    values = [t.data_ptr()]
-    if order != 0 and n1 > 1:
-        values.append(s1 * e)
-    if order != 1 and n0 > 1:
-        values.append(s0 * e)
-    values.append(_batch_stride(t) * e)
-    a = 16
+def _pow2_dividing(values, cap: int = 16) -> int:
+    a = cap
     for v in values:
         while a > 1 and v % a:
             a //= 2
     return a
+
+
+def alignment_bytes(t: torch.Tensor) -> int:
+    """Largest power of two ≤ 16 dividing, in bytes, the base address and every stride the kernel
+    multiplies by a row/column/batch index (unit strides and size-1 dims excluded). This is
+    ``GemmProblem.align_bytes``' definition: 16 means 16-byte vector loads and TMA are legal."""
+    e = t.element_size()
+    order = _order(t)
+    (n0, n1), (s0, s1) = t.shape[-2:], t.stride()[-2:]
+    values = [t.data_ptr(), _batch_stride(t) * e]
+    if order != 0 and n1 > 1:
+        values.append(s1 * e)
+    if order != 1 and n0 > 1:
+        values.append(s0 * e)
+    return _pow2_dividing(values)
+
+
+def kernel_alignment_bytes(t: torch.Tensor) -> int:
+    """:func:`alignment_bytes`, also dividing the extent of the contiguous dim: what the kernels'
+    ``*_ALIGN`` hints promise (an edge mask along that dim is then constant over a vector)."""
+    e, order = t.element_size(), _order(t)
+    extent = t.shape[-1] if order == 0 else t.shape[-2] if order == 1 else 1
+    return _pow2_dividing([alignment_bytes(t), extent * e])
 
 
 def _layout(t: torch.Tensor) -> Layout:
@@ -344,11 +362,51 @@ def _scale_mode(name: str, s: torch.Tensor | None, length: int, dim_name: str, d
     return 2, (v if v.stride(0) == 1 else v.contiguous())
 
 
-def launch(plan: LaunchPlan, a: torch.Tensor, b: torch.Tensor, out: torch.Tensor, *,
-           c: torch.Tensor | None = None, alpha: float = 1.0, beta: float = 0.0, bias: torch.Tensor | None = None,
-           activation: str | None = None, scale_a: torch.Tensor | None = None, scale_b: torch.Tensor | None = None,
-           allow_tf32: bool = False, fp8_fast_accum: bool = False) -> torch.Tensor:
+@dataclass(frozen=True)
+class PreparedLaunch:
+    """A validated launch bound to its tensors (and workspace). ``run()`` launches it with no further
+    checks (benchmarks; same stream as prepared), ``compile()`` compiles it without launching."""
+
+    kernel: Any
+    grid: tuple[int]
+    args: tuple
+    kwargs: dict
+    device: torch.device
+    out: torch.Tensor
+
+    def run(self) -> torch.Tensor:
+        if self.kernel is None:
+            return self.out
+        guard = torch.cuda.device(self.device) if self.device.type == "cuda" else contextlib.nullcontext()
+        with guard:
+            self.kernel[self.grid](*self.args, **self.kwargs)
+        return self.out
+
+    def compile(self):
+        """Compile (or fetch from Triton's caches) without launching; returns Triton's compiled
+        kernel (``.metadata.shared``, ``.asm``), or None under the interpreter."""
+        if self.kernel is None or _interpreter.interpreting():
+            return None
+        guard = torch.cuda.device(self.device) if self.device.type == "cuda" else contextlib.nullcontext()
+        with guard:
+            return self.kernel.warmup(*self.args, grid=self.grid, **self.kwargs)
+
+
+def launch(plan: LaunchPlan, a: torch.Tensor, b: torch.Tensor, out: torch.Tensor, **kwargs) -> torch.Tensor:
     """``out = act(alpha·(scale_a ⊙ (a @ b) ⊙ scale_b) + beta·c + bias)`` with ``plan``'s kernel; returns out.
+
+    The keyword arguments are those of :func:`prepare_launch`. Launches on the current stream of
+    out's device (under a ``torch.cuda.device`` guard).
+    """
+    return prepare_launch(plan, a, b, out, **kwargs).run()
+
+
+def prepare_launch(plan: LaunchPlan, a: torch.Tensor, b: torch.Tensor, out: torch.Tensor, *,
+                   c: torch.Tensor | None = None, alpha: float = 1.0, beta: float = 0.0,
+                   bias: torch.Tensor | None = None, activation: str | None = None,
+                   scale_a: torch.Tensor | None = None, scale_b: torch.Tensor | None = None,
+                   allow_tf32: bool = False, fp8_fast_accum: bool = False) -> PreparedLaunch:
+    """Validate the tensors against ``plan`` and bind every kernel argument.
 
     a: (M, K) or (batch, M, K); b: (K, N) or (batch, K, N); out: (M, N) or (batch, M, N), any strides
     (a 2-D or size-1-batch operand is broadcast over the batch). ``c`` broadcasts to out and may
@@ -415,11 +473,11 @@ def launch(plan: LaunchPlan, a: torch.Tensor, b: torch.Tensor, out: torch.Tensor
     sb_mode, scale_b = _scale_mode("scale_b", scale_b, n, "column (N)", device)
 
     if m == 0 or n == 0 or batch == 0:
-        return out
+        return PreparedLaunch(None, plan.grid, (), {}, device, out)
 
     cfg = plan.config
     orders = {name: _order(t) for name, t in (("a", a), ("b", b), ("out", out))}
-    cls = align_class(min(alignment_bytes(a), alignment_bytes(b), alignment_bytes(out)))
+    cls = align_class(min(kernel_alignment_bytes(a), kernel_alignment_bytes(b), kernel_alignment_bytes(out)))
     kernel_name = resolve_kernel_name(plan, a, b)
     a_arg, b_arg = a, b
     sab, sbb = _batch_stride(a), _batch_stride(b)
@@ -453,18 +511,15 @@ def launch(plan: LaunchPlan, a: torch.Tensor, b: torch.Tensor, out: torch.Tensor
     os_ = out.stride() if out.dim() == 3 else (0, *out.stride())
     if out.dim() == 3 and batch == 1:
         os_ = (0, *os_[1:])
-    guard = torch.cuda.device(device) if device.type == "cuda" else contextlib.nullcontext()
-    with guard:
-        kernel[plan.grid](
-            a_arg, b_arg, c if has_c else out, out, bias if bias is not None else out,
-            scale_a if scale_a is not None else out, scale_b if scale_b is not None else out, ws, cnt,
-            m, n, k, batch, cfg.split_k,
-            sab, a.stride(-2), a.stride(-1), sbb, b.stride(-2), b.stride(-1),
-            cs[0], cs[1], cs[2], os_[0], os_[1], os_[2], bias.stride(0) if bias is not None else 0,
-            float(alpha), float(beta),
-            **plan.constexprs, **meta, **plan.options,
-        )
-    return out
+    args = (
+        a_arg, b_arg, c if has_c else out, out, bias if bias is not None else out,
+        scale_a if scale_a is not None else out, scale_b if scale_b is not None else out, ws, cnt,
+        m, n, k, batch, cfg.split_k,
+        sab, a.stride(-2), a.stride(-1), sbb, b.stride(-2), b.stride(-1),
+        cs[0], cs[1], cs[2], os_[0], os_[1], os_[2], bias.stride(0) if bias is not None else 0,
+        float(alpha), float(beta),
+    )
+    return PreparedLaunch(kernel, plan.grid, args, {**plan.constexprs, **meta, **plan.options}, device, out)
 
 
 # --- ahead-of-time compilation ---------------------------------------------------------------
@@ -487,12 +542,11 @@ def _example_tensors(problem: GemmProblem, device: str):
 def _precompile_one(plan: LaunchPlan, device: str, launch_kwargs: dict) -> str | None:
     try:
         a, b, out = _example_tensors(plan.problem, device)
-        scale = {}
-        if a.dtype in _FP8 and "scale_a" not in launch_kwargs:
-            scale = dict(scale_a=torch.ones((), device=device), scale_b=torch.ones((), device=device))
-        launch(plan, a, b, out, **scale, **launch_kwargs)
-        if torch.device(device).type == "cuda":
-            torch.cuda.synchronize(device)
+        prepared = prepare_launch(plan, a, b, out, **launch_kwargs)
+        if _interpreter.interpreting():
+            prepared.run()
+        else:
+            prepared.compile()
         return None
     except Exception as e:  # noqa: BLE001 - reported per plan, never fatal
         return f"{type(e).__name__}: {e}".splitlines()[0][:500]
@@ -500,16 +554,17 @@ def _precompile_one(plan: LaunchPlan, device: str, launch_kwargs: dict) -> str |
 
 def precompile(plans: Sequence[LaunchPlan], device: str | torch.device = "cuda", *, workers: int = 0,
                **launch_kwargs) -> list[str | None]:
-    """Compile plans ahead of time; returns, per plan, None (compiled and ran) or the error text.
+    """Compile plans ahead of time; returns, per plan, None (compiled) or the error text (never raises).
 
-    Each plan is compiled by a first launch on contiguous example tensors (``launch_kwargs`` select the
-    epilogue variant, e.g. ``allow_tf32``). ``workers=0`` runs them one after another in this
-    process. ``workers > 0`` runs them in that many *spawned* processes: each compiles into Triton's
-    on-disk cache (``TRITON_CACHE_DIR``, shared by the processes), and this process's own first
-    launch then loads the binary from that cache (milliseconds) instead of compiling (seconds).
-    Spawn, not fork: CUDA cannot be re-initialised in a forked child. Threads do not help: Triton's
-    compiler holds the GIL for most of its work. Under the interpreter there is nothing to compile;
-    the plans are run once in-process (an error still shows).
+    Each plan is compiled for contiguous example tensors of its problem (``launch_kwargs`` select the
+    epilogue variant, e.g. ``allow_tf32`` or ``bias``) with ``JITFunction.warmup``, which compiles
+    without launching. ``workers=0`` compiles one after another in this process. ``workers > 0``
+    uses that many *spawned* processes: each compiles into Triton's on-disk cache
+    (``TRITON_CACHE_DIR``, shared by the processes), and this process's own first launch then
+    loads the binary from that cache (milliseconds) instead of compiling (seconds). Spawn, not
+    fork: CUDA cannot be re-initialised in a forked child. Threads do not help: Triton's compiler
+    holds the GIL for most of its work. Under the interpreter there is nothing to compile: each
+    plan is run once in-process, so an error still shows.
     """
     device = str(device)
     if workers <= 0 or _interpreter.interpreting():

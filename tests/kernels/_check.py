@@ -113,7 +113,10 @@ def operand(rows: int, cols: int, dtype: torch.dtype, transposed: bool = False, 
     """Random (rows × cols) operand (batched if ``batch``), stored transposed if ``transposed``."""
     lead = (batch,) if batch is not None else ()
     shape = (*lead, cols, rows) if transposed else (*lead, rows, cols)
-    t = (torch.randn(shape, generator=generator) * scale).to(dtype).to(device)
+    if generator is None:
+        t = (torch.randn(shape, device=device) * scale).to(dtype)
+    else:
+        t = (torch.randn(shape, generator=generator) * scale).to(dtype).to(device)
     return t.transpose(-1, -2) if transposed else t
 
 

@@ -70,7 +70,8 @@ def test_bitwise_deterministic(cfg_kw, device, h200):
     m, n, k = SHAPE
     a = operand(m, k, torch.float32, False, device)
     b = operand(k, n, torch.float32, False, device)
-    cfg = config(cfg_kw.pop("kind"), **cfg_kw)
+    kw = dict(cfg_kw)
+    cfg = config(kw.pop("kind"), **kw)
     first, _ = run_gemm(cfg, a, b, h200)
     for _ in range(4):
         again, _ = run_gemm(cfg, a, b, h200)

@@ -12,7 +12,7 @@ or N (B); ACTIVATION 0 = none, 1 = relu, 2 = gelu (tanh approximation).
 import triton
 import triton.language as tl
 
-from tritonblas.kernels._tiles import operand_offsets, stride_hint
+from tritonblas.kernels._tiles import aligned, operand_offsets
 
 __all__ = ["ACT_NONE", "ACT_RELU", "ACT_GELU", "gelu_tanh", "epilogue", "store_partial", "load_partial"]
 
@@ -21,10 +21,10 @@ ACT_NONE, ACT_RELU, ACT_GELU = 0, 1, 2
 
 @triton.jit
 def gelu_tanh(x):
-    """0.5·x·(1 + tanh(√(2/π)·(x + 0.044715·x³))), written as x·sigmoid(2u): no tanh needed, and
-    exp over/underflow at large |x| gives the right limits (x and -0)."""
+    """0.5·x·(1 + tanh(√(2/π)·(x + 0.044715·x³))), written as x·sigmoid(2u) (no tanh needed); the
+    exponent is clamped so large negative x gives x·e⁻⁸⁰ ≈ −0 without an inf intermediate."""
     u = 1.5957691216057308 * (x + 0.044715 * x * x * x)
-    return x / (1.0 + tl.exp(-u))
+    return x / (1.0 + tl.exp(tl.minimum(-u, 80.0)))
 
 
 @triton.jit
@@ -34,8 +34,14 @@ def _epilogue_block(acc, Out, C, Bias, ScaleA, ScaleB, bid, rm, rn, M, N,
                     HAS_C: tl.constexpr, HAS_BIAS: tl.constexpr, SCALE_A: tl.constexpr, SCALE_B: tl.constexpr,
                     ACTIVATION: tl.constexpr, EDGE: tl.constexpr):
     if EDGE:
-        mask_m = rm < M
-        mask_n = rn < N
+        if OUT_ORDER == 1:
+            mask_m = rm < aligned(M, OUT_ALIGN)
+        else:
+            mask_m = rm < M
+        if OUT_ORDER == 0:
+            mask_n = rn < aligned(N, OUT_ALIGN)
+        else:
+            mask_n = rn < N
         mask = mask_m[:, None] & mask_n[None, :]
     if SCALE_A == 1:
         acc = acc * tl.load(ScaleA).to(tl.float32)
@@ -72,7 +78,7 @@ def _epilogue_block(acc, Out, C, Bias, ScaleA, ScaleB, bid, rm, rn, M, N,
         acc = tl.maximum(acc, 0.0, propagate_nan=tl.PropagateNan.ALL)
     elif ACTIVATION == 2:
         acc = gelu_tanh(acc)
-    o_ptrs = Out + bid.to(tl.int64) * stride_hint(stride_ob, OUT_ALIGN) \
+    o_ptrs = Out + bid.to(tl.int64) * aligned(stride_ob, OUT_ALIGN) \
         + operand_offsets(rm, rn, stride_om, stride_on, OUT_ORDER, OUT_ALIGN)
     if EDGE:
         tl.store(o_ptrs, acc.to(Out.dtype.element_ty), mask=mask)

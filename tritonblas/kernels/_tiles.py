@@ -8,10 +8,14 @@ A batch stride of 0 broadcasts that operand over the batch.
 Layout classes (host-computed constexprs, ``tritonblas.plan``): ``*_ORDER`` = 0 when the operand's
 second dim has unit stride (A: K contiguous, B and the output: N contiguous), 1 when its first dim
 has (a transposed view), 2 for general strides. The unit stride is then the literal ``1`` in the
-kernel (not a runtime argument), so Triton knows the contiguous axis. ``*_ALIGN`` is the host-validated
-number of elements that every non-unit stride (and the base) is a multiple of; it reaches the
-compiler through ``tl.multiple_of`` on the int64 stride, which is what lets rows start on 16-byte
-boundaries and be loaded with vector (or cp.async 16-byte) instructions.
+kernel (not a runtime argument), so Triton knows the contiguous axis. ``*_ALIGN`` is the
+host-validated number of elements that the base, every non-unit stride AND the extent of the
+contiguous dim are multiples of. It reaches the compiler through ``tl.multiple_of`` on an int64
+copy of the value (:func:`aligned`): rows then start on 16-byte boundaries (vector / 16-byte cp.async
+loads), and an edge mask such as ``rn < N`` is provably constant over 16-byte groups, so even
+masked edge tiles load vectors. (A hint placed directly on a kernel argument is silently dropped
+by Triton 3.6 — ``ir.value.set_attr`` ignores function block arguments — so it must go on an op
+result; the ``extsi`` of the int64 cast is one.)
 
 Offsets are int64 from the first product on: ``row · stride`` and ``batch · stride_b`` can exceed
 2³¹ for large operands.
@@ -22,16 +26,16 @@ import triton.language as tl
 
 from tritonblas.kernels.pid import tile_coords
 
-__all__ = ["stride_hint", "operand_offsets", "tile_position", "mac_loop", "tile_acc"]
+__all__ = ["aligned", "operand_offsets", "tile_position", "mac_loop", "tile_acc"]
 
 
 @triton.jit
-def stride_hint(s, ALIGN: tl.constexpr):
-    """The stride as int64, known to the compiler to be a multiple of ALIGN elements."""
-    s64 = s.to(tl.int64)
+def aligned(x, ALIGN: tl.constexpr):
+    """A stride or size as int64, known to the compiler to be a multiple of ALIGN (host-validated)."""
+    x64 = x.to(tl.int64)
     if ALIGN > 1:
-        s64 = tl.multiple_of(s64, ALIGN)
-    return s64
+        x64 = tl.multiple_of(x64, ALIGN)
+    return x64
 
 
 @triton.jit
@@ -40,9 +44,9 @@ def operand_offsets(r0, r1, s0, s1, ORDER: tl.constexpr, ALIGN: tl.constexpr):
     r0 = r0.to(tl.int64)
     r1 = r1.to(tl.int64)
     if ORDER == 0:
-        off = r0[:, None] * stride_hint(s0, ALIGN) + r1[None, :]
+        off = r0[:, None] * aligned(s0, ALIGN) + r1[None, :]
     elif ORDER == 1:
-        off = r0[:, None] + r1[None, :] * stride_hint(s1, ALIGN)
+        off = r0[:, None] + r1[None, :] * aligned(s1, ALIGN)
     else:
         off = r0[:, None] * s0.to(tl.int64) + r1[None, :] * s1.to(tl.int64)
     return off
@@ -69,24 +73,31 @@ def mac_loop(A, B, bid, rm, rn, k_lo, k_hi, M, N, K,
 
     Full K-blocks run unmasked along K (the main, pipelined loop); a partial last block (K % BLOCK_K)
     is peeled into one masked iteration. EDGE adds the M/N masks; interior tiles (EDGE False) load
-    with no mask at all, so the compiler can vectorise along the contiguous dim whatever M and N are.
+    with no mask at all. A mask along an operand's contiguous dim compares with a size hinted by
+    that operand's alignment class, so it stays vectorisable.
     """
     rk = k_lo * BLOCK_K + tl.arange(0, BLOCK_K)
-    a_ptrs = A + bid.to(tl.int64) * stride_hint(stride_ab, A_ALIGN) \
+    a_ptrs = A + bid.to(tl.int64) * aligned(stride_ab, A_ALIGN) \
         + operand_offsets(rm, rk, stride_am, stride_ak, A_ORDER, A_ALIGN)
-    b_ptrs = B + bid.to(tl.int64) * stride_hint(stride_bb, B_ALIGN) \
+    b_ptrs = B + bid.to(tl.int64) * aligned(stride_bb, B_ALIGN) \
         + operand_offsets(rk, rn, stride_bk, stride_bn, B_ORDER, B_ALIGN)
     if A_ORDER == 0:
         a_step = BLOCK_K
     else:
-        a_step = BLOCK_K * stride_hint(stride_ak, A_ALIGN)
+        a_step = BLOCK_K * aligned(stride_ak, A_ALIGN)
     if B_ORDER == 1:
         b_step = BLOCK_K
     else:
-        b_step = BLOCK_K * stride_hint(stride_bk, B_ALIGN)
+        b_step = BLOCK_K * aligned(stride_bk, B_ALIGN)
     if EDGE:
-        mask_m = rm < M
-        mask_n = rn < N
+        if A_ORDER == 1:
+            mask_m = rm < aligned(M, A_ALIGN)
+        else:
+            mask_m = rm < M
+        if B_ORDER == 0:
+            mask_n = rn < aligned(N, B_ALIGN)
+        else:
+            mask_n = rn < N
     acc = tl.zeros((BLOCK_M, BLOCK_N), dtype=tl.float32)
     k_full = tl.minimum(k_hi, K // BLOCK_K)
     for _ in range(k_lo, k_full):
@@ -100,7 +111,13 @@ def mac_loop(A, B, bid, rm, rn, k_lo, k_hi, M, N, K,
         a_ptrs += a_step
         b_ptrs += b_step
     if k_hi > k_full:
-        mask_k = tl.arange(0, BLOCK_K) < K - k_full * BLOCK_K
+        if A_ORDER == 0:
+            k_bound = aligned(K, A_ALIGN)
+        elif B_ORDER == 1:
+            k_bound = aligned(K, B_ALIGN)
+        else:
+            k_bound = K
+        mask_k = k_full * BLOCK_K + tl.arange(0, BLOCK_K) < k_bound
         if EDGE:
             a = tl.load(a_ptrs, mask=mask_m[:, None] & mask_k[None, :], other=0.0)
             b = tl.load(b_ptrs, mask=mask_k[:, None] & mask_n[None, :], other=0.0)

@@ -1,0 +1,237 @@
+"""Exhaustive (or sampled) timing of our own candidate space per shape: the oracle.
+
+    python benchmarks/sweep.py --set square [--profile h200] [--max-configs 0] [--dtype bf16]
+                               [--out benchmarks/data/h200/square.csv] [--budget-s 500] [--gpus all]
+
+For each shape: every config of ``origami.candidates(problem, profile)`` (or a seeded sample of
+``--max-configs`` that always contains the model's top 16), compiled ahead of time in parallel
+processes, then timed with ``triton.testing.do_bench(return_mode="median")`` on random inputs.
+One CSV row per shape × config in the contract format (DESIGN.md §8): problem columns, one column
+per TileConfig field, ``median_ms`` (empty on failure, reason in ``error``), ``predicted_ns``;
+provenance in ``#`` header lines. Resumable: rows already in the output are skipped. ``--gpus``
+shards shapes over GPUs (one process each, shape i on GPU i mod n) and merges the shards.
+"""
+
+from __future__ import annotations
+
+import argparse
+import csv
+import datetime
+import os
+import random
+import subprocess
+import sys
+import time
+from dataclasses import fields
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+
+import origami  # noqa: E402
+from origami.config import TileConfig  # noqa: E402
+from origami.shapes import load_shapes  # noqa: E402
+
+PROBLEM_COLS = ["m", "n", "k", "batch", "a_dtype", "b_dtype", "c_dtype", "a_layout", "b_layout"]
+CONFIG_COLS = [f.name for f in fields(TileConfig)]
+COLS = PROBLEM_COLS + CONFIG_COLS + ["median_ms", "error", "predicted_ns"]
+
+
+def provenance() -> list[str]:
+    import torch
+    import triton
+
+    sha = subprocess.run(["git", "rev-parse", "--short", "HEAD"], cwd=ROOT, capture_output=True, text=True).stdout.strip()
+    gpu = torch.cuda.get_device_name(0) if torch.cuda.is_available() else "none"
+    return [f"git_sha={sha or 'unknown'}", f"gpu={gpu}", f"torch={torch.__version__}", f"triton={triton.__version__}",
+            f"date={datetime.datetime.now(datetime.timezone.utc).isoformat(timespec='seconds')}"]
+
+
+def cell(v) -> str:
+    if v is None:
+        return ""
+    return v.value if hasattr(v, "value") else str(v)
+
+
+def row_key(row: dict) -> tuple:
+    return tuple(row[c] for c in PROBLEM_COLS + CONFIG_COLS)
+
+
+def read_rows(path: Path) -> list[dict]:
+    if not path.exists():
+        return []
+    with path.open() as f:
+        return list(csv.DictReader(line for line in f if not line.startswith("#")))
+
+
+def problem_with_dtype(p, dtype: str):
+    c = "fp32" if dtype in ("fp32", "tf32") else "bf16" if dtype.startswith("fp8") else dtype
+    return origami.GemmProblem(p.m, p.n, p.k, dtype, dtype, c, p.a_layout, p.b_layout, p.batch, p.align_bytes)
+
+
+def configs_for(p, hw, max_configs: int, seed: int) -> list[tuple[TileConfig, float]]:
+    from origami.select import score_problem
+    from origami.enumerate import row_to_config
+    import numpy as np
+
+    base, lat, _ = score_problem(p, hw)
+    idx = [int(i) for i in np.nonzero(np.isfinite(lat))[0]]
+    idx.sort(key=lambda i: (lat[i], i))
+    if max_configs and len(idx) > max_configs:
+        top = idx[:16]
+        rest = idx[16:]
+        random.Random(seed + p.m * 7 + p.n * 13 + p.k).shuffle(rest)
+        idx = top + rest[: max_configs - len(top)]
+    out, seen = [], set()
+    for i in idx:
+        cfg = row_to_config(base[i], p, hw)
+        if cfg not in seen:
+            seen.add(cfg)
+            out.append((cfg, float(lat[i])))
+    return out
+
+
+def run_shard(args, shapes, out: Path, device: str) -> None:
+    import torch
+    import triton
+
+    from tritonblas.plan import _example_tensors, launch, make_plan, precompile
+
+    hw = origami.load_profile(args.profile)
+    done = {row_key(r) for r in read_rows(out)}
+    new_file = not out.exists()
+    out.parent.mkdir(parents=True, exist_ok=True)
+    t_start = time.time()
+    with out.open("a", newline="") as f:
+        if new_file:
+            for line in provenance() + [f"profile={hw.name} hash={hw.content_hash}", f"args={' '.join(sys.argv[1:])}"]:
+                f.write(f"# {line}\n")
+        w = csv.DictWriter(f, fieldnames=COLS)
+        if new_file:
+            w.writeheader()
+        for p in shapes:
+            if time.time() - t_start > args.budget_s:
+                print(f"[{device}] budget reached, stopping (resume later)", flush=True)
+                break
+            todo = []
+            for cfg, pred in configs_for(p, hw, args.max_configs, args.seed):
+                row = {c: cell(getattr(p, c)) for c in PROBLEM_COLS}
+                row.update({c: cell(getattr(cfg, c)) for c in CONFIG_COLS})
+                if row_key(row) in done:
+                    continue
+                todo.append((cfg, pred, row))
+            if not todo:
+                continue
+            plans, errors = [], []
+            for cfg, _, _ in todo:
+                try:
+                    plans.append(make_plan(cfg, p, hw, tma=args.tma))
+                    errors.append(None)
+                except ValueError as e:
+                    plans.append(None)
+                    errors.append(str(e)[:300])
+            t0 = time.time()
+            ok = [pl for pl in plans if pl is not None]
+            comp = precompile(ok, device, workers=args.workers) if args.workers else [None] * len(ok)
+            comp_iter = iter(comp)
+            errors = [e if pl is None else next(comp_iter) for pl, e in zip(plans, errors)]
+            t1 = time.time()
+            a, b, c_out = _example_tensors(p, device)
+            kw = {}
+            if a.dtype in (torch.float8_e4m3fn, torch.float8_e5m2):
+                kw = dict(scale_a=torch.ones((), device=device), scale_b=torch.ones((), device=device))
+            kw["allow_tf32"] = p.a_dtype.value == "tf32"
+            for (cfg, pred, row), pl, err in zip(todo, plans, errors):
+                ms = ""
+                if err is None:
+                    try:
+                        fn = lambda: launch(pl, a, b, c_out, **kw)  # noqa: E731
+                        ms = f"{triton.testing.do_bench(fn, warmup=args.warmup_ms, rep=args.rep_ms, return_mode='median'):.6f}"
+                    except Exception as e:  # noqa: BLE001 - recorded per config
+                        err = f"{type(e).__name__}: {e}".splitlines()[0][:300]
+                row.update(median_ms=ms, error=err or "", predicted_ns=f"{pred:.1f}")
+                w.writerow(row)
+            f.flush()
+            print(f"[{device}] {p.describe()}: {len(todo)} configs, compile {t1 - t0:.1f}s, time {time.time() - t1:.1f}s",
+                  flush=True)
+
+
+def main(argv=None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--set", help="shape set name under benchmarks/shapes/")
+    ap.add_argument("--shapes", help="path to a shapes YAML file (instead of --set)")
+    ap.add_argument("--profile", default="h200")
+    ap.add_argument("--dtype", default=None, help="override every shape's dtype (bf16 fp16 tf32 fp8_e4m3)")
+    ap.add_argument("--max-configs", type=int, default=0, help="0 = every candidate")
+    ap.add_argument("--limit", type=int, default=0, help="only the first N shapes")
+    ap.add_argument("--seed", type=int, default=0)
+    ap.add_argument("--out", default=None)
+    ap.add_argument("--budget-s", type=float, default=1e9)
+    ap.add_argument("--workers", type=int, default=max(1, (os.cpu_count() or 2) - 2))
+    ap.add_argument("--warmup-ms", type=float, default=5)
+    ap.add_argument("--rep-ms", type=float, default=25)
+    ap.add_argument("--tma", action="store_true", help="let dp/persistent configs use the TMA kernel")
+    ap.add_argument("--gpus", default="0", help="'all', or a comma list of GPU indices")
+    ap.add_argument("--shard", default=None, help=argparse.SUPPRESS)
+    args = ap.parse_args(argv)
+    if not (args.set or args.shapes):
+        ap.error("give --set NAME or --shapes FILE")
+    src = Path(args.shapes) if args.shapes else ROOT / "benchmarks" / "shapes" / f"{args.set}.yaml"
+    shapes = load_shapes(src)
+    if args.dtype:
+        shapes = [problem_with_dtype(p, args.dtype) for p in shapes]
+    if args.limit:
+        shapes = shapes[: args.limit]
+    name = args.set or Path(args.shapes).stem
+    out = Path(args.out) if args.out else ROOT / "benchmarks" / "data" / args.profile / (
+        f"{name}.csv" if not args.dtype else f"{name}_{args.dtype}.csv")
+
+    import torch
+
+    if args.shard is not None:
+        i, n = map(int, args.shard.split("/"))
+        gpu = int(os.environ.get("TRITONBLAS_SWEEP_GPU", i))
+        run_shard(args, shapes[i::n], out.with_suffix(f".shard{i}.csv"), f"cuda:{gpu}")
+        return 0
+    gpus = list(range(torch.cuda.device_count())) if args.gpus == "all" else [int(g) for g in args.gpus.split(",")]
+    if len(gpus) <= 1:
+        run_shard(args, shapes, out, f"cuda:{gpus[0] if gpus else 0}")
+        return 0
+    procs = []
+    for i, g in enumerate(gpus):
+        cmd = [sys.executable, __file__, *(argv if argv is not None else sys.argv[1:]), "--shard", f"{i}/{len(gpus)}"]
+        env = dict(os.environ, TRITONBLAS_SWEEP_GPU=str(g))
+        procs.append(subprocess.Popen(cmd, env=env))
+    rc = max(p.wait() for p in procs)
+    merge(out, [out.with_suffix(f".shard{i}.csv") for i in range(len(gpus))])
+    return rc
+
+
+def merge(out: Path, shards: list[Path]) -> None:
+    """Merge shard CSVs into ``out`` (rows appended after those already there; shards removed)."""
+    existing = read_rows(out)
+    keys = {row_key(r) for r in existing}
+    header = []
+    rows = list(existing)
+    for s in shards:
+        if not s.exists():
+            continue
+        header += [line for line in s.read_text().splitlines() if line.startswith("#") and line not in header]
+        for r in read_rows(s):
+            if row_key(r) not in keys:
+                keys.add(row_key(r))
+                rows.append(r)
+    tmp = out.with_suffix(".tmp")
+    with tmp.open("w", newline="") as f:
+        for line in header:
+            f.write(line + "\n")
+        w = csv.DictWriter(f, fieldnames=COLS)
+        w.writeheader()
+        w.writerows(rows)
+    os.replace(tmp, out)
+    for s in shards:
+        s.unlink(missing_ok=True)
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,371 @@
+"""Tensors → ``GemmKey`` → cached ``LaunchPlan`` → kernel launch. The only torch → DType map.
+
+``gemm(a, b, out, c=..., alpha=..., beta=...)`` is what the custom ops of :mod:`tritonblas.ops` run:
+
+- **Warm path**: build the frozen :class:`GemmKey` from the tensors (sizes, dtypes, layout orders,
+  alignment class, device index, profile hash, TF32 flag, epilogue) and look it up in ``_PLANS``;
+  then ``plan.launch``. The model never runs.
+- **Cold path**: one ``origami.select`` (one numba call over the candidate array) or the forced
+  ``config=`` (checked by ``make_plan`` with the shared predicates: ``ValueError`` naming every
+  violation), one ``make_plan`` (asking for the TMA kernel; the plan and ``launch`` fall back to the
+  pointer kernel when the problem or the tensors are not 16-byte aligned), stored in the bounded
+  ``_PLANS`` (at most :data:`MAX_PLANS`, oldest dropped first; :func:`clear_caches` empties it).
+
+Semantics that the dispatcher owns:
+
+- **Fallback**: dtypes other than fp32/fp16/bf16 (fp64, integers, complex, fp8 — torch has no plain
+  fp8 matmul), non-strided layouts, devices other than CUDA/ROCm, and CPU tensors when
+  ``TRITON_INTERPRET`` is not 1 run torch's own op (``stats()['fallbacks']`` counts them). CPU tensors
+  under the interpreter run our kernels and need a profile (``profile=`` or ``$TRITONBLAS_PROFILE``):
+  without one, :class:`tritonblas._device.DeviceError` (a ``RuntimeError``) says so.
+- **Empty and K = 0**: an M = 0, N = 0 or batch = 0 output is returned without a launch; K = 0 gives
+  zeros, or ``beta·C`` with C (``stats()['empty']`` counts both).
+- **fp32 precision**: fp32 inputs use TF32 only when torch allows it for matmuls
+  (``torch.backends.cuda.matmul.allow_tf32`` / ``fp32_precision == "tf32"`` /
+  ``set_float32_matmul_precision("high"|"medium")``); the key and the model's problem then say
+  ``DType.TF32``. The flag is read at call time, for CPU tensors under the interpreter too.
+- **Determinism**: every kernel family is deterministic by construction — DP and persistent kernels
+  own their tiles, Stream-K and split-K write fp32 partials to a workspace and the last contributor
+  sums them in a fixed order (no float atomics). :data:`DETERMINISTIC_KINDS` lists them; under
+  ``torch.use_deterministic_algorithms(True)`` a plan of any other kind would raise a
+  ``RuntimeError`` naming the op (or warn under ``warn_only``) — none exists today.
+- **CUDA graphs**: a warm call launches nothing but the kernel (its workspace comes from the graph's
+  pool during capture), so it can be captured. A cold call during capture raises ``RuntimeError``
+  ("warm up first") before touching the device, so the capture itself stays valid.
+- **Streams and devices**: the launch runs under ``torch.cuda.device(tensor.device)``, so it uses that
+  device's current stream and never touches the current device when the tensors live elsewhere.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import threading
+import warnings
+from collections import Counter
+from dataclasses import dataclass
+from types import MappingProxyType
+from typing import Any, Mapping
+
+import torch
+
+import origami
+from origami.config import Kind, TileConfig
+from origami.hardware import HardwareProfile
+from origami.problem import DType, GemmProblem, Layout
+from tritonblas import _interpreter
+from tritonblas import plan as _plan
+from tritonblas._device import ENV_PROFILE, DeviceInfo, clear_device_cache, profile_for_device
+
+__all__ = [
+    "DTYPES", "KERNEL_DTYPES", "DETERMINISTIC_KINDS", "MAX_PLANS", "GemmKey",
+    "dtype_of", "allow_tf32", "fallback_reason", "device_info", "gemm", "plan_for", "explain",
+    "stats", "reset_stats", "clear_caches",
+]
+
+# torch dtype → DType: the inverse of plan.TORCH_DTYPES (fp32 storage maps to FP32; TF32 is a
+# per-call choice, see allow_tf32).
+DTYPES: Mapping[torch.dtype, DType] = MappingProxyType(
+    {t: d for d, t in _plan.TORCH_DTYPES.items() if d is not DType.TF32})
+# What matmul/addmm/bmm/linear run on our kernels (same dtype for a, b and the result).
+KERNEL_DTYPES = frozenset((torch.float32, torch.float16, torch.bfloat16))
+DETERMINISTIC_KINDS = frozenset((Kind.DP, Kind.PERSISTENT, Kind.STREAMK, Kind.SPLITK))
+MAX_PLANS = 4096
+
+_FALLBACK = object()  # a _PLANS value: the model found no config; torch runs this key
+_PLANS: dict[GemmKey, Any] = {}
+_LOCK = threading.Lock()
+_STATS: Counter = Counter()
+
+
+def dtype_of(t: torch.dtype, *, tf32: bool = False) -> DType:
+    """The DType of a torch dtype (``tf32=True`` turns fp32 into TF32). KeyError if there is none."""
+    d = DTYPES[t]
+    return DType.TF32 if (tf32 and d is DType.FP32) else d
+
+
+def allow_tf32() -> bool:
+    """Whether torch lets fp32 matmuls use TF32 now (legacy flag, or the fp32_precision API)."""
+    try:
+        return bool(torch._C._get_cublas_allow_tf32())
+    except RuntimeError:  # legacy and new APIs were mixed: the new one wins, as in cuBLAS
+        return getattr(torch.backends.cuda.matmul, "fp32_precision", "ieee") == "tf32"
+
+
+# --- the key ---------------------------------------------------------------------------------
+@dataclass(frozen=True, slots=True)
+class GemmKey:
+    """Everything that decides the plan (and the compiled kernel variant) of one GEMM call.
+
+    ``orders`` are the layout classes of a, b and out as the kernels see them (0: last dim
+    contiguous, 1: transposed, 2: general strides; ``a_layout``/``b_layout`` are what the model sees).
+    ``align`` is the alignment class (16, 4 or 1 bytes) of all three. ``device`` is the CUDA index
+    (-1 for CPU under the interpreter). ``profile`` is the profile's content hash. ``c`` names the
+    dtype of an addmm input (``""``: none). ``config`` is a forced TileConfig (None: the model's).
+    """
+
+    m: int
+    n: int
+    k: int
+    batch: int
+    a_dtype: DType
+    b_dtype: DType
+    c_dtype: DType
+    a_layout: Layout
+    b_layout: Layout
+    align: int
+    device: int
+    profile: str
+    allow_tf32: bool
+    orders: tuple[int, int, int] = (0, 0, 0)
+    c: str = ""
+    config: TileConfig | None = None
+
+    @classmethod
+    def from_tensors(cls, a: torch.Tensor, b: torch.Tensor, out: torch.Tensor, *, profile: HardwareProfile,
+                     tf32: bool = False, c: torch.Tensor | None = None,
+                     config: TileConfig | None = None) -> "GemmKey":
+        orders = (_plan._order(a), _plan._order(b), _plan._order(out))
+        align = _plan.align_class(min(_plan.alignment_bytes(a), _plan.alignment_bytes(b),
+                                      _plan.alignment_bytes(out)))
+        batch = out.shape[0] if out.dim() == 3 else 1
+        tf32 = tf32 and a.dtype == torch.float32
+        idx = a.device.index if a.device.type == "cuda" else -1
+        return cls(m=a.shape[-2], n=b.shape[-1], k=a.shape[-1], batch=batch,
+                   a_dtype=dtype_of(a.dtype, tf32=tf32), b_dtype=dtype_of(b.dtype, tf32=tf32),
+                   c_dtype=DTYPES[out.dtype],
+                   a_layout=Layout.T if orders[0] == 1 else Layout.N,
+                   b_layout=Layout.T if orders[1] == 1 else Layout.N,
+                   align=align, device=-1 if idx is None else idx, profile=profile.content_hash,
+                   allow_tf32=tf32, orders=orders, c="" if c is None else str(c.dtype).removeprefix("torch."),
+                   config=config)
+
+    def problem(self) -> GemmProblem:
+        return GemmProblem(self.m, self.n, self.k, a_dtype=self.a_dtype, b_dtype=self.b_dtype,
+                           c_dtype=self.c_dtype, a_layout=self.a_layout, b_layout=self.b_layout,
+                           batch=self.batch, align_bytes=self.align)
+
+
+# --- support and profiles --------------------------------------------------------------------
+def fallback_reason(*tensors: torch.Tensor | None) -> str | None:
+    """Why torch (not our kernels) must run a GEMM on these tensors; None when ours can."""
+    ts = [t for t in tensors if t is not None]
+    dev, dt = ts[0].device, ts[0].dtype
+    for t in ts:
+        if t.layout != torch.strided:
+            return f"layout {t.layout}"
+        if t.device != dev:
+            return f"tensors on {dev} and {t.device}"
+        if t.dtype != dt:
+            return f"dtypes {dt} and {t.dtype}"
+    if dt not in KERNEL_DTYPES:
+        return f"dtype {dt}"
+    if dev.type == "cpu":
+        return None if _interpreter.interpreting() else "CPU tensors (set TRITON_INTERPRET=1 to run the kernels)"
+    if dev.type != "cuda":
+        return f"device {dev}"
+    return None
+
+
+def device_info(device: torch.device, profile: "str | os.PathLike[str] | HardwareProfile | None" = None) -> DeviceInfo:
+    """The profile for a tensor's device: ``profile=``, then $TRITONBLAS_PROFILE, then the device."""
+    return profile_for_device(device if device.type == "cuda" else "cpu", profile=profile)
+
+
+def has_profile(device: torch.device, profile: Any = None) -> bool:
+    """Whether a profile can be found without raising (CPU needs profile= or $TRITONBLAS_PROFILE)."""
+    return device.type == "cuda" or profile is not None or bool(os.environ.get(ENV_PROFILE))
+
+
+# --- stats -----------------------------------------------------------------------------------
+def stats() -> dict[str, int]:
+    """Counters since the last :func:`reset_stats`: ``launches`` (kernel launches), ``plans``
+    (cold-path plans built), ``empty`` (results made without a launch: empty output or K = 0),
+    ``fallbacks`` (calls torch ran), ``routed`` (calls ``enable()`` sent to tritonblas)."""
+    return {k: _STATS[k] for k in ("launches", "plans", "empty", "fallbacks", "routed")}
+
+
+def reset_stats() -> None:
+    _STATS.clear()
+
+
+def clear_caches() -> None:
+    """Drop every cached plan, workspace, device → profile mapping and model selection."""
+    with _LOCK:
+        _PLANS.clear()
+    _plan.clear_workspaces()
+    clear_device_cache()
+    origami.clear_cache()
+
+
+# --- plans -----------------------------------------------------------------------------------
+def _cuda_guard(device: torch.device):
+    return torch.cuda.device(device) if device.type == "cuda" else contextlib.nullcontext()
+
+
+def _build(key: GemmKey, hw: HardwareProfile, device: torch.device, op: str):
+    """Cold path: select (or take the forced config), make the plan, cache it."""
+    if device.type == "cuda":
+        with _cuda_guard(device):
+            capturing = torch.cuda.is_current_stream_capturing()
+        if capturing:
+            raise RuntimeError(
+                f"tritonblas.{op}: {key.problem().describe()} on {device} has no launch plan yet and the "
+                "current stream is capturing a CUDA graph; warm up first: run the same call once "
+                "(same shapes, dtypes and layouts) before capturing. Nothing was launched, the capture "
+                "is unaffected.")
+    problem = key.problem()
+    if key.config is not None:
+        cfg = key.config
+    else:
+        try:
+            cfg = origami.select(problem, hw).config
+        except ValueError as e:
+            warnings.warn(f"tritonblas.{op}: {e}; torch runs this problem", RuntimeWarning, stacklevel=4)
+            return _store(key, _FALLBACK)
+    if torch.are_deterministic_algorithms_enabled() and cfg.kind not in DETERMINISTIC_KINDS:
+        msg = (f"tritonblas.{op}: the {cfg.kind.value} kernel chosen for {problem.describe()} is not "
+               "deterministic, and torch.use_deterministic_algorithms(True) is set")
+        if not torch.is_deterministic_algorithms_warn_only_enabled():
+            raise RuntimeError(msg)
+        warnings.warn(msg, UserWarning, stacklevel=4)
+    lp = _plan.make_plan(cfg, problem, hw, tma=True)
+    _STATS["plans"] += 1
+    return _store(key, lp)
+
+
+def _store(key: GemmKey, value):
+    with _LOCK:
+        while len(_PLANS) >= MAX_PLANS:
+            _PLANS.pop(next(iter(_PLANS)))
+        _PLANS[key] = value
+    return value
+
+
+def _out_shape(a: torch.Tensor, b: torch.Tensor) -> tuple[int, ...]:
+    m, n = a.shape[-2], b.shape[-1]
+    if a.dim() == 2 and b.dim() == 2:
+        return (m, n)
+    ba = a.shape[0] if a.dim() == 3 else 1
+    bb = b.shape[0] if b.dim() == 3 else 1
+    return (ba if bb == 1 else bb, m, n)
+
+
+def _shares_memory(x: torch.Tensor, y: torch.Tensor) -> bool:
+    return x.untyped_storage().data_ptr() == y.untyped_storage().data_ptr() and x.numel() > 0 and y.numel() > 0
+
+
+def _torch_gemm(a, b, out, c, alpha, beta):
+    """torch's own op for a call we do not run (its errors are torch's)."""
+    if a.dim() == 2 and b.dim() == 2:
+        r = torch.addmm(c, a, b, beta=beta, alpha=alpha) if c is not None else torch.mm(a, b)
+    else:
+        shape = _out_shape(a, b)
+        a3 = a.expand(shape[0], *a.shape[-2:])
+        b3 = b.expand(shape[0], *b.shape[-2:])
+        r = torch.baddbmm(c, a3, b3, beta=beta, alpha=alpha) if c is not None else torch.bmm(a3, b3)
+    if c is None and alpha != 1:
+        r = r * alpha
+    if out is None:
+        return r
+    return out.copy_(r)
+
+
+def gemm(a: torch.Tensor, b: torch.Tensor, out: torch.Tensor | None = None, *, c: torch.Tensor | None = None,
+         alpha: float = 1.0, beta: float = 0.0, profile: Any = None, config: TileConfig | None = None,
+         op: str = "mm") -> torch.Tensor:
+    """``out = alpha·(a @ b) + beta·c`` (c broadcast to out; ignored when None or beta = 0).
+
+    a: (M, K) or (batch|1, M, K), b: (K, N) or (batch|1, K, N), any strides (stride 0 included);
+    out: (M, N) when both are 2-D, else (batch, M, N), allocated when None, any strides.
+    Shape/dtype/device checks with torch's messages are the caller's (:mod:`tritonblas.ops`).
+    """
+    if beta == 0:
+        c = None
+    reason = fallback_reason(a, b, c, out)
+    if reason is not None:
+        _STATS["fallbacks"] += 1
+        return _torch_gemm(a, b, out, c, alpha, beta)
+    if out is None:
+        out = torch.empty(_out_shape(a, b), dtype=a.dtype, device=a.device)
+    elif _shares_memory(out, a) or _shares_memory(out, b):
+        tmp = gemm(a, b, c=c, alpha=alpha, beta=beta, profile=profile, config=config, op=op)
+        return out.copy_(tmp)
+    if out.numel() == 0 or a.shape[-1] == 0:
+        _STATS["empty"] += 1
+        if out.numel() and c is not None:
+            out.copy_(c.expand(out.shape))
+            if beta != 1:
+                out.mul_(beta)
+        elif out.numel():
+            out.zero_()
+        return out
+    info = device_info(a.device, profile)
+    tf32 = a.dtype == torch.float32 and allow_tf32()
+    key = GemmKey.from_tensors(a, b, out, profile=info.profile, tf32=tf32, c=c, config=config)
+    lp = _PLANS.get(key)
+    if lp is None:
+        lp = _build(key, info.profile, a.device, op)
+    if lp is _FALLBACK:
+        _STATS["fallbacks"] += 1
+        return _torch_gemm(a, b, out, c, alpha, beta)
+    with _cuda_guard(a.device):
+        _plan.launch(lp, a, b, out, c=c, alpha=float(alpha), beta=float(beta), allow_tf32=tf32)
+    _STATS["launches"] += 1
+    return out
+
+
+def plan_for(a: torch.Tensor, b: torch.Tensor, out: torch.Tensor | None = None, *, c: torch.Tensor | None = None,
+             profile: Any = None, config: TileConfig | None = None) -> _plan.LaunchPlan | None:
+    """The plan :func:`gemm` would launch for these kernel-level operands (built and cached if
+    new); None when torch would run it (fallback, empty output or K = 0)."""
+    if fallback_reason(a, b, c, out) is not None:
+        return None
+    if out is None:
+        out = torch.empty(_out_shape(a, b), dtype=a.dtype, device=a.device)
+    if out.numel() == 0 or a.shape[-1] == 0:
+        return None
+    info = device_info(a.device, profile)
+    tf32 = a.dtype == torch.float32 and allow_tf32()
+    key = GemmKey.from_tensors(a, b, out, profile=info.profile, tf32=tf32, c=c, config=config)
+    lp = _PLANS.get(key)
+    if lp is None:
+        lp = _build(key, info.profile, a.device, "plan_for")
+    return None if lp is _FALLBACK else lp
+
+
+def explain(a: torch.Tensor, b: torch.Tensor, *, profile: Any = None, config: TileConfig | None = None,
+            what: str = "") -> str:
+    """What :func:`gemm` does with these kernel-level operands: profile, plan, predicted time and the
+    model's breakdown (``origami.explain``)."""
+    head = f"tritonblas: {what or 'a @ b'}: a {tuple(a.shape)} {a.dtype} @ b {tuple(b.shape)} {b.dtype} on {a.device}"
+    reason = fallback_reason(a, b)
+    if reason is not None:
+        return f"{head}\n  torch runs it (not supported by the kernels: {reason})"
+    out = torch.empty(_out_shape(a, b), dtype=a.dtype, device=a.device)
+    if out.numel() == 0 or a.shape[-1] == 0:
+        return f"{head}\n  no launch: {'empty output' if out.numel() == 0 else 'K = 0, the result is zeros'}"
+    info = device_info(a.device, profile)
+    hw = info.profile
+    tf32 = a.dtype == torch.float32 and allow_tf32()
+    key = GemmKey.from_tensors(a, b, out, profile=hw, tf32=tf32, config=config)
+    problem = key.problem()
+    lines = [head,
+             f"  profile: {hw.name} ({hw.arch}, {info.compute_units} CUs; from {info.how})",
+             f"  problem: {problem.describe()} (alignment {key.align} B, layouts a {key.a_layout.value} "
+             f"b {key.b_layout.value}{', TF32 allowed' if tf32 else ''})"]
+    lp = _PLANS.get(key) or _build(key, hw, a.device, "explain")
+    if lp is _FALLBACK:
+        lines.append("  the model found no valid config: torch runs it")
+        return "\n".join(lines)
+    cached = "forced by config=" if config is not None else "model's pick"
+    lines.append(f"  config: {lp.config.short()} ({cached}) -> {_plan.resolve_kernel_name(lp, a, b)} "
+                 f"grid {lp.grid[0]}")
+    if config is None:
+        est = origami.select(problem, hw)
+        terms = ", ".join(f"{n} {v / 1e3:.2f}" for n, v in est.terms.items() if v > 0)
+        lines.append(f"  predicted: {est.latency_ns / 1e3:.2f} us, {est.tflops(problem):.1f} TFLOP/s, "
+                     f"bound: {est.bound}; terms (us): {terms}")
+    lines.append(origami.explain(problem, hw))
+    return "\n".join(lines)
+

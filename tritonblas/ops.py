@@ -1,0 +1,534 @@
+"""The PyTorch drop-in layer: ``matmul``, ``addmm``, ``bmm``, ``linear``, ``explain`` and ``enable()``.
+
+Each public function checks its inputs the way torch does (the same exception type, ``RuntimeError``,
+with a message naming the shapes, dtypes or devices), reduces the call to a GEMM on 2-D or batched
+3-D operands with views only (batch broadcasting through stride-0 ``expand``; a copy only where
+batch dims cannot be merged into one), and calls one of the custom ops below, which run
+:func:`tritonblas.dispatch.gemm`:
+
+- ``tritonblas::mm(Tensor a, Tensor b, str? profile, str? config) -> Tensor``
+- ``tritonblas::addmm(Tensor c, Tensor a, Tensor b, float alpha, float beta, str? profile, str? config) -> Tensor``
+- ``tritonblas::gemm_out(Tensor a, Tensor b, Tensor(a!) out, Tensor? c, float alpha, float beta, str? profile, str? config) -> ()``
+
+They have fake (meta) implementations, so ``torch.compile(fullgraph=True)`` and ``opcheck`` see
+through them, and autograd through ``register_autograd``: the backward is two GEMMs through the
+same ops (only those whose inputs need a gradient); gradients of broadcast (expanded, stride-0)
+inputs are summed by the ``expand`` that made them. ``profile`` is a profile name or path (or a
+loaded profile, passed by its content hash); ``config`` a forced ``TileConfig`` as JSON. A forced
+config applies to the forward GEMM only.
+
+``out=`` follows torch: it works under ``no_grad`` (or when nothing requires grad) and raises
+torch's ``RuntimeError`` when an argument requires grad; a wrong-shaped ``out`` is resized with
+torch's warning, a wrong dtype or device raises.
+"""
+
+from __future__ import annotations
+
+import inspect
+import json
+import math
+import os
+import warnings
+from functools import lru_cache
+from typing import Any, NamedTuple, Optional
+
+import torch
+from torch.overrides import TorchFunctionMode
+
+from origami.config import TileConfig
+from origami.hardware import HardwareProfile
+from tritonblas import dispatch
+
+__all__ = ["matmul", "addmm", "bmm", "linear", "explain", "enable", "clear_caches"]
+
+Tensor = torch.Tensor
+
+
+# --- argument encoding for the custom ops ----------------------------------------------------
+_PROFILES: dict[str, HardwareProfile] = {}  # "hash:<content hash>" → a profile passed as an object
+
+
+def _profile_arg(profile: Any) -> Optional[str]:
+    if profile is None:
+        return None
+    if isinstance(profile, HardwareProfile):
+        key = f"hash:{profile.content_hash}"
+        _PROFILES[key] = profile
+        return key
+    if isinstance(profile, (str, os.PathLike)):
+        return os.fspath(profile)
+    raise TypeError(f"profile: expected a profile name, a path or a HardwareProfile, got {type(profile).__name__}")
+
+
+def _profile_obj(profile: Optional[str]) -> Any:
+    if profile is not None and profile.startswith("hash:"):
+        return _PROFILES[profile]
+    return profile
+
+
+@lru_cache(maxsize=256)
+def _config_json(cfg: TileConfig) -> str:
+    return json.dumps(cfg.to_dict(), sort_keys=True)
+
+
+@lru_cache(maxsize=256)
+def _config_obj(text: str) -> TileConfig:
+    return TileConfig.from_dict(json.loads(text))
+
+
+def _config_arg(config: Any) -> Optional[str]:
+    if config is None:
+        return None
+    if not isinstance(config, TileConfig):
+        raise TypeError(f"config: expected an origami.TileConfig, got {type(config).__name__}")
+    return _config_json(config)
+
+
+def _decode(profile: Optional[str], config: Optional[str]):
+    return _profile_obj(profile), (None if config is None else _config_obj(config))
+
+
+# --- the custom ops --------------------------------------------------------------------------
+def _kernel_out_shape(a: Tensor, b: Tensor) -> list:
+    if a.dim() == 2 and b.dim() == 2:
+        return [a.shape[0], b.shape[1]]
+    ba = a.shape[0] if a.dim() == 3 else 1
+    bb = b.shape[0] if b.dim() == 3 else 1
+    return [ba if bb == 1 else bb, a.shape[-2], b.shape[-1]]
+
+
+@torch.library.custom_op("tritonblas::mm", mutates_args=())
+def _mm(a: Tensor, b: Tensor, profile: Optional[str] = None, config: Optional[str] = None) -> Tensor:
+    """a @ b for 2-D or 3-D operands (a size-1 or 2-D operand broadcasts over the batch)."""
+    prof, cfg = _decode(profile, config)
+    return dispatch.gemm(a, b, profile=prof, config=cfg, op="mm")
+
+
+@_mm.register_fake
+def _mm_fake(a, b, profile=None, config=None):
+    return a.new_empty(_kernel_out_shape(a, b))
+
+
+@torch.library.custom_op("tritonblas::addmm", mutates_args=())
+def _addmm(c: Tensor, a: Tensor, b: Tensor, alpha: float = 1.0, beta: float = 1.0,
+           profile: Optional[str] = None, config: Optional[str] = None) -> Tensor:
+    """alpha·(a @ b) + beta·c, c broadcast to the result (ignored when beta = 0)."""
+    prof, cfg = _decode(profile, config)
+    return dispatch.gemm(a, b, c=c, alpha=alpha, beta=beta, profile=prof, config=cfg, op="addmm")
+
+
+@_addmm.register_fake
+def _addmm_fake(c, a, b, alpha=1.0, beta=1.0, profile=None, config=None):
+    return a.new_empty(_kernel_out_shape(a, b))
+
+
+@torch.library.custom_op("tritonblas::gemm_out", mutates_args=("out",))
+def _gemm_out(a: Tensor, b: Tensor, out: Tensor, c: Optional[Tensor], alpha: float, beta: float,
+              profile: Optional[str], config: Optional[str]) -> None:
+    """out = alpha·(a @ b) + beta·c, written in place (the ``out=`` variants)."""
+    prof, cfg = _decode(profile, config)
+    dispatch.gemm(a, b, out, c=c, alpha=alpha, beta=beta, profile=prof, config=cfg, op="out")
+
+
+@_gemm_out.register_fake
+def _gemm_out_fake(a, b, out, c, alpha, beta, profile, config):
+    return None
+
+
+def _reduce_like(g: Tensor, x: Tensor) -> Tensor:
+    """A batched gradient summed over the batch that ``x`` (2-D, or batch 1) was broadcast over."""
+    if g.dim() > x.dim():
+        return g.sum(0)
+    if x.dim() == 3 and x.shape[0] == 1 and g.shape[0] != 1:
+        return g.sum(0, keepdim=True)
+    return g
+
+
+def _mm_setup(ctx, inputs, output):
+    a, b, profile, _ = inputs
+    ctx.profile = profile
+    ctx.save_for_backward(a, b)
+
+
+def _mm_backward(ctx, grad):
+    a, b = ctx.saved_tensors
+    ga = gb = None
+    if ctx.needs_input_grad[0]:
+        ga = _reduce_like(torch.ops.tritonblas.mm(grad, b.mT, ctx.profile, None), a)
+    if ctx.needs_input_grad[1]:
+        gb = _reduce_like(torch.ops.tritonblas.mm(a.mT, grad, ctx.profile, None), b)
+    return ga, gb, None, None
+
+
+_mm.register_autograd(_mm_backward, setup_context=_mm_setup)
+
+
+def _addmm_setup(ctx, inputs, output):
+    c, a, b, alpha, beta, profile, _ = inputs
+    ctx.profile, ctx.alpha, ctx.beta, ctx.c_shape = profile, alpha, beta, c.shape
+    ctx.save_for_backward(a, b)
+
+
+def _addmm_backward(ctx, grad):
+    a, b = ctx.saved_tensors
+    gc = ga = gb = None
+    if ctx.needs_input_grad[0]:
+        gc = grad if ctx.beta == 1 else grad * ctx.beta
+        gc = gc.sum_to_size(ctx.c_shape) if tuple(gc.shape) != tuple(ctx.c_shape) else gc
+    if ctx.needs_input_grad[1]:
+        ga = _reduce_like(torch.ops.tritonblas.mm(grad, b.mT, ctx.profile, None), a)
+        ga = ga if ctx.alpha == 1 else ga * ctx.alpha
+    if ctx.needs_input_grad[2]:
+        gb = _reduce_like(torch.ops.tritonblas.mm(a.mT, grad, ctx.profile, None), b)
+        gb = gb if ctx.alpha == 1 else gb * ctx.alpha
+    return gc, ga, gb, None, None, None, None
+
+
+_addmm.register_autograd(_addmm_backward, setup_context=_addmm_setup)
+
+
+# --- checks with torch's exception types -----------------------------------------------------
+def _shape(t: Tensor) -> str:
+    return str(tuple(t.shape))
+
+
+def _check_tensors(name: str, **tensors: Any) -> None:
+    for arg, t in tensors.items():
+        if t is not None and not isinstance(t, torch.Tensor):
+            raise TypeError(f"{name}(): argument '{arg}' must be a Tensor, not {type(t).__name__}")
+
+
+def _check_same(name: str, **tensors: Tensor | None) -> None:
+    """dtype and device of every given tensor equal the first's (RuntimeError naming both)."""
+    items = [(k, t) for k, t in tensors.items() if t is not None]
+    (k0, t0) = items[0]
+    for k, t in items[1:]:
+        if t.device != t0.device:
+            raise RuntimeError(f"{name}(): expected all tensors to be on the same device, but {k0} "
+                               f"{_shape(t0)} is on {t0.device} and {k} {_shape(t)} is on {t.device}")
+    for k, t in items[1:]:
+        if t.dtype != t0.dtype:
+            raise RuntimeError(f"{name}(): expected {k0} and {k} to have the same dtype, but got "
+                               f"{k0} {_shape(t0)} {t0.dtype} and {k} {_shape(t)} {t.dtype}")
+
+
+def _broadcast(name: str, x: tuple, y: tuple, what: str) -> tuple:
+    """torch's broadcasting of two shapes (pure Python, so torch.compile traces it)."""
+    n = max(len(x), len(y))
+    x, y = (1,) * (n - len(x)) + tuple(x), (1,) * (n - len(y)) + tuple(y)
+    out = []
+    for i, (p, q) in enumerate(zip(x, y)):
+        if p != q and p != 1 and q != 1:
+            raise RuntimeError(f"{name}(): {what} do not broadcast: {tuple(x)} and {tuple(y)} "
+                               f"(size {p} vs {q} at dim {i})")
+        out.append(q if p == 1 else p)
+    return tuple(out)
+
+
+def _expands_to(shape: tuple, target: tuple) -> bool:
+    if len(shape) > len(target):
+        return False
+    return all(s == 1 or s == t for s, t in zip(reversed(tuple(shape)), reversed(tuple(target))))
+
+
+def _mergeable(t: Tensor, start: int, end: int) -> bool:
+    """Whether dims start..end-1 of t can be viewed as one dim (no copy)."""
+    dims = [(t.shape[i], t.stride(i)) for i in range(start, end) if t.shape[i] != 1]
+    return all(s0 == n1 * s1 for (_, s0), (n1, s1) in zip(dims, dims[1:]))
+
+
+class _Views(NamedTuple):
+    a: Tensor             # kernel-level A: (M, K) or (B, M, K)
+    b: Tensor             # kernel-level B: (K, N) or (B, K, N)
+    kernel_shape: tuple   # the kernel's output shape
+    shape: tuple          # the user-visible result shape (a view of the kernel's output)
+
+
+def _matmul_views(name: str, a: Tensor, b: Tensor) -> _Views:
+    """torch.matmul's semantics as one 2-D or batched GEMM on views of a and b."""
+    da, db = a.dim(), b.dim()
+    if da == 0 or db == 0:
+        raise RuntimeError(f"{name}(): both arguments need to be at least 1-D, but they are {da}-D "
+                           f"{_shape(a)} and {db}-D {_shape(b)}")
+    ka = a.shape[-1]
+    kb = b.shape[0] if db == 1 else b.shape[-2]
+    if ka != kb:
+        raise RuntimeError(f"{name}(): shapes cannot be multiplied: a {_shape(a)} and b {_shape(b)} "
+                           f"(a's last dim {ka} != b's {'only' if db == 1 else 'second-to-last'} dim {kb}); "
+                           f"dtypes {a.dtype} and {b.dtype}")
+    a2 = a.unsqueeze(0) if da == 1 else a
+    b2 = b.unsqueeze(-1) if db == 1 else b
+    m_dims = a.shape[-2:-1] if da >= 2 else ()
+    n_dims = b.shape[-1:] if db >= 2 else ()
+    if da <= 2 and db <= 2:
+        return _Views(a2, b2, (a2.shape[0], b2.shape[1]), (*m_dims, *n_dims))
+    n = b2.shape[-1]
+    if db <= 2 and _mergeable(a, 0, da - 1):  # fold a's batch into M: one 2-D GEMM
+        rows = math.prod(a.shape[:-1])
+        return _Views(a.reshape(rows, ka), b2, (rows, n), (*a.shape[:-2], *m_dims, *n_dims))
+    batch = _broadcast(name, a2.shape[:-2], b2.shape[:-2], "batch dims of a and b")
+    bsz = math.prod(batch)
+    m = a2.shape[-2]
+    a3 = a2.expand(*batch, m, ka).reshape(bsz, m, ka)
+    b3 = b2.expand(*batch, ka, n).reshape(bsz, ka, n)
+    return _Views(a3, b3, (bsz, m, n), (*batch, *m_dims, *n_dims))
+
+
+def _check_out(name: str, out: Tensor, shape: tuple, like: Tensor, *args: Tensor | None) -> None:
+    if not isinstance(out, torch.Tensor):
+        raise TypeError(f"{name}(): argument 'out' must be a Tensor, not {type(out).__name__}")
+    if torch.is_grad_enabled() and any(t is not None and t.requires_grad for t in (*args, out)):
+        raise RuntimeError(f"{name}(): functions with out=... arguments don't support automatic "
+                           "differentiation, but one of the arguments requires grad.")
+    if out.dtype != like.dtype:
+        raise RuntimeError(f"{name}(): expected out tensor to have dtype {like.dtype}, but got {out.dtype} instead")
+    if out.device != like.device:
+        raise RuntimeError(f"{name}(): expected out tensor to be on {like.device}, but it is on {out.device}")
+    if tuple(out.shape) != tuple(shape):
+        if out.numel() != 0:
+            warnings.warn(f"An output with one or more elements was resized since it had shape {list(out.shape)}, "
+                          f"which does not match the required output shape {list(shape)}. This behavior is "
+                          "deprecated, and in a future PyTorch release outputs will not be resized unless they "
+                          "have zero elements. You can explicitly reuse an out tensor t by resizing it, inplace, "
+                          "to zero elements with t.resize_(0).", UserWarning, stacklevel=3)
+        out.resize_(shape)
+
+
+def _run(name: str, v: _Views, out: Tensor | None, *, c: Tensor | None = None, alpha: float = 1.0,
+         beta: float = 0.0, profile: Any = None, config: Any = None, grad_args: tuple = ()) -> Tensor:
+    prof, cfg = _profile_arg(profile), _config_arg(config)
+    if out is None:
+        if c is None:
+            r = torch.ops.tritonblas.mm(v.a, v.b, prof, cfg)
+        else:
+            r = torch.ops.tritonblas.addmm(c, v.a, v.b, float(alpha), float(beta), prof, cfg)
+        return r.reshape(v.shape)
+    _check_out(name, out, v.shape, v.a, *grad_args)
+    try:
+        out_k = out.view(v.kernel_shape)
+    except RuntimeError:  # not viewable as the kernel's output: compute, then copy
+        out_k = None
+    if out_k is None:
+        with torch.no_grad():
+            r = _run(name, v, None, c=c, alpha=alpha, beta=beta, profile=profile, config=config)
+        return out.copy_(r)
+    torch.ops.tritonblas.gemm_out(v.a, v.b, out_k, c, float(alpha), float(beta), prof, cfg)
+    return out
+
+
+# --- public API ------------------------------------------------------------------------------
+def matmul(a: Tensor, b: Tensor, *, out: Tensor | None = None, config: TileConfig | None = None,
+           profile: Any = None) -> Tensor:
+    """``torch.matmul(a, b)`` on tritonblas kernels (1-D, 2-D and batched operands, with broadcasting).
+
+    ``config`` forces a TileConfig (checked with the shared predicates: ``ValueError`` naming each
+    violation); ``profile`` (a name or YAML path) overrides $TRITONBLAS_PROFILE and the device.
+    Dtypes other than fp32/fp16/bf16, and CPU tensors outside the interpreter, run torch.matmul.
+    """
+    _check_tensors("matmul", input=a, other=b)
+    _check_same("matmul", a=a, b=b)
+    v = _matmul_views("matmul", a, b)
+    return _run("matmul", v, out, profile=profile, config=config, grad_args=(a, b))
+
+
+def bmm(a: Tensor, b: Tensor, *, out: Tensor | None = None, config: TileConfig | None = None,
+        profile: Any = None) -> Tensor:
+    """``torch.bmm``: (B, M, K) @ (B, K, N), no broadcasting."""
+    _check_tensors("bmm", input=a, mat2=b)
+    if a.dim() != 3 or b.dim() != 3:
+        raise RuntimeError(f"bmm(): expected 3-D tensors, got a {_shape(a)} and b {_shape(b)}")
+    _check_same("bmm", a=a, b=b)
+    if b.shape[0] != a.shape[0] or b.shape[1] != a.shape[2]:
+        raise RuntimeError(f"bmm(): expected b's first two dims to be [{a.shape[0]}, {a.shape[2]}] for "
+                           f"a {_shape(a)}, but b is {_shape(b)}")
+    shape = (a.shape[0], a.shape[1], b.shape[2])
+    return _run("bmm", _Views(a, b, shape, shape), out, profile=profile, config=config, grad_args=(a, b))
+
+
+def _scalar(name: str, arg: str, x: Any) -> float:
+    if isinstance(x, complex) or (isinstance(x, torch.Tensor) and x.is_complex()):
+        raise RuntimeError(f"{name}(): complex {arg}={x!r} is not supported for real tensors")
+    return float(x)
+
+
+def addmm(c: Tensor, a: Tensor, b: Tensor, *, alpha: float = 1, beta: float = 1, out: Tensor | None = None,
+          config: TileConfig | None = None, profile: Any = None) -> Tensor:
+    """``torch.addmm(c, a, b, beta=beta, alpha=alpha)`` = beta·c + alpha·(a @ b), c broadcast to (M, N).
+
+    With beta = 0, c is ignored (NaN or Inf in it do not propagate); with K = 0 the result is beta·c.
+    """
+    _check_tensors("addmm", input=c, mat1=a, mat2=b)
+    for arg, t in (("a (mat1)", a), ("b (mat2)", b)):
+        if t.dim() != 2:
+            raise RuntimeError(f"addmm(): {arg} must be a matrix, got a {t.dim()}-D tensor of shape {_shape(t)}")
+    _check_same("addmm", a=a, b=b, c=c)
+    if a.shape[1] != b.shape[0]:
+        raise RuntimeError(f"addmm(): shapes cannot be multiplied: a {_shape(a)} and b {_shape(b)}; "
+                           f"dtypes {a.dtype} and {b.dtype}")
+    shape = (a.shape[0], b.shape[1])
+    if not _expands_to(tuple(c.shape), shape):
+        raise RuntimeError(f"addmm(): c {_shape(c)} does not broadcast to the result {shape} of "
+                           f"a {_shape(a)} @ b {_shape(b)}")
+    alpha, beta = _scalar("addmm", "alpha", alpha), _scalar("addmm", "beta", beta)
+    return _run("addmm", _Views(a, b, shape, shape), out, c=c, alpha=alpha, beta=beta, profile=profile,
+                config=config, grad_args=(a, b, c))
+
+
+def linear(x: Tensor, w: Tensor, bias: Tensor | None = None, *, config: TileConfig | None = None,
+           profile: Any = None) -> Tensor:
+    """``F.linear(x, w, bias)`` = x @ w.T + bias, with w (out, in) read through the w.t() view
+    (layout T, no copy) and bias (out,), () or (1, out) fused into the epilogue."""
+    _check_tensors("linear", input=x, weight=w, bias=bias)
+    if w.dim() != 2:
+        raise RuntimeError(f"linear(): weight must be 2-D (out_features, in_features), got {_shape(w)}")
+    _check_same("linear", x=x, w=w, bias=bias)
+    if x.dim() == 0 or x.shape[-1] != w.shape[1]:
+        raise RuntimeError(f"linear(): shapes cannot be multiplied: x {_shape(x)} and weight {_shape(w)} "
+                           f"(x's last dim must equal in_features {w.shape[1]}); dtype {x.dtype}")
+    v = _matmul_views("linear", x, w.t())
+    if bias is None:
+        return _run("linear", v, None, profile=profile, config=config)
+    if _expands_to(tuple(bias.shape), v.kernel_shape):
+        return _run("linear", v, None, c=bias, alpha=1.0, beta=1.0, profile=profile, config=config)
+    if not _expands_to(tuple(bias.shape), v.shape):
+        raise RuntimeError(f"linear(): bias {_shape(bias)} does not broadcast to the result {v.shape} of "
+                           f"x {_shape(x)} and weight {_shape(w)}")
+    return _run("linear", v, None, profile=profile, config=config) + bias
+
+
+def explain(a: Tensor, b: Tensor, *, config: TileConfig | None = None, profile: Any = None) -> str:
+    """What ``tritonblas.matmul(a, b)`` would run: the profile, the config (the model's pick or the
+    forced one), the kernel, the predicted time and the model's breakdown of it."""
+    _check_tensors("explain", input=a, other=b)
+    _check_same("explain", a=a, b=b)
+    v = _matmul_views("explain", a, b)
+    what = f"matmul {_shape(a)} @ {_shape(b)} -> kernel {tuple(v.a.shape)} @ {tuple(v.b.shape)}"
+    return dispatch.explain(v.a, v.b, profile=profile, config=config, what=what)
+
+
+def clear_caches() -> None:
+    """Drop every cached plan, workspace, device profile mapping and model selection."""
+    dispatch.clear_caches()
+
+
+# --- enable(): route torch's GEMMs here ------------------------------------------------------
+def _plain(t: Any) -> bool:
+    return type(t) in (torch.Tensor, torch.nn.Parameter)
+
+
+class _Route(TorchFunctionMode):
+    """TorchFunctionMode that sends torch's GEMM entry points to tritonblas when it can run them."""
+
+    def __init__(self, profile: Any = None):
+        super().__init__()
+        self.profile = profile
+
+    def _ok(self, *tensors: Any) -> bool:
+        ts = [t for t in tensors if t is not None]
+        if not all(_plain(t) for t in ts):
+            return False
+        if dispatch.fallback_reason(*ts) is not None:
+            return False
+        return dispatch.has_profile(ts[0].device, self.profile)
+
+    def _autocast(self, *tensors: Tensor | None) -> tuple:
+        dev = next(t for t in tensors if t is not None).device.type
+        if not torch.is_autocast_enabled(dev):
+            return tensors
+        dt = torch.get_autocast_dtype(dev)
+        return tuple(t if t is None or t.dtype == dt else t.to(dt) for t in tensors)
+
+    def __torch_function__(self, func, types, args=(), kwargs=None):
+        kwargs = kwargs or {}
+        route = _ROUTES.get(func)
+        if route is not None:
+            try:
+                _SIGNATURES[route].bind(self, *args, **kwargs)
+            except TypeError:  # a signature we do not route (deprecated forms, new keywords)
+                route = None
+        if route is not None:
+            r = route(self, *args, **kwargs)
+            if r is not NotImplemented:
+                dispatch._STATS["routed"] += 1
+                return r
+        return func(*args, **kwargs)
+
+
+def _valid_matmul(a: Tensor, b: Tensor) -> bool:
+    if a.dim() == 0 or b.dim() == 0:
+        return False
+    kb = b.shape[0] if b.dim() == 1 else b.shape[-2]
+    if a.shape[-1] != kb:
+        return False
+    sa = a.shape[:-2] if a.dim() > 2 else ()
+    sb = b.shape[:-2] if b.dim() > 2 else ()
+    n = max(len(sa), len(sb))
+    sa, sb = (1,) * (n - len(sa)) + tuple(sa), (1,) * (n - len(sb)) + tuple(sb)
+    return all(p == q or p == 1 or q == 1 for p, q in zip(sa, sb))
+
+
+def _r_matmul(mode, a, b, *, out=None):
+    if not mode._ok(a, b, out) or not _valid_matmul(a, b):
+        return NotImplemented
+    a, b = mode._autocast(a, b)
+    return matmul(a, b, out=out, profile=mode.profile)
+
+
+def _r_rmatmul(mode, b, a):
+    return _r_matmul(mode, a, b)
+
+
+def _r_mm(mode, a, b, *, out=None):
+    if not mode._ok(a, b, out) or a.dim() != 2 or b.dim() != 2 or a.shape[1] != b.shape[0]:
+        return NotImplemented
+    a, b = mode._autocast(a, b)
+    return matmul(a, b, out=out, profile=mode.profile)
+
+
+def _r_bmm(mode, a, b, *, out=None):
+    if not mode._ok(a, b, out) or a.dim() != 3 or b.dim() != 3 or a.shape[0] != b.shape[0] or a.shape[2] != b.shape[1]:
+        return NotImplemented
+    a, b = mode._autocast(a, b)
+    return bmm(a, b, out=out, profile=mode.profile)
+
+
+def _r_addmm(mode, c, a, b, *, beta=1, alpha=1, out=None):
+    if (not mode._ok(c, a, b, out) or a.dim() != 2 or b.dim() != 2 or a.shape[1] != b.shape[0]
+            or not _expands_to(tuple(c.shape), (a.shape[0], b.shape[1]))
+            or isinstance(alpha, complex) or isinstance(beta, complex)):
+        return NotImplemented
+    c, a, b = mode._autocast(c, a, b)
+    return addmm(c, a, b, alpha=alpha, beta=beta, out=out, profile=mode.profile)
+
+
+def _r_linear(mode, x, w, bias=None):
+    if (not mode._ok(x, w, bias) or w.dim() != 2 or x.dim() == 0 or x.shape[-1] != w.shape[1]):
+        return NotImplemented
+    x, w, bias = mode._autocast(x, w, bias)
+    return linear(x, w, bias, profile=mode.profile)
+
+
+_ROUTES = {
+    torch.matmul: _r_matmul, torch.Tensor.matmul: _r_matmul, torch.Tensor.__matmul__: _r_matmul,
+    torch.Tensor.__rmatmul__: _r_rmatmul,
+    torch.mm: _r_mm, torch.Tensor.mm: _r_mm,
+    torch.bmm: _r_bmm, torch.Tensor.bmm: _r_bmm,
+    torch.addmm: _r_addmm, torch.Tensor.addmm: _r_addmm,
+    torch.nn.functional.linear: _r_linear,
+}
+_SIGNATURES = {r: inspect.signature(r) for r in set(_ROUTES.values())}
+for _f in (torch._C.TensorBase.matmul, torch._C.TensorBase.mm, torch._C.TensorBase.bmm, torch._C.TensorBase.addmm):
+    _ROUTES.setdefault(_f, _ROUTES[getattr(torch.Tensor, _f.__name__)])
+
+
+def enable(profile: Any = None) -> TorchFunctionMode:
+    """``with tritonblas.enable(profile=None):`` routes torch.matmul / mm / addmm / bmm, F.linear and
+    ``@`` (Tensor.matmul / mm / bmm / addmm) to tritonblas.
+
+    Calls our kernels cannot run — other dtypes (fp64, integers, complex), CPU tensors outside the
+    interpreter (or without a profile), tensor subclasses, mixed devices or dtypes and shapes torch
+    rejects — go to torch unchanged, so its results and errors are exactly torch's. Under
+    ``torch.autocast`` the inputs are cast to the autocast dtype first, as torch would.
+    ``tritonblas.dispatch.stats()['routed']`` counts the calls that were routed.
+    """
+    return _Route(profile)

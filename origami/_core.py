@@ -124,10 +124,7 @@ def _distinct(count, nchip, chunk, rr, num_pid_m, num_pid_n, group_m):
     with the remap runs of ``chunk`` consecutive tiles nchip·chunk apart (see remap_tile)."""
     if not rr or nchip <= 1:
         return _contiguous(0, count, num_pid_m, num_pid_n, group_m)
-    share = _cdiv(count, nchip)
-    if chunk > 1 or nchip > 1:
-        return _runs(share, chunk, nchip * chunk, num_pid_m, num_pid_n, group_m)
-    return _contiguous(0, share, num_pid_m, num_pid_n, group_m)
+    return _runs(_cdiv(count, nchip), chunk, nchip * chunk, num_pid_m, num_pid_n, group_m)
 
 
 @njit(cache=True)
@@ -240,11 +237,13 @@ def score_row(base, i, effs, m, n, k, batch, ab, bb, cb, align, hw, stamp_m, sta
     bk = base[i, R_BK]
     stages = base[i, R_STAGES]
     group_m = base[i, R_GROUP]
-    nchip = base[i, R_NCHIP]
-    chunk = base[i, R_CHUNK]
+    # Programs land on chiplets by the hardware's dispatch whatever the row says; the row's remap
+    # only decides which tiles form each chiplet's runs (chunk 1 = the dispatch's own round-robin).
+    rr = hw[HW_RR] > 0.5
+    nchip = int(hw[HW_CHIPLETS]) if rr else 1
+    chunk = base[i, R_CHUNK] if base[i, R_NCHIP] > 1 else 1
     occ = base[i, R_OCC]
     cus = int(hw[HW_CUS])
-    rr = hw[HW_RR] > 0.5
     num_pid_m = (m + bm - 1) >> base[i, R_LBM]  # blocks are powers of two: shifts, not divisions
     num_pid_n = (n + bn - 1) >> base[i, R_LBN]
     tiles = num_pid_m * num_pid_n * batch

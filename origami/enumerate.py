@@ -12,7 +12,8 @@ Axes
 - kinds: dp with GROUP_M ∈ {8, 1}; persistent (grid = CUs × programs-per-CU, GROUP_M 8);
   streamk (grid = CUs × r, r ∈ {occupancy, 1}); splitk (split_k ∈ {2, 4, 8, 16}) where the
   data-parallel grid leaves compute units idle (tiles < CUs);
-- chiplet remap on multi-chiplet round-robin parts: num_chiplets ∈ {1, X}, chunk ∈ {1, 8};
+- chiplet remap on multi-chiplet round-robin parts: num_chiplets ∈ {1, X}, chunk ∈ {8, 32}
+  (chunk 1 is the identity: the hardware's own round-robin);
 - AMD: matrix_instr_nonkdim ∈ {16, 32}, kpack 2 also tried with 16 on gfx942 16-bit, waves_per_eu = 0.
 """
 
@@ -72,7 +73,7 @@ def base_array(hw: HardwareProfile, a_dtype: DType, b_dtype: DType, a_layout: La
         amd = [(None, None, None)]
     remaps = [(1, 1)]
     if hw.chiplets > 1 and hw.compute["dispatch"] == "round_robin":
-        remaps += [(hw.chiplets, c) for c in (1, 8)]
+        remaps += [(hw.chiplets, c) for c in (8, 32)]  # chunk 1 would be the identity
     rows = []
     for bm, bn in _TILES:
         for bk in _block_ks(a_dtype):

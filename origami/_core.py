@@ -5,8 +5,8 @@ See origami/select.py for the public API and DESIGN.md §5 for the model's terms
 
 Model, per candidate (T tiles, kI K-iterations, S = CUs × occupancy resident programs):
 - a *wave* is the set of programs resident at once; a K-step of a wave costs
-  max(compute, memory) + overlap_loss · min(compute, memory) + per-iteration overhead, with
-  memory = max(L2, LLC, HBM, latency) (imperfect overlap: better memory behaviour still counts when
+  max(compute, memory, latency) + overlap_loss · min(compute, memory) + per-iteration overhead,
+  with memory = max(L2, LLC, HBM) (imperfect overlap: better memory behaviour still counts when
   compute-bound), where
   compute = programs-per-CU × 2·BMc·BNc·BK / (CU matrix rate × efficiency(tile, family)),
   with BMc/BNc the tile padded to the matrix instruction;
@@ -171,8 +171,8 @@ def _kstep(nprog, bm, bn, bk, stages, eff, cus, nchip, ab, bb, hw, rows, cols, a
     out[T_LLC] = llc
     out[T_HBM] = hbm
     out[T_LATENCY] = lat
-    mem = max(max(l2, llc), max(hbm, lat))
-    return max(compute, mem) + hw[HW_OVERLAP] * min(compute, mem) + hw[HW_KITER]
+    mem = max(max(l2, llc), hbm)
+    return max(max(compute, mem), lat) + hw[HW_OVERLAP] * min(compute, mem) + hw[HW_KITER]
 
 
 @njit(cache=True)
@@ -267,8 +267,8 @@ def score_row(base, i, effs, m, n, k, batch, ab, bb, cb, align, hw, stamp_m, sta
         dp_tiles = tiles - sk_tiles
         if sk_tiles == 0:
             return np.inf, token  # nothing to stream: identical to persistent
-        if dp_tiles > 0:
-            t, token = _phase(dp_tiles, kiters, g, bm, bn, bk, stages, eff, cus, nchip, chunk, rr,
+        if dp_tiles > 0:  # the Stream-K kernel's efficiency applies to its data-parallel tiles too
+            t, token = _phase(dp_tiles, kiters, g, bm, bn, bk, stages, eff * hw[HW_SK_EFF], cus, nchip, chunk, rr,
                               ab, bb, hw, num_pid_m, num_pid_n, group_m, stamp_m, stamp_n, token, align_pen,
                               terms, tmp)
             total += t

@@ -55,11 +55,11 @@ from origami.hardware import HardwareProfile
 from origami.problem import DType, GemmProblem, Layout
 from tritonblas import _interpreter
 from tritonblas import plan as _plan
-from tritonblas._device import ENV_PROFILE, DeviceInfo, clear_device_cache, profile_for_device
+from tritonblas._device import ENV_PROFILE, DeviceError, DeviceInfo, clear_device_cache, profile_for_device
 
 __all__ = [
     "DTYPES", "KERNEL_DTYPES", "DETERMINISTIC_KINDS", "MAX_PLANS", "GemmKey",
-    "dtype_of", "allow_tf32", "fallback_reason", "device_info", "gemm", "plan_for", "explain",
+    "dtype_of", "allow_tf32", "fallback_reason", "device_info", "has_profile", "gemm", "plan_for", "explain",
     "stats", "reset_stats", "clear_caches",
 ]
 
@@ -173,8 +173,17 @@ def device_info(device: torch.device, profile: "str | os.PathLike[str] | Hardwar
 
 
 def has_profile(device: torch.device, profile: Any = None) -> bool:
-    """Whether a profile can be found without raising (CPU needs profile= or $TRITONBLAS_PROFILE)."""
-    return device.type == "cuda" or profile is not None or bool(os.environ.get(ENV_PROFILE))
+    """Whether a profile is named (``profile=`` or $TRITONBLAS_PROFILE: errors in it are the user's
+    to see) or the GPU maps to one; False for CPU without a named profile or an unknown GPU."""
+    if profile is not None or os.environ.get(ENV_PROFILE):
+        return True
+    if device.type != "cuda":
+        return False
+    try:
+        device_info(device)
+    except DeviceError:
+        return False
+    return True
 
 
 # --- stats -----------------------------------------------------------------------------------

@@ -284,6 +284,9 @@ def _check_out(name: str, out: Tensor, shape: tuple, like: Tensor, *args: Tensor
         raise RuntimeError(f"{name}(): expected out tensor to have dtype {like.dtype}, but got {out.dtype} instead")
     if out.device != like.device:
         raise RuntimeError(f"{name}(): expected out tensor to be on {like.device}, but it is on {out.device}")
+    if any(st == 0 and sz > 1 for st, sz in zip(out.stride(), out.shape)):
+        raise RuntimeError(f"{name}(): unsupported operation: more than one element of the written-to tensor "
+                           f"refers to a single memory location (out {_shape(out)} has strides {out.stride()})")
     if tuple(out.shape) != tuple(shape):
         if out.numel() != 0:
             warnings.warn(f"An output with one or more elements was resized since it had shape {list(out.shape)}, "
@@ -379,13 +382,13 @@ def linear(x: Tensor, w: Tensor, bias: Tensor | None = None, *, config: TileConf
     """``F.linear(x, w, bias)`` = x @ w.T + bias, with w (out, in) read through the w.t() view
     (layout T, no copy) and bias (out,), () or (1, out) fused into the epilogue."""
     _check_tensors("linear", input=x, weight=w, bias=bias)
-    if w.dim() != 2:
-        raise RuntimeError(f"linear(): weight must be 2-D (out_features, in_features), got {_shape(w)}")
+    if w.dim() not in (1, 2):
+        raise RuntimeError(f"linear(): weight must be 2-D (out_features, in_features) or 1-D, got {_shape(w)}")
     _check_same("linear", x=x, w=w, bias=bias)
-    if x.dim() == 0 or x.shape[-1] != w.shape[1]:
+    if x.dim() == 0 or x.shape[-1] != w.shape[-1]:
         raise RuntimeError(f"linear(): shapes cannot be multiplied: x {_shape(x)} and weight {_shape(w)} "
-                           f"(x's last dim must equal in_features {w.shape[1]}); dtype {x.dtype}")
-    v = _matmul_views("linear", x, w.t())
+                           f"(x's last dim must equal in_features {w.shape[-1]}); dtype {x.dtype}")
+    v = _matmul_views("linear", x, w.t() if w.dim() == 2 else w)
     if bias is None:
         return _run("linear", v, None, profile=profile, config=config)
     if _expands_to(tuple(bias.shape), v.kernel_shape):
@@ -501,8 +504,13 @@ def _r_addmm(mode, c, a, b, *, beta=1, alpha=1, out=None):
     return addmm(c, a, b, alpha=alpha, beta=beta, out=out, profile=mode.profile)
 
 
+def _linear_shape(x: Tensor, w: Tensor) -> tuple:
+    return (*x.shape[:-1], *w.shape[:-1])
+
+
 def _r_linear(mode, x, w, bias=None):
-    if (not mode._ok(x, w, bias) or w.dim() != 2 or x.dim() == 0 or x.shape[-1] != w.shape[1]):
+    if (not mode._ok(x, w, bias) or w.dim() not in (1, 2) or x.dim() == 0 or x.shape[-1] != w.shape[-1]
+            or (bias is not None and not _expands_to(tuple(bias.shape), _linear_shape(x, w)))):
         return NotImplemented
     x, w, bias = mode._autocast(x, w, bias)
     return linear(x, w, bias, profile=mode.profile)

@@ -28,10 +28,9 @@ from origami.space import violations
 from tritonblas import _interpreter
 
 __all__ = [
-    "LaunchPlan", "PreparedLaunch", "make_plan", "launch", "prepare_launch", "resolve_kernel_name", "tma_supported",
-    "precompile", "clear_workspaces", "problem_from_tensors",
-    "alignment_bytes", "kernel_alignment_bytes", "align_class", "CONSTEXPR_FIELDS", "OPTION_FIELDS", "AMD_OPTION_FIELDS", "GRID_FIELDS",
-    "TORCH_DTYPES",
+    "LaunchPlan", "PreparedLaunch", "make_plan", "launch", "prepare_launch", "precompile", "clear_workspaces",
+    "resolve_kernel_name", "tma_supported", "problem_from_tensors", "alignment_bytes", "edge_alignment_bytes",
+    "align_class", "CONSTEXPR_FIELDS", "OPTION_FIELDS", "AMD_OPTION_FIELDS", "GRID_FIELDS", "TORCH_DTYPES",
 ]
 
 # --- TileConfig field roles ------------------------------------------------------------------
@@ -53,6 +52,10 @@ _OUT_DTYPES = (torch.float32, torch.float16, torch.bfloat16, *_FP8)
 _ACTIVATIONS = {None: 0, "none": 0, "relu": 1, "gelu": 2, "gelu_tanh": 2}
 _TMA_ARCHS = ("sm_90", "sm_100")
 _TMA_MAX_BLOCK = 256  # TMA box dims are at most 256 elements
+# fp8 tl.dot's max_num_imprecise_acc unless fast accumulation is asked for: promote the MMA's
+# reduced-precision sum into the fp32 accumulator after every K = 32 (one Hopper wgmma). Values
+# below 32 make Triton 3.6 give up wgmma for fp16 mma.sync (seen in the sm_90 PTX); None = never.
+_FP8_PROMOTE_K = 32
 
 
 # --- the plan --------------------------------------------------------------------------------
@@ -171,7 +174,12 @@ def make_plan(cfg: TileConfig, problem: GemmProblem, hw: HardwareProfile, *, tma
 
 # --- layouts and alignment -------------------------------------------------------------------
 def align_class(nbytes: int) -> int:
-    """Quantise an alignment in bytes to the kernels' three classes: 16 (vector / TMA), 4, 1."""
+    """Quantise an alignment in bytes to the kernels' three classes: 16 (vector / TMA), 4, 1.
+
+    One class covers all three tensors (the minimum), for strides (``*_ALIGN``) and, separately,
+    for edge masks (``*_EDGE``, also dividing the contiguous extents): per config and layout that
+    is at most 6 compiled variants, and 3 for contiguous tensors (their extents are their strides).
+    """
     return 16 if nbytes >= 16 else 4 if nbytes >= 4 else 1
 
 
@@ -217,9 +225,9 @@ def alignment_bytes(t: torch.Tensor) -> int:
     return _pow2_dividing(values)
 
 
-def kernel_alignment_bytes(t: torch.Tensor) -> int:
-    """:func:`alignment_bytes`, also dividing the extent of the contiguous dim: what the kernels'
-    ``*_ALIGN`` hints promise (an edge mask along that dim is then constant over a vector)."""
+def edge_alignment_bytes(t: torch.Tensor) -> int:
+    """:func:`alignment_bytes`, also dividing the extent (in bytes) of the contiguous dim: what the
+    kernels' ``*_EDGE`` hints promise (an edge mask along that dim is then constant over a vector)."""
     e, order = t.element_size(), _order(t)
     extent = t.shape[-1] if order == 0 else t.shape[-2] if order == 1 else 1
     return _pow2_dividing([alignment_bytes(t), extent * e])
@@ -334,8 +342,10 @@ def _check_tensor(name: str, t: Any, dims: tuple[int, ...]) -> torch.Tensor:
 
 
 def _overlaps(x: torch.Tensor, y: torch.Tensor) -> bool:
-    if x.untyped_storage().data_ptr() != y.untyped_storage().data_ptr():
+    """Whether the byte ranges spanned by two views of one storage intersect (conservative)."""
+    if x.numel() == 0 or y.numel() == 0 or x.untyped_storage().data_ptr() != y.untyped_storage().data_ptr():
         return False
+
     def span(t):
         lo = t.data_ptr()
         hi = lo + (sum((n - 1) * s for n, s in zip(t.shape, t.stride())) + 1) * t.element_size()
@@ -344,7 +354,8 @@ def _overlaps(x: torch.Tensor, y: torch.Tensor) -> bool:
     return a0 < b1 and b0 < a1
 
 
-def _scale_mode(name: str, s: torch.Tensor | None, length: int, dim_name: str, device) -> tuple[int, torch.Tensor | None]:
+def _scale_mode(name: str, s: torch.Tensor | None, length: int, dim_name: str,
+                device: torch.device) -> tuple[int, torch.Tensor | None]:
     if s is None:
         return 0, None
     _check_tensor(name, s, (0, 1, 2))
@@ -356,8 +367,9 @@ def _scale_mode(name: str, s: torch.Tensor | None, length: int, dim_name: str, d
         return 1, s.reshape(1)
     shaped = (length,) if s.dim() == 1 else (length, 1) if name == "scale_a" else (1, length)
     if s.numel() != length or (s.dim() == 2 and tuple(s.shape) != shaped):
-        want = f"() or (1,) per tensor, ({length},) or {(length, 1) if name == 'scale_a' else (1, length)} per {dim_name}"
-        raise ValueError(f"{name}: expected shape {want}, got {tuple(s.shape)}")
+        per = (length, 1) if name == "scale_a" else (1, length)
+        raise ValueError(f"{name}: expected shape () or (1,) per tensor, ({length},) or {per} per {dim_name}, "
+                         f"got {tuple(s.shape)}")
     v = s.reshape(length)
     return 2, (v if v.stride(0) == 1 else v.contiguous())
 
@@ -413,7 +425,7 @@ def prepare_launch(plan: LaunchPlan, a: torch.Tensor, b: torch.Tensor, out: torc
     alias it; ``bias`` has N elements; ``scale_a`` / ``scale_b`` are one element (per tensor) or
     M / N elements (per row / column). ``allow_tf32`` lets fp32 inputs use TF32 (otherwise IEEE
     fp32). ``fp8_fast_accum`` lets Hopper fp8 MMAs accumulate in reduced precision (faster;
-    default: promote to fp32 after every MMA). The sizes and dtypes must match ``plan.problem``.
+    default: promote to fp32 after every K = 32 MMA). The sizes and dtypes must match ``plan.problem``.
     """
     _interpreter.apply()
     _check_tensor("a", a, (2, 3))
@@ -438,7 +450,10 @@ def prepare_launch(plan: LaunchPlan, a: torch.Tensor, b: torch.Tensor, out: torc
     if k2 != k:
         raise ValueError(f"a and b: inner dims differ, a is {tuple(a.shape)} and b is {tuple(b.shape)}")
     if tuple(out.shape[-2:]) != (m, n):
-        raise ValueError(f"out: expected (..., {m}, {n}) for a {tuple(a.shape)} @ b {tuple(b.shape)}, got {tuple(out.shape)}")
+        raise ValueError(f"out: expected (..., {m}, {n}) for a {tuple(a.shape)} @ b {tuple(b.shape)}, "
+                         f"got {tuple(out.shape)}")
+    if any(st == 0 and sz > 1 for st, sz in zip(out.stride(), out.shape)):
+        raise ValueError(f"out: has stride 0 (strides {out.stride()}): several outputs would share one element")
     batch = out.shape[0] if out.dim() == 3 else 1
     for name, t in (("a", a), ("b", b)):
         if t.dim() == 3 and t.shape[0] not in (1, batch):
@@ -477,7 +492,8 @@ def prepare_launch(plan: LaunchPlan, a: torch.Tensor, b: torch.Tensor, out: torc
 
     cfg = plan.config
     orders = {name: _order(t) for name, t in (("a", a), ("b", b), ("out", out))}
-    cls = align_class(min(kernel_alignment_bytes(a), kernel_alignment_bytes(b), kernel_alignment_bytes(out)))
+    cls = align_class(min(alignment_bytes(a), alignment_bytes(b), alignment_bytes(out)))
+    edge = align_class(min(edge_alignment_bytes(a), edge_alignment_bytes(b), edge_alignment_bytes(out)))
     kernel_name = resolve_kernel_name(plan, a, b)
     a_arg, b_arg = a, b
     sab, sbb = _batch_stride(a), _batch_stride(b)
@@ -499,10 +515,12 @@ def prepare_launch(plan: LaunchPlan, a: torch.Tensor, b: torch.Tensor, out: torc
         A_ORDER=orders["a"], B_ORDER=orders["b"], OUT_ORDER=orders["out"],
         A_ALIGN=max(1, cls // a.element_size()), B_ALIGN=max(1, cls // b.element_size()),
         OUT_ALIGN=max(1, cls // out.element_size()),
+        A_EDGE=max(1, edge // a.element_size()), B_EDGE=max(1, edge // b.element_size()),
+        OUT_EDGE=max(1, edge // out.element_size()),
         HAS_C=has_c, HAS_BIAS=bias is not None, SCALE_A=sa_mode, SCALE_B=sb_mode,
         ACTIVATION=_ACTIVATIONS[activation],
         INPUT_PRECISION="tf32" if (allow_tf32 and a.dtype == torch.float32) else "ieee",
-        MAX_IMPRECISE=0 if (fp8 and not fp8_fast_accum) else None,
+        MAX_IMPRECISE=_FP8_PROMOTE_K if (fp8 and not fp8_fast_accum) else None,
         TMA_BATCHED=tma_batched,
     )
     cs = c.stride() if has_c else (0, 0, 0)

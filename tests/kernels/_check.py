@@ -3,7 +3,8 @@
 Reference: float64 from the same rounded inputs (the exact fp16/bf16/fp8 values, times their
 scales). Elementwise bound, for fp32 accumulation over K terms plus the epilogue's roundings:
 
-    |C − C_ref| ≤ c·γ_{K+4}(2⁻²⁴)·mag + [TF32: 2·2⁻¹¹·mag] + [GPU fp8 MMA: c·2⁻⁹·mag] + u_out·|C_ref| + η_out
+    |C − C_ref| ≤ c·γ_{K+4}(2⁻²⁴)·mag + [TF32: 2·2⁻¹¹·mag] + [GPU fp8 MMA: c·2⁻⁹·mag]
+                  + u_out·|C_ref| + η_out
 
 with ``mag = |alpha|·(|A|·|B|) + |beta|·|C| + |bias|`` computed in float64, γ_n = n·u/(1 − n·u),
 u_out the output format's unit roundoff (fp32 2⁻²⁴, fp16 2⁻¹¹, bf16 2⁻⁸) and η_out half its smallest

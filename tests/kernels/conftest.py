@@ -22,8 +22,9 @@ def mi300x(tmp_path_factory):
     from importlib import resources
 
     text = resources.files("hwprofiles").joinpath("h200.yaml").read_text()
-    for old, new in (("name: h200", "name: amdtest"), ("vendor: nvidia", "vendor: amd"), ("arch: sm_90", "arch: gfx942"),
-                     ("compute_units: 132", "compute_units: 304"), ("chiplets: 1", "chiplets: 8"),
+    for old, new in (("name: h200", "name: amdtest"), ("vendor: nvidia", "vendor: amd"),
+                     ("arch: sm_90", "arch: gfx942"), ("compute_units: 132", "compute_units: 304"),
+                     ("chiplets: 1", "chiplets: 8"),
                      ("dispatch: linear", "dispatch: round_robin"), ("warp_size: 32", "warp_size: 64")):
         text = text.replace(old, new)
     path = tmp_path_factory.mktemp("profiles") / "amdtest.yaml"

@@ -74,7 +74,8 @@ def test_fp8_scales(kind, scales, device, h200):
     b = operand(K, N, torch.float8_e4m3fn, True, device)
     kw = {
         "tensor": lambda: dict(scale_a=torch.tensor(0.37, device=device), scale_b=torch.tensor([1.9], device=device)),
-        "row-col": lambda: dict(scale_a=torch.rand(M, 1, device=device) + 0.5, scale_b=torch.rand(N, device=device) + 0.5),
+        "row-col": lambda: dict(scale_a=torch.rand(M, 1, device=device) + 0.5,
+                                scale_b=torch.rand(N, device=device) + 0.5),
         "row-only": lambda: dict(scale_a=torch.rand(M, device=device) + 0.5),
         "e5m2-x-e4m3": lambda: dict(scale_a=torch.tensor(0.5, device=device), scale_b=torch.rand(1, N, device=device)),
     }[scales]()

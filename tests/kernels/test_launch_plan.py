@@ -16,7 +16,7 @@ from _check import check_gemm, config, operand, run_gemm
 from origami import GemmProblem, TileConfig
 from tritonblas import plan as planmod
 from tritonblas.plan import (AMD_OPTION_FIELDS, CONSTEXPR_FIELDS, GRID_FIELDS, OPTION_FIELDS, LaunchPlan, align_class,
-                             alignment_bytes, kernel_alignment_bytes, launch, make_plan, problem_from_tensors)
+                             alignment_bytes, edge_alignment_bytes, launch, make_plan, problem_from_tensors)
 
 ROOT = Path(__file__).resolve().parents[2]
 P = GemmProblem(1000, 700, 512, a_dtype="fp16", b_dtype="fp16", c_dtype="fp16")
@@ -103,9 +103,9 @@ def test_alignment_classes(device):
     assert alignment_bytes(torch.empty(4097, dtype=torch.bfloat16, device=device)[1:].view(64, 64)) == 2  # offset
     assert alignment_bytes(torch.empty(1, 64, 36, dtype=torch.float32, device=device)) == 16  # batch of 1 ignored
     assert alignment_bytes(torch.empty(64, 1008, dtype=torch.bfloat16, device=device)[:, :1001]) == 16
-    assert kernel_alignment_bytes(torch.empty(64, 1008, dtype=torch.bfloat16, device=device)[:, :1001]) == 2  # extent
-    assert kernel_alignment_bytes(torch.empty(64, 1000, dtype=torch.bfloat16, device=device)) == 16
-    assert kernel_alignment_bytes(torch.empty(1000, 1, dtype=torch.bfloat16, device=device)) == 16  # order 1
+    assert edge_alignment_bytes(torch.empty(64, 1008, dtype=torch.bfloat16, device=device)[:, :1001]) == 2  # extent
+    assert edge_alignment_bytes(torch.empty(64, 1000, dtype=torch.bfloat16, device=device)) == 16
+    assert edge_alignment_bytes(torch.empty(1000, 1, dtype=torch.bfloat16, device=device)) == 16  # order 1
     assert [align_class(b) for b in (1, 2, 4, 8, 16)] == [1, 1, 4, 4, 16]
     p = problem_from_tensors(torch.empty(8, 16, device=device), torch.empty(16, 8, device=device).t().t(),
                              torch.empty(8, 8, device=device))

@@ -21,7 +21,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from hypothesis import HealthCheck, given, settings
+from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
 import origami
@@ -35,12 +35,12 @@ from origami.space import violations
 ROOT = Path(__file__).resolve().parents[2]
 PROFILES = {name: origami.load_profile(name) for name in SHIPPED}
 DTYPES = ("bf16", "fp16", "fp32", "tf32", "fp8_e4m3")
-SETTINGS = dict(deadline=None, suppress_health_check=[HealthCheck.too_slow], derandomize=False)
+SETTINGS = dict(deadline=None, suppress_health_check=[HealthCheck.too_slow])
 
 
 # --- strategies ---------------------------------------------------------------------------------
 def dim(hi: int = 20000):
-    """Sizes 1..hi: half uniform, half log-uniform (so 1, 7, 100 are as likely as 15000)."""
+    """Sizes 1..hi: uniform, log-uniform (so 1, 7, 100 are as likely as 15000) or a landmark size."""
     log_uniform = st.floats(0.0, math.log(hi)).map(lambda x: min(hi, max(1, int(round(math.exp(x))))))
     return st.one_of(st.integers(1, hi), log_uniform, st.sampled_from((1, 16, 127, 128, 4096, 8192)))
 
@@ -99,23 +99,52 @@ def test_estimates_are_positive_finite_and_above_the_roofline_floor(case):
     assert np.isfinite(t).all() and (t >= 0).all(), f"{p.describe()} on {name}: negative or non-finite terms"
 
 
-@settings(max_examples=60, **SETTINGS)
-@given(cases(max_dim=10000))
-def test_a_fixed_config_never_gets_faster_with_more_k(case):
-    name, p = case
+def _k_monotonicity_failures(name: str, p: GemmProblem, kinds=None) -> list[str]:
     hw = PROFILES[name]
-    if not supported(p, hw):
-        return
     base, lat, _ = score_problem(p, hw)
     fin = np.isfinite(lat)
+    if kinds is not None:
+        fin &= np.isin(base[:, C["kind"]], kinds)
+    out = []
     for k2 in (p.k + 1, 2 * p.k):
         _, lat2, _ = score_problem(with_k(p, k2), hw)
-        assert np.isfinite(lat2[fin]).all(), f"{p.describe()} on {name}: a config valid at k={p.k} is invalid at {k2}"
+        invalid = np.nonzero(fin & ~np.isfinite(lat2))[0]
+        out += [f"row {i} {row_to_config(base[i], p, hw).short()}: valid at k={p.k}, invalid at k={k2}"
+                for i in invalid[:3]]
         drop = np.nonzero(fin & (lat2 < lat * (1 - 1e-12)))[0]
-        assert drop.size == 0, "\n".join(
-            [f"{p.describe()} on {name}: latency decreases from k={p.k} to k={k2} for {drop.size} configs, e.g."]
-            + [f"  row {i} {row_to_config(base[i], p, hw).short()}: {lat[i]:.6g} -> {lat2[i]:.6g} ns"
-               for i in drop[:5]])
+        out += [f"row {i} {row_to_config(base[i], p, hw).short()}: {lat[i]:.6g} ns at k={p.k} -> "
+                f"{lat2[i]:.6g} ns at k={k2}" for i in drop[:5]]
+    return out
+
+
+@pytest.mark.xfail(strict=True, reason=(
+    "model bug: the Stream-K fix-up term is not monotone in K. score_row takes contributors per tile = "
+    "ceil(kiters/iters)+1 with iters = ceil(sk_tiles*kiters/grid); when iters rounds up from 1 to 2 the "
+    "contributor count halves although the kernel's split (pidmap.streamk_split: base/extra) still gives "
+    "~kiters contributors: 2x1x1x4096 bf16 on mi350x, streamk 64x64x32 grid256: 33.6 us at k=4096, "
+    "22.3 us at k=4097 (fixup 26.6 -> 14.2 us)"))
+@settings(max_examples=100, **SETTINGS)
+@given(cases(max_dim=10000))
+@example(("mi350x", GemmProblem(1, 1, 4096, batch=2, align_bytes=2)))
+@example(("h100", GemmProblem(4015, 522, 1408, "fp32", "fp32", "bf16", "T", "T", batch=7, align_bytes=2)))
+def test_a_fixed_config_never_gets_faster_with_more_k(case):
+    name, p = case
+    if not supported(p, PROFILES[name]):
+        return
+    bad = _k_monotonicity_failures(name, p)
+    assert not bad, "\n".join([f"{p.describe()} on {name}: latency not monotone in K:"] + bad)
+
+
+@settings(max_examples=100, **SETTINGS)
+@given(cases(max_dim=10000))
+def test_dp_persistent_and_splitk_configs_never_get_faster_with_more_k(case):
+    """The same property on the kinds without the Stream-K fix-up bug (see the xfail above), so they
+    stay covered while it stands."""
+    name, p = case
+    if not supported(p, PROFILES[name]):
+        return
+    bad = _k_monotonicity_failures(name, p, kinds=[0, 1, 3])
+    assert not bad, "\n".join([f"{p.describe()} on {name}: latency not monotone in K:"] + bad)
 
 
 # --- selection ----------------------------------------------------------------------------------
@@ -135,12 +164,13 @@ def test_select_is_valid_and_is_the_argmin_of_the_full_scoring(case):
     i = int(np.argmin(lat))  # ties: lowest row index
     assert row_to_config(base[i], p, hw) == best.config, (
         f"{p.describe()} on {name}: select (branch and bound) picked {best.config.short()} at "
-        f"{best.latency_ns:.6g} ns, the full scoring row {i} {row_to_config(base[i], p, hw).short()} at {lat[i]:.6g} ns")
+        f"{best.latency_ns:.6g} ns, the full scoring row {i} {row_to_config(base[i], p, hw).short()} "
+        f"at {lat[i]:.6g} ns")
     assert best.latency_ns == lat[i] == ranked[0].latency_ns
     assert _select_uncached(p, hw) == best
 
 
-@settings(max_examples=40, **SETTINGS)
+@settings(max_examples=100, **SETTINGS)
 @given(cases())
 def test_lower_bound_never_exceeds_the_score(case):
     name, p = case
@@ -161,7 +191,7 @@ def test_lower_bound_never_exceeds_the_score(case):
                                  for i, lb, s in bad[:5]])
 
 
-@settings(max_examples=12, **SETTINGS)
+@settings(max_examples=30, **SETTINGS)
 @given(cases())
 def test_every_candidate_passes_every_predicate(case):
     name, p = case
@@ -176,31 +206,35 @@ def test_every_candidate_passes_every_predicate(case):
     assert not bad, f"{p.describe()} on {name}: {len(bad)} candidates violate predicates, e.g. {bad[:3]}"
 
 
-@pytest.mark.xfail(strict=True, reason=(
-    "model bug: on round-robin profiles a row with num_chiplets=1 is costed as linear dispatch (one "
-    "contiguous run in one L2: _distinct/_kstep take the row's num_chiplets, not the profile's dispatch), "
-    "while the remap (X, chunk=1) is the identity permutation; the same kernel gets two estimates, up to "
-    "2.3x apart (mi350x 65536x256x1024), and selection can prefer the no-op 'remap8/1'"))
-@pytest.mark.parametrize("name", [n for n in SHIPPED if PROFILES[n].chiplets > 1
-                                  and PROFILES[n].compute["dispatch"] == "round_robin"])
+@pytest.mark.parametrize("name", [n for n in SHIPPED if PROFILES[n].chiplets > 1])
 def test_identity_remap_scores_like_no_remap(name):
-    """chiplet_remap(., X, chunk=1) is the identity, so (num_chiplets=X, chunk=1) and (1, 1) are the same
-    kernel: the model must give them the same estimate."""
+    """chiplet_remap(., X, chunk=1) is the identity, so a row with (num_chiplets=X, chunk=1) is the same
+    kernel as the row with (1, 1): the model must give both the same estimate. (The enumeration no longer
+    emits chunk 1; the scorer is checked on such rows directly.)"""
     hw = PROFILES[name]
     x = hw.chiplets
     assert all(pidmap.chiplet_remap_array(np.arange(g), g, x, 1).tolist() == list(range(g)) for g in range(1, 700))
-    bad = []
+    bad, compared = [], 0
     for m, n, k in ((8192, 8192, 8192), (1, 8192, 8192), (4096, 1000, 7000), (65536, 256, 1024), (2048, 2048, 2048)):
         p = GemmProblem(m, n, k)
         base, lat, _ = score_problem(p, hw)
-        rest = [j for j in range(base.shape[1]) if j not in (C["num_chiplets"], C["chunk"])]
-        plain = {tuple(r[rest]): i for i, r in enumerate(base) if r[C["num_chiplets"]] == 1}
-        for i, r in enumerate(base):
-            if r[C["num_chiplets"]] == x and r[C["chunk"]] == 1:
-                j = plain[tuple(r[rest])]
-                if not (lat[i] == lat[j] or (np.isfinite(lat[i]) and math.isclose(lat[i], lat[j], rel_tol=1e-12))):
-                    bad.append((lat[i] / lat[j], p.describe(), row_to_config(r, p, hw).short()))
+        base, effs, hv = _inputs(p, hw)
+        plain = np.nonzero((base[:, C["num_chiplets"]] == 1) & (base[:, C["kind"]] != 3))[0]
+        remapped = base[plain].copy()
+        remapped[:, C["num_chiplets"]] = x
+        remapped[:, C["chunk"]] = 1
+        remapped.setflags(write=False)  # same numba signature as the cached candidate arrays
+        sub_effs = effs[plain]
+        sub_effs.setflags(write=False)
+        lat2 = np.empty(len(plain))
+        _core.score_all(remapped, sub_effs, p.m, p.n, p.k, p.batch, p.a_dtype.bytes, p.b_dtype.bytes,
+                        p.c_dtype.bytes, p.align_bytes, hv, lat2, np.zeros((len(plain), _core.T_LEN)))
+        compared += len(plain)
+        for j, i in enumerate(plain):
+            if not (lat2[j] == lat[i] or math.isclose(lat2[j], lat[i], rel_tol=1e-12)):
+                bad.append((lat2[j] / lat[i], p.describe(), row_to_config(base[i], p, hw).short()))
     bad.sort()
+    assert compared > 0
     assert not bad, f"{len(bad)} (remap {x}/1 vs no remap) pairs differ; extremes: {bad[:2]} {bad[-2:]}"
 
 
@@ -217,7 +251,10 @@ PARITY_PROFILES = ("h200", "mi300x")
 
 PARITY_CHILD = r"""
 import json, sys
+import numba
 import origami
+from origami import _core
+assert numba.config.DISABLE_JIT and not hasattr(_core.best_row, "signatures"), "the JIT is not disabled"
 out = []
 for name, kw in json.loads(sys.argv[1]):
     p = origami.GemmProblem(**kw)
@@ -257,7 +294,7 @@ def test_rankings_are_identical_without_jit():
 
 
 # --- program → tile maps ------------------------------------------------------------------------
-@pytest.mark.parametrize("chunk", (1, 8))
+@pytest.mark.parametrize("chunk", (1, 8, 32))
 @pytest.mark.parametrize("chiplets", (1, 2, 4, 8))
 def test_chiplet_remap_is_a_permutation_for_every_grid(chiplets, chunk):
     for grid in range(1, 5001):
@@ -271,8 +308,11 @@ def test_compiled_remap_and_coords_equal_the_python_mirrors():
         grid = int(rng.integers(1, 5001))
         x = int(rng.choice([1, 2, 4, 8]))
         chunk = int(rng.choice([1, 2, 8, 32]))
-        for pid in rng.integers(0, grid, size=4).tolist() + [0, grid - 1]:
-            assert _core.remap_tile(pid, grid, x, chunk) == pidmap.chiplet_remap(pid, grid, x, chunk), (pid, grid, x, chunk)
+        pids = rng.integers(0, grid, size=4).tolist() + [0, grid - 1]
+        vec = pidmap.chiplet_remap_array(np.array(pids), grid, x, chunk).tolist()
+        for pid, v in zip(pids, vec):
+            expected = pidmap.chiplet_remap(pid, grid, x, chunk)
+            assert _core.remap_tile(pid, grid, x, chunk) == expected == v, (pid, grid, x, chunk)
         npm, npn, g = int(rng.integers(1, 200)), int(rng.integers(1, 200)), int(rng.choice([1, 4, 8, 16]))
         for t in rng.integers(0, npm * npn, size=4).tolist():
             assert tuple(_core.group_coords(t, npm, npn, g)) == pidmap.tile_coords(t, npm, npn, g)
@@ -326,17 +366,18 @@ def test_distinct_closed_form_equals_exact_walk_for_linear_dispatch():
 
 
 @pytest.mark.xfail(strict=True, reason=(
-    "model bug: _core._runs (round-robin, 8 chiplets) is off by up to 8x against the exact walk: with "
-    "runs of one tile `stride` apart it counts nruns columns although ids nchip apart wrap onto "
-    "num_pid_n/gcd(num_pid_n, 8) columns (group_m=1, 58x56 tiles: 56 cols vs 7), and it under-counts "
-    "rows for group_m=8, chunk=1 (13x56 tiles, 728 programs: 2 rows vs 6)"))
+    "model bug: _core._distinct/_runs (round-robin, 8 chiplets) is off by up to 8x against the exact walk "
+    "of chiplet 0's programs (distinct_exact): it takes the ids a chiplet sees as nruns distinct columns "
+    "although ids 8 apart wrap onto num_pid_n/gcd(num_pid_n, 8) columns (group_m=1, chunk=1, 10x16 tiles, "
+    "160 programs: 16 cols vs 2), over-counts rows with chunk 32 (52x16, 832: 50 rows vs 7) and under-counts "
+    "them with group_m=8, chunk=1 (13x11, 143: 2 rows vs 6); every (group_m, chunk) pair exceeds 3x"))
 def test_distinct_closed_form_is_within_2x_for_round_robin_chiplets():
     rows = []
     for npm in range(1, 61, 3):
         for npn in range(1, 61, 5):
             tiles = npm * npn
             for g in (1, 8):
-                for chunk in (1, 8):
+                for chunk in (1, 8, 32):  # 1: the dispatch's own round-robin; 8, 32: the enumerated remaps
                     for count in sorted({1, 7, 8, 9, 64, 256, 304, tiles // 2, tiles} - {0}):
                         if count > tiles:
                             continue

@@ -206,6 +206,8 @@ def test_out_layouts_and_checks(device):
     torch.testing.assert_close(out, ref)
     with pytest.raises(RuntimeError, match="dtype"):
         tritonblas.matmul(a, b, out=torch.empty(2, 6, 5, device=device, dtype=torch.float64))
+    with pytest.raises(RuntimeError, match="single memory location"):
+        tritonblas.matmul(a, b, out=torch.empty(1, 1, 5, device=device).expand(2, 6, 5))
 
 
 def test_out_aliasing_an_input(device):
@@ -285,7 +287,7 @@ def test_invalid_config_names_the_violations(device):
 
 def test_tf32_flag_reaches_the_key(device):
     a, b = _operand((9, 8), device), _operand((8, 7), device)
-    old = torch.backends.cuda.matmul.allow_tf32
+    old, old_prec = torch.backends.cuda.matmul.allow_tf32, torch.get_float32_matmul_precision()
     try:
         torch.backends.cuda.matmul.allow_tf32 = False
         assert dispatch.plan_for(a, b).problem.a_dtype.value == "fp32"
@@ -294,7 +296,13 @@ def test_tf32_flag_reaches_the_key(device):
         assert dispatch.plan_for(a, b).problem.a_dtype.value == "tf32"
         assert dispatch.plan_for(a.half(), b.half()).problem.a_dtype.value == "fp16"
         torch.testing.assert_close(tritonblas.matmul(a, b), a @ b, atol=1e-2, rtol=1e-2)
+        torch.backends.cuda.matmul.allow_tf32 = False
+        torch.set_float32_matmul_precision("high")
+        assert dispatch.allow_tf32()
+        torch.set_float32_matmul_precision("highest")
+        assert not dispatch.allow_tf32()
     finally:
+        torch.set_float32_matmul_precision(old_prec)
         torch.backends.cuda.matmul.allow_tf32 = old
 
 
@@ -331,6 +339,10 @@ def test_profile_argument_and_environment(device, monkeypatch):
     assert dispatch.device_info(a.device, "h100").profile.name == "h100"
     assert "profile: h100" in tritonblas.explain(a, b, profile="h100")
     _same(tritonblas.matmul(a, b, profile=origami.load_profile("h100")), a @ b, "profile object")
+    from importlib import resources
+
+    path = str(resources.files("hwprofiles").joinpath("mi300x.yaml"))
+    assert "profile: mi300x" in tritonblas.explain(a, b, profile=path)
     monkeypatch.setenv("TRITONBLAS_PROFILE", "b200")
     assert "profile: b200" in tritonblas.explain(a, b)
     assert "profile: h100" in tritonblas.explain(a, b, profile="h100")  # the argument wins

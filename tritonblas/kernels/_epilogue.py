@@ -30,16 +30,16 @@ def gelu_tanh(x):
 @triton.jit
 def _epilogue_block(acc, Out, C, Bias, ScaleA, ScaleB, bid, rm, rn, M, N,
                     stride_cb, stride_cm, stride_cn, stride_ob, stride_om, stride_on, stride_bias,
-                    alpha, beta, OUT_ORDER: tl.constexpr, OUT_ALIGN: tl.constexpr,
+                    alpha, beta, OUT_ORDER: tl.constexpr, OUT_ALIGN: tl.constexpr, OUT_EDGE: tl.constexpr,
                     HAS_C: tl.constexpr, HAS_BIAS: tl.constexpr, SCALE_A: tl.constexpr, SCALE_B: tl.constexpr,
                     ACTIVATION: tl.constexpr, EDGE: tl.constexpr):
     if EDGE:
         if OUT_ORDER == 1:
-            mask_m = rm < aligned(M, OUT_ALIGN)
+            mask_m = rm < aligned(M, OUT_EDGE)
         else:
             mask_m = rm < M
         if OUT_ORDER == 0:
-            mask_n = rn < aligned(N, OUT_ALIGN)
+            mask_n = rn < aligned(N, OUT_EDGE)
         else:
             mask_n = rn < N
         mask = mask_m[:, None] & mask_n[None, :]
@@ -90,7 +90,7 @@ def _epilogue_block(acc, Out, C, Bias, ScaleA, ScaleB, bid, rm, rn, M, N,
 def epilogue(acc, Out, C, Bias, ScaleA, ScaleB, bid, pid_m, pid_n, M, N,
              stride_cb, stride_cm, stride_cn, stride_ob, stride_om, stride_on, stride_bias,
              alpha, beta, BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr,
-             OUT_ORDER: tl.constexpr, OUT_ALIGN: tl.constexpr,
+             OUT_ORDER: tl.constexpr, OUT_ALIGN: tl.constexpr, OUT_EDGE: tl.constexpr,
              HAS_C: tl.constexpr, HAS_BIAS: tl.constexpr, SCALE_A: tl.constexpr, SCALE_B: tl.constexpr,
              ACTIVATION: tl.constexpr):
     """Apply the epilogue to one tile's accumulator and store it (unmasked for interior tiles)."""
@@ -99,11 +99,13 @@ def epilogue(acc, Out, C, Bias, ScaleA, ScaleB, bid, pid_m, pid_n, M, N,
     if ((pid_m + 1) * BLOCK_M <= M) & ((pid_n + 1) * BLOCK_N <= N):
         _epilogue_block(acc, Out, C, Bias, ScaleA, ScaleB, bid, rm, rn, M, N,
                         stride_cb, stride_cm, stride_cn, stride_ob, stride_om, stride_on, stride_bias,
-                        alpha, beta, OUT_ORDER, OUT_ALIGN, HAS_C, HAS_BIAS, SCALE_A, SCALE_B, ACTIVATION, False)
+                        alpha, beta, OUT_ORDER, OUT_ALIGN, OUT_EDGE, HAS_C, HAS_BIAS, SCALE_A, SCALE_B, ACTIVATION,
+                        False)
     else:
         _epilogue_block(acc, Out, C, Bias, ScaleA, ScaleB, bid, rm, rn, M, N,
                         stride_cb, stride_cm, stride_cn, stride_ob, stride_om, stride_on, stride_bias,
-                        alpha, beta, OUT_ORDER, OUT_ALIGN, HAS_C, HAS_BIAS, SCALE_A, SCALE_B, ACTIVATION, True)
+                        alpha, beta, OUT_ORDER, OUT_ALIGN, OUT_EDGE, HAS_C, HAS_BIAS, SCALE_A, SCALE_B, ACTIVATION,
+                        True)
 
 
 @triton.jit

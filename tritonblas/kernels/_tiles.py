@@ -9,13 +9,15 @@ Layout classes (host-computed constexprs, ``tritonblas.plan``): ``*_ORDER`` = 0 
 second dim has unit stride (A: K contiguous, B and the output: N contiguous), 1 when its first dim
 has (a transposed view), 2 for general strides. The unit stride is then the literal ``1`` in the
 kernel (not a runtime argument), so Triton knows the contiguous axis. ``*_ALIGN`` is the
-host-validated number of elements that the base, every non-unit stride AND the extent of the
-contiguous dim are multiples of. It reaches the compiler through ``tl.multiple_of`` on an int64
-copy of the value (:func:`aligned`): rows then start on 16-byte boundaries (vector / 16-byte cp.async
-loads), and an edge mask such as ``rn < N`` is provably constant over 16-byte groups, so even
-masked edge tiles load vectors. (A hint placed directly on a kernel argument is silently dropped
-by Triton 3.6 — ``ir.value.set_attr`` ignores function block arguments — so it must go on an op
-result; the ``extsi`` of the int64 cast is one.)
+host-validated number of elements that the base and every non-unit stride are multiples of;
+``*_EDGE`` (≤ ``*_ALIGN``) also divides the extent of the contiguous dim. They reach the compiler
+through ``tl.multiple_of`` on an int64 copy of the value (:func:`aligned`): rows then start on
+16-byte boundaries (16-byte cp.async, a multi-stage pipeline), and an edge mask such as ``rn < N``
+is provably constant over 16-byte groups, so masked edge tiles load vectors too. Without them
+Triton 3.6 emits no cp.async at all for bf16 rows of unknown alignment: scalar 2-byte loads and a
+single-buffered main loop (checked in the sm_90 PTX; this was the N = 1000 cliff). A hint placed
+directly on a kernel argument is silently dropped by Triton 3.6 (``ir.value.set_attr`` ignores
+function block arguments), so it must go on an op result; the ``extsi`` of the int64 cast is one.
 
 Offsets are int64 from the first product on: ``row · stride`` and ``batch · stride_b`` can exceed
 2³¹ for large operands.
@@ -68,7 +70,8 @@ def mac_loop(A, B, bid, rm, rn, k_lo, k_hi, M, N, K,
              stride_ab, stride_am, stride_ak, stride_bb, stride_bk, stride_bn,
              BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr,
              A_ORDER: tl.constexpr, B_ORDER: tl.constexpr, A_ALIGN: tl.constexpr, B_ALIGN: tl.constexpr,
-             EDGE: tl.constexpr, INPUT_PRECISION: tl.constexpr, MAX_IMPRECISE: tl.constexpr):
+             A_EDGE: tl.constexpr, B_EDGE: tl.constexpr, EDGE: tl.constexpr, INPUT_PRECISION: tl.constexpr,
+             MAX_IMPRECISE: tl.constexpr):
     """fp32 sum over K-iterations [k_lo, k_hi) of A[rm, k-block] @ B[k-block, rn].
 
     Full K-blocks run unmasked along K (the main, pipelined loop); a partial last block (K % BLOCK_K)
@@ -91,11 +94,11 @@ def mac_loop(A, B, bid, rm, rn, k_lo, k_hi, M, N, K,
         b_step = BLOCK_K * aligned(stride_bk, B_ALIGN)
     if EDGE:
         if A_ORDER == 1:
-            mask_m = rm < aligned(M, A_ALIGN)
+            mask_m = rm < aligned(M, A_EDGE)
         else:
             mask_m = rm < M
         if B_ORDER == 0:
-            mask_n = rn < aligned(N, B_ALIGN)
+            mask_n = rn < aligned(N, B_EDGE)
         else:
             mask_n = rn < N
     acc = tl.zeros((BLOCK_M, BLOCK_N), dtype=tl.float32)
@@ -112,9 +115,9 @@ def mac_loop(A, B, bid, rm, rn, k_lo, k_hi, M, N, K,
         b_ptrs += b_step
     if k_hi > k_full:
         if A_ORDER == 0:
-            k_bound = aligned(K, A_ALIGN)
+            k_bound = aligned(K, A_EDGE)
         elif B_ORDER == 1:
-            k_bound = aligned(K, B_ALIGN)
+            k_bound = aligned(K, B_EDGE)
         else:
             k_bound = K
         mask_k = k_full * BLOCK_K + tl.arange(0, BLOCK_K) < k_bound
@@ -133,7 +136,7 @@ def tile_acc(A, B, bid, pid_m, pid_n, k_lo, k_hi, M, N, K,
              stride_ab, stride_am, stride_ak, stride_bb, stride_bk, stride_bn,
              BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr,
              A_ORDER: tl.constexpr, B_ORDER: tl.constexpr, A_ALIGN: tl.constexpr, B_ALIGN: tl.constexpr,
-             INPUT_PRECISION: tl.constexpr, MAX_IMPRECISE: tl.constexpr):
+             A_EDGE: tl.constexpr, B_EDGE: tl.constexpr, INPUT_PRECISION: tl.constexpr, MAX_IMPRECISE: tl.constexpr):
     """The tile's fp32 accumulator over K-iterations [k_lo, k_hi): one branch per tile (outside the K
     loop) picks the unmasked interior loop or the masked edge loop."""
     rm = pid_m * BLOCK_M + tl.arange(0, BLOCK_M)
@@ -141,11 +144,11 @@ def tile_acc(A, B, bid, pid_m, pid_n, k_lo, k_hi, M, N, K,
     if ((pid_m + 1) * BLOCK_M <= M) & ((pid_n + 1) * BLOCK_N <= N):
         acc = mac_loop(A, B, bid, rm, rn, k_lo, k_hi, M, N, K,
                        stride_ab, stride_am, stride_ak, stride_bb, stride_bk, stride_bn,
-                       BLOCK_M, BLOCK_N, BLOCK_K, A_ORDER, B_ORDER, A_ALIGN, B_ALIGN,
+                       BLOCK_M, BLOCK_N, BLOCK_K, A_ORDER, B_ORDER, A_ALIGN, B_ALIGN, A_EDGE, B_EDGE,
                        False, INPUT_PRECISION, MAX_IMPRECISE)
     else:
         acc = mac_loop(A, B, bid, rm, rn, k_lo, k_hi, M, N, K,
                        stride_ab, stride_am, stride_ak, stride_bb, stride_bk, stride_bn,
-                       BLOCK_M, BLOCK_N, BLOCK_K, A_ORDER, B_ORDER, A_ALIGN, B_ALIGN,
+                       BLOCK_M, BLOCK_N, BLOCK_K, A_ORDER, B_ORDER, A_ALIGN, B_ALIGN, A_EDGE, B_EDGE,
                        True, INPUT_PRECISION, MAX_IMPRECISE)
     return acc

@@ -42,6 +42,7 @@ def gemm_kernel(A, B, C, Out, Bias, ScaleA, ScaleB, Workspace, Counters,
                 NUM_CHIPLETS: tl.constexpr, CHUNK: tl.constexpr,
                 A_ORDER: tl.constexpr, B_ORDER: tl.constexpr, OUT_ORDER: tl.constexpr,
                 A_ALIGN: tl.constexpr, B_ALIGN: tl.constexpr, OUT_ALIGN: tl.constexpr,
+                A_EDGE: tl.constexpr, B_EDGE: tl.constexpr, OUT_EDGE: tl.constexpr,
                 HAS_C: tl.constexpr, HAS_BIAS: tl.constexpr, SCALE_A: tl.constexpr, SCALE_B: tl.constexpr,
                 ACTIVATION: tl.constexpr, INPUT_PRECISION: tl.constexpr, MAX_IMPRECISE: tl.constexpr,
                 TMA_BATCHED: tl.constexpr):
@@ -50,10 +51,11 @@ def gemm_kernel(A, B, C, Out, Bias, ScaleA, ScaleB, Workspace, Counters,
     bid, pid_m, pid_n = tile_position(tile, M, N, BLOCK_M, BLOCK_N, GROUP_M)
     acc = tile_acc(A, B, bid, pid_m, pid_n, 0, tl.cdiv(K, BLOCK_K), M, N, K,
                    stride_ab, stride_am, stride_ak, stride_bb, stride_bk, stride_bn,
-                   BLOCK_M, BLOCK_N, BLOCK_K, A_ORDER, B_ORDER, A_ALIGN, B_ALIGN, INPUT_PRECISION, MAX_IMPRECISE)
+                   BLOCK_M, BLOCK_N, BLOCK_K, A_ORDER, B_ORDER, A_ALIGN, B_ALIGN, A_EDGE, B_EDGE,
+                   INPUT_PRECISION, MAX_IMPRECISE)
     epilogue(acc, Out, C, Bias, ScaleA, ScaleB, bid, pid_m, pid_n, M, N,
              stride_cb, stride_cm, stride_cn, stride_ob, stride_om, stride_on, stride_bias, alpha, beta,
-             BLOCK_M, BLOCK_N, OUT_ORDER, OUT_ALIGN, HAS_C, HAS_BIAS, SCALE_A, SCALE_B, ACTIVATION)
+             BLOCK_M, BLOCK_N, OUT_ORDER, OUT_ALIGN, OUT_EDGE, HAS_C, HAS_BIAS, SCALE_A, SCALE_B, ACTIVATION)
 
 
 @triton.jit(do_not_specialize=RUNTIME_INTS)
@@ -66,6 +68,7 @@ def gemm_persistent_kernel(A, B, C, Out, Bias, ScaleA, ScaleB, Workspace, Counte
                            GROUP_M: tl.constexpr, NUM_CHIPLETS: tl.constexpr, CHUNK: tl.constexpr,
                            A_ORDER: tl.constexpr, B_ORDER: tl.constexpr, OUT_ORDER: tl.constexpr,
                            A_ALIGN: tl.constexpr, B_ALIGN: tl.constexpr, OUT_ALIGN: tl.constexpr,
+                           A_EDGE: tl.constexpr, B_EDGE: tl.constexpr, OUT_EDGE: tl.constexpr,
                            HAS_C: tl.constexpr, HAS_BIAS: tl.constexpr, SCALE_A: tl.constexpr,
                            SCALE_B: tl.constexpr, ACTIVATION: tl.constexpr, INPUT_PRECISION: tl.constexpr,
                            MAX_IMPRECISE: tl.constexpr, TMA_BATCHED: tl.constexpr):
@@ -78,11 +81,11 @@ def gemm_persistent_kernel(A, B, C, Out, Bias, ScaleA, ScaleB, Workspace, Counte
         bid, pid_m, pid_n = tile_position(tile, M, N, BLOCK_M, BLOCK_N, GROUP_M)
         acc = tile_acc(A, B, bid, pid_m, pid_n, 0, iters, M, N, K,
                        stride_ab, stride_am, stride_ak, stride_bb, stride_bk, stride_bn,
-                       BLOCK_M, BLOCK_N, BLOCK_K, A_ORDER, B_ORDER, A_ALIGN, B_ALIGN, INPUT_PRECISION,
+                       BLOCK_M, BLOCK_N, BLOCK_K, A_ORDER, B_ORDER, A_ALIGN, B_ALIGN, A_EDGE, B_EDGE, INPUT_PRECISION,
                        MAX_IMPRECISE)
         epilogue(acc, Out, C, Bias, ScaleA, ScaleB, bid, pid_m, pid_n, M, N,
                  stride_cb, stride_cm, stride_cn, stride_ob, stride_om, stride_on, stride_bias, alpha, beta,
-                 BLOCK_M, BLOCK_N, OUT_ORDER, OUT_ALIGN, HAS_C, HAS_BIAS, SCALE_A, SCALE_B, ACTIVATION)
+                 BLOCK_M, BLOCK_N, OUT_ORDER, OUT_ALIGN, OUT_EDGE, HAS_C, HAS_BIAS, SCALE_A, SCALE_B, ACTIVATION)
 
 
 @triton.jit
@@ -104,6 +107,7 @@ def gemm_tma_kernel(A, B, C, Out, Bias, ScaleA, ScaleB, Workspace, Counters,
                     NUM_CHIPLETS: tl.constexpr, CHUNK: tl.constexpr,
                     A_ORDER: tl.constexpr, B_ORDER: tl.constexpr, OUT_ORDER: tl.constexpr,
                     A_ALIGN: tl.constexpr, B_ALIGN: tl.constexpr, OUT_ALIGN: tl.constexpr,
+                    A_EDGE: tl.constexpr, B_EDGE: tl.constexpr, OUT_EDGE: tl.constexpr,
                     HAS_C: tl.constexpr, HAS_BIAS: tl.constexpr, SCALE_A: tl.constexpr, SCALE_B: tl.constexpr,
                     ACTIVATION: tl.constexpr, INPUT_PRECISION: tl.constexpr, MAX_IMPRECISE: tl.constexpr,
                     TMA_BATCHED: tl.constexpr):
@@ -139,4 +143,4 @@ def gemm_tma_kernel(A, B, C, Out, Bias, ScaleA, ScaleB, Workspace, Counters,
             acc = tl.dot(a, b, acc, input_precision=INPUT_PRECISION, max_num_imprecise_acc=MAX_IMPRECISE)
         epilogue(acc, Out, C, Bias, ScaleA, ScaleB, bid, pid_m, pid_n, M, N,
                  stride_cb, stride_cm, stride_cn, stride_ob, stride_om, stride_on, stride_bias, alpha, beta,
-                 BLOCK_M, BLOCK_N, OUT_ORDER, OUT_ALIGN, HAS_C, HAS_BIAS, SCALE_A, SCALE_B, ACTIVATION)
+                 BLOCK_M, BLOCK_N, OUT_ORDER, OUT_ALIGN, OUT_EDGE, HAS_C, HAS_BIAS, SCALE_A, SCALE_B, ACTIVATION)

@@ -34,6 +34,7 @@ def gemm_splitk_kernel(A, B, C, Out, Bias, ScaleA, ScaleB, Workspace, Counters,
                        GROUP_M: tl.constexpr, NUM_CHIPLETS: tl.constexpr, CHUNK: tl.constexpr,
                        A_ORDER: tl.constexpr, B_ORDER: tl.constexpr, OUT_ORDER: tl.constexpr,
                        A_ALIGN: tl.constexpr, B_ALIGN: tl.constexpr, OUT_ALIGN: tl.constexpr,
+                       A_EDGE: tl.constexpr, B_EDGE: tl.constexpr, OUT_EDGE: tl.constexpr,
                        HAS_C: tl.constexpr, HAS_BIAS: tl.constexpr, SCALE_A: tl.constexpr,
                        SCALE_B: tl.constexpr, ACTIVATION: tl.constexpr, INPUT_PRECISION: tl.constexpr,
                        MAX_IMPRECISE: tl.constexpr, TMA_BATCHED: tl.constexpr):
@@ -47,7 +48,8 @@ def gemm_splitk_kernel(A, B, C, Out, Bias, ScaleA, ScaleB, Workspace, Counters,
     bid, pid_m, pid_n = tile_position(tile, M, N, BLOCK_M, BLOCK_N, GROUP_M)
     acc = tile_acc(A, B, bid, pid_m, pid_n, k_lo, k_hi, M, N, K,
                    stride_ab, stride_am, stride_ak, stride_bb, stride_bk, stride_bn,
-                   BLOCK_M, BLOCK_N, BLOCK_K, A_ORDER, B_ORDER, A_ALIGN, B_ALIGN, INPUT_PRECISION, MAX_IMPRECISE)
+                   BLOCK_M, BLOCK_N, BLOCK_K, A_ORDER, B_ORDER, A_ALIGN, B_ALIGN, A_EDGE, B_EDGE,
+                   INPUT_PRECISION, MAX_IMPRECISE)
     slot0 = tile.to(tl.int64) * split_k
     store_partial(Workspace, slot0 + split, acc, BLOCK_M, BLOCK_N)
     tl.debug_barrier()
@@ -58,5 +60,5 @@ def gemm_splitk_kernel(A, B, C, Out, Bias, ScaleA, ScaleB, Workspace, Counters,
             acc += load_partial(Workspace, slot0 + j, BLOCK_M, BLOCK_N)
         epilogue(acc, Out, C, Bias, ScaleA, ScaleB, bid, pid_m, pid_n, M, N,
                  stride_cb, stride_cm, stride_cn, stride_ob, stride_om, stride_on, stride_bias, alpha, beta,
-                 BLOCK_M, BLOCK_N, OUT_ORDER, OUT_ALIGN, HAS_C, HAS_BIAS, SCALE_A, SCALE_B, ACTIVATION)
+                 BLOCK_M, BLOCK_N, OUT_ORDER, OUT_ALIGN, OUT_EDGE, HAS_C, HAS_BIAS, SCALE_A, SCALE_B, ACTIVATION)
         tl.atomic_xchg(Counters + tile, 0, sem="relaxed")

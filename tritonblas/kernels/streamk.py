@@ -51,6 +51,7 @@ def gemm_streamk_kernel(A, B, C, Out, Bias, ScaleA, ScaleB, Workspace, Counters,
                         GROUP_M: tl.constexpr, NUM_CHIPLETS: tl.constexpr, CHUNK: tl.constexpr,
                         A_ORDER: tl.constexpr, B_ORDER: tl.constexpr, OUT_ORDER: tl.constexpr,
                         A_ALIGN: tl.constexpr, B_ALIGN: tl.constexpr, OUT_ALIGN: tl.constexpr,
+                        A_EDGE: tl.constexpr, B_EDGE: tl.constexpr, OUT_EDGE: tl.constexpr,
                         HAS_C: tl.constexpr, HAS_BIAS: tl.constexpr, SCALE_A: tl.constexpr,
                         SCALE_B: tl.constexpr, ACTIVATION: tl.constexpr, INPUT_PRECISION: tl.constexpr,
                         MAX_IMPRECISE: tl.constexpr, TMA_BATCHED: tl.constexpr):
@@ -60,50 +61,57 @@ def gemm_streamk_kernel(A, B, C, Out, Bias, ScaleA, ScaleB, Workspace, Counters,
     iters = tl.maximum(tl.cdiv(K, BLOCK_K), 1)
     sk_tiles = num_tiles % grid
     dp_tiles = num_tiles - sk_tiles
-
-    for tile in range(pid, dp_tiles, grid):
-        bid, pid_m, pid_n = tile_position(tile, M, N, BLOCK_M, BLOCK_N, GROUP_M)
-        acc = tile_acc(A, B, bid, pid_m, pid_n, 0, iters, M, N, K,
-                       stride_ab, stride_am, stride_ak, stride_bb, stride_bk, stride_bn,
-                       BLOCK_M, BLOCK_N, BLOCK_K, A_ORDER, B_ORDER, A_ALIGN, B_ALIGN, INPUT_PRECISION,
-                       MAX_IMPRECISE)
-        epilogue(acc, Out, C, Bias, ScaleA, ScaleB, bid, pid_m, pid_n, M, N,
-                 stride_cb, stride_cm, stride_cn, stride_ob, stride_om, stride_on, stride_bias, alpha, beta,
-                 BLOCK_M, BLOCK_N, OUT_ORDER, OUT_ALIGN, HAS_C, HAS_BIAS, SCALE_A, SCALE_B, ACTIVATION)
-
     total = sk_tiles * iters
     base = total // grid
     extra = total % grid
     start = _range_start(pid, base, extra)
     end = start + base + (pid < extra).to(tl.int32)
+
+    # One work loop (one MAC site, one epilogue site: the compiler keeps one copy of each, which
+    # keeps register pressure at the persistent kernel's): whole tiles pid, pid + G, ... < dp_tiles,
+    # then the (at most two) segments of this program's Stream-K range.
+    tile = pid
     it = start
-    while it < end:
-        s = it // iters
-        tile_lo = s * iters
-        k_lo = it - tile_lo
-        k_hi = tl.minimum(end - tile_lo, iters)
-        bid, pid_m, pid_n = tile_position(dp_tiles + s, M, N, BLOCK_M, BLOCK_N, GROUP_M)
+    while (tile < dp_tiles) | (it < end):
+        if tile < dp_tiles:
+            t = tile
+            k_lo = 0
+            k_hi = iters
+            tile += grid
+            first = 0
+            last = 0
+            s = 0
+            tile_lo = 0
+        else:
+            s = it // iters
+            tile_lo = s * iters
+            t = dp_tiles + s
+            k_lo = it - tile_lo
+            k_hi = tl.minimum(end - tile_lo, iters)
+            it = tile_lo + k_hi
+            first = _owner(tile_lo, base, extra)
+            last = _owner(tile_lo + iters - 1, base, extra)
+        bid, pid_m, pid_n = tile_position(t, M, N, BLOCK_M, BLOCK_N, GROUP_M)
         acc = tile_acc(A, B, bid, pid_m, pid_n, k_lo, k_hi, M, N, K,
                        stride_ab, stride_am, stride_ak, stride_bb, stride_bk, stride_bn,
-                       BLOCK_M, BLOCK_N, BLOCK_K, A_ORDER, B_ORDER, A_ALIGN, B_ALIGN, INPUT_PRECISION,
-                       MAX_IMPRECISE)
-        first = _owner(tile_lo, base, extra)
-        last = _owner(tile_lo + iters - 1, base, extra)
-        if first == last:
-            epilogue(acc, Out, C, Bias, ScaleA, ScaleB, bid, pid_m, pid_n, M, N,
-                     stride_cb, stride_cm, stride_cn, stride_ob, stride_om, stride_on, stride_bias, alpha, beta,
-                     BLOCK_M, BLOCK_N, OUT_ORDER, OUT_ALIGN, HAS_C, HAS_BIAS, SCALE_A, SCALE_B, ACTIVATION)
-        else:
+                       BLOCK_M, BLOCK_N, BLOCK_K, A_ORDER, B_ORDER, A_ALIGN, B_ALIGN, A_EDGE, B_EDGE,
+                       INPUT_PRECISION, MAX_IMPRECISE)
+        split = first != last  # several programs contribute to this tile
+        finish = True
+        if split:
             store_partial(Workspace, 2 * pid + (start < tile_lo).to(tl.int32), acc, BLOCK_M, BLOCK_N)
             tl.debug_barrier()
             count = tl.atomic_add(Counters + s, 1, sem="acq_rel")
-            if count == last - first:
+            finish = count == last - first
+            if finish:
                 acc = load_partial(Workspace, 2 * first + (_range_start(first, base, extra) < tile_lo).to(tl.int32),
                                    BLOCK_M, BLOCK_N)
                 for q in range(first + 1, last + 1):
                     acc += load_partial(Workspace, 2 * q, BLOCK_M, BLOCK_N)
-                epilogue(acc, Out, C, Bias, ScaleA, ScaleB, bid, pid_m, pid_n, M, N,
-                         stride_cb, stride_cm, stride_cn, stride_ob, stride_om, stride_on, stride_bias, alpha, beta,
-                         BLOCK_M, BLOCK_N, OUT_ORDER, OUT_ALIGN, HAS_C, HAS_BIAS, SCALE_A, SCALE_B, ACTIVATION)
+        if finish:
+            epilogue(acc, Out, C, Bias, ScaleA, ScaleB, bid, pid_m, pid_n, M, N,
+                     stride_cb, stride_cm, stride_cn, stride_ob, stride_om, stride_on, stride_bias, alpha, beta,
+                     BLOCK_M, BLOCK_N, OUT_ORDER, OUT_ALIGN, OUT_EDGE, HAS_C, HAS_BIAS, SCALE_A, SCALE_B,
+                     ACTIVATION)
+            if split:
                 tl.atomic_xchg(Counters + s, 0, sem="relaxed")
-        it = tile_lo + k_hi

@@ -1,0 +1,181 @@
+"""Compile tritonblas kernels for sm_90 (H200) and gfx942 (MI300X) on a machine without a GPU.
+
+Triton's frontend, MLIR passes and the assemblers it bundles (ptxas, ld.lld) need no GPU; only the
+launcher does. A stub driver reports the target, and ``JITFunction.warmup`` compiles without
+launching. Prints one JSON line per case: compiled or the error, ``metadata.shared`` against
+``origami.space.smem_bytes``, and a census of the global loads (16-byte cp.async, TMA, scalar
+2-byte loads on NVIDIA; dwordx4 vs short loads on AMD).
+
+    python tests/kernels/_aot_compile.py [case-name ...]      # TRITON_INTERPRET must not be set
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import sys
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
+os.environ.pop("TRITON_INTERPRET", None)
+
+import torch  # noqa: E402
+from triton.backends.compiler import GPUTarget  # noqa: E402
+from triton.runtime import driver  # noqa: E402
+
+
+class _StubDriver:
+    """Just enough of a driver for JITFunction.warmup: a target, a device index, a stream."""
+
+    def __init__(self, target: GPUTarget):
+        self.target = target
+
+    def get_current_target(self):
+        return self.target
+
+    def get_current_device(self):
+        return 0
+
+    def get_current_stream(self, device=None):
+        return 0
+
+    def get_active_torch_device(self):
+        return torch.device("cpu")
+
+    def is_active(self):
+        return True
+
+
+def _case(kind, bm, bn, bk, warps, stages, m, n, k, dtype=torch.bfloat16, layout="NN", tma=False, batch=None,
+          ld=None, hints=True, grid=132, split=2, **launch_kwargs):
+    return dict(kind=kind, bm=bm, bn=bn, bk=bk, warps=warps, stages=stages, m=m, n=n, k=k, dtype=dtype,
+                layout=layout, tma=tma, batch=batch, ld=ld, hints=hints, grid=grid, split=split, kw=launch_kwargs)
+
+
+BF16, FP16, FP32, E4M3 = torch.bfloat16, torch.float16, torch.float32, torch.float8_e4m3fn
+CASES = {
+    "dp-n1000": _case("dp", 128, 128, 64, 4, 3, 4096, 1000, 7000),
+    "dp-n1024": _case("dp", 128, 128, 64, 4, 3, 4096, 1024, 7168),
+    "dp-n1000-hints-off": _case("dp", 128, 128, 64, 4, 3, 4096, 1000, 7000, hints=False),
+    "dp-n511": _case("dp", 128, 128, 64, 4, 3, 4096, 511, 4099),
+    "dp-padded-ld-odd-n": _case("dp", 128, 128, 64, 4, 3, 4096, 1001, 7000, ld=1008),
+    "dp-256x128-w8-s3-TT": _case("dp", 256, 128, 64, 8, 3, 4096, 4096, 4096, FP16, "TT"),
+    "persistent-128x256-w8-s3-TN": _case("persistent", 128, 256, 64, 8, 3, 4096, 4096, 4096, BF16, "TN"),
+    "streamk-128x128-NT-epilogue": _case("streamk", 128, 128, 64, 4, 4, 1536, 1536, 4096, BF16, "NT",
+                                         bias=True, activation="gelu", c=True),
+    "splitk-16x64x128-s5": _case("splitk", 16, 64, 128, 4, 5, 16, 4096, 4096, BF16, split=4),
+    "tma-dp-128x256-w8-s3": _case("dp", 128, 256, 64, 8, 3, 4096, 4096, 4096, BF16, tma=True),
+    "tma-persistent-batched-NT": _case("persistent", 128, 128, 64, 4, 4, 512, 512, 1024, BF16, "NT", tma=True,
+                                       batch=3),
+    "fp32-tf32": _case("dp", 128, 128, 32, 4, 3, 2048, 2048, 2048, FP32, allow_tf32=True),
+    "fp32-ieee": _case("dp", 64, 64, 32, 4, 2, 2048, 2048, 2048, FP32),
+    "fp8-NT-rowcol": _case("dp", 128, 128, 128, 8, 3, 4096, 4096, 4096, E4M3, "NT", scales="rowcol"),
+    "fp8-NN-fastacc": _case("dp", 128, 128, 128, 8, 3, 4096, 4096, 4096, E4M3, "NN", scales="tensor",
+                            fp8_fast_accum=True),
+}
+AMD_CASES = {  # gfx942, chiplet remap over 8 XCDs, AMD launch options
+    "amd-dp-n1000": _case("dp", 256, 256, 64, 8, 2, 4096, 1000, 7000, chunk=4),
+    "amd-dp-n1000-hints-off": _case("dp", 256, 256, 64, 8, 2, 4096, 1000, 7000, chunk=4, hints=False),
+    "amd-streamk-NT": _case("streamk", 256, 128, 64, 8, 2, 4096, 4096, 4096, BF16, "NT", grid=304, chunk=4),
+    "amd-splitk-fp16": _case("splitk", 64, 256, 64, 8, 2, 64, 4096, 4096, FP16, split=2),
+}
+
+
+def _operand(rows, cols, dtype, transposed, batch, ld):
+    lead = (batch,) if batch else ()
+    if transposed:
+        return torch.empty(*lead, cols, rows, dtype=dtype).transpose(-1, -2)
+    if ld is not None:
+        return torch.empty(*lead, rows, ld, dtype=dtype)[..., :cols]
+    return torch.empty(*lead, rows, cols, dtype=dtype)
+
+
+def compile_case(name: str, hw) -> dict:
+    """Compile one case of CASES (NVIDIA profile) or AMD_CASES (AMD profile) with the stub driver."""
+    import origami
+    from tritonblas import _interpreter
+    from tritonblas import plan as P
+    from origami.space import smem_bytes
+
+    c = {**CASES, **AMD_CASES}[name]
+    a = _operand(c["m"], c["k"], c["dtype"], c["layout"][0] == "T", c["batch"], None)
+    b = _operand(c["k"], c["n"], c["dtype"], c["layout"][1] == "T", None, c["ld"])
+    out_dtype = BF16 if c["dtype"] == E4M3 else c["dtype"]
+    out = _operand(c["m"], c["n"], out_dtype, False, c["batch"], c["ld"])
+    extra = dict(grid=c["grid"]) if c["kind"] in ("persistent", "streamk") else \
+        dict(split_k=c["split"]) if c["kind"] == "splitk" else {}
+    kw = dict(c["kw"])
+    if hw.is_amd:
+        chunk = kw.pop("chunk", 1)
+        extra.update(num_chiplets=hw.chiplets, chunk=chunk, waves_per_eu=2, matrix_instr_nonkdim=16, kpack=1)
+    cfg = origami.TileConfig(kind=c["kind"], block_m=c["bm"], block_n=c["bn"], block_k=c["bk"], num_warps=c["warps"],
+                             num_stages=c["stages"], **extra)
+    if kw.pop("bias", False):
+        kw["bias"] = torch.empty(c["n"], dtype=torch.float32)
+    if kw.pop("c", False):
+        kw.update(c=torch.empty(c["m"], c["n"], dtype=torch.float32), beta=0.5)
+    scales = kw.pop("scales", None)
+    if scales == "rowcol":
+        kw.update(scale_a=torch.empty(c["m"]), scale_b=torch.empty(c["n"]))
+    elif scales == "tensor":
+        kw.update(scale_a=torch.empty(()), scale_b=torch.empty(()))
+    plan = P.make_plan(cfg, P.problem_from_tensors(a, b, out), hw, tma=c["tma"])
+    real = _interpreter.interpreting
+    _interpreter.interpreting = lambda: True  # past launch's "CPU tensors need the interpreter" guard
+    try:
+        prepared = P.prepare_launch(plan, a, b, out, **kw)
+    finally:
+        _interpreter.interpreting = real
+    if not c["hints"]:
+        for key in ("A_ALIGN", "B_ALIGN", "OUT_ALIGN", "A_EDGE", "B_EDGE", "OUT_EDGE"):
+            prepared.kwargs[key] = 1
+    compiled = prepared.kernel.warmup(*prepared.args, grid=prepared.grid, **prepared.kwargs)
+    if hw.is_amd:
+        gcn = compiled.asm["amdgcn"]
+        return dict(
+            name=name, kernel=prepared.kernel.fn.__name__, config=cfg.short(), shared=compiled.metadata.shared,
+            predicate=smem_bytes(cfg, plan.problem, hw),
+            dwordx4_loads=len(re.findall(r"(?:global|buffer)_load_dwordx4", gcn)),
+            short_loads=len(re.findall(r"(?:global|buffer)_load_(?:short|ushort|sshort|ubyte|sbyte)\w*", gcn)),
+            mfma=len(re.findall(r"v_mfma", gcn)),
+            align={k: prepared.kwargs[k] for k in ("A_ALIGN", "B_ALIGN", "OUT_ALIGN", "A_EDGE", "B_EDGE", "OUT_EDGE")},
+        )
+    ptx = compiled.asm["ptx"]
+    return dict(
+        name=name, kernel=prepared.kernel.fn.__name__, config=cfg.short(), shared=compiled.metadata.shared,
+        predicate=smem_bytes(cfg, plan.problem, hw),
+        cp_async_16=len(re.findall(r"cp\.async\.c[ag]\.shared\.global[^;]*,\s*(?:0x10|16)\s*[,;]", ptx)),
+        cp_async_small=len(re.findall(r"cp\.async\.c[ag]\.shared\.global[^;]*,\s*(?:0x4|0x8|4|8)\s*[,;]", ptx)),
+        tma_loads=len(re.findall(r"cp\.async\.bulk\.tensor", ptx)),
+        scalar_b16_loads=len(re.findall(r"ld\.global(?:\.[\w:]+)*\.b16\b", ptx)),
+        wgmma=len(re.findall(r"wgmma\.mma_async", ptx)),
+        align={k: prepared.kwargs[k] for k in ("A_ALIGN", "B_ALIGN", "OUT_ALIGN", "A_EDGE", "B_EDGE", "OUT_EDGE")},
+    )
+
+
+def main(names: list[str]) -> int:
+    import origami
+
+    targets = ((GPUTarget("cuda", 90, 32), origami.load_profile("h200"), CASES),
+               (GPUTarget("hip", "gfx942", 64), origami.load_profile("mi300x"), AMD_CASES))
+    from tritonblas import kernels
+
+    for target, hw, cases in targets:
+        driver.set_active(_StubDriver(target))
+        for name in kernels.__all__:  # each JITFunction caches the backend of the first target it saw
+            getattr(kernels, name).device_caches.clear()
+        for name in cases:
+            if names and name not in names:
+                continue
+            try:
+                row = compile_case(name, hw)
+                row["ok"] = True
+            except Exception as e:  # noqa: BLE001 - reported per case
+                row = dict(name=name, ok=False, error=f"{type(e).__name__}: {e}"[:2000])
+            print(json.dumps(row), flush=True)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))

@@ -1,0 +1,136 @@
+"""Golden top-5 rankings per profile (the regression test for an analytical model, as upstream origami's
+test_ranking_regression.py): any change to the model, the candidate space or a profile that reorders
+the best configs of a landmark shape shows up here as a readable diff.
+
+Latencies are stored rounded to 3 significant digits (readable, and stable under float noise); the
+test rounds the current latencies the same way and compares them within 1e-6 relative.
+
+Regenerate after an intended change, and review the diff of tests/origami/golden/ in the commit:
+
+    UPDATE_GOLDEN=1 python -m pytest tests/origami/test_golden_rankings.py
+    python -m pytest tests/origami/test_golden_rankings.py --update-golden
+"""
+
+from __future__ import annotations
+
+import math
+from pathlib import Path
+
+import pytest
+import yaml
+
+import origami
+from origami.config import TileConfig
+from origami.hardware import SHIPPED
+from origami.problem import GemmProblem
+
+GOLDEN = Path(__file__).resolve().parent / "golden"
+TOP = 5
+SHAPES: list[tuple[str, dict]] = [
+    ("square_8192_bf16", dict(m=8192, n=8192, k=8192)),
+    ("square_4096_fp16", dict(m=4096, n=4096, k=4096, a_dtype="fp16", b_dtype="fp16", c_dtype="fp16")),
+    ("gemv_1x8192x8192", dict(m=1, n=8192, k=8192)),
+    ("skinny_16x4096x4096", dict(m=16, n=4096, k=4096)),
+    ("irregular_4096x1000x7000", dict(m=4096, n=1000, k=7000, align_bytes=16)),
+    ("unaligned_2048x511x4099", dict(m=2048, n=511, k=4099, align_bytes=2)),
+    ("dlrm_32768x1056x479", dict(m=32768, n=1056, k=479)),
+    ("tall_65536x256x1024", dict(m=65536, n=256, k=1024)),
+    ("fp8_128x8192x8192", dict(m=128, n=8192, k=8192, a_dtype="fp8_e4m3", b_dtype="fp8_e4m3", c_dtype="bf16")),
+    ("tf32_4096", dict(m=4096, n=4096, k=4096, a_dtype="tf32", b_dtype="tf32", c_dtype="fp32")),
+]
+
+
+def sig3(x: float) -> float:
+    return float(f"{x:.3g}")
+
+
+def current(name: str) -> dict:
+    hw = origami.load_profile(name)
+    shapes = []
+    for sid, kw in SHAPES:
+        p = GemmProblem(**kw)
+        entry: dict = {"id": sid, "problem": p.describe(), "args": dict(kw)}
+        if hw.matrix_peak_flops[p.a_dtype.rate_key] <= 0:
+            entry["unsupported"] = f"no {p.a_dtype.rate_key} matrix rate on {name}"
+        else:
+            entry["top"] = [{"latency_ns": sig3(e.latency_ns), "bound": e.bound, "config": e.config.to_dict()}
+                            for e in origami.rank(p, hw, TOP)]
+        shapes.append(entry)
+    return {"profile": name, "profile_hash": hw.content_hash, "top_k": TOP, "shapes": shapes}
+
+
+def write(name: str, data: dict) -> Path:
+    GOLDEN.mkdir(exist_ok=True)
+    path = GOLDEN / f"{name}.yaml"
+    header = (f"# Golden top-{TOP} rankings of origami on {name} (tests/origami/test_golden_rankings.py).\n"
+              "# Generated: UPDATE_GOLDEN=1 python -m pytest tests/origami/test_golden_rankings.py\n"
+              "# latency_ns is rounded to 3 significant digits; config is TileConfig.to_dict().\n")
+    tmp = path.with_suffix(".yaml.tmp")
+    tmp.write_text(header + yaml.safe_dump(data, sort_keys=False, default_flow_style=None, width=400,
+                                             allow_unicode=True))
+    tmp.replace(path)
+    return path
+
+
+def _line(e: dict) -> str:
+    return f"{TileConfig.from_dict(e['config']).short():58s} {e['latency_ns']:>12.4g} ns  {e['bound']}"
+
+
+def diff(golden: dict, now: dict) -> list[str]:
+    """Readable differences, one block per shape: golden vs current top-k, '!' marks differing ranks."""
+    out: list[str] = []
+    old = {s["id"]: s for s in golden.get("shapes", [])}
+    for s in now["shapes"]:
+        g = old.pop(s["id"], None)
+        if g is None:
+            out.append(f"{s['id']}: not in the golden file")
+            continue
+        if g.get("args") != s["args"]:
+            out.append(f"{s['id']}: problem changed: golden {g.get('args')} now {s['args']}")
+            continue
+        if "unsupported" in s or "unsupported" in g:
+            if ("unsupported" in s) != ("unsupported" in g):
+                out.append(f"{s['id']}: golden {'unsupported' if 'unsupported' in g else 'ranked'}, "
+                           f"now {s.get('unsupported', 'ranked')}")
+            continue
+        gt, nt = g["top"], s["top"]
+        rows = []
+        for r in range(max(len(gt), len(nt))):
+            a = gt[r] if r < len(gt) else None
+            b = nt[r] if r < len(nt) else None
+            same = (a is not None and b is not None and a["config"] == b["config"]
+                    and math.isclose(a["latency_ns"], b["latency_ns"], rel_tol=1e-6))
+            rows.append((same, r, a, b))
+        if all(same for same, *_ in rows):
+            continue
+        out.append(f"{s['id']} ({s['problem']}):")
+        for same, r, a, b in rows:
+            mark = " " if same else "!"
+            out.append(f" {mark}#{r + 1} golden {_line(a) if a else '-'}")
+            if not same:
+                out.append(f"     now    {_line(b) if b else '-'}")
+    out += [f"{sid}: in the golden file, no longer tested" for sid in old]
+    if out and golden.get("profile_hash") != now["profile_hash"]:
+        out.insert(0, f"(the profile changed since the golden file was written: "
+                      f"{golden.get('profile_hash')} -> {now['profile_hash']})")
+    return out
+
+
+@pytest.mark.parametrize("name", SHIPPED)
+def test_golden_top5_rankings(name, update_golden):
+    now = current(name)
+    path = GOLDEN / f"{name}.yaml"
+    if update_golden:
+        write(name, now)
+        return
+    assert path.is_file(), f"{path} is missing: run UPDATE_GOLDEN=1 python -m pytest {Path(__file__).name}"
+    golden = yaml.safe_load(path.read_text())
+    problems = diff(golden, now)
+    assert not problems, (
+        f"origami rankings on {name} differ from {path.relative_to(GOLDEN.parent.parent.parent)}:\n"
+        + "\n".join(problems)
+        + "\nIf the change is intended: UPDATE_GOLDEN=1 python -m pytest tests/origami/test_golden_rankings.py")
+
+
+def test_golden_files_cover_every_shipped_profile_and_nothing_else():
+    assert sorted(p.stem for p in GOLDEN.glob("*.yaml")) == sorted(SHIPPED)

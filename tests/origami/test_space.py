@@ -1,0 +1,206 @@
+"""The validity predicates of origami.space (the single source of truth, STYLE.md habit 2), and the
+numba mirror of the problem-dependent ones (_core.problem_valid) that the scorer applies."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+import origami
+from origami import _core, space
+from origami.config import Kind, TileConfig
+from origami.enumerate import C, base_array, row_to_config
+from origami.hardware import SHIPPED
+from origami.problem import DType, GemmProblem, Layout
+
+PROFILES = {n: origami.load_profile(n) for n in SHIPPED}
+AMD = [n for n in SHIPPED if PROFILES[n].is_amd]
+NVIDIA = [n for n in SHIPPED if not PROFILES[n].is_amd]
+P = GemmProblem(4096, 4096, 4096)
+
+
+def cfg(hw, bm=128, bn=64, bk=64, warps=4, stages=2, kind=Kind.DP, **kw) -> TileConfig:
+    """A config with the vendor extras the profile needs (AMD: 0/16/1, NVIDIA: None)."""
+    extras = dict(waves_per_eu=0, matrix_instr_nonkdim=16, kpack=1) if hw.is_amd else {}
+    extras.update(kw)
+    return TileConfig(kind, bm, bn, bk, warps, stages, **extras)
+
+
+# --- shared memory ------------------------------------------------------------------------------
+@pytest.mark.parametrize("name", AMD)
+@pytest.mark.parametrize("dtype", ["bf16", "fp32", "fp8_e4m3"])
+def test_smem_formula_amd(name, dtype):
+    """AMD stream pipeliner: max(A, B) at one stage, (stages - 1)·(A + B) otherwise (tritonBLAS, 35/35)."""
+    hw = PROFILES[name]
+    p = GemmProblem(1024, 1024, 1024, dtype, dtype, "bf16")
+    e = DType(dtype).bytes
+    for bm, bn, bk in ((128, 64, 64), (64, 256, 32), (256, 128, 16)):
+        a, b = bm * bk * e, bk * bn * e
+        assert space.smem_bytes(cfg(hw, bm, bn, bk, stages=1), p, hw) == max(a, b)
+        for s in (2, 3, 4):
+            assert space.smem_bytes(cfg(hw, bm, bn, bk, stages=s), p, hw) == (s - 1) * (a + b)
+
+
+@pytest.mark.parametrize("name", NVIDIA)
+@pytest.mark.parametrize("dtype", ["bf16", "fp32", "fp8_e4m3"])
+def test_smem_formula_nvidia(name, dtype):
+    """NVIDIA: every stage is a buffer: stages·(A + B)."""
+    hw = PROFILES[name]
+    p = GemmProblem(1024, 1024, 1024, dtype, dtype, "bf16")
+    e = DType(dtype).bytes
+    for bm, bn, bk in ((128, 64, 64), (64, 256, 32), (256, 128, 16)):
+        for s in (1, 2, 3, 4):
+            assert space.smem_bytes(cfg(hw, bm, bn, bk, stages=s), p, hw) == s * (bm * bk * e + bk * bn * e)
+
+
+def test_smem_counts_each_operand_at_its_own_width():
+    hw = PROFILES["h200"]
+    p = GemmProblem(1024, 1024, 1024, "fp8_e4m3", "bf16", "bf16")
+    assert space.smem_bytes(cfg(hw, 128, 64, 64, stages=3), p, hw) == 3 * (128 * 64 * 1 + 64 * 64 * 2)
+
+
+@pytest.mark.parametrize("name", SHIPPED)
+def test_over_smem_config_is_rejected_naming_shared_memory(name):
+    hw = PROFILES[name]
+    have = hw.compute["smem_bytes_per_block"]
+    c = next(cfg(hw, 256, 128, 128, warps=8, stages=s) for s in range(2, 9)
+             if space.smem_bytes(cfg(hw, 256, 128, 128, warps=8, stages=s), P, hw) > have)
+    msg = space.check_smem(c, P, hw)
+    assert msg is not None and "shared memory" in msg and str(have) in msg
+    assert any("shared memory" in v for v in space.violations(c, P, hw))
+    assert not space.is_valid(c, P, hw)
+    fits = cfg(hw, 64, 64, 64, stages=2)
+    assert space.check_smem(fits, P, hw) is None
+
+
+# --- registers ----------------------------------------------------------------------------------
+@pytest.mark.parametrize("name", NVIDIA)
+def test_256x256_at_8_warps_is_rejected_by_registers(name):
+    hw = PROFILES[name]
+    c = cfg(hw, 256, 256, 32, warps=8, stages=1)
+    msg = space.check_registers(c, P, hw)
+    assert msg is not None and msg.startswith("registers:") and "256x256" in msg
+    assert any(v.startswith("registers:") for v in space.violations(c, P, hw))
+
+
+@pytest.mark.parametrize("name", AMD)
+def test_256x256_at_4_warps_is_rejected_by_registers_on_amd(name):
+    """64-wide wavefronts halve the per-thread accumulator: 256x256 at 8 waves is 128 registers (the limit),
+    at 4 waves 256."""
+    hw = PROFILES[name]
+    assert space.acc_registers_per_thread(cfg(hw, 256, 256, 32, warps=8), hw) == 128
+    msg = space.check_registers(cfg(hw, 256, 256, 32, warps=4), P, hw)
+    assert msg is not None and msg.startswith("registers:")
+
+
+def test_too_many_warps_for_a_small_tile_is_rejected():
+    hw = PROFILES["h200"]
+    msg = space.check_registers(cfg(hw, 16, 16, 32, warps=16), P, hw)
+    assert msg is not None and "too many" in msg
+
+
+# --- vendor knobs ---------------------------------------------------------------------------------
+@pytest.mark.parametrize("amd,nv", [("mi300x", "h200"), ("mi355x", "b200")])
+def test_vendor_extras_belong_to_amd_only(amd, nv):
+    hw_amd, hw_nv = PROFILES[amd], PROFILES[nv]
+    plain = TileConfig(Kind.DP, 128, 64, 64, 4, 2)
+    amdish = TileConfig(Kind.DP, 128, 64, 64, 4, 2, waves_per_eu=0, matrix_instr_nonkdim=16, kpack=1)
+    assert space.check_vendor(plain, P, hw_nv) is None
+    assert "AMD" in space.check_vendor(plain, P, hw_amd)
+    assert space.check_vendor(amdish, P, hw_amd) is None
+    assert "AMD-only" in space.check_vendor(amdish, P, hw_nv)
+    half = TileConfig(Kind.DP, 128, 64, 64, 4, 2, waves_per_eu=0, matrix_instr_nonkdim=None, kpack=1)
+    assert space.check_vendor(half, P, hw_amd) is not None and space.check_vendor(half, P, hw_nv) is not None
+    bad_knob = TileConfig(Kind.DP, 128, 64, 64, 4, 2, waves_per_eu=0, matrix_instr_nonkdim=64, kpack=1)
+    assert "out of range" in space.check_vendor(bad_knob, P, hw_amd)
+
+
+def test_chiplet_remap_must_match_the_profile():
+    hw = PROFILES["mi300x"]
+    assert space.check_vendor(cfg(hw, num_chiplets=8, chunk=8), P, hw) is None
+    assert "chiplets" in space.check_vendor(cfg(hw, num_chiplets=4, chunk=8), P, hw)
+    assert "chunk" in space.check_vendor(cfg(hw, num_chiplets=1, chunk=8), P, hw)
+    h200 = PROFILES["h200"]
+    assert "chiplets" in space.check_vendor(cfg(h200, num_chiplets=8, chunk=1), P, h200)
+
+
+# --- problem-dependent rules ----------------------------------------------------------------------
+@pytest.mark.parametrize("name", ["h200", "mi300x"])
+def test_split_k_beyond_the_k_iterations_is_rejected(name):
+    hw = PROFILES[name]
+    p = GemmProblem(64, 64, 256)  # BLOCK_K 64: 4 K-iterations, 1 tile
+    ok = cfg(hw, 64, 64, 64, kind=Kind.SPLITK, split_k=4)
+    assert space.check_problem(ok, p, hw) is None
+    too_many = cfg(hw, 64, 64, 64, kind=Kind.SPLITK, split_k=8)
+    msg = space.check_problem(too_many, p, hw)
+    assert msg is not None and "split-K" in msg and "exceeds the 4 K-iterations" in msg
+    assert not space.is_valid(too_many, p, hw)
+
+
+def test_split_k_is_only_for_grids_that_leave_units_idle():
+    hw = PROFILES["h200"]
+    p = GemmProblem(8192, 8192, 8192)
+    msg = space.check_problem(cfg(hw, 128, 128, 64, kind=Kind.SPLITK, split_k=2), p, hw)
+    assert msg is not None and "compute units" in msg
+
+
+def test_blocks_much_larger_than_the_problem_are_rejected():
+    hw = PROFILES["h200"]
+    assert "tile:" in space.check_problem(cfg(hw, 256, 128, 64, warps=8), GemmProblem(16, 4096, 4096), hw)
+    assert space.check_problem(cfg(hw, 64, 128, 64), GemmProblem(16, 4096, 4096), hw) is None
+
+
+def test_residency_bounds_persistent_grids():
+    hw = PROFILES["h200"]
+    c = cfg(hw, 128, 128, 64, stages=3)
+    cap = hw.compute_units * space.resident_programs(c, P, hw)
+    ok = cfg(hw, 128, 128, 64, stages=3, kind=Kind.PERSISTENT, grid=cap)
+    assert space.check_residency(ok, P, hw) is None
+    over = cfg(hw, 128, 128, 64, stages=3, kind=Kind.PERSISTENT, grid=cap + 1)
+    assert "residency" in space.check_residency(over, P, hw)
+
+
+@pytest.mark.parametrize("name", SHIPPED)
+def test_problem_valid_in_numba_agrees_with_check_problem(name):
+    """_core.problem_valid mirrors space.check_problem exactly, on random rows × problems, including
+    split-K rows with more splits than K-iterations and blocks larger than the problem."""
+    hw = PROFILES[name]
+    rng = np.random.default_rng(sum(map(ord, name)))
+    disagree = []
+    for dtype in ("bf16", "fp32", "fp8_e4m3"):
+        base = base_array(hw, DType(dtype), DType(dtype), Layout.N, Layout.N)
+        rows = base[rng.choice(base.shape[0], size=min(400, base.shape[0]), replace=False)]
+        rows = np.concatenate([rows, base[base[:, C["kind"]] == 3][:60]])
+        for _ in range(60):
+            m, n, k = (int(v) for v in np.exp(rng.uniform(0, np.log(20000), 3)).round().clip(1, 20000))
+            p = GemmProblem(m, n, k, dtype, dtype, "bf16", batch=int(rng.integers(1, 9)))
+            for row in rows[rng.choice(len(rows), size=40, replace=False)]:
+                c = row_to_config(row, p, hw)
+                bm, bn, bk = c.block_m, c.block_n, c.block_k
+                kiters = max(1, -(-k // bk))
+                tiles = -(-m // bm) * -(-n // bn) * p.batch
+                numba_ok = bool(_core.problem_valid(row, m, n, kiters, tiles, hw.compute_units))
+                python_ok = space.check_problem(c, p, hw) is None
+                if numba_ok != python_ok:
+                    disagree.append((p.describe(), c.short(), numba_ok, space.check_problem(c, p, hw)))
+    assert not disagree, f"{len(disagree)} disagreements, e.g. {disagree[:5]}"
+
+
+# --- the enumerated space -----------------------------------------------------------------------
+@pytest.mark.parametrize("name", SHIPPED)
+def test_every_enumerated_row_passes_the_problem_independent_predicates(name):
+    hw = PROFILES[name]
+    p = GemmProblem(16384, 16384, 16384)
+    for dtype in ("bf16", "fp32", "fp8_e4m3"):
+        if hw.matrix_peak_flops[DType(dtype).rate_key] <= 0:
+            continue
+        q = GemmProblem(p.m, p.n, p.k, dtype, dtype, "bf16")
+        base = base_array(hw, q.a_dtype, q.b_dtype, q.a_layout, q.b_layout)
+        assert base.shape[0] > 0 and not base.flags.writeable
+        for row in base:
+            c = row_to_config(row, q, hw)
+            for pred in (space.check_smem, space.check_registers, space.check_instr, space.check_vendor):
+                assert pred(c, q, hw) is None, (c.short(), pred(c, q, hw))
+            assert row[C["occupancy"]] == space.resident_programs(c, q, hw) >= 1
+            assert row[C["log2_block_m"]] == c.block_m.bit_length() - 1
+            assert row[C["log2_block_k"]] == c.block_k.bit_length() - 1

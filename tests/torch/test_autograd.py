@@ -1,0 +1,142 @@
+"""Autograd through the custom ops (RELIABILITY.md §6 item 25), the ops' hygiene (item 26) on CPU.
+
+- gradcheck in float64: fp64 is not a kernel dtype, so forward and both backward GEMMs take the
+  torch fallback inside the same custom ops and registered backward — the dispatch path is exercised,
+  the numbers are torch's.
+- fp32 gradients through our kernels vs torch's autograd, partial requires_grad (only the needed
+  backward GEMM runs), stride-0 expanded inputs (their gradient is summed by the expand).
+- opcheck and torch.compile(fullgraph=True) run here too (the op is opaque to compile, so the
+  interpreter runs inside the compiled graph); the GPU file repeats them with Inductor on the H200.
+"""
+
+from __future__ import annotations
+
+import pytest
+import torch
+import torch.nn.functional as F
+
+import tritonblas
+from tritonblas import dispatch
+
+
+@pytest.fixture(autouse=True)
+def _profile(device, monkeypatch):
+    if device == "cpu":
+        monkeypatch.setenv("TRITONBLAS_PROFILE", "h200")
+    dispatch.reset_stats()
+    yield
+
+
+def _rand(*shape, device, dtype=torch.float32, grad=True):
+    return torch.randn(shape, dtype=torch.float64).to(dtype).to(device).requires_grad_(grad)
+
+
+def test_gradcheck_float64_through_the_fallback(device):
+    a, b = _rand(4, 3, device=device, dtype=torch.float64), _rand(3, 5, device=device, dtype=torch.float64)
+    c = _rand(5, device=device, dtype=torch.float64)
+    x = _rand(2, 3, 3, device=device, dtype=torch.float64)
+    assert torch.autograd.gradcheck(lambda a, b: tritonblas.matmul(a, b), (a, b))
+    assert torch.autograd.gradcheck(lambda x, b: tritonblas.matmul(x, b), (x, b))        # folded N-D @ 2-D
+    assert torch.autograd.gradcheck(lambda a, x: tritonblas.matmul(a, x), (a, x))        # 2-D @ 3-D broadcast
+    assert torch.autograd.gradcheck(lambda c, a, b: tritonblas.addmm(c, a, b, alpha=0.5, beta=2), (c, a, b))
+    assert torch.autograd.gradcheck(lambda x, w, c: tritonblas.linear(x, w, c), (a, b.t(), c))
+    assert torch.autograd.gradgradcheck(lambda a, b: tritonblas.matmul(a, b), (a, b))
+    s = dispatch.stats()
+    assert s["launches"] == 0 and s["fallbacks"] > 0
+
+
+def _grads(fn, *inputs):
+    out = fn(*inputs)
+    g = torch.randn_like(out)
+    out.backward(g)
+    return out.detach(), [None if t.grad is None else t.grad.clone() for t in inputs]
+
+
+def _compare(ours_fn, torch_fn, *inputs, what=""):
+    ours_in = [t.detach().clone().requires_grad_(t.requires_grad) for t in inputs]
+    ref_in = [t.detach().clone().requires_grad_(t.requires_grad) for t in inputs]
+    torch.manual_seed(0)
+    o, go = _grads(ours_fn, *ours_in)
+    torch.manual_seed(0)
+    r, gr = _grads(torch_fn, *ref_in)
+    torch.testing.assert_close(o, r, rtol=1e-5, atol=1e-5, msg=lambda m: f"{what} forward: {m}")
+    for i, (x, y) in enumerate(zip(go, gr)):
+        assert (x is None) == (y is None), f"{what}: grad {i} presence differs"
+        if x is not None:
+            assert x.shape == y.shape
+            torch.testing.assert_close(x, y, rtol=1e-5, atol=1e-5, msg=lambda m: f"{what} grad {i}: {m}")
+
+
+CASES = {
+    "2d@2d": ((13, 7), (7, 9)),
+    "3d@2d-folded": ((2, 5, 7), (7, 9)),
+    "2d@3d-broadcast": ((5, 7), (3, 7, 9)),
+    "1d@3d": ((7,), (3, 7, 9)),
+    "3d@1d": ((3, 5, 7), (7,)),
+    "batch-broadcast": ((2, 1, 5, 7), (3, 7, 4)),
+}
+
+
+@pytest.mark.parametrize("name", list(CASES))
+def test_fp32_gradients_match_torch(name, device):
+    sa, sb = CASES[name]
+    a, b = _rand(*sa, device=device), _rand(*sb, device=device)
+    _compare(tritonblas.matmul, torch.matmul, a, b, what=name)
+    assert dispatch.stats()["fallbacks"] == 0
+
+
+@pytest.mark.parametrize("which", ["a", "b"])
+def test_partial_requires_grad(which, device):
+    a = _rand(9, 6, device=device, grad=which == "a")
+    b = _rand(6, 5, device=device, grad=which == "b")
+    _compare(tritonblas.matmul, torch.matmul, a, b, what=f"only {which}")
+    assert dispatch.stats()["launches"] == 2  # forward + the one backward GEMM that is needed
+
+
+def test_stride0_expanded_input_gradient_is_summed(device):
+    base = _rand(1, 6, 8, device=device)
+    b = _rand(3, 8, 4, device=device)
+    _compare(lambda x, y: tritonblas.matmul(x.expand(3, 6, 8), y), lambda x, y: torch.matmul(x.expand(3, 6, 8), y),
+             base, b, what="expand batch")
+    col = _rand(6, 1, device=device)
+    _compare(lambda x, y: tritonblas.matmul(x.expand(6, 8), y), lambda x, y: torch.matmul(x.expand(6, 8), y),
+             col, _rand(8, 4, device=device), what="expand columns")
+
+
+def test_addmm_and_linear_gradients(device):
+    c, a, b = _rand(11, device=device), _rand(7, 5, device=device), _rand(5, 11, device=device)
+    _compare(lambda c, a, b: tritonblas.addmm(c, a, b, alpha=0.5, beta=-2),
+             lambda c, a, b: torch.addmm(c, a, b, alpha=0.5, beta=-2), c, a, b, what="addmm")
+    x, w, bias = _rand(2, 4, 5, device=device), _rand(6, 5, device=device), _rand(1, 6, device=device)
+    _compare(tritonblas.linear, F.linear, x, w, bias, what="linear")
+    assert dispatch.stats()["fallbacks"] == 0
+
+
+def test_bmm_gradients(device):
+    a, b = _rand(2, 6, 5, device=device), _rand(2, 5, 3, device=device)
+    _compare(tritonblas.bmm, torch.bmm, a, b, what="bmm")
+
+
+def test_opcheck_cpu(device):
+    if device != "cpu":
+        pytest.skip("the GPU file runs opcheck on CUDA tensors")
+    a, b = _rand(5, 4, device=device), _rand(4, 3, device=device)
+    torch.library.opcheck(torch.ops.tritonblas.mm.default, (a, b, None, None))
+    torch.library.opcheck(torch.ops.tritonblas.addmm.default, (_rand(3, device=device), a, b, 0.5, 2.0, None, None))
+    out = torch.empty(5, 3, device=device)
+    torch.library.opcheck(torch.ops.tritonblas.gemm_out.default,
+                          (a.detach(), b.detach(), out, None, 1.0, 0.0, None, None))
+
+
+def test_compile_fullgraph_cpu(device):
+    if device != "cpu":
+        pytest.skip("the GPU file compiles with Inductor on CUDA tensors")
+
+    def f(x, w, bias, y):
+        return tritonblas.matmul(tritonblas.linear(x, w, bias).relu(), y)
+
+    x, w, bias, y = (_rand(2, 5, 6, device=device, grad=False), _rand(4, 6, device=device, grad=False),
+                     _rand(4, device=device, grad=False), _rand(4, 3, device=device, grad=False))
+    compiled = torch.compile(f, fullgraph=True, backend="aot_eager")
+    torch.testing.assert_close(compiled(x, w, bias, y), f(x, w, bias, y), rtol=0, atol=0)
+    assert dispatch.stats()["launches"] >= 4

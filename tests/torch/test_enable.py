@@ -1,0 +1,136 @@
+"""``with tritonblas.enable():`` routes torch's GEMM entry points to tritonblas (the stats counter
+proves a call reached our kernels) and lets everything else through to torch unchanged."""
+
+from __future__ import annotations
+
+import pytest
+import torch
+import torch.nn.functional as F
+
+import tritonblas
+from tritonblas import dispatch
+
+
+@pytest.fixture(autouse=True)
+def _profile(device, monkeypatch):
+    if device == "cpu":
+        monkeypatch.setenv("TRITONBLAS_PROFILE", "h200")
+    dispatch.reset_stats()
+    yield
+
+
+def _rand(*shape, device, dtype=torch.float32):
+    return torch.randn(shape, dtype=torch.float64).to(dtype).to(device)
+
+
+def _entry_points(device):
+    a, b, c = _rand(7, 5, device=device), _rand(5, 6, device=device), _rand(6, device=device)
+    a3, b3 = _rand(2, 7, 5, device=device), _rand(2, 5, 6, device=device)
+    w = _rand(6, 5, device=device)
+    return {
+        "torch.matmul": lambda: torch.matmul(a3, b),
+        "torch.mm": lambda: torch.mm(a, b),
+        "torch.addmm": lambda: torch.addmm(c, a, b, beta=0.5, alpha=2),
+        "torch.bmm": lambda: torch.bmm(a3, b3),
+        "F.linear": lambda: F.linear(a, w, c),
+        "a @ b": lambda: a @ b,
+        "Tensor.matmul": lambda: a.matmul(b),
+        "Tensor.mm": lambda: a.mm(b),
+        "Tensor.bmm": lambda: a3.bmm(b3),
+        "Tensor.addmm": lambda: c.addmm(a, b),
+        "__rmatmul__": lambda: b.__rmatmul__(a),
+        "nn.Linear": lambda: _linear(w, c)(a),
+    }
+
+
+def _linear(w, c):
+    m = torch.nn.Linear(w.shape[1], w.shape[0], device=w.device)
+    with torch.no_grad():
+        m.weight.copy_(w)
+        m.bias.copy_(c)
+    return m
+
+
+@pytest.mark.parametrize("name", list(_entry_points("cpu")))
+def test_routes_to_tritonblas(name, device):
+    fn = _entry_points(device)[name]
+    ref = fn()
+    assert dispatch.stats()["launches"] == 0
+    with tritonblas.enable():
+        ours = fn()
+    s = dispatch.stats()
+    assert s["routed"] == 1 and s["launches"] == 1, s
+    assert ours.shape == ref.shape and ours.dtype == ref.dtype
+    torch.testing.assert_close(ours.detach(), ref.detach(), rtol=1e-5, atol=1e-5)
+
+
+def test_out_keyword_is_routed(device):
+    a, b = _rand(7, 5, device=device), _rand(5, 6, device=device)
+    out = torch.full((7, 6), float("nan"), device=device)
+    with tritonblas.enable():
+        torch.mm(a, b, out=out)
+    torch.testing.assert_close(out, a @ b)
+    assert dispatch.stats()["routed"] == 1
+
+
+def test_unsupported_falls_through_unchanged(device):
+    a64, b64 = _rand(4, 3, device=device, dtype=torch.float64), _rand(3, 2, device=device, dtype=torch.float64)
+    ai = torch.arange(12).reshape(3, 4)
+    with tritonblas.enable():
+        r64 = a64 @ b64
+        ri = ai @ ai.t() if device == "cpu" else None
+        with pytest.raises(RuntimeError, match=r"mat1 and mat2 shapes cannot be multiplied"):
+            torch.mm(a64.float(), a64.float())  # torch's own message: the call went to torch
+        with pytest.raises(RuntimeError, match="same dtype"):
+            torch.mm(a64.float(), b64.half())
+    assert torch.equal(r64, torch.matmul(a64, b64))
+    if ri is not None:
+        assert torch.equal(ri, ai @ ai.t())
+    s = dispatch.stats()
+    assert s["routed"] == 0 and s["launches"] == 0
+
+
+@pytest.mark.skipif(torch.cuda.is_available(), reason="CPU-only: checks the interpreter's profile rule")
+def test_cpu_without_a_profile_falls_through(monkeypatch):
+    monkeypatch.delenv("TRITONBLAS_PROFILE", raising=False)
+    a, b = torch.randn(4, 3), torch.randn(3, 2)
+    with tritonblas.enable():
+        r = a @ b
+    assert torch.equal(r, torch.matmul(a, b)) and dispatch.stats()["routed"] == 0
+    with tritonblas.enable(profile="h200"):
+        a @ b
+    assert dispatch.stats()["routed"] == 1
+
+
+def test_scope_ends_with_the_block(device):
+    a, b = _rand(4, 3, device=device), _rand(3, 2, device=device)
+    with tritonblas.enable():
+        with tritonblas.enable():
+            a @ b
+        a @ b
+    a @ b
+    assert dispatch.stats()["routed"] == 2
+
+
+def test_backward_inside_enable(device):
+    a = _rand(6, 5, device=device).requires_grad_()
+    b = _rand(5, 4, device=device).requires_grad_()
+    with tritonblas.enable():
+        (a @ b).sum().backward()
+    ga, gb = a.grad.clone(), b.grad.clone()
+    a.grad = b.grad = None
+    (a @ b).sum().backward()
+    torch.testing.assert_close(ga, a.grad)
+    torch.testing.assert_close(gb, b.grad)
+    assert dispatch.stats()["launches"] == 3  # forward + two backward GEMMs
+
+
+def test_autocast(device):
+    x, w, bias = _rand(9, 16, device=device), _rand(8, 16, device=device), _rand(8, device=device)
+    with torch.autocast(device, dtype=torch.bfloat16):
+        ref = F.linear(x, w, bias)
+        with tritonblas.enable():
+            ours = F.linear(x, w, bias)
+    assert ours.dtype == ref.dtype == torch.bfloat16
+    assert dispatch.stats()["routed"] == 1
+    torch.testing.assert_close(ours.float(), ref.float(), rtol=2e-2, atol=2e-2)

@@ -1,0 +1,107 @@
+"""Inputs torch rejects raise torch's exception type (RuntimeError) with a message naming the shapes,
+dtypes or devices (RELIABILITY.md §6 item 24, §7), and nothing is launched."""
+
+from __future__ import annotations
+
+import pytest
+import torch
+
+import tritonblas
+from tritonblas import dispatch
+
+
+@pytest.fixture(autouse=True)
+def _profile(device, monkeypatch):
+    if device == "cpu":
+        monkeypatch.setenv("TRITONBLAS_PROFILE", "h200")
+    dispatch.reset_stats()
+    yield
+    assert dispatch.stats()["launches"] == 0
+
+
+def _both_raise(ours, theirs, *needles):
+    with pytest.raises(Exception) as t:
+        theirs()
+    with pytest.raises(type(t.value)) as o:
+        ours()
+    assert isinstance(o.value, RuntimeError)
+    for n in needles:
+        assert n in str(o.value), f"{n!r} not in {str(o.value)!r}"
+    return str(o.value)
+
+
+def test_mismatched_inner_dims(device):
+    a, b = torch.randn(3, 4, device=device), torch.randn(5, 6, device=device)
+    _both_raise(lambda: tritonblas.matmul(a, b), lambda: torch.matmul(a, b), "(3, 4)", "(5, 6)")
+    _both_raise(lambda: tritonblas.addmm(torch.zeros(3, 6, device=device), a, b),
+                lambda: torch.addmm(torch.zeros(3, 6, device=device), a, b), "(3, 4)", "(5, 6)")
+    v, w = torch.randn(3, device=device), torch.randn(4, device=device)
+    _both_raise(lambda: tritonblas.matmul(v, w), lambda: torch.matmul(v, w), "(3,)", "(4,)")
+    _both_raise(lambda: tritonblas.linear(a, torch.randn(2, 5, device=device)),
+                lambda: torch.nn.functional.linear(a, torch.randn(2, 5, device=device)), "(3, 4)", "(2, 5)")
+
+
+def test_mixed_dtypes(device):
+    a, b = torch.randn(3, 4, device=device).half(), torch.randn(4, 5, device=device)
+    _both_raise(lambda: tritonblas.matmul(a, b), lambda: torch.matmul(a, b), "torch.float16", "torch.float32")
+    _both_raise(lambda: tritonblas.matmul(a, b.bfloat16()), lambda: torch.matmul(a, b.bfloat16()),
+                "torch.float16", "torch.bfloat16")
+    c = torch.randn(3, 5, device=device)
+    _both_raise(lambda: tritonblas.addmm(c, a, b.half()), lambda: torch.addmm(c, a, b.half()),
+                "torch.float32", "torch.float16")
+
+
+def test_zero_dim_operands(device):
+    s, v = torch.tensor(2.0, device=device), torch.randn(3, device=device)
+    _both_raise(lambda: tritonblas.matmul(s, v), lambda: torch.matmul(s, v), "0-D", "1-D")
+    _both_raise(lambda: tritonblas.matmul(v, s), lambda: torch.matmul(v, s), "0-D")
+
+
+def test_batch_dims_that_do_not_broadcast(device):
+    a, b = torch.randn(2, 3, 4, device=device), torch.randn(5, 4, 2, device=device)
+    _both_raise(lambda: tritonblas.matmul(a, b), lambda: torch.matmul(a, b), "(2,)", "(5,)")
+
+
+def test_bmm_checks(device):
+    a = torch.randn(2, 3, 4, device=device)
+    _both_raise(lambda: tritonblas.bmm(a, torch.randn(4, 5, device=device)),
+                lambda: torch.bmm(a, torch.randn(4, 5, device=device)), "3-D", "(4, 5)")
+    _both_raise(lambda: tritonblas.bmm(a, torch.randn(3, 4, 5, device=device)),
+                lambda: torch.bmm(a, torch.randn(3, 4, 5, device=device)), "(2, 3, 4)", "(3, 4, 5)")
+
+
+def test_addmm_checks(device):
+    a, b = torch.randn(3, 4, device=device), torch.randn(4, 5, device=device)
+    _both_raise(lambda: tritonblas.addmm(torch.randn(4, 5, device=device), a, b),
+                lambda: torch.addmm(torch.randn(4, 5, device=device), a, b), "(4, 5)", "(3, 5)")
+    _both_raise(lambda: tritonblas.addmm(torch.randn(5, device=device), a[0], b),
+                lambda: torch.addmm(torch.randn(5, device=device), a[0], b), "matrix", "(4,)")
+
+
+def test_linear_checks(device):
+    x = torch.randn(3, 4, device=device)
+    w3 = torch.randn(2, 3, 4, device=device)
+    _both_raise(lambda: tritonblas.linear(x, w3), lambda: torch.nn.functional.linear(x, w3), "weight", "(2, 3, 4)")
+    _both_raise(lambda: tritonblas.linear(x, torch.randn(5, 4, device=device), torch.randn(4, device=device)),
+                lambda: torch.nn.functional.linear(x, torch.randn(5, 4, device=device), torch.randn(4, device=device)),
+                "(4,)")
+
+
+@pytest.mark.gpu
+def test_cpu_and_cuda_mixed():
+    a, b = torch.randn(3, 4), torch.randn(4, 5, device="cuda")
+    _both_raise(lambda: tritonblas.matmul(a, b), lambda: torch.matmul(a, b), "cpu", "cuda:0")
+
+
+def test_not_tensors(device):
+    with pytest.raises(TypeError):
+        tritonblas.matmul([[1.0]], torch.randn(1, 1, device=device))
+    with pytest.raises(TypeError):
+        tritonblas.matmul(torch.randn(2, 2, device=device), torch.randn(2, 2, device=device), profile=3)
+
+
+def test_errors_launch_nothing(device):
+    """The autouse fixture asserts no launch after every test in this file; this one is explicit."""
+    with pytest.raises(RuntimeError):
+        tritonblas.matmul(torch.randn(3, 4, device=device), torch.randn(5, 6, device=device))
+    assert dispatch.stats() == {"launches": 0, "plans": 0, "empty": 0, "fallbacks": 0, "routed": 0}

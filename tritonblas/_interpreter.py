@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import os
 
-__all__ = ["apply", "interpreting"]
+__all__ = ["apply", "interpreting", "tensor_index"]
 
 _APPLIED = False
 
@@ -33,6 +33,15 @@ def _fp32_to_bf16_rne(x):
     rounded = ((u + np.uint32(0x7FFF) + ((u >> 16) & np.uint32(1))) >> 16).astype(np.uint16)
     nan = np.isnan(x)
     return np.where(nan, ((u >> 16) | np.uint32(0x40)).astype(np.uint16), rounded)
+
+
+def tensor_index(self) -> int:
+    """``tl.tensor.__index__`` under the interpreter: the scalar of a 1-element handle (Triton 3.9's
+    fix; Triton 3.6's ``int(handle.data)`` fails on 1-element arrays with numpy >= 2.4)."""
+    import numpy as np
+
+    data = np.asarray(self.handle.data)
+    return int(data.reshape(-1)[0]) if data.size == 1 else int(data)
 
 
 def apply() -> bool:
@@ -70,13 +79,9 @@ def apply() -> bool:
 
     original_patch = interp._patch_lang_tensor
 
-    def _index(self):
-        data = np.asarray(self.handle.data)
-        return int(data.reshape(-1)[0]) if data.size == 1 else int(data)
-
     def _patch_lang_tensor(tensor, scope):
         original_patch(tensor, scope)
-        scope.set_attr(tensor, "__index__", _index)
+        scope.set_attr(tensor, "__index__", tensor_index)
 
     interp._patch_lang_tensor = _patch_lang_tensor
     _APPLIED = True

@@ -377,8 +377,8 @@ def addmm(c: Tensor, a: Tensor, b: Tensor, *, alpha: float = 1, beta: float = 1,
                 config=config, grad_args=(a, b, c))
 
 
-def linear(x: Tensor, w: Tensor, bias: Tensor | None = None, *, config: TileConfig | None = None,
-           profile: Any = None) -> Tensor:
+def linear(x: Tensor, w: Tensor, bias: Tensor | None = None, profile: Any = None, *,
+           config: TileConfig | None = None) -> Tensor:
     """``F.linear(x, w, bias)`` = x @ w.T + bias, with w (out, in) read through the w.t() view
     (layout T, no copy) and bias (out,), () or (1, out) fused into the epilogue."""
     _check_tensors("linear", input=x, weight=w, bias=bias)

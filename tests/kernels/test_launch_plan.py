@@ -187,6 +187,19 @@ def test_interpreter_shim_is_idempotent_and_fixes_bf16(device, h200):
     x = torch.randn(1000) * 100
     bits = _interpreter._fp32_to_bf16_rne(x.numpy())
     assert torch.equal(torch.from_numpy(bits.view("int16")), x.bfloat16().view(torch.int16))
+    import numpy as np
+    from triton.runtime import interpreter as interp
+
+    assert interp._patch_lang_tensor.__name__ == "_patch_lang_tensor" and \
+        interp._patch_lang_tensor.__module__ == "tritonblas._interpreter"
+
+    class Handle:  # the numpy >= 2.4 case: a 1-element 1-D array, as the interpreter holds scalars
+        data = np.array([7], dtype=np.int32)
+
+    class T:
+        handle = Handle()
+
+    assert _interpreter.tensor_index(T()) == 7
 
 
 def test_import_has_no_side_effects():

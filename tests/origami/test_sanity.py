@@ -23,13 +23,13 @@ def _params(known: dict[str, str]):
             for n in SHIPPED]
 
 
-# Model state at commit 1194013 (overlap_loss 0.15 everywhere). Compute-bound AMD predictions are capped
+# Model state at commit bbfcadf (overlap_loss 0.15 in every profile). Compute-bound AMD predictions are capped
 # by sustained_clock/boost_clock x mma_efficiency before any tile, wave or overlap loss.
 BELOW_HALF_PEAK = {
-    "mi300x": "predicts 39.9% of the 1307 TFLOP/s datasheet peak: the profile caps compute-bound GEMMs at "
-              "sustained/boost clock 1150/2100 x mma_efficiency 0.8 = 43.8% (then overlap_loss, Stream-K waves)",
+    "mi300x": "predicts 39.8% of the 1307 TFLOP/s datasheet peak: the profile caps compute-bound GEMMs at "
+              "sustained/boost clock 1150/2100 x mma_efficiency 0.8 = 43.8% (then overlap_loss, wave tail)",
     "mi325x": "predicts 47.2% of 1307 TFLOP/s: cap 1380/2100 x mma_efficiency 0.8 = 52.6%, minus overlap_loss "
-              "0.15 x memory time and the Stream-K wave tail",
+              "0.15 x memory time and the wave tail",
     "mi350x": "predicts 42.6% of 2307 TFLOP/s: the profile caps compute-bound GEMMs at sustained/boost clock "
               "1300/2200 x mma_efficiency 0.8 = 47.3%",
     "mi355x": "predicts 47.5% of 2517 TFLOP/s: cap 1605/2400 x mma_efficiency 0.8 = 53.5%, minus overlap_loss "

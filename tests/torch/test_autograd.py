@@ -117,6 +117,7 @@ def test_bmm_gradients(device):
     _compare(tritonblas.bmm, torch.bmm, a, b, what="bmm")
 
 
+@pytest.mark.timeout(600)
 def test_opcheck_cpu(device):
     if device != "cpu":
         pytest.skip("the GPU file runs opcheck on CUDA tensors")
@@ -128,7 +129,9 @@ def test_opcheck_cpu(device):
                           (a.detach(), b.detach(), out, None, 1.0, 0.0, None, None))
 
 
-def test_compile_fullgraph_cpu(device):
+@pytest.mark.timeout(600)
+@pytest.mark.parametrize("backend", ["aot_eager", "inductor"])
+def test_compile_fullgraph_cpu(backend, device):
     if device != "cpu":
         pytest.skip("the GPU file compiles with Inductor on CUDA tensors")
 
@@ -137,6 +140,20 @@ def test_compile_fullgraph_cpu(device):
 
     x, w, bias, y = (_rand(2, 5, 6, device=device, grad=False), _rand(4, 6, device=device, grad=False),
                      _rand(4, device=device, grad=False), _rand(4, 3, device=device, grad=False))
-    compiled = torch.compile(f, fullgraph=True, backend="aot_eager")
+    torch._dynamo.reset()
+    compiled = torch.compile(f, fullgraph=True, backend=backend)
     torch.testing.assert_close(compiled(x, w, bias, y), f(x, w, bias, y), rtol=0, atol=0)
     assert dispatch.stats()["launches"] >= 4
+
+
+def test_compile_dynamic_no_recompiles_cpu(device):
+    if device != "cpu":
+        pytest.skip("the GPU file runs this with Inductor on CUDA tensors")
+    torch._dynamo.reset()
+    f = torch.compile(lambda a, b: tritonblas.matmul(a, b), dynamic=True, fullgraph=True, backend="aot_eager")
+    b = _rand(8, 5, device=device, grad=False)
+    f(_rand(3, 8, device=device, grad=False), b)
+    with torch._dynamo.config.patch(error_on_recompile=True):
+        for m in (4, 7, 9, 16, 21):
+            a = _rand(m, 8, device=device, grad=False)
+            torch.testing.assert_close(f(a, b), a @ b, rtol=1.3e-6, atol=1e-5)

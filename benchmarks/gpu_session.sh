@@ -13,7 +13,7 @@ python3 -c "import torch, triton, numba, numpy; print('torch', torch.__version__
 for step in $STEPS; do
   start=$(date +%s)
   case $step in
-    tests)  timeout ${TESTS_TIMEOUT:-240} python3 -m pytest tests -q -x -n 8 --timeout 180 -p no:cacheprovider ${TEST_ARGS:-} 2>&1 | tail -n 60 > "$OUT/pytest.log" ;;
+    tests)  timeout ${TESTS_TIMEOUT:-240} python3 -m pytest tests -q -n 8 --timeout 240 -p no:cacheprovider ${TEST_ARGS:-} 2>&1 | tail -n 60 > "$OUT/pytest.log" ;;
     kernel) timeout ${KERNEL_TIMEOUT:-200} python3 benchmarks/kernel_check.py --budget-s ${KERNEL_BUDGET:-150} 2>&1 | tail -n 80 > "$OUT/kernel_check.log" ;;
     sweep)  timeout ${SWEEP_TIMEOUT:-200} python3 benchmarks/sweep.py ${SWEEP_ARGS:---set calib --max-configs 48} --out "$OUT/sweep.csv" 2>&1 | tail -n 40 > "$OUT/sweep.log" ;;
     demo)   timeout ${DEMO_TIMEOUT:-120} python3 -m tritonblas demo --profile h200 2>&1 | tail -n 60 > "$OUT/demo.log" ;;

@@ -37,16 +37,15 @@ def smem_bytes(cfg: TileConfig, problem: GemmProblem, hw: HardwareProfile) -> in
     - AMD (stream pipeliner): max(A, B) for num_stages = 1, else (num_stages − 1)·(A + B) — tritonBLAS'
       formula, validated 35/35 against compiled metadata on gfx942 with Triton 3.6 (reference study §4).
     - NVIDIA: num_stages·(A + B) (every stage is a cp.async/TMA buffer; stage 1 still stages the dot
-      operands in shared memory for wgmma), plus 8·num_stages bytes of mbarriers that the TMA
-      kernel (chosen by the launcher where operands are 16-byte aligned) adds. Matches
-      `kernel.metadata.shared` exactly for the compiled sm_90 pointer and TMA kernels
-      (tests/kernels/test_aot_compile.py, Triton 3.6, 2026-11-30).
+      operands in shared memory for wgmma); equal to `kernel.metadata.shared` of the compiled sm_90
+      pointer kernels (tests/kernels/test_aot_compile.py, Triton 3.6, 2026-11-30). The TMA kernel
+      adds 8·num_stages bytes of mbarriers, which no power-of-two tile brings over the limit.
     """
     a = cfg.block_m * cfg.block_k * problem.a_dtype.bytes
     b = cfg.block_k * cfg.block_n * problem.b_dtype.bytes
     if hw.is_amd:
         return max(a, b) if cfg.num_stages == 1 else (cfg.num_stages - 1) * (a + b)
-    return max(1, cfg.num_stages) * (a + b + 8)
+    return max(1, cfg.num_stages) * (a + b)
 
 
 def acc_registers_per_thread(cfg: TileConfig, hw: HardwareProfile) -> int:

@@ -300,9 +300,11 @@ def _workspace(device: torch.device, partial_elems: int, counters: int) -> tuple
     private pool (torch's caching allocator) and the counters' zero-fill is captured with it, so
     every replay starts from zeroed counters and no two graphs share a workspace.
     """
-    if device.type == "cuda" and torch.cuda.is_current_stream_capturing():
-        return (torch.empty(max(1, partial_elems), device=device, dtype=torch.float32),
-                torch.zeros(max(1, counters), device=device, dtype=torch.int32))
+    if device.type == "cuda":
+        with torch.cuda.device(device):  # capture state and stream of the tensors' device, not the current one
+            if torch.cuda.is_current_stream_capturing():
+                return (torch.empty(max(1, partial_elems), device=device, dtype=torch.float32),
+                        torch.zeros(max(1, counters), device=device, dtype=torch.int32))
     stream = torch.cuda.current_stream(device).cuda_stream if device.type == "cuda" else 0
     key = (device.type, device.index, stream)
     with _WS_LOCK:
@@ -507,8 +509,11 @@ def prepare_launch(plan: LaunchPlan, a: torch.Tensor, b: torch.Tensor, out: torc
     kernel = getattr(kernels, kernel_name)
 
     ws, cnt = out, out
-    if plan.workspace_tiles or plan.counters:
-        ws, cnt = _workspace(device, plan.workspace_tiles * cfg.block_m * cfg.block_n, plan.counters)
+    if plan.workspace_tiles or plan.counters or cfg.kind in (Kind.STREAMK, Kind.SPLITK):
+        # Stream-K / split-K kernels always get an fp32 workspace and int32 counters, even when this
+        # grid splits no tile: the compiler types the (untaken) fix-up branch from the pointer
+        # (an fp16 ``out`` stand-in made sm_90 compilation fail; the interpreter does not check).
+        ws, cnt = _workspace(device, max(1, plan.workspace_tiles * cfg.block_m * cfg.block_n), max(1, plan.counters))
 
     fp8 = a.dtype in _FP8
     meta = dict(
@@ -537,7 +542,12 @@ def prepare_launch(plan: LaunchPlan, a: torch.Tensor, b: torch.Tensor, out: torc
         cs[0], cs[1], cs[2], os_[0], os_[1], os_[2], bias.stride(0) if bias is not None else 0,
         float(alpha), float(beta),
     )
-    return PreparedLaunch(kernel, plan.grid, args, {**plan.constexprs, **meta, **plan.options}, device, out)
+    options = plan.options
+    if device.type == "cuda" and not getattr(torch.version, "hip", None):
+        # AMD knobs are HIP-backend launch options; CUDA's Triton rejects them (an AMD profile
+        # forced onto an NVIDIA GPU keeps its tiles and remap, not its AMD-only options).
+        options = {k: v for k, v in options.items() if k not in AMD_OPTION_FIELDS}
+    return PreparedLaunch(kernel, plan.grid, args, {**plan.constexprs, **meta, **options}, device, out)
 
 
 # --- ahead-of-time compilation ---------------------------------------------------------------

@@ -121,6 +121,8 @@ def test_bmm_gradients(device):
 def test_opcheck_cpu(device):
     if device != "cpu":
         pytest.skip("the GPU file runs opcheck on CUDA tensors")
+    import tritonblas.ops  # noqa: F401 - registers the torch.library ops
+
     a, b = _rand(5, 4, device=device), _rand(4, 3, device=device)
     torch.library.opcheck(torch.ops.tritonblas.mm.default, (a, b, None, None))
     torch.library.opcheck(torch.ops.tritonblas.addmm.default, (_rand(3, device=device), a, b, 0.5, 2.0, None, None))

@@ -83,6 +83,8 @@ def _fresh_stats():
 @gpu
 @pytest.mark.timeout(600)
 def test_opcheck():
+    import tritonblas.ops  # noqa: F401 - registers the torch.library ops
+
     f32 = torch.float32
     a = _rand(96, 80, dtype=f32).requires_grad_()
     b = _rand(80, 72, dtype=f32).requires_grad_()

@@ -51,18 +51,18 @@ K_DP, K_PERSISTENT, K_STREAMK, K_SPLITK = 0, 1, 2, 3
 SKEW_KSTEPS = 16.0  # how many K-steps apart concurrent programs drift; bounds reuse by L2 capacity
 
 
-@njit(cache=True, inline="always")
+@njit(cache=True)
 def _cdiv(a, b):
     return -(-a // b)
 
 
 # The kernels' own program→tile mappings (origami/pidmap.py mirrors tritonblas/kernels/pid.py
 # bit for bit), compiled here so the model sees exactly what the kernels do.
-remap_tile = njit(cache=True, inline="always")(pidmap.chiplet_remap)
-group_coords = njit(cache=True, inline="always")(pidmap.tile_coords)
+remap_tile = njit(cache=True)(pidmap.chiplet_remap)
+group_coords = njit(cache=True)(pidmap.tile_coords)
 
 
-@njit(cache=True, inline="always")
+@njit(cache=True)
 def problem_valid(row, m, n, kiters, tiles, cus):
     """Problem-dependent predicates; mirrors origami.space.check_problem exactly."""
     if row[R_KIND] == K_SPLITK:
@@ -75,27 +75,32 @@ def problem_valid(row, m, n, kiters, tiles, cus):
     return True
 
 
-@njit(cache=True, inline="always")
+@njit(cache=True)
 def _contiguous(first, count, num_pid_m, num_pid_n, group_m):
-    """Distinct (row-blocks, col-blocks) of ``count`` consecutive tile ids under GROUP_M (closed form;
-    exact when the run starts at a group boundary, which full waves of a linear dispatch do)."""
+    """Distinct (row-blocks, col-blocks) of ``count`` consecutive tile ids from tile 0 under GROUP_M
+    (closed form, exact: whole groups of gm rows, then the last, possibly shorter, group walked
+    column by column)."""
     gm = min(group_m, num_pid_m)
-    if count <= gm:
-        return count, 1
     width = gm * num_pid_n
-    rows = min(num_pid_m, gm * _cdiv(count, width))
-    cols = min(num_pid_n, _cdiv(count, gm))
-    return rows, cols
+    full = count // width
+    rem = count - full * width
+    rows = full * gm
+    cols = num_pid_n if full > 0 else 0
+    size_m = min(gm, num_pid_m - full * gm)
+    if rem > 0 and size_m > 0:
+        rows += min(size_m, rem)
+        cols = max(cols, min(num_pid_n, _cdiv(rem, size_m)))
+    return max(1, min(num_pid_m, rows)), max(1, cols)
 
 
-@njit(cache=True, inline="always")
+@njit(cache=True)
 def _gcd(a, b):
     while b:
         a, b = b, a % b
     return a
 
 
-@njit(cache=True, inline="always")
+@njit(cache=True)
 def _runs(count, run, stride, num_pid_m, num_pid_n, group_m):
     """Distinct (row-blocks, col-blocks) of ``count`` tile ids laid out as runs of ``run``
     consecutive ids whose starts are ``stride`` apart (closed form under GROUP_M)."""
@@ -116,7 +121,7 @@ def _runs(count, run, stride, num_pid_m, num_pid_n, group_m):
     return max(1, rows), max(1, min(num_pid_n, cols))
 
 
-@njit(cache=True, inline="always")
+@njit(cache=True)
 def _distinct(count, nchip, chunk, rr, num_pid_m, num_pid_n, group_m):
     """Distinct (row-blocks, col-blocks) touched by one chiplet's share of ``count`` concurrent
     programs: the tiles that share one L2. Linear dispatch: one contiguous run. Round-robin
@@ -198,7 +203,7 @@ def _tile_eff(bm, bn, hw):
     return hw[HW_MMA_EFF] * (small + (1.0 - small) * x)
 
 
-@njit(cache=True, inline="always")
+@njit(cache=True)
 def _phase(nprog_total, kiters, grid_cap, bm, bn, bk, stages, eff, cus, nchip, chunk, rr,
            ab, bb, hw, num_pid_m, num_pid_n, group_m, stamp_m, stamp_n, token, align_pen, acc, tmp):
     """Cost of ``nprog_total`` programs of ``kiters`` K-steps each, at most ``grid_cap`` at a time:
@@ -227,7 +232,7 @@ def _phase(nprog_total, kiters, grid_cap, bm, bn, bk, stages, eff, cus, nchip, c
 
 
 @njit(cache=True, inline="always")
-def score_row(base, i, effs, m, n, k, batch, ab, bb, cb, align, hw, stamp_m, stamp_n, token, terms, tmp):
+def _score_row_inline(base, i, effs, m, n, k, batch, ab, bb, cb, align, hw, stamp_m, stamp_n, token, terms, tmp):
     """Predicted latency (ns) of one candidate; fills terms[0:T_LEN]. Returns (latency, token)."""
     for t in range(T_LEN):
         terms[t] = 0.0
@@ -280,10 +285,12 @@ def score_row(base, i, effs, m, n, k, batch, ab, bb, cb, align, hw, stamp_m, sta
         for t in range(5):
             terms[t] += iters * tmp[t]
         total += iters * step + hw[HW_TILE]
-        contrib = _cdiv(kiters, max(1, iters)) + 1
+        # contributors per split tile: the grid's share of one tile's iterations, on average
+        # (g / sk_tiles + 1, at most one per iteration) — continuous, so the cost is monotone in K
+        contrib = min(kiters * 1.0, g / sk_tiles + 1.0)
         part_bytes = sk_tiles * contrib * bm * bn * 4.0 * 2.0
-        fix = hw[HW_FIXUP] + part_bytes / hw[HW_L2_BW] / max(1.0, min(sk_tiles, cus))
-        fix += (contrib - 1) * bm * bn * 4.0 / (hw[HW_L2_BW] / cus)
+        fix = hw[HW_FIXUP] + part_bytes / hw[HW_L2_BW]
+        fix += (contrib - 1.0) * bm * bn * 4.0 * cus / hw[HW_L2_BW]
         terms[T_FIXUP] += fix
         total += fix
     else:  # split-K
@@ -294,7 +301,7 @@ def score_row(base, i, effs, m, n, k, batch, ab, bb, cb, align, hw, stamp_m, sta
                           ab, bb, hw, num_pid_m, num_pid_n, 1, stamp_m, stamp_n, token, align_pen, terms, tmp)
         total += t
         part_bytes = progs * bm * bn * 4.0 * 2.0
-        fix = hw[HW_FIXUP] + part_bytes / hw[HW_L2_BW] + s * bm * bn * 4.0 / (hw[HW_L2_BW] / cus)
+        fix = hw[HW_FIXUP] + part_bytes / hw[HW_L2_BW] + (s - 1) * bm * bn * 4.0 * cus / hw[HW_L2_BW]
         terms[T_FIXUP] += fix
         total += fix
     # epilogue: C written once (bias/beta·C reads ride along), spread over the machine
@@ -309,6 +316,11 @@ def score_row(base, i, effs, m, n, k, batch, ab, bb, cb, align, hw, stamp_m, sta
     floor = max(2.0 * m * n * k * batch / hw[HW_PEAK],
                 (m * k * ab + k * n * bb + m * n * cb) * batch * 1.0 / hw[HW_HBM_BW])
     return max(total, floor), token
+
+
+# One inlined copy (best_row, the hot path) and one ordinary compiled copy for everything else:
+# numba's IR inlining multiplies compile time by the number of call sites (51 s cold with four).
+score_row = njit(cache=True)(getattr(_score_row_inline, "py_func", _score_row_inline))
 
 
 @njit(cache=True)
@@ -377,13 +389,13 @@ def best_row(base, effs, m, n, k, batch, ab, bb, cb, align, hw):
         if lbs[i] < lbs[seed]:
             seed = i
     token = 0
-    best_lat, token = score_row(base, seed, effs, m, n, k, batch, ab, bb, cb, align, hw, stamp_m, stamp_n,
+    best_lat, token = _score_row_inline(base, seed, effs, m, n, k, batch, ab, bb, cb, align, hw, stamp_m, stamp_n,
                                 token, terms, tmp)
     best = seed if best_lat < np.inf else -1
     for i in range(nrows):
         if lbs[i] > best_lat or (lbs[i] == best_lat and i > best) or i == seed:
             continue
-        lat, token = score_row(base, i, effs, m, n, k, batch, ab, bb, cb, align, hw, stamp_m, stamp_n, token,
+        lat, token = _score_row_inline(base, i, effs, m, n, k, batch, ab, bb, cb, align, hw, stamp_m, stamp_n, token,
                                terms, tmp)
         if lat < best_lat or (lat == best_lat and i < best):
             best_lat = lat

@@ -96,8 +96,13 @@ def score_problem(problem: GemmProblem, hw: HardwareProfile):
     return base, lat, terms
 
 
-def _bound(terms: np.ndarray, latency: float) -> str:
+def _bound(terms: np.ndarray, latency: float, floor: tuple[float, float] = (0.0, 0.0)) -> str:
+    """What bounds the estimate. When the roofline floor (compute, memory) set the latency, that
+    floor's resource does; otherwise the largest main-loop term (``waves`` when the partial last
+    wave costs over a quarter of the compute, ``launch``/``epilogue`` when overheads dominate)."""
     names = _core.TERM_NAMES
+    if latency <= max(floor) * (1 + 1e-9):
+        return "compute" if floor[0] >= floor[1] else "hbm"
     main = {n: terms[names.index(n)] for n in MAIN_TERMS}
     overhead = terms[names.index("epilogue")] + terms[names.index("fixup")]
     if terms[names.index("launch")] > 0.5 * latency:
@@ -110,9 +115,15 @@ def _bound(terms: np.ndarray, latency: float) -> str:
     return top
 
 
+def _floor_ns(problem: GemmProblem, hv: np.ndarray) -> tuple[float, float]:
+    """The scorer's roofline floor terms (compute at datasheet peak, compulsory bytes at HBM)."""
+    return (problem.flops / hv[_core.HW_PEAK], problem.min_bytes / hv[_core.HW_HBM_BW])
+
+
 def _estimate(base, i, lat, terms, problem, hw) -> Estimate:
     t = MappingProxyType({n: float(terms[j]) for j, n in enumerate(_core.TERM_NAMES)})
-    return Estimate(row_to_config(base[i], problem, hw), float(lat), t, _bound(terms, float(lat)))
+    floor = _floor_ns(problem, _hw_vector(hw, problem.a_dtype.rate_key))
+    return Estimate(row_to_config(base[i], problem, hw), float(lat), t, _bound(terms, float(lat), floor))
 
 
 @lru_cache(maxsize=4096)

@@ -117,12 +117,6 @@ def _k_monotonicity_failures(name: str, p: GemmProblem, kinds=None) -> list[str]
     return out
 
 
-@pytest.mark.xfail(strict=True, reason=(
-    "model bug: the Stream-K fix-up term is not monotone in K. score_row takes contributors per tile = "
-    "ceil(kiters/iters)+1 with iters = ceil(sk_tiles*kiters/grid); when iters rounds up from 1 to 2 the "
-    "contributor count halves although the kernel's split (pidmap.streamk_split: base/extra) still gives "
-    "~kiters contributors: 2x1x1x4096 bf16 on mi350x, streamk 64x64x32 grid256: 33.6 us at k=4096, "
-    "22.3 us at k=4097 (fixup 26.6 -> 14.2 us)"))
 @settings(max_examples=100, **SETTINGS)
 @given(cases(max_dim=10000))
 @example(("mi350x", GemmProblem(1, 1, 4096, batch=2, align_bytes=2)))
@@ -355,10 +349,6 @@ def test_distinct_closed_form_is_exact_where_documented():
     assert not bad, f"{len(bad)} mismatches, e.g. {bad[:5]}"
 
 
-@pytest.mark.xfail(strict=True, reason=(
-    "model bug: _core._contiguous over-counts rows when a run from tile 0 ends inside a later GROUP_M "
-    "group: rows = gm*ceil(count/width) counts that group as gm rows although only (count mod width) of "
-    "them are touched (e.g. num_pid_m=6, num_pid_n=1, group_m=4, count=5: closed form 6 rows, exact 5)"))
 def test_distinct_closed_form_equals_exact_walk_for_linear_dispatch():
     cases = [(npm, npn, g, c) for npm, npn, g in LINEAR_GRIDS for c in range(1, npm * npn + 1)]
     bad = _linear_mismatches(cases)

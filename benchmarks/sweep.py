@@ -41,7 +41,8 @@ def provenance() -> list[str]:
     import torch
     import triton
 
-    sha = subprocess.run(["git", "rev-parse", "--short", "HEAD"], cwd=ROOT, capture_output=True, text=True).stdout.strip()
+    sha = os.environ.get("GIT_SHA") or subprocess.run(
+        ["git", "rev-parse", "--short", "HEAD"], cwd=ROOT, capture_output=True, text=True).stdout.strip()
     gpu = torch.cuda.get_device_name(0) if torch.cuda.is_available() else "none"
     return [f"git_sha={sha or 'unknown'}", f"gpu={gpu}", f"torch={torch.__version__}", f"triton={triton.__version__}",
             f"date={datetime.datetime.now(datetime.timezone.utc).isoformat(timespec='seconds')}"]
@@ -157,7 +158,12 @@ def run_shard(args, shapes, out: Path, device: str) -> None:
                     try:
                         # bound once: the timing is the kernel's, not Python's argument checking
                         fn = prepare_launch(pl, a, b, c_out, **kw).run
-                        ms = f"{triton.testing.do_bench(fn, warmup=args.warmup_ms, rep=args.rep_ms, return_mode='median'):.6f}"
+                        if args.timer == "graph":
+                            fn()  # compile / load outside the capture
+                            t = triton.testing.do_bench_cudagraph(fn, rep=args.rep_ms, return_mode="median")
+                        else:
+                            t = triton.testing.do_bench(fn, warmup=args.warmup_ms, rep=args.rep_ms, return_mode="median")
+                        ms = f"{t:.6f}"
                     except Exception as e:  # noqa: BLE001 - recorded per config
                         err = f"{type(e).__name__}: {e}".splitlines()[0][:300]
                 row.update(median_ms=ms, error=err or "", predicted_ns=f"{pred:.1f}")
@@ -184,6 +190,10 @@ def main(argv=None) -> int:
     ap.add_argument("--no-tma", dest="tma", action="store_false",
                     help="time dp/persistent configs with the pointer kernel even where TMA is legal "
                          "(default: as the dispatcher runs them, TMA where aligned on Hopper)")
+    ap.add_argument("--timer", choices=("graph", "eager"), default="graph",
+                    help="graph (default): launches replayed from a CUDA graph, the kernel's own time (the "
+                         "oracle); eager: do_bench of Python launches, which includes host launch cost — "
+                         "on the H200 that dominated below ~60 us (TMA descriptors, 2026-11-30)")
     ap.add_argument("--gpus", default="0", help="'all', or a comma list of GPU indices")
     ap.add_argument("--shard", default=None, help=argparse.SUPPRESS)
     args = ap.parse_args(argv)

@@ -1,4 +1,4 @@
-"""``python -m tritonblas``: profiles, select/explain, demo.
+"""``python -m tritonblas``: profiles, select/explain, table, demo.
 
 Bad input → exit code 2 and one line naming what is wrong on stderr; nothing written.
 """
@@ -117,7 +117,7 @@ def cmd_select(args) -> int:
     import origami
 
     hw = _profile(args.profile)
-    p = _problem(args, *_dims(args.mnk))
+    p = _problem(args, *_dims((args.m, args.n, args.k)))
     if p.m == 0 or p.n == 0:
         raise UsageError(f"{p.describe()}: M and N must be > 0 (an empty output needs no kernel)")
     try:
@@ -134,6 +134,87 @@ def cmd_select(args) -> int:
     _table(f"{p.describe()} on {hw.name} (ranked in {dt * 1e6:.0f} us)",
            ("#", "config", "predicted us", "TFLOP/s", "bound"), rows)
     return 0
+
+
+def _one_line(e: Exception) -> str:
+    return " ".join(str(e).split())
+
+
+def cmd_table(args) -> int:
+    from pathlib import Path
+
+    import origami
+    from origami.shapes import ShapesError
+    from tritonblas import tables
+
+    hw = _profile(args.profile)
+    if args.device_key is not None and args.format != "inductor":
+        raise UsageError("--device-key: only meaningful with --format inductor")
+    out = Path(args.output)
+    if out.is_dir():
+        raise UsageError(f"{out}: is a directory; -o names the table file")
+    try:
+        problems = tables.read_shapes(args.shapes)
+    except ShapesError as e:
+        raise UsageError(_one_line(e)) from None
+    quiet = args.quiet
+    try:
+        with tables.AtomicFile(out) as f:  # the temp file exists from here on: an unwritable -o fails now
+            origami.warmup()  # load the jitted scorer before timing
+            t = time.perf_counter()
+            with _progress(quiet) as bar:
+                task = bar.add_task(f"selecting ({hw.name})", total=len(problems))
+                table = tables.make_table(problems, hw, progress=lambda n: bar.advance(task, n))
+            dt = time.perf_counter() - t
+            skipped_ind = None
+            if args.format == "inductor":
+                doc, skipped_ind = tables.render_inductor(table, device_key=args.device_key)
+                f.write(tables.dump_inductor(doc))
+            else:
+                f.write(tables.render(table, args.format))
+    except OSError as e:
+        raise UsageError(f"{out}: cannot write: {e.strerror or e}") from None
+    except ValueError as e:
+        raise UsageError(f"{args.shapes}: {_one_line(e)}") from None
+    if not quiet:
+        unique = len(set(problems))
+        notes = [f"{len(problems) - unique} duplicate shapes merged"] if unique < len(problems) else []
+        if unique > len(table):
+            notes.append(f"{unique - len(table)} skipped (empty output or no valid config)")
+        if skipped_ind:
+            notes.append(f"{skipped_ind} not expressible as Inductor mm/bmm keys")
+        rate = len(problems) / dt if dt > 0 else float("inf")
+        print(f"wrote {out} ({args.format}): {len(table)} entries for {hw.name} ({hw.content_hash})"
+              f"{' [' + '; '.join(notes) + ']' if notes else ''}; selected {len(problems)} shapes in "
+              f"{dt:.2f} s ({rate:,.0f} shapes/s)")
+    return 0
+
+
+class _NoProgress:
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        return False
+
+    def add_task(self, *a, **k):
+        return 0
+
+    def advance(self, *a, **k):
+        pass
+
+
+def _progress(quiet: bool):
+    """A rich progress bar on stderr; a no-op with --quiet or when stderr is not a terminal."""
+    if quiet or not sys.stderr.isatty():
+        return _NoProgress()
+    try:
+        from rich.console import Console
+        from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+    except ImportError:  # pragma: no cover - rich is a declared dependency
+        return _NoProgress()
+    return Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
+                    console=Console(stderr=True), transient=True)
 
 
 def cmd_demo(args) -> int:
@@ -181,7 +262,9 @@ class _Parser(argparse.ArgumentParser):
 
 
 def _add_problem_args(p: argparse.ArgumentParser) -> None:
-    p.add_argument("mnk", nargs=3, metavar=("M", "N", "K"), help="problem sizes")
+    # three positionals, not nargs=3 with a tuple metavar: argparse crashes formatting that (bpo-14074)
+    for dim in ("M", "N", "K"):
+        p.add_argument(dim.lower(), metavar=dim, help=f"problem size {dim}")
     p.add_argument("--dtype", default="bf16", help="input dtype: fp32 tf32 fp16 bf16 fp8_e4m3 fp8_e5m2")
     p.add_argument("--out-dtype", default=None, help="output dtype (default: the input's; bf16 for fp8)")
     p.add_argument("--a-layout", default="N", choices=("N", "T"))
@@ -202,6 +285,21 @@ def build_parser() -> argparse.ArgumentParser:
         p = sub.add_parser(name, help=what)
         _add_problem_args(p)
         p.set_defaults(func=cmd_select)
+    p = sub.add_parser("table", help="write a tile table (shape -> selected config) for a shapes file",
+                       description="Select a config for every shape of a shapes file (DESIGN.md section 7: a "
+                                   "YAML list of {m, n, k} mappings) and write the table atomically.")
+    p.add_argument("--profile", required=True, help="profile name or YAML path the table is made for")
+    p.add_argument("--shapes", required=True, help="shapes file (YAML or JSON list of {m, n, k, ...})")
+    p.add_argument("-o", "--output", required=True, help="table file to write (replaced atomically)")
+    p.add_argument("--format", default="json", choices=("json", "csv", "inductor"),
+                   help="json (default; load_table / TRITONBLAS_TABLE read it), csv (same content), or "
+                        "inductor (torch._inductor.config.lookup_table.table)")
+    p.add_argument("--device-key", default=None,
+                   help="with --format inductor: prefix keys with this device key (Inductor compares it with "
+                        "torch.cuda.get_device_properties().gcnArchName, e.g. 'NVIDIA H200'); default: "
+                        "device-agnostic keys")
+    p.add_argument("-q", "--quiet", action="store_true", help="no progress bar and no summary line")
+    p.set_defaults(func=cmd_table)
     p = sub.add_parser("demo", help="select configs for a standard shape set on every profile (and run them on a GPU)")
     p.add_argument("--profile", default=None, help="only this profile (default: all shipped)")
     p.set_defaults(func=cmd_demo)

@@ -2,9 +2,21 @@
 
 ``gemm(a, b, out, c=..., alpha=..., beta=...)`` is what the custom ops of :mod:`tritonblas.ops` run:
 
-- **Warm path**: build the frozen :class:`GemmKey` from the tensors (sizes, dtypes, layout orders,
+- **Warm path**: one flat tuple built from the tensors — per operand (shape, strides, dtype, device,
+  ``data_ptr() % 16``), plus the TF32 flag, ``$TRITONBLAS_PROFILE`` / ``$ORIGAMI_PROFILE_DIR`` (read
+  per call, so changes are honoured), ``profile=`` and ``config=`` — looked up in ``_FAST``. A hit
+  holds everything ``plan.prepare_launch`` derived once for that key (kernel, grid, constexpr and
+  option kwargs, the integer sizes/strides, TMA descriptor templates, workspace sizes and, on a GPU,
+  Triton's ``CompiledKernel``), so the call only binds the tensor pointers (and alpha/beta) and
+  launches; see :class:`_Fast`. Everything else in the key being equal, Triton's own
+  specialisation (pointer alignment, integer values) is equal too, so the compiled kernel is the one
+  ``kernel[grid](...)`` would pick. A miss (anything differs: a new alignment or stride class,
+  device, dtype, env, profile, a cleared device cache) takes the checked path below and records
+  the fast entry after it has verified, argument by argument, that its binding reproduces
+  ``prepare_launch``'s exactly (no entry otherwise).
+- **Checked path**: build the frozen :class:`GemmKey` from the tensors (sizes, dtypes, layout orders,
   alignment class, device index, profile hash, TF32 flag, epilogue) and look it up in ``_PLANS``;
-  then ``plan.launch``. The model never runs.
+  then ``plan.prepare_launch`` and the launch. The model never runs.
 - **Cold path**: one ``origami.select`` (one numba call over the candidate array) or the forced
   ``config=`` (checked by ``make_plan`` with the shared predicates: ``ValueError`` naming every
   violation), one ``make_plan`` (asking for the TMA kernel; the plan and ``launch`` fall back to the
@@ -39,6 +51,7 @@ Semantics that the dispatcher owns:
 from __future__ import annotations
 
 import contextlib
+import inspect
 import os
 import threading
 import warnings
@@ -53,7 +66,7 @@ import origami
 from origami.config import Kind, TileConfig
 from origami.hardware import HardwareProfile
 from origami.problem import DType, GemmProblem, Layout
-from tritonblas import _interpreter
+from tritonblas import _device, _interpreter
 from tritonblas import plan as _plan
 from tritonblas._device import ENV_PROFILE, DeviceError, DeviceInfo, clear_device_cache, profile_for_device
 
@@ -74,6 +87,7 @@ MAX_PLANS = 4096
 
 _FALLBACK = object()  # a _PLANS value: the model found no config; torch runs this key
 _PLANS: dict[GemmKey, Any] = {}
+_FAST: dict[tuple, "_Fast"] = {}  # fast key (see _fast_key) → everything a warm launch needs
 _LOCK = threading.Lock()
 _STATS: Counter = Counter()
 
@@ -202,6 +216,7 @@ def clear_caches() -> None:
     """Drop every cached plan, workspace, device → profile mapping and model selection."""
     with _LOCK:
         _PLANS.clear()
+        _FAST.clear()
     _plan.clear_workspaces()
     clear_device_cache()
     origami.clear_cache()
@@ -251,6 +266,219 @@ def _store(key: GemmKey, value):
     return value
 
 
+
+# --- the fast path ---------------------------------------------------------------------------
+_ENV_PROFILE_DIR = "ORIGAMI_PROFILE_DIR"
+_ENV_INTERPRET = "TRITON_INTERPRET"
+_environ_get = os.environ.get
+
+
+def _env_reader():
+    """A per-call environment read without ``os.environ.get``'s str encoding (~50 ns instead of
+    ~300): CPython keeps the encoded mapping in ``os.environ._data``, which ``os.environ[...] = ``,
+    ``del`` and ``putenv`` through ``os.environ`` keep current. Falls back to ``os.environ.get``."""
+    data, encode = getattr(os.environ, "_data", None), getattr(os.environ, "encodekey", None)
+    if not isinstance(data, dict) or encode is None:
+        return lambda: tuple(_environ_get(n) for n in (ENV_PROFILE, _ENV_PROFILE_DIR, _ENV_INTERPRET))
+    keys = tuple(encode(n) for n in (ENV_PROFILE, _ENV_PROFILE_DIR, _ENV_INTERPRET))
+    get = data.get
+    k0, k1, k2 = keys
+    return lambda: (get(k0), get(k1), get(k2))
+
+
+_env_now = _env_reader()
+_N_FIXED = 9  # prepare_launch's args: 9 tensors, then the integers, then alpha and beta
+
+
+def _fast_key(a: torch.Tensor, b: torch.Tensor, out: torch.Tensor | None, c: torch.Tensor | None,
+              profile: Any, config: TileConfig | None) -> tuple | None:
+    """Everything that decides a launch but the tensors' addresses and alpha/beta, as one flat tuple.
+
+    Per operand: shape, strides, dtype, device and ``data_ptr() % 16`` (which fixes Triton's pointer
+    specialisation and, with the strides, the alignment/edge classes and the TMA check). Then the
+    TF32 flag, the environment that picks the profile, ``profile=``, ``config=``. None when a tensor
+    has no strides (sparse and other layouts: the checked path sends those to torch).
+    """
+    try:
+        key = (a.shape, a.stride(), a.dtype, a.device, a.data_ptr() & 15,
+               b.shape, b.stride(), b.dtype, b.device, b.data_ptr() & 15)
+        if out is not None:
+            key += (1, out.shape, out.stride(), out.dtype, out.device, out.data_ptr() & 15)
+        if c is not None:
+            key += (2, c.shape, c.stride(), c.dtype, c.device, c.data_ptr() & 15)
+    except (RuntimeError, NotImplementedError):
+        return None
+    if profile is not None and type(profile) is not str:
+        profile = ("id", id(profile))  # the entry keeps the object alive, so the id is not reused
+    return (*key, a.dtype is torch.float32 and allow_tf32(), _env_now(), profile, config)
+
+
+def _desc_template(d) -> tuple:
+    return (type(d), {k: v for k, v in vars(d).items() if k != "base"})
+
+
+def _desc(template: tuple, base: torch.Tensor):
+    """A TensorDescriptor like the validated one ``prepare_launch`` built for this key, over ``base``
+    (same shape, strides, block and pointer alignment class: its checks would pass again)."""
+    cls, fields = template
+    d = cls.__new__(cls)
+    d.__dict__.update(fields)
+    d.base = base
+    return d
+
+
+class _Fast:
+    """What a warm call needs for one fast key: the checked path's ``PreparedLaunch`` minus its tensors.
+
+    ``args(a, b, out, c, alpha, beta)`` rebuilds the kernel's positional arguments; ``launch`` runs
+    the kernel: on a GPU through Triton's ``CompiledKernel`` (``compiled.run(...)``, what
+    ``JITFunction.run`` itself calls once it has bound and looked up the kernel), with the current
+    stream of the tensors' device; otherwise (interpreter, or a launch hook installed, e.g. by a
+    profiler) through ``kernel[grid](*args, **kwargs)``.
+    """
+
+    __slots__ = ("plan", "info", "devkey", "profile_ref", "out_shape", "out_align", "kernel", "grid", "kwargs",
+                 "ints", "a_desc", "b_desc", "ws", "device", "cuda_index", "run", "function", "packed", "tail")
+
+    def args(self, a, b, out, c, alpha: float, beta: float) -> tuple:
+        a_arg = a if self.a_desc is None else _desc(self.a_desc, a)
+        b_arg = b if self.b_desc is None else _desc(self.b_desc, b)
+        if self.ws is None:
+            ws = cnt = out
+        else:
+            ws, cnt = _plan._workspace(self.device, *self.ws)
+        return (a_arg, b_arg, out if c is None else c.expand(self.out_shape), out, out, out, out, ws, cnt,
+                *self.ints, alpha, beta)
+
+    def launch(self, args: tuple) -> None:
+        idx = self.cuda_index
+        if idx is None:
+            self.kernel[self.grid](*args, **self.kwargs)
+            return
+        if torch.cuda.current_device() != idx:
+            with torch.cuda.device(idx):
+                self._launch_cuda(idx, args)
+        else:
+            self._launch_cuda(idx, args)
+
+    def _launch_cuda(self, idx: int, args: tuple) -> None:
+        hooks = _triton_runtime_knobs()
+        if self.run is None or _hooked(hooks.launch_enter_hook) or _hooked(hooks.launch_exit_hook):
+            self.kernel[self.grid](*args, **self.kwargs)
+            return
+        self.run(self.grid[0], 1, 1, torch.cuda.current_stream(idx).cuda_stream if _raw_stream is None
+                 else _raw_stream(idx), self.function, self.packed, None, None, None, *args, *self.tail)
+
+
+def _hooked(hook) -> bool:
+    return hook is not None and bool(getattr(hook, "calls", True))
+
+
+try:
+    from torch._C import _cuda_getCurrentRawStream as _raw_stream  # what Triton's driver uses
+except ImportError:  # pragma: no cover - a torch without CUDA bindings
+    _raw_stream = None
+
+_KNOBS = None
+
+
+def _triton_runtime_knobs():
+    global _KNOBS
+    if _KNOBS is None:
+        from triton import knobs
+
+        _KNOBS = knobs.runtime
+    return _KNOBS
+
+
+def _same_arg(x, y) -> bool:
+    """Whether two kernel arguments launch identically (tensors: same address, dtype, shape, strides)."""
+    if isinstance(x, torch.Tensor) or isinstance(y, torch.Tensor):
+        return (isinstance(x, torch.Tensor) and isinstance(y, torch.Tensor) and x.data_ptr() == y.data_ptr()
+                and x.dtype == y.dtype and x.shape == y.shape and x.stride() == y.stride())
+    if type(x) is not type(y):
+        return False
+    if hasattr(x, "base") and hasattr(x, "block_shape"):  # TensorDescriptor
+        return x.base is y.base and _desc_template(x) == _desc_template(y)
+    return x == y
+
+
+def _remember(fkey: tuple, lp, info: DeviceInfo, profile: Any, prepared, a, b, out, c,
+              alpha: float, beta: float) -> None:
+    """Record a fast entry for ``fkey`` after the checked path launched ``prepared``, if (and only
+    if) the entry's own binding reproduces ``prepared``'s arguments exactly."""
+    if prepared.kernel is None or len(prepared.args) < _N_FIXED + 2:
+        return
+    device = out.device
+    devkey = (device.index if device.type == "cuda" else None, False,
+              _device._override_key(profile if profile is not None else (_environ_get(ENV_PROFILE) or None)),
+              _environ_get(_ENV_PROFILE_DIR))
+    if _device._CACHE.get(devkey) is not info:
+        return
+    f = _Fast()
+    f.plan, f.info, f.devkey, f.profile_ref = lp, info, devkey, profile
+    f.out_shape, f.out_align = tuple(out.shape), out.data_ptr() & 15
+    f.kernel, f.grid, f.kwargs = prepared.kernel, prepared.grid, prepared.kwargs
+    f.ints = tuple(prepared.args[_N_FIXED:-2])
+    pa, pb = prepared.args[0], prepared.args[1]
+    f.a_desc = None if pa is a else _desc_template(pa)
+    f.b_desc = None if pb is b else _desc_template(pb)
+    f.device = device
+    ws = prepared.args[7]
+    if ws is out:
+        f.ws = None
+    else:
+        cfg = lp.config
+        f.ws = (max(1, lp.workspace_tiles * cfg.block_m * cfg.block_n), max(1, lp.counters))
+    f.cuda_index = device.index if device.type == "cuda" else None
+    f.run = f.function = f.packed = f.tail = None
+    mine = f.args(a, b, out, c, alpha, beta)
+    if len(mine) != len(prepared.args) or not all(_same_arg(x, y) for x, y in zip(mine, prepared.args)):
+        return
+    if f.cuda_index is not None:
+        _bind_compiled(f, prepared)
+    with _LOCK:
+        while len(_FAST) >= MAX_PLANS:
+            _FAST.pop(next(iter(_FAST)))
+        _FAST[fkey] = f
+
+
+def _bind_compiled(f: _Fast, prepared) -> None:
+    """Fetch Triton's CompiledKernel for this launch (``JITFunction.warmup``: a cache hit right after
+    the launch) and the constexpr tail of its argument list, in the kernel's parameter order."""
+    kernel = f.kernel
+    params = getattr(kernel, "params", None)
+    if params is None:
+        return
+    n = len(prepared.args)
+    tail = []
+    for p in params[n:]:
+        if p.name in f.kwargs:
+            tail.append(f.kwargs[p.name])
+        elif p.default is not inspect.Parameter.empty:
+            tail.append(p.default)
+        else:
+            return
+    if any(p.name in f.kwargs for p in params[:n]):
+        return
+    try:
+        compiled = prepared.compile()
+    except Exception:  # noqa: BLE001 - the fast launch is an optimisation; kernel[grid] still works
+        return
+    if compiled is None or getattr(compiled, "function", None) is None or not hasattr(compiled, "packed_metadata"):
+        return
+    f.run, f.function, f.packed, f.tail = compiled.run, compiled.function, compiled.packed_metadata, tuple(tail)
+
+
+def _fast_hit(fkey: tuple | None) -> "_Fast | None":
+    if fkey is None:
+        return None
+    f = _FAST.get(fkey)
+    if f is None or _device._CACHE.get(f.devkey) is not f.info:
+        return None
+    return f
+
+
 def _out_shape(a: torch.Tensor, b: torch.Tensor) -> tuple[int, ...]:
     m, n = a.shape[-2], b.shape[-1]
     if a.dim() == 2 and b.dim() == 2:
@@ -291,6 +519,17 @@ def gemm(a: torch.Tensor, b: torch.Tensor, out: torch.Tensor | None = None, *, c
     """
     if beta == 0:
         c = None
+    fkey = _fast_key(a, b, out, c, profile, config)
+    f = _fast_hit(fkey)
+    if f is not None:
+        if out is None:
+            out = torch.empty(f.out_shape, dtype=a.dtype, device=a.device)
+        elif _shares_memory(out, a) or _shares_memory(out, b):
+            f = None
+        if f is not None and out.data_ptr() & 15 == f.out_align:
+            f.launch(f.args(a, b, out, c, float(alpha), float(beta)))
+            _STATS["launches"] += 1
+            return out
     reason = fallback_reason(a, b, c, out)
     if reason is not None:
         _STATS["fallbacks"] += 1
@@ -318,9 +557,13 @@ def gemm(a: torch.Tensor, b: torch.Tensor, out: torch.Tensor | None = None, *, c
     if lp is _FALLBACK:
         _STATS["fallbacks"] += 1
         return _torch_gemm(a, b, out, c, alpha, beta)
+    alpha, beta = float(alpha), float(beta)
     with _cuda_guard(a.device):
-        _plan.launch(lp, a, b, out, c=c, alpha=float(alpha), beta=float(beta), allow_tf32=tf32)
+        prepared = _plan.prepare_launch(lp, a, b, out, c=c, alpha=alpha, beta=beta, allow_tf32=tf32)
+        prepared.run()
     _STATS["launches"] += 1
+    if fkey is not None:
+        _remember(fkey, lp, info, profile, prepared, a, b, out, c, alpha, beta)
     return out
 
 

@@ -297,9 +297,40 @@ def _check_out(name: str, out: Tensor, shape: tuple, like: Tensor, *args: Tensor
         out.resize_(shape)
 
 
+_PLAIN = (torch.Tensor, torch.nn.Parameter)
+_C = torch._C
+_is_compiling = torch.compiler.is_compiling
+_grad_enabled = torch.is_grad_enabled
+_tf_modes = _C._is_torch_function_mode_enabled
+_dispatch_modes = _C._len_torch_dispatch_stack
+_functorch_level = _C._functorch.peek_interpreter_stack
+_tracing = _C._get_tracing_state
+
+
+def _direct(*tensors: Tensor | None) -> bool:
+    """Whether calling :func:`dispatch.gemm` directly gives exactly what the custom op would: plain
+    tensors, no autograd to record (grad off, or no input requires grad), and nothing that
+    intercepts ops — not compiling (dynamo/export), no TorchFunctionMode or TorchDispatchMode
+    (FakeTensorMode, make_fx, FlopCounterMode, ...), no functorch transform (vmap, grad,
+    functionalize), no TorchScript tracing. Otherwise the op runs through ``torch.ops.tritonblas``."""
+    grad = _grad_enabled()
+    for t in tensors:
+        if t is not None and (type(t) not in _PLAIN or (grad and t.requires_grad)):
+            return False
+    return not (_is_compiling() or _tf_modes() or _dispatch_modes() or _functorch_level() is not None
+                or _tracing() is not None)
+
+
 def _run(name: str, v: _Views, out: Tensor | None, *, c: Tensor | None = None, alpha: float = 1.0,
          beta: float = 0.0, profile: Any = None, config: Any = None, grad_args: tuple = ()) -> Tensor:
     prof, cfg = _profile_arg(profile), _config_arg(config)
+    if out is None and _direct(v.a, v.b, c):  # the custom op's own implementation, minus the dispatcher
+        p, k = _decode(prof, cfg)
+        if c is None:
+            r = dispatch.gemm(v.a, v.b, profile=p, config=k, op="mm")
+        else:
+            r = dispatch.gemm(v.a, v.b, c=c, alpha=float(alpha), beta=float(beta), profile=p, config=k, op="addmm")
+        return r if r.shape == v.shape else r.reshape(v.shape)
     if out is None:
         if c is None:
             r = torch.ops.tritonblas.mm(v.a, v.b, prof, cfg)
@@ -315,7 +346,12 @@ def _run(name: str, v: _Views, out: Tensor | None, *, c: Tensor | None = None, a
         with torch.no_grad():
             r = _run(name, v, None, c=c, alpha=alpha, beta=beta, profile=profile, config=config)
         return out.copy_(r)
-    torch.ops.tritonblas.gemm_out(v.a, v.b, out_k, c, float(alpha), float(beta), prof, cfg)
+    if _direct(v.a, v.b, out_k, c):
+        p, k = _decode(prof, cfg)
+        dispatch.gemm(v.a, v.b, out_k, c=c, alpha=float(alpha), beta=float(beta), profile=p, config=k, op="out")
+        torch.autograd.graph.increment_version(out_k)  # what the op's ADInplaceOrView kernel does
+    else:
+        torch.ops.tritonblas.gemm_out(v.a, v.b, out_k, c, float(alpha), float(beta), prof, cfg)
     return out
 
 

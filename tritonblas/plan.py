@@ -24,12 +24,13 @@ import torch
 from origami.config import Kind, TileConfig
 from origami.hardware import HardwareProfile
 from origami.problem import DType, GemmProblem, Layout
-from origami.space import violations
+from origami.space import smem_bytes, violations
 from tritonblas import _interpreter
 
 __all__ = [
     "LaunchPlan", "PreparedLaunch", "make_plan", "launch", "prepare_launch", "precompile", "clear_workspaces",
-    "resolve_kernel_name", "tma_supported", "problem_from_tensors", "alignment_bytes", "edge_alignment_bytes",
+    "resolve_kernel_name", "tma_supported", "TMA_KERNELS", "problem_from_tensors", "alignment_bytes",
+    "edge_alignment_bytes",
     "align_class", "CONSTEXPR_FIELDS", "OPTION_FIELDS", "AMD_OPTION_FIELDS", "GRID_FIELDS", "TORCH_DTYPES",
 ]
 
@@ -52,6 +53,15 @@ _OUT_DTYPES = (torch.float32, torch.float16, torch.bfloat16, *_FP8)
 _ACTIVATIONS = {None: 0, "none": 0, "relu": 1, "gelu": 2, "gelu_tanh": 2}
 _TMA_ARCHS = ("sm_90", "sm_100")
 _TMA_MAX_BLOCK = 256  # TMA box dims are at most 256 elements
+# kind → (TMA kernel, pointer kernel it falls back to when the operands are not 16-byte aligned)
+_KERNELS = {
+    Kind.DP: ("gemm_tma_kernel", "gemm_kernel"),
+    Kind.PERSISTENT: ("gemm_tma_kernel", "gemm_persistent_kernel"),
+    Kind.STREAMK: ("gemm_streamk_tma_kernel", "gemm_streamk_kernel"),
+    Kind.SPLITK: ("gemm_splitk_tma_kernel", "gemm_splitk_kernel"),
+}
+_FLAT_KERNEL = "gemm_tma_flat_kernel"  # dp / persistent with make_plan(..., flat=True)
+TMA_KERNELS = frozenset([*(tma for tma, _ in _KERNELS.values()), _FLAT_KERNEL])
 # fp8 tl.dot's max_num_imprecise_acc unless fast accumulation is asked for: promote the MMA's
 # reduced-precision sum into the fp32 accumulator after every K = 32 (one Hopper wgmma). Values
 # below 32 make Triton 3.6 give up wgmma for fp16 mma.sync (seen in the sm_90 PTX); None = never.
@@ -112,9 +122,9 @@ class LaunchPlan:
     @property
     def pointer_kernel_name(self) -> str:
         """The pointer kernel a TMA plan falls back to when the tensors are not 16-byte aligned."""
-        if self.kernel_name != "gemm_tma_kernel":
+        if self.kernel_name not in TMA_KERNELS:
             return self.kernel_name
-        return "gemm_kernel" if self.config.kind is Kind.DP else "gemm_persistent_kernel"
+        return _KERNELS[self.config.kind][1]
 
 
 def _num_tiles(cfg: TileConfig, p: GemmProblem) -> int:
@@ -125,8 +135,8 @@ def tma_supported(cfg: TileConfig, problem: GemmProblem, hw: HardwareProfile) ->
     """None if the TMA kernel may serve this config/problem, else why not."""
     if hw.is_amd or hw.arch not in _TMA_ARCHS:
         return f"TMA: {hw.arch} has no tensor memory accelerator"
-    if cfg.kind not in (Kind.DP, Kind.PERSISTENT):
-        return f"TMA: only dp and persistent kinds have a TMA variant, not {cfg.kind.value}"
+    if cfg.kind not in _KERNELS:
+        return f"TMA: no TMA variant for kind {cfg.kind.value}"
     if problem.align_bytes < 16:
         return f"TMA: operands are {problem.align_bytes}-byte aligned, TMA needs 16"
     if problem.k == 0:
@@ -136,12 +146,27 @@ def tma_supported(cfg: TileConfig, problem: GemmProblem, hw: HardwareProfile) ->
     return None
 
 
-def make_plan(cfg: TileConfig, problem: GemmProblem, hw: HardwareProfile, *, tma: bool = False) -> LaunchPlan:
+def _flat_smem_ok(cfg: TileConfig, problem: GemmProblem, hw: HardwareProfile) -> bool:
+    """Whether the flattened TMA kernel fits: the operand pipeline plus a whole output tile of
+    staging (its TMA stores, or the pointer store's layout-conversion scratch, stay live next to the
+    pipeline buffers in the flattened loop). Conservative: the sm_90 builds add 32 KB for 128×256
+    bf16 and 64 KB for 128×128 fp32 (tests/kernels/_aot_compile.py)."""
+    staging = cfg.block_m * cfg.block_n * max(2, problem.c_dtype.bytes)
+    return smem_bytes(cfg, problem, hw) + staging + 1024 <= hw.compute["smem_bytes_per_block"]
+
+
+def make_plan(cfg: TileConfig, problem: GemmProblem, hw: HardwareProfile, *, tma: bool = False,
+              flat: bool = False) -> LaunchPlan:
     """Map a config to a kernel launch. Raises ValueError naming every violated predicate.
 
-    ``tma=True`` asks for the Hopper tensor-descriptor kernel (dp and persistent kinds); when the
+    ``tma=True`` asks for the Hopper tensor-descriptor kernel of the kind (every kind has one); when the
     problem is not 16-byte aligned (``problem.align_bytes``), or the GPU has no TMA, the plan uses
     the pointer kernel instead (``plan.tma`` says which). ``launch`` re-checks the real tensors.
+
+    ``flat=True`` (with ``tma=True``; dp and persistent kinds) asks for ``gemm_tma_flat_kernel``:
+    the tile loop flattened into the K loop (the next tile's loads overlap this tile's epilogue)
+    and a TMA-store epilogue. The TileConfig is the same; the plan keeps ``gemm_tma_kernel`` when
+    the extra staging would not fit in shared memory.
     """
     if not isinstance(cfg, TileConfig):
         raise TypeError(f"make_plan: cfg must be a TileConfig, got {type(cfg).__name__}")
@@ -154,20 +179,23 @@ def make_plan(cfg: TileConfig, problem: GemmProblem, hw: HardwareProfile, *, tma
     tiles = _num_tiles(cfg, problem)
     kind = cfg.kind
     use_tma = bool(tma) and tma_supported(cfg, problem, hw) is None
+    if kind not in _KERNELS:  # pragma: no cover - a Kind added to origami without a kernel
+        raise ValueError(f"make_plan: no kernel for kind {kind.value!r}")
+    name = _KERNELS[kind][0 if use_tma else 1]
+    if use_tma and flat and kind in (Kind.DP, Kind.PERSISTENT) and _flat_smem_ok(cfg, problem, hw):
+        name = _FLAT_KERNEL
     ws_tiles = counters = 0
     if kind is Kind.DP:
-        name, grid = ("gemm_tma_kernel" if use_tma else "gemm_kernel"), tiles
+        grid = tiles
     elif kind is Kind.PERSISTENT:
-        name, grid = ("gemm_tma_kernel" if use_tma else "gemm_persistent_kernel"), max(1, min(cfg.grid, tiles))
+        grid = max(1, min(cfg.grid, tiles))
     elif kind is Kind.STREAMK:
-        name, grid = "gemm_streamk_kernel", cfg.grid
+        grid = cfg.grid
         counters = tiles % grid
         ws_tiles = 2 * grid if counters else 0
-    elif kind is Kind.SPLITK:
-        name, grid = "gemm_splitk_kernel", tiles * cfg.split_k
+    else:  # Kind.SPLITK
+        grid = tiles * cfg.split_k
         ws_tiles, counters = tiles * cfg.split_k, tiles
-    else:  # pragma: no cover - a Kind added to origami without a kernel
-        raise ValueError(f"make_plan: no kernel for kind {kind.value!r}")
     return LaunchPlan(config=cfg, problem=problem, kernel_name=name, grid=(grid,), workspace_tiles=ws_tiles,
                       counters=counters, tma=use_tma, is_amd=hw.is_amd)
 
@@ -328,7 +356,7 @@ def _round_up_pow2(n: int) -> int:
 def resolve_kernel_name(plan: LaunchPlan, a: torch.Tensor, b: torch.Tensor) -> str:
     """The kernel ``launch`` will run for these operands: a TMA plan falls back to its pointer kernel
     unless both operands pass the host's 16-byte alignment check (and K > 0)."""
-    if plan.kernel_name != "gemm_tma_kernel":
+    if plan.kernel_name not in TMA_KERNELS:
         return plan.kernel_name
     if a.shape[-1] > 0 and _tma_ok(a, _order(a)) and _tma_ok(b, _order(b)):
         return plan.kernel_name
@@ -497,16 +525,24 @@ def prepare_launch(plan: LaunchPlan, a: torch.Tensor, b: torch.Tensor, out: torc
     cls = align_class(min(alignment_bytes(a), alignment_bytes(b), alignment_bytes(out)))
     edge = align_class(min(edge_alignment_bytes(a), edge_alignment_bytes(b), edge_alignment_bytes(out)))
     kernel_name = resolve_kernel_name(plan, a, b)
-    a_arg, b_arg = a, b
+    a_arg, b_arg, out_arg = a, b, out
     sab, sbb = _batch_stride(a), _batch_stride(b)
     tma_batched = False
-    if kernel_name == "gemm_tma_kernel":
+    if kernel_name in TMA_KERNELS:
         tma_batched = batch > 1
         a_arg, sab = _descriptor(a, orders["a"], tma_batched, cfg.block_m, cfg.block_k)
         b_arg, sbb = _descriptor(b, orders["b"], tma_batched, cfg.block_k, cfg.block_n)
     from tritonblas import kernels
 
     kernel = getattr(kernels, kernel_name)
+    extra_meta = {}
+    if kernel_name == _FLAT_KERNEL:
+        # TMA store: a row-major, 16-byte-aligned output and a half tile at least 16 bytes wide
+        out_tma = (orders["out"] == 0 and _tma_ok(out, 0) and (cfg.block_n // 2) * out.element_size() >= 16
+                   and cfg.block_n >= 2)
+        extra_meta["OUT_TMA"] = out_tma
+        if out_tma:
+            out_arg, _ = _descriptor(out, 0, batch > 1, cfg.block_m, cfg.block_n // 2)
 
     ws, cnt = out, out
     if plan.workspace_tiles or plan.counters or cfg.kind in (Kind.STREAMK, Kind.SPLITK):
@@ -534,8 +570,9 @@ def prepare_launch(plan: LaunchPlan, a: torch.Tensor, b: torch.Tensor, out: torc
     os_ = out.stride() if out.dim() == 3 else (0, *out.stride())
     if out.dim() == 3 and batch == 1:
         os_ = (0, *os_[1:])
+    meta.update(extra_meta)
     args = (
-        a_arg, b_arg, c if has_c else out, out, bias if bias is not None else out,
+        a_arg, b_arg, c if has_c else out, out_arg, bias if bias is not None else out,
         scale_a if scale_a is not None else out, scale_b if scale_b is not None else out, ws, cnt,
         m, n, k, batch, cfg.split_k,
         sab, a.stride(-2), a.stride(-1), sbb, b.stride(-2), b.stride(-1),

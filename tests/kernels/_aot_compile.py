@@ -48,9 +48,11 @@ class _StubDriver:
 
 
 def _case(kind, bm, bn, bk, warps, stages, m, n, k, dtype=torch.bfloat16, layout="NN", tma=False, batch=None,
-          ld=None, hints=True, grid=132, split=2, **launch_kwargs):
+          ld=None, hints=True, grid=132, split=2, flat=False, out_t=False,
+          **launch_kwargs):
     return dict(kind=kind, bm=bm, bn=bn, bk=bk, warps=warps, stages=stages, m=m, n=n, k=k, dtype=dtype,
-                layout=layout, tma=tma, batch=batch, ld=ld, hints=hints, grid=grid, split=split, kw=launch_kwargs)
+                layout=layout, tma=tma, batch=batch, ld=ld, hints=hints, grid=grid, split=split, flat=flat, out_t=out_t,
+                kw=launch_kwargs)
 
 
 BF16, FP16, FP32, E4M3 = torch.bfloat16, torch.float16, torch.float32, torch.float8_e4m3fn
@@ -66,6 +68,19 @@ CASES = {
                                          bias=True, activation="gelu", c=True),
     "splitk-16x64x128-s5": _case("splitk", 16, 64, 128, 4, 5, 16, 4096, 4096, BF16, split=4),
     "tma-dp-128x256-w8-s3": _case("dp", 128, 256, 64, 8, 3, 4096, 4096, 4096, BF16, tma=True),
+    "tma-streamk-128x256-w8-s3": _case("streamk", 128, 256, 64, 8, 3, 1536, 3584, 8192, BF16, tma=True),
+    "streamk-128x256-w8-s3": _case("streamk", 128, 256, 64, 8, 3, 1536, 3584, 8192, BF16),
+    "tma-streamk-batched-TT-epilogue": _case("streamk", 128, 128, 64, 4, 4, 512, 512, 1024, FP16, "TT", tma=True,
+                                             batch=3, grid=20, bias=True, activation="relu"),
+    "tma-splitk-16x64x128-s4": _case("splitk", 16, 64, 128, 4, 4, 1, 8192, 8192, BF16, tma=True, split=4),
+    "tma-flat-persistent-128x256-w8-s3": _case("persistent", 128, 256, 64, 8, 3, 4096, 4096, 4096, BF16, tma=True,
+                                               flat=True),
+    "tma-flat-dp-128x256-w8-s3": _case("dp", 128, 256, 64, 8, 3, 4096, 4096, 4096, BF16, tma=True, flat=True),
+    "tma-flat-persistent-fp32-out-epilogue": _case("persistent", 128, 128, 32, 8, 3, 1000, 1000, 1024, FP32, "TN",
+                                                   tma=True, flat=True, allow_tf32=True, bias=True,
+                                                   activation="gelu", c=True),
+    "tma-flat-persistent-batched-ptr-out": _case("persistent", 128, 128, 64, 4, 3, 512, 520, 1024, FP16, tma=True,
+                                                 flat=True, batch=3, out_t=True),
     "tma-persistent-batched-NT": _case("persistent", 128, 128, 64, 4, 4, 512, 512, 1024, BF16, "NT", tma=True,
                                        batch=3),
     "fp32-tf32": _case("dp", 128, 128, 32, 4, 3, 2048, 2048, 2048, FP32, allow_tf32=True),
@@ -102,7 +117,7 @@ def compile_case(name: str, hw) -> dict:
     a = _operand(c["m"], c["k"], c["dtype"], c["layout"][0] == "T", c["batch"], None)
     b = _operand(c["k"], c["n"], c["dtype"], c["layout"][1] == "T", None, c["ld"])
     out_dtype = BF16 if c["dtype"] == E4M3 else c["dtype"]
-    out = _operand(c["m"], c["n"], out_dtype, False, c["batch"], c["ld"])
+    out = _operand(c["m"], c["n"], out_dtype, c["out_t"], c["batch"], c["ld"])
     extra = dict(grid=c["grid"]) if c["kind"] in ("persistent", "streamk") else \
         dict(split_k=c["split"]) if c["kind"] == "splitk" else {}
     kw = dict(c["kw"])
@@ -120,7 +135,7 @@ def compile_case(name: str, hw) -> dict:
         kw.update(scale_a=torch.empty(c["m"]), scale_b=torch.empty(c["n"]))
     elif scales == "tensor":
         kw.update(scale_a=torch.empty(()), scale_b=torch.empty(()))
-    plan = P.make_plan(cfg, P.problem_from_tensors(a, b, out), hw, tma=c["tma"])
+    plan = P.make_plan(cfg, P.problem_from_tensors(a, b, out), hw, tma=c["tma"], flat=c["flat"])
     real = _interpreter.interpreting
     _interpreter.interpreting = lambda: True  # past launch's "CPU tensors need the interpreter" guard
     try:
@@ -147,7 +162,9 @@ def compile_case(name: str, hw) -> dict:
         predicate=smem_bytes(cfg, plan.problem, hw),
         cp_async_16=len(re.findall(r"cp\.async\.c[ag]\.shared\.global[^;]*,\s*(?:0x10|16)\s*[,;]", ptx)),
         cp_async_small=len(re.findall(r"cp\.async\.c[ag]\.shared\.global[^;]*,\s*(?:0x4|0x8|4|8)\s*[,;]", ptx)),
-        tma_loads=len(re.findall(r"cp\.async\.bulk\.tensor", ptx)),
+        tma_loads=len(re.findall(r"cp\.async\.bulk\.tensor\.\dd\.shared[^;]*global", ptx)),
+        tma_stores=len(re.findall(r"cp\.async\.bulk\.tensor\.\dd\.global\.shared", ptx)),
+        st_global=len(re.findall(r"\bst\.global", ptx)),
         scalar_b16_loads=len(re.findall(r"ld\.global(?:\.[\w:]+)*\.b16\b", ptx)),
         wgmma=len(re.findall(r"wgmma\.mma_async", ptx)),
         align={k: prepared.kwargs[k] for k in ("A_ALIGN", "B_ALIGN", "OUT_ALIGN", "A_EDGE", "B_EDGE", "OUT_EDGE")},

@@ -29,26 +29,63 @@ def _cfg(kind: str, b: int | None = None):
     bm = b or BIG["block"]
     if kind in ("dp", "tma-dp"):
         return config("dp", bm, bm, 64, num_warps=4, num_stages=3, group_m=8)
-    if kind in ("persistent", "tma-persistent"):
+    if kind in ("persistent", "tma-persistent", "flat-persistent"):
         return config("persistent", bm, bm, 64, grid=132, num_warps=4, num_stages=3, group_m=8)
-    if kind == "streamk":
+    if kind in ("streamk", "tma-streamk"):
         return config("streamk", bm, bm, 64, grid=132, num_warps=4, num_stages=3, group_m=8)
-    if kind == "splitk":
+    if kind in ("splitk", "tma-splitk"):
         return config("splitk", 64, 64, 128, split_k=4, num_warps=4, num_stages=3)
     raise ValueError(kind)
 
 
 @pytest.mark.timeout(600)
-@pytest.mark.parametrize("kind", ["dp", "persistent", "streamk", "splitk", "tma-dp", "tma-persistent"])
+@pytest.mark.parametrize("kind", ["dp", "persistent", "streamk", "splitk", "tma-dp", "tma-persistent", "tma-streamk",
+                                  "tma-splitk", "flat-persistent"])
 @pytest.mark.parametrize("ta, tb", TRANSPOSES)
 def test_gpu_matrix_bf16(kind, ta, tb, h200):
+    from tritonblas.plan import launch, make_plan, problem_from_tensors
+
     s = SIZE
-    m, n, k = (s["skinny_m"], s["skinny_n"], s["long_k"]) if kind == "splitk" else (s["square"],) * 3
+    m, n, k = (s["skinny_m"], s["skinny_n"], s["long_k"]) if kind.endswith("splitk") else (s["square"],) * 3
+    if kind.startswith(("tma", "flat")):
+        m, n, k = m + 8, n + 24, k + 8  # ragged tiles, 16-byte-aligned rows (TMA-legal)
     a = operand(m, k, torch.bfloat16, ta, DEV)
     b = operand(k, n, torch.bfloat16, tb, DEV)
-    out, plan = run_gemm(_cfg(kind), a, b, h200, tma=kind.startswith("tma"))
-    assert plan.tma == kind.startswith("tma")
+    if kind == "flat-persistent":
+        out = torch.full((m, n), float("nan"), device=DEV).bfloat16()
+        plan = make_plan(_cfg(kind), problem_from_tensors(a, b, out), h200, tma=True, flat=True)
+        assert plan.kernel_name == "gemm_tma_flat_kernel"
+        launch(plan, a, b, out)
+    else:
+        out, plan = run_gemm(_cfg(kind), a, b, h200, tma=kind.startswith("tma"))
+        assert plan.tma == kind.startswith("tma")
     check_gemm(out, a, b, what=f"{kind} {ta}{tb}")
+
+
+@pytest.mark.timeout(600)
+@pytest.mark.parametrize("shape", [(1536, 3584, 8192), (1000, 1000, 4096)])
+def test_gpu_tma_streamk_deterministic(shape, h200):
+    """Stream-K TMA at the wave-quantised benchmark shape (168 tiles of 128×256 on 132 programs):
+    correct, bitwise equal over 5 runs, counters re-armed."""
+    m, n, k = shape
+    a = operand(m, k, torch.bfloat16, False, DEV)
+    b = operand(k, n, torch.bfloat16, False, DEV)
+    cfg = config("streamk", 128, 256, 64, grid=132, num_warps=8, num_stages=3, group_m=8)
+    first, plan = run_gemm(cfg, a, b, h200, tma=True)
+    assert plan.kernel_name == "gemm_streamk_tma_kernel"
+    check_gemm(first, a, b, what=f"tma streamk {shape}")
+    for _ in range(4):
+        again, _ = run_gemm(cfg, a, b, h200, tma=True)
+        assert torch.equal(again.view(torch.int16), first.view(torch.int16))
+
+
+@pytest.mark.timeout(600)
+def test_gpu_tma_splitk_gemv(h200):
+    a = operand(1, 8192, torch.bfloat16, False, DEV)
+    b = operand(8192, 8192, torch.bfloat16, False, DEV)
+    out, plan = run_gemm(config("splitk", 16, 64, 128, split_k=4, num_warps=4, num_stages=4), a, b, h200, tma=True)
+    assert plan.kernel_name == "gemm_splitk_tma_kernel"
+    check_gemm(out, a, b, what="tma splitk gemv")
 
 
 @pytest.mark.timeout(600)

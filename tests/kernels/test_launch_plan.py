@@ -90,7 +90,12 @@ def test_tma_choice(h200):
     lp = make_plan(config("dp", 128, 128, 64), unaligned, h200, tma=True)
     assert lp.kernel_name == "gemm_kernel" and not lp.tma
     assert make_plan(config("streamk", 128, 128, 64, grid=132), aligned, h200, tma=True).kernel_name == \
+        "gemm_streamk_tma_kernel"
+    sk = make_plan(config("splitk", 16, 64, 128, split_k=4), GemmProblem(16, 4096, 4096), h200, tma=True)
+    assert sk.kernel_name == "gemm_splitk_tma_kernel" and sk.pointer_kernel_name == "gemm_splitk_kernel"
+    assert make_plan(config("streamk", 128, 128, 64, grid=132), unaligned, h200, tma=True).kernel_name == \
         "gemm_streamk_kernel"
+    assert make_plan(config("streamk", 128, 128, 64, grid=132), aligned, h200).kernel_name == "gemm_streamk_kernel"
     assert make_plan(config("dp", 128, 128, 64), aligned, h200).kernel_name == "gemm_kernel"  # TMA is opt-in
 
 

@@ -86,3 +86,23 @@ def test_streamk_matches_dp_order_free(device, h200):
     for cfg in (config("streamk", grid=3), config("streamk", grid=13), config("splitk", split_k=5)):
         out, _ = run_gemm(cfg, a, b, h200)
         check_gemm(out, a, b, what=cfg.short())
+
+
+@pytest.mark.timeout(120)
+@pytest.mark.parametrize("cfg_kw", [dict(kind="streamk", grid=7), dict(kind="streamk", grid=4),
+                                    dict(kind="splitk", split_k=3)], ids=["sk7", "sk4", "split3"])
+def test_tma_bitwise_deterministic(cfg_kw, device, h200):
+    """The TMA Stream-K / split-K kernels: 5 runs, bitwise equal; counters re-armed."""
+    m, n, k = 70, 48, 100  # fp32 rows of 400 / 192 bytes: TMA-legal; 6 tiles of 4 K-iterations
+    a = operand(m, k, torch.float32, False, device)
+    b = operand(k, n, torch.float32, False, device)
+    kw = dict(cfg_kw)
+    cfg = config(kw.pop("kind"), **kw)
+    first, plan = run_gemm(cfg, a, b, h200, tma=True)
+    assert plan.tma and plan.kernel_name.endswith("_tma_kernel")
+    check_gemm(first, a, b, what=f"tma {cfg.short()}")
+    for _ in range(4):
+        again, _ = run_gemm(cfg, a, b, h200, tma=True)
+        assert torch.equal(again.view(torch.int32), first.view(torch.int32))
+    assert _counters_zero(device)
+

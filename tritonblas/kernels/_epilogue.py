@@ -14,7 +14,8 @@ import triton.language as tl
 
 from tritonblas.kernels._tiles import aligned, operand_offsets
 
-__all__ = ["ACT_NONE", "ACT_RELU", "ACT_GELU", "gelu_tanh", "epilogue", "store_partial", "load_partial"]
+__all__ = ["ACT_NONE", "ACT_RELU", "ACT_GELU", "gelu_tanh", "epilogue", "epilogue_values", "store_partial",
+           "load_partial"]
 
 ACT_NONE, ACT_RELU, ACT_GELU = 0, 1, 2
 
@@ -106,6 +107,42 @@ def epilogue(acc, Out, C, Bias, ScaleA, ScaleB, bid, pid_m, pid_n, M, N,
                         stride_cb, stride_cm, stride_cn, stride_ob, stride_om, stride_on, stride_bias,
                         alpha, beta, OUT_ORDER, OUT_ALIGN, OUT_EDGE, HAS_C, HAS_BIAS, SCALE_A, SCALE_B, ACTIVATION,
                         True)
+
+
+@triton.jit
+def epilogue_values(acc, C, Bias, ScaleA, ScaleB, bid, pid_m, pid_n, M, N,
+                    stride_cb, stride_cm, stride_cn, stride_bias, alpha, beta,
+                    BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, HAS_C: tl.constexpr, HAS_BIAS: tl.constexpr,
+                    SCALE_A: tl.constexpr, SCALE_B: tl.constexpr, ACTIVATION: tl.constexpr):
+    """The epilogue's fp32 values of one tile, not stored (for a TMA store, which clips the edges
+    itself). Its own loads (C, bias, per-row/column scales) are always masked: they are off the
+    plain GEMM's path, where all of them are compiled out."""
+    rm = pid_m * BLOCK_M + tl.arange(0, BLOCK_M)
+    rn = pid_n * BLOCK_N + tl.arange(0, BLOCK_N)
+    mask_m = rm < M
+    mask_n = rn < N
+    if SCALE_A == 1:
+        acc = acc * tl.load(ScaleA).to(tl.float32)
+    elif SCALE_A == 2:
+        acc = acc * tl.load(ScaleA + rm, mask=mask_m, other=0.0).to(tl.float32)[:, None]
+    if SCALE_B == 1:
+        acc = acc * tl.load(ScaleB).to(tl.float32)
+    elif SCALE_B == 2:
+        acc = acc * tl.load(ScaleB + rn, mask=mask_n, other=0.0).to(tl.float32)[None, :]
+    acc = acc * alpha
+    if HAS_C:
+        c_ptrs = C + bid.to(tl.int64) * stride_cb + rm.to(tl.int64)[:, None] * stride_cm \
+            + rn.to(tl.int64)[None, :] * stride_cn
+        c = tl.load(c_ptrs, mask=mask_m[:, None] & mask_n[None, :], other=0.0)
+        acc = acc + beta * c.to(tl.float32)
+    if HAS_BIAS:
+        bias = tl.load(Bias + rn.to(tl.int64) * stride_bias, mask=mask_n, other=0.0)
+        acc = acc + bias.to(tl.float32)[None, :]
+    if ACTIVATION == 1:
+        acc = tl.maximum(acc, 0.0, propagate_nan=tl.PropagateNan.ALL)
+    elif ACTIVATION == 2:
+        acc = gelu_tanh(acc)
+    return acc
 
 
 @triton.jit

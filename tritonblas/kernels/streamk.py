@@ -15,6 +15,11 @@ contributor order (so the sum, and the result, are bitwise the same whoever arri
 the epilogue, writes C and re-arms the counter with ``atomic_xchg(counter, 0)``. Counters are zeroed
 once at allocation and are zero again after every launch, so CUDA-graph replays need no memset.
 
+``gemm_streamk_tma_kernel`` is the same kernel with A and B read through host tensor descriptors
+(``TMA`` constexpr of the shared body): no masks, the hardware zero-fills out-of-bounds rows,
+columns and the K tail; the plan falls back to the pointer kernel for operands that are not
+16-byte aligned.
+
 Workspace: ``2·G`` fp32 tiles of BLOCK_M × BLOCK_N, and ``T mod G`` int32 counters (at most G).
 """
 
@@ -22,11 +27,11 @@ import triton
 import triton.language as tl
 
 from tritonblas.kernels._epilogue import epilogue, load_partial, store_partial
-from tritonblas.kernels._tiles import tile_acc, tile_position
-from tritonblas.kernels.gemm import RUNTIME_INTS
+from tritonblas.kernels._tiles import tile_position
+from tritonblas.kernels.gemm import RUNTIME_INTS, any_tile_acc
 from tritonblas.kernels.pid import chiplet_remap
 
-__all__ = ["gemm_streamk_kernel"]
+__all__ = ["gemm_streamk_kernel", "gemm_streamk_tma_kernel"]
 
 
 @triton.jit
@@ -41,20 +46,20 @@ def _owner(x, base, extra):
     return tl.where(x < big, x // (base + 1), extra + (x - big) // tl.maximum(base, 1))
 
 
-@triton.jit(do_not_specialize=RUNTIME_INTS)
-def gemm_streamk_kernel(A, B, C, Out, Bias, ScaleA, ScaleB, Workspace, Counters,
-                        M, N, K, BATCH, split_k,
-                        stride_ab, stride_am, stride_ak, stride_bb, stride_bk, stride_bn,
-                        stride_cb, stride_cm, stride_cn, stride_ob, stride_om, stride_on, stride_bias,
-                        alpha, beta,
-                        BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr,
-                        GROUP_M: tl.constexpr, NUM_CHIPLETS: tl.constexpr, CHUNK: tl.constexpr,
-                        A_ORDER: tl.constexpr, B_ORDER: tl.constexpr, OUT_ORDER: tl.constexpr,
-                        A_ALIGN: tl.constexpr, B_ALIGN: tl.constexpr, OUT_ALIGN: tl.constexpr,
-                        A_EDGE: tl.constexpr, B_EDGE: tl.constexpr, OUT_EDGE: tl.constexpr,
-                        HAS_C: tl.constexpr, HAS_BIAS: tl.constexpr, SCALE_A: tl.constexpr,
-                        SCALE_B: tl.constexpr, ACTIVATION: tl.constexpr, INPUT_PRECISION: tl.constexpr,
-                        MAX_IMPRECISE: tl.constexpr, TMA_BATCHED: tl.constexpr):
+@triton.jit
+def _streamk_body(A, B, C, Out, Bias, ScaleA, ScaleB, Workspace, Counters,
+                  M, N, K, BATCH, split_k,
+                  stride_ab, stride_am, stride_ak, stride_bb, stride_bk, stride_bn,
+                  stride_cb, stride_cm, stride_cn, stride_ob, stride_om, stride_on, stride_bias,
+                  alpha, beta,
+                  BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr,
+                  GROUP_M: tl.constexpr, NUM_CHIPLETS: tl.constexpr, CHUNK: tl.constexpr,
+                  A_ORDER: tl.constexpr, B_ORDER: tl.constexpr, OUT_ORDER: tl.constexpr,
+                  A_ALIGN: tl.constexpr, B_ALIGN: tl.constexpr, OUT_ALIGN: tl.constexpr,
+                  A_EDGE: tl.constexpr, B_EDGE: tl.constexpr, OUT_EDGE: tl.constexpr,
+                  HAS_C: tl.constexpr, HAS_BIAS: tl.constexpr, SCALE_A: tl.constexpr,
+                  SCALE_B: tl.constexpr, ACTIVATION: tl.constexpr, INPUT_PRECISION: tl.constexpr,
+                  MAX_IMPRECISE: tl.constexpr, TMA_BATCHED: tl.constexpr, TMA: tl.constexpr):
     grid = tl.num_programs(0)
     pid = chiplet_remap(tl.program_id(0), grid, NUM_CHIPLETS, CHUNK)
     num_tiles = BATCH * tl.cdiv(M, BLOCK_M) * tl.cdiv(N, BLOCK_N)
@@ -92,10 +97,10 @@ def gemm_streamk_kernel(A, B, C, Out, Bias, ScaleA, ScaleB, Workspace, Counters,
             first = _owner(tile_lo, base, extra)
             last = _owner(tile_lo + iters - 1, base, extra)
         bid, pid_m, pid_n = tile_position(t, M, N, BLOCK_M, BLOCK_N, GROUP_M)
-        acc = tile_acc(A, B, bid, pid_m, pid_n, k_lo, k_hi, M, N, K,
-                       stride_ab, stride_am, stride_ak, stride_bb, stride_bk, stride_bn,
-                       BLOCK_M, BLOCK_N, BLOCK_K, A_ORDER, B_ORDER, A_ALIGN, B_ALIGN, A_EDGE, B_EDGE,
-                       INPUT_PRECISION, MAX_IMPRECISE)
+        acc = any_tile_acc(A, B, bid, pid_m, pid_n, k_lo, k_hi, M, N, K,
+                           stride_ab, stride_am, stride_ak, stride_bb, stride_bk, stride_bn,
+                           BLOCK_M, BLOCK_N, BLOCK_K, A_ORDER, B_ORDER, A_ALIGN, B_ALIGN, A_EDGE, B_EDGE,
+                           INPUT_PRECISION, MAX_IMPRECISE, TMA, TMA_BATCHED)
         split = first != last  # several programs contribute to this tile
         finish = True
         if split:
@@ -115,3 +120,54 @@ def gemm_streamk_kernel(A, B, C, Out, Bias, ScaleA, ScaleB, Workspace, Counters,
                      ACTIVATION)
             if split:
                 tl.atomic_xchg(Counters + s, 0, sem="relaxed")
+
+
+@triton.jit(do_not_specialize=RUNTIME_INTS)
+def gemm_streamk_kernel(A, B, C, Out, Bias, ScaleA, ScaleB, Workspace, Counters,
+                        M, N, K, BATCH, split_k,
+                        stride_ab, stride_am, stride_ak, stride_bb, stride_bk, stride_bn,
+                        stride_cb, stride_cm, stride_cn, stride_ob, stride_om, stride_on, stride_bias,
+                        alpha, beta,
+                        BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr,
+                        GROUP_M: tl.constexpr, NUM_CHIPLETS: tl.constexpr, CHUNK: tl.constexpr,
+                        A_ORDER: tl.constexpr, B_ORDER: tl.constexpr, OUT_ORDER: tl.constexpr,
+                        A_ALIGN: tl.constexpr, B_ALIGN: tl.constexpr, OUT_ALIGN: tl.constexpr,
+                        A_EDGE: tl.constexpr, B_EDGE: tl.constexpr, OUT_EDGE: tl.constexpr,
+                        HAS_C: tl.constexpr, HAS_BIAS: tl.constexpr, SCALE_A: tl.constexpr,
+                        SCALE_B: tl.constexpr, ACTIVATION: tl.constexpr, INPUT_PRECISION: tl.constexpr,
+                        MAX_IMPRECISE: tl.constexpr, TMA_BATCHED: tl.constexpr):
+    """Stream-K, A and B through pointers (any layout and alignment class)."""
+    _streamk_body(A, B, C, Out, Bias, ScaleA, ScaleB, Workspace, Counters,
+                  M, N, K, BATCH, split_k,
+                  stride_ab, stride_am, stride_ak, stride_bb, stride_bk, stride_bn,
+                  stride_cb, stride_cm, stride_cn, stride_ob, stride_om, stride_on, stride_bias,
+                  alpha, beta,
+                  BLOCK_M, BLOCK_N, BLOCK_K, GROUP_M, NUM_CHIPLETS, CHUNK,
+                  A_ORDER, B_ORDER, OUT_ORDER, A_ALIGN, B_ALIGN, OUT_ALIGN, A_EDGE, B_EDGE, OUT_EDGE,
+                  HAS_C, HAS_BIAS, SCALE_A, SCALE_B, ACTIVATION, INPUT_PRECISION, MAX_IMPRECISE, TMA_BATCHED, False)
+
+
+@triton.jit(do_not_specialize=RUNTIME_INTS)
+def gemm_streamk_tma_kernel(A, B, C, Out, Bias, ScaleA, ScaleB, Workspace, Counters,
+                            M, N, K, BATCH, split_k,
+                            stride_ab, stride_am, stride_ak, stride_bb, stride_bk, stride_bn,
+                            stride_cb, stride_cm, stride_cn, stride_ob, stride_om, stride_on, stride_bias,
+                            alpha, beta,
+                            BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr,
+                            GROUP_M: tl.constexpr, NUM_CHIPLETS: tl.constexpr, CHUNK: tl.constexpr,
+                            A_ORDER: tl.constexpr, B_ORDER: tl.constexpr, OUT_ORDER: tl.constexpr,
+                            A_ALIGN: tl.constexpr, B_ALIGN: tl.constexpr, OUT_ALIGN: tl.constexpr,
+                            A_EDGE: tl.constexpr, B_EDGE: tl.constexpr, OUT_EDGE: tl.constexpr,
+                            HAS_C: tl.constexpr, HAS_BIAS: tl.constexpr, SCALE_A: tl.constexpr,
+                            SCALE_B: tl.constexpr, ACTIVATION: tl.constexpr, INPUT_PRECISION: tl.constexpr,
+                            MAX_IMPRECISE: tl.constexpr, TMA_BATCHED: tl.constexpr):
+    """Stream-K, A and B through host TMA descriptors (the host checked 16-byte alignment; see
+    ``gemm_tma_kernel`` for the descriptor shapes). Same partition and fix-up as the pointer kernel."""
+    _streamk_body(A, B, C, Out, Bias, ScaleA, ScaleB, Workspace, Counters,
+                  M, N, K, BATCH, split_k,
+                  stride_ab, stride_am, stride_ak, stride_bb, stride_bk, stride_bn,
+                  stride_cb, stride_cm, stride_cn, stride_ob, stride_om, stride_on, stride_bias,
+                  alpha, beta,
+                  BLOCK_M, BLOCK_N, BLOCK_K, GROUP_M, NUM_CHIPLETS, CHUNK,
+                  A_ORDER, B_ORDER, OUT_ORDER, A_ALIGN, B_ALIGN, OUT_ALIGN, A_EDGE, B_EDGE, OUT_EDGE,
+                  HAS_C, HAS_BIAS, SCALE_A, SCALE_B, ACTIVATION, INPUT_PRECISION, MAX_IMPRECISE, TMA_BATCHED, True)

@@ -1,0 +1,186 @@
+"""Per-call overhead of a warm ``tritonblas.matmul`` vs ``torch.matmul``.
+
+    python benchmarks/bench_dispatch.py [--calls 1000] [--repeats 5] [--out benchmarks/results/bench_dispatch.csv]
+
+On a CUDA device: bf16 shapes 16×4096×4096, 1×8192×8192 and 128×128×128; per shape and mode, after a
+warm-up, ``torch.cuda.synchronize()``, then ``--calls`` back-to-back calls: ``cpu_us`` is the time to
+issue one call (perf_counter around the loop, before the closing synchronize), ``wall_us`` includes
+it (what a dependent consumer sees). Modes: ``torch`` (torch.matmul), ``fast`` (tritonblas, the
+default warm path) and ``checked`` (tritonblas with the fast path and the direct call disabled:
+the dispatcher as it was before, GemmKey → _PLANS → prepare_launch → kernel[grid] through the
+custom op). Best of ``--repeats``.
+
+On CPU (no GPU): the dispatcher overhead alone, every kernel launch stubbed to a no-op (the
+interpreter's own cost would drown it), for contiguous 2-D, transposed-B, batched and
+batch-broadcast bf16 inputs, with and without ``torch.no_grad``; ``torch`` rows are torch.matmul
+on the same shapes, for scale (they include the CPU GEMM itself).
+
+Every CSV row carries its provenance (git sha, device, torch/triton/Python versions, date).
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import csv
+import datetime
+import os
+import platform
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+
+import torch  # noqa: E402
+
+if not torch.cuda.is_available():
+    os.environ.setdefault("TRITON_INTERPRET", "1")
+    os.environ.setdefault("TRITONBLAS_PROFILE", "h200")
+
+import triton  # noqa: E402
+
+import tritonblas  # noqa: E402
+from tritonblas import dispatch, ops  # noqa: E402
+
+GPU_SHAPES = [(16, 4096, 4096), (1, 8192, 8192), (128, 128, 128)]
+FIELDS = ["mode", "case", "m", "n", "k", "batch", "grad", "calls", "cpu_us", "wall_us", "note",
+          "device", "git_sha", "torch", "triton", "python", "cpu", "date"]
+
+
+def _git_sha() -> str:
+    if os.environ.get("GIT_SHA"):  # the device machine gets the tree without .git
+        return os.environ["GIT_SHA"]
+    try:
+        sha = subprocess.run(["git", "rev-parse", "HEAD"], cwd=ROOT, capture_output=True, text=True).stdout.strip()
+        dirty = subprocess.run(["git", "status", "--porcelain", "--untracked-files=no"], cwd=ROOT,
+                               capture_output=True, text=True).stdout.strip()
+        return sha + ("-dirty" if dirty else "")
+    except OSError:
+        return "unknown"
+
+
+@contextlib.contextmanager
+def checked_path():
+    """The dispatcher without its fast path and without the ops' direct call (the old warm path)."""
+    hit, remember, direct = dispatch._fast_hit, dispatch._remember, ops._direct
+    dispatch._fast_hit = lambda key: None
+    dispatch._remember = lambda *a, **k: None
+    ops._direct = lambda *t: False
+    try:
+        yield
+    finally:
+        dispatch._fast_hit, dispatch._remember, ops._direct = hit, remember, direct
+
+
+class _NoLaunch:
+    """Stands in for a kernel: ``kernel[grid](*args, **kwargs)`` does nothing."""
+
+    def __getitem__(self, grid):
+        return self
+
+    def __call__(self, *args, **kwargs):
+        return None
+
+
+def stub_kernels() -> None:
+    import tritonblas.kernels as kernels
+
+    for name in kernels.__all__:
+        setattr(kernels, name, _NoLaunch())
+
+
+def time_loop(fn, calls: int, repeats: int, cuda: bool) -> tuple[float, float]:
+    for _ in range(20):
+        fn()
+    best_cpu = best_wall = float("inf")
+    for _ in range(repeats):
+        if cuda:
+            torch.cuda.synchronize()
+        t0 = time.perf_counter()
+        for _ in range(calls):
+            fn()
+        t1 = time.perf_counter()
+        if cuda:
+            torch.cuda.synchronize()
+        t2 = time.perf_counter()
+        best_cpu = min(best_cpu, (t1 - t0) / calls * 1e6)
+        best_wall = min(best_wall, (t2 - t0) / calls * 1e6)
+    return best_cpu, best_wall
+
+
+def gpu_rows(calls: int, repeats: int) -> list[dict]:
+    rows = []
+    dt = torch.bfloat16
+    for m, n, k in GPU_SHAPES:
+        a = torch.randn(m, k, device="cuda", dtype=dt)
+        b = torch.randn(k, n, device="cuda", dtype=dt)
+        torch.testing.assert_close(tritonblas.matmul(a, b).float(), (a @ b).float(), rtol=2e-2, atol=2e-1)
+        for mode in ("torch", "fast", "checked"):
+            fn = (lambda: torch.matmul(a, b)) if mode == "torch" else (lambda: tritonblas.matmul(a, b))
+            ctx = checked_path() if mode == "checked" else contextlib.nullcontext()
+            with ctx, torch.no_grad():
+                cpu_us, wall_us = time_loop(fn, calls, repeats, cuda=True)
+            rows.append(dict(mode=mode, case="2d", m=m, n=n, k=k, batch=1, grad=False, calls=calls,
+                             cpu_us=round(cpu_us, 2), wall_us=round(wall_us, 2), note=""))
+    return rows
+
+
+def cpu_rows(calls: int, repeats: int) -> list[dict]:
+    stub_kernels()
+    dt = torch.bfloat16
+    b_big = torch.randn(4096, 4096, dtype=dt)
+    cases = {
+        "2d": (torch.randn(16, 4096, dtype=dt), b_big),
+        "2d_bT": (torch.randn(16, 4096, dtype=dt), b_big.t()),
+        "batched": (torch.randn(4, 16, 64, dtype=dt), torch.randn(4, 64, 32, dtype=dt)),
+        "batch_broadcast": (torch.randn(1, 16, 64, dtype=dt), torch.randn(4, 64, 32, dtype=dt)),
+    }
+    rows = []
+    for case, (a, b) in cases.items():
+        m, k, n = a.shape[-2], a.shape[-1], b.shape[-1]
+        batch = max(a.shape[0] if a.dim() == 3 else 1, b.shape[0] if b.dim() == 3 else 1)
+        for grad in (False, True):
+            for mode in ("fast", "checked", "torch"):
+                if mode == "torch" and (grad or case == "2d_bT"):
+                    continue
+                fn = (lambda: torch.matmul(a, b)) if mode == "torch" else (lambda: tritonblas.matmul(a, b))
+                ctx = checked_path() if mode == "checked" else contextlib.nullcontext()
+                with ctx, (contextlib.nullcontext() if grad else torch.no_grad()):
+                    cpu_us, wall_us = time_loop(fn, calls if mode != "torch" else max(10, calls // 50), repeats,
+                                                cuda=False)
+                note = "CPU GEMM included" if mode == "torch" else "kernel launch stubbed"
+                rows.append(dict(mode=mode, case=case, m=m, n=n, k=k, batch=batch, grad=grad, calls=calls,
+                                 cpu_us=round(cpu_us, 2), wall_us=round(wall_us, 2), note=note))
+    return rows
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--calls", type=int, default=1000)
+    ap.add_argument("--repeats", type=int, default=5)
+    ap.add_argument("--out", default=str(ROOT / "benchmarks" / "results" / "bench_dispatch.csv"))
+    args = ap.parse_args()
+    cuda = torch.cuda.is_available()
+    rows = gpu_rows(args.calls, args.repeats) if cuda else cpu_rows(args.calls, args.repeats)
+    prov = dict(device=torch.cuda.get_device_name() if cuda else f"cpu (TRITON_INTERPRET={os.environ.get('TRITON_INTERPRET')})",
+                git_sha=_git_sha(), torch=torch.__version__, triton=triton.__version__,
+                python=platform.python_version(), cpu=platform.processor() or platform.machine(),
+                date=datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"))
+    out = Path(args.out)
+    out.parent.mkdir(parents=True, exist_ok=True)
+    with out.open("w", newline="") as fh:
+        w = csv.DictWriter(fh, fieldnames=FIELDS)
+        w.writeheader()
+        for r in rows:
+            w.writerow({**r, **prov})
+    for r in rows:
+        print(f"{r['mode']:8s} {r['case']:16s} {r['m']}x{r['n']}x{r['k']} b{r['batch']} grad={r['grad']!s:5s} "
+              f"cpu {r['cpu_us']:9.2f} us  wall {r['wall_us']:9.2f} us  {r['note']}")
+    print(f"wrote {out}")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,146 @@
+"""Fit the model's efficiency parameters (the profile's ``model:`` section) to a measured sweep.
+
+A sweep (benchmarks/sweep.py, DESIGN.md §8) gives, per shape, measured times of many configs of
+our own space. ``selection_efficiency`` scores a profile against it: per shape, the model picks the
+config with the lowest prediction among the measured ones; efficiency = best measured time / time
+of the pick. ``fit`` searches the parameters (coordinate descent over multiplicative steps, within
+the schema's ranges) to maximise the geometric-mean efficiency on a train split, with the log
+prediction error as a tie-breaker; it is still a roofline with a handful of physical parameters,
+not a regressor. Pure CPU; used by `tritonblas calibrate --fit` and the efficiency test.
+"""
+
+from __future__ import annotations
+
+import csv
+import math
+from dataclasses import dataclass, fields
+from pathlib import Path
+from typing import Iterable, Sequence
+
+import numpy as np
+
+from origami.config import TileConfig
+from origami.hardware import MODEL_PARAMS, HardwareProfile, load_profile
+from origami.problem import GemmProblem
+
+__all__ = ["Measured", "read_sweep", "selection_efficiency", "fit", "FitReport"]
+
+_PROBLEM = ("m", "n", "k", "batch", "a_dtype", "b_dtype", "c_dtype", "a_layout", "b_layout")
+_INT_FIELDS = {f.name for f in fields(TileConfig)} - {"kind"}
+
+
+@dataclass(frozen=True)
+class Measured:
+    """One shape of a sweep: the problem and its measured (config, median ms) pairs."""
+
+    problem: GemmProblem
+    configs: tuple[TileConfig, ...]
+    ms: tuple[float, ...]
+
+
+def _config(row: dict) -> TileConfig:
+    d = {"kind": row["kind"]}
+    for name in _INT_FIELDS:
+        v = row.get(name, "")
+        d[name] = None if v in ("", None) else int(v)
+    return TileConfig(**d)
+
+
+def read_sweep(paths: "str | Path | Iterable[str | Path]") -> list[Measured]:
+    """Shapes of one or more sweep CSVs (rows without a time are skipped; '#' lines are provenance)."""
+    if isinstance(paths, (str, Path)):
+        paths = [paths]
+    by: dict[GemmProblem, dict[TileConfig, float]] = {}
+    for path in paths:
+        with open(path) as f:
+            for row in csv.DictReader(line for line in f if not line.startswith("#")):
+                if not row.get("median_ms"):
+                    continue
+                kw = {c: row[c] for c in _PROBLEM}
+                for c in ("m", "n", "k", "batch"):
+                    kw[c] = int(kw[c])
+                if row.get("align_bytes"):
+                    kw["align_bytes"] = int(row["align_bytes"])
+                p = GemmProblem(**kw)
+                by.setdefault(p, {})[_config(row)] = float(row["median_ms"])
+    return [Measured(p, tuple(d), tuple(d.values())) for p, d in by.items() if len(d) >= 2]
+
+
+def _predictions(meas: Measured, hw: HardwareProfile) -> np.ndarray:
+    from origami.enumerate import row_to_config
+    from origami.select import score_problem
+
+    base, lat, _ = score_problem(meas.problem, hw)
+    pred = {}
+    for i in np.nonzero(np.isfinite(lat))[0]:
+        pred.setdefault(row_to_config(base[i], meas.problem, hw), float(lat[i]))
+    return np.array([pred.get(c, np.inf) for c in meas.configs])
+
+
+@dataclass(frozen=True)
+class Score:
+    geomean: float
+    p10: float
+    per_shape: tuple[float, ...]
+    log_error: float  # median |log(pred / measured)| over measured configs the model scores
+
+
+def selection_efficiency(data: Sequence[Measured], hw: "HardwareProfile | str") -> Score:
+    hw = load_profile(hw)
+    effs, errs = [], []
+    for meas in data:
+        pred = _predictions(meas, hw)
+        ms = np.array(meas.ms)
+        ok = np.isfinite(pred)
+        if not ok.any():
+            continue
+        pick = int(np.argmin(np.where(ok, pred, np.inf)))
+        effs.append(ms.min() / ms[pick])
+        errs.extend(np.abs(np.log(pred[ok] / 1e6 / ms[ok])))
+    e = np.array(effs)
+    return Score(float(np.exp(np.mean(np.log(e)))) if e.size else float("nan"),
+                 float(np.percentile(e, 10)) if e.size else float("nan"), tuple(e), float(np.median(errs)) if errs else float("nan"))
+
+
+@dataclass(frozen=True)
+class FitReport:
+    params: dict
+    train_before: Score
+    train_after: Score
+    test_before: Score
+    test_after: Score
+
+    @property
+    def accepted(self) -> bool:
+        """A fit is accepted only if it does not make held-out efficiency worse."""
+        return self.test_after.geomean >= self.test_before.geomean - 1e-9
+
+
+def _objective(s: Score) -> float:
+    return math.log(max(s.geomean, 1e-9)) - 0.05 * s.log_error
+
+
+def fit(hw: "HardwareProfile | str", train: Sequence[Measured], test: Sequence[Measured], *,
+        params: Sequence[str] | None = None, rounds: int = 3, steps=(0.7, 0.85, 1.15, 1.4)) -> FitReport:
+    hw = load_profile(hw)
+    names = list(params or MODEL_PARAMS)
+    best = dict(hw.model)
+    cur = hw
+    cur_obj = _objective(selection_efficiency(train, cur))
+    for _ in range(rounds):
+        improved = False
+        for name in names:
+            lo, hi, _ = MODEL_PARAMS[name]
+            for f in steps:
+                v = best[name] * f if best[name] > 0 else (lo + hi) / 10 * f
+                v = min(hi, max(lo, v))
+                if v == best[name]:
+                    continue
+                cand = hw.replace_model(**{**best, name: v})
+                obj = _objective(selection_efficiency(train, cand))
+                if obj > cur_obj + 1e-6:
+                    best, cur, cur_obj, improved = {**best, name: v}, cand, obj, True
+        if not improved:
+            break
+    return FitReport(best, selection_efficiency(train, hw), selection_efficiency(train, cur),
+                     selection_efficiency(test, hw), selection_efficiency(test, cur))

@@ -1,0 +1,256 @@
+"""The dispatcher's warm fast path (``dispatch._FAST``) and the ops' direct call (``ops._direct``).
+
+The fast path must be invisible: bitwise the same results as the checked path (CPU, interpreter),
+hit only when everything that decides the launch is equal, and missed when the alignment class,
+the strides, the environment or the device → profile mapping change. The direct call skips the
+custom-op dispatcher only when nothing (autograd, compile, modes, functorch) would see the op.
+"""
+
+from __future__ import annotations
+
+import inspect
+from types import SimpleNamespace
+
+import pytest
+import torch
+from torch.overrides import TorchFunctionMode
+from torch.utils._python_dispatch import TorchDispatchMode
+
+import tritonblas
+from origami.config import TileConfig
+from tritonblas import _device, dispatch, ops
+from tritonblas import plan as _plan
+
+
+@pytest.fixture(autouse=True)
+def _profile(device, monkeypatch):
+    if device == "cpu":
+        monkeypatch.setenv("TRITONBLAS_PROFILE", "h200")
+    tritonblas.clear_caches()
+    dispatch.reset_stats()
+    yield
+
+
+@pytest.fixture
+def fast_launches(monkeypatch):
+    """Counts launches that went through a fast entry."""
+    calls = []
+    original = dispatch._Fast.launch
+
+    def spy(self, args):
+        calls.append(self)
+        return original(self, args)
+
+    monkeypatch.setattr(dispatch._Fast, "launch", spy)
+    return calls
+
+
+def _rand(*shape, device, dtype=torch.float32, seed=0):
+    g = torch.Generator().manual_seed(seed)
+    return torch.randn(*shape, generator=g, dtype=torch.float64).to(dtype).to(device)
+
+
+CASES = {
+    "2d": ((37, 64), (64, 48), False, None),
+    "b_transposed": ((37, 64), (64, 48), True, None),
+    "batched": ((3, 21, 32), (3, 32, 40), False, None),
+    "batch_broadcast": ((1, 21, 32), (3, 32, 40), False, None),
+    "nd_folded": ((2, 3, 17, 16), (16, 9), False, None),
+    "dp": ((37, 64), (64, 48), False, TileConfig("dp", 32, 32, 32, 4, 2)),
+    "streamk": ((37, 64), (64, 48), False, TileConfig("streamk", 32, 32, 16, 4, 2, grid=3)),
+    "splitk": ((37, 64), (64, 48), True, TileConfig("splitk", 16, 32, 16, 4, 2, split_k=2)),
+}
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16])
+@pytest.mark.parametrize("case", list(CASES))
+def test_fast_path_is_bitwise_the_checked_path(case, dtype, device, fast_launches):
+    sa, sb, bt, cfg = CASES[case]
+    a = _rand(*sa, device=device, dtype=dtype)
+    b = _rand(*sb, device=device, dtype=dtype, seed=1)
+    if bt:
+        b = b.mT.contiguous().mT
+    slow = tritonblas.matmul(a, b, config=cfg)  # checked path; records the fast entry
+    assert not fast_launches and len(dispatch._FAST) == 1
+    fast = tritonblas.matmul(a, b, config=cfg)
+    assert len(fast_launches) == 1, "the second identical call must take the fast path"
+    assert torch.equal(slow, fast) and slow.shape == fast.shape and slow.stride() == fast.stride()
+    out = torch.empty_like(slow)
+    tritonblas.matmul(a, b, config=cfg, out=out)  # out= is a new key: checked, then fast
+    tritonblas.matmul(a, b, config=cfg, out=out.zero_())
+    assert len(fast_launches) == 2 and torch.equal(out, slow)
+    assert dispatch.stats()["launches"] == 4 and dispatch.stats()["plans"] == 1
+
+
+def test_addmm_and_linear_fast_path(device, fast_launches):
+    a, b, c = _rand(19, 24, device=device), _rand(24, 13, device=device, seed=1), _rand(13, device=device, seed=2)
+    for _ in range(2):
+        r1 = tritonblas.addmm(c, a, b, alpha=0.5, beta=2.0)
+    assert len(fast_launches) == 1
+    r2 = tritonblas.addmm(c, a, b, alpha=0.5, beta=2.0)
+    assert torch.equal(r1, r2) and len(fast_launches) == 2
+    torch.testing.assert_close(r2, torch.addmm(c, a, b, alpha=0.5, beta=2.0), rtol=1.3e-6, atol=1e-5)
+    w = _rand(13, 24, device=device, seed=3)
+    y1, y2 = tritonblas.linear(a, w, c), tritonblas.linear(a, w, c)
+    assert torch.equal(y1, y2) and len(fast_launches) == 3
+
+
+def test_alignment_and_stride_class_changes_miss(device, fast_launches):
+    buf = _rand(16 * 40 + 1, device=device)
+    a = buf[:16 * 40].view(16, 40)          # 16-byte aligned
+    a_off = buf[1:16 * 40 + 1].view(16, 40)  # 4-byte aligned: another alignment class
+    b = _rand(40, 24, device=device, seed=1)
+    tritonblas.matmul(a, b)
+    tritonblas.matmul(a_off, b)
+    assert not fast_launches and len(dispatch._FAST) == 2, "a new alignment class must miss the fast path"
+    assert dispatch._fast_key(a, b, None, None, None, None) != dispatch._fast_key(a_off, b, None, None, None, None)
+    r = tritonblas.matmul(a_off, b)
+    assert len(fast_launches) == 1 and fast_launches[0] is dispatch._FAST[
+        dispatch._fast_key(a_off, b, None, None, None, None)]
+    torch.testing.assert_close(r, a_off @ b, rtol=1.3e-6, atol=1e-5)
+    bt = b.mT.contiguous().mT                 # same shape, transposed strides
+    tritonblas.matmul(a, bt)
+    assert len(fast_launches) == 1 and len(dispatch._FAST) == 3, "a new stride class must miss"
+    torch.testing.assert_close(tritonblas.matmul(a, bt), a @ b, rtol=1.3e-6, atol=1e-5)
+    assert len(fast_launches) == 2
+
+
+def test_dtype_tf32_and_environment_changes_miss(device, fast_launches, monkeypatch):
+    a, b = _rand(9, 16, device=device), _rand(16, 8, device=device, seed=1)
+    tritonblas.matmul(a, b)
+    k0 = dispatch._fast_key(a, b, None, None, None, None)
+    monkeypatch.setenv("TRITONBLAS_PROFILE", "h100")  # honoured between calls
+    assert dispatch._fast_key(a, b, None, None, None, None) != k0
+    tritonblas.matmul(a, b)
+    assert not fast_launches and len(dispatch._FAST) == 2
+    monkeypatch.setenv("TRITONBLAS_PROFILE", "h200")
+    tritonblas.matmul(a, b)
+    assert len(fast_launches) == 1
+    old = torch.backends.cuda.matmul.allow_tf32
+    try:
+        torch.backends.cuda.matmul.allow_tf32 = not old
+        assert dispatch._fast_key(a, b, None, None, None, None) != k0
+    finally:
+        torch.backends.cuda.matmul.allow_tf32 = old
+    assert dispatch._fast_key(a.half(), b.half(), None, None, None, None) != k0
+
+
+def test_cleared_device_cache_misses(device, fast_launches):
+    a, b = _rand(9, 16, device=device), _rand(16, 8, device=device, seed=1)
+    tritonblas.matmul(a, b)
+    _device.clear_device_cache()  # the profile mapping may change: the entry is stale
+    assert dispatch._fast_hit(dispatch._fast_key(a, b, None, None, None, None)) is None
+    tritonblas.matmul(a, b)  # checked path again, re-records the entry
+    tritonblas.matmul(a, b)
+    assert len(fast_launches) == 1
+    tritonblas.clear_caches()
+    assert not dispatch._FAST
+
+
+def test_fast_workspace_request_matches_prepare_launch(device, monkeypatch):
+    requests = []
+    original = _plan._workspace
+
+    def record(dev, partial, counters):
+        requests.append((partial, counters))
+        return original(dev, partial, counters)
+
+    monkeypatch.setattr(_plan, "_workspace", record)
+    a, b = _rand(37, 64, device=device), _rand(64, 48, device=device, seed=1)
+    for cfg in (CASES["streamk"][3], CASES["splitk"][3]):
+        requests.clear()
+        tritonblas.matmul(a, b, config=cfg)
+        tritonblas.matmul(a, b, config=cfg)
+        assert len(requests) >= 2 and requests[-1] == requests[0], cfg.short()
+
+
+def test_shared_memory_out_takes_the_checked_path(device, fast_launches):
+    buf = _rand(8, 8, device=device)
+    a = buf[:, :4]
+    b = _rand(4, 4, device=device, seed=1)
+    out = buf[:, 4:]
+    ref = a @ b
+    tritonblas.matmul(a.clone(), b, out=torch.empty(8, 4, device=device))
+    tritonblas.matmul(a, b, out=out)
+    torch.testing.assert_close(out, ref, rtol=1.3e-6, atol=1e-5)
+
+
+# --- the direct call (no torch.library dispatch) ------------------------------------------------
+def test_direct_call_conditions(device):
+    a, b = _rand(4, 4, device=device), _rand(4, 4, device=device)
+    assert ops._direct(a, b, None)
+    assert not ops._direct(a.requires_grad_(), b)
+    with torch.no_grad():
+        assert ops._direct(a, b)
+
+    class Mode(TorchFunctionMode):
+        def __torch_function__(self, func, types, args=(), kwargs=None):
+            return func(*args, **(kwargs or {}))
+
+    with Mode():
+        assert not ops._direct(b)
+    with torch.no_grad():
+        assert not torch.func.vmap(lambda x: torch.tensor(ops._direct(x)))(torch.ones(2, 3)).any()
+
+
+def test_dispatch_mode_still_sees_the_custom_op(device):
+    seen = []
+
+    class Log(TorchDispatchMode):
+        def __torch_dispatch__(self, func, types, args=(), kwargs=None):
+            seen.append(str(func))
+            return func(*args, **(kwargs or {}))
+
+    a, b = _rand(9, 16, device=device), _rand(16, 8, device=device, seed=1)
+    tritonblas.matmul(a, b)  # warm: the fast path exists
+    with Log():
+        r = tritonblas.matmul(a, b)
+    assert any(s.startswith("tritonblas.mm") for s in seen), seen
+    torch.testing.assert_close(r, a @ b, rtol=1.3e-6, atol=1e-5)
+
+
+def test_autograd_goes_through_the_op(device):
+    a, b = _rand(9, 16, device=device).requires_grad_(), _rand(16, 8, device=device, seed=1)
+    tritonblas.matmul(a.detach(), b)
+    r = tritonblas.matmul(a, b)
+    assert r.requires_grad and r.grad_fn is not None
+    r.sum().backward()
+    torch.testing.assert_close(a.grad, torch.ones(9, 8, device=device) @ b.T, rtol=1.3e-6, atol=1e-5)
+
+
+def test_direct_out_bumps_the_version_counter(device):
+    a, b = _rand(9, 16, device=device), _rand(16, 8, device=device, seed=1)
+    out = torch.empty(9, 8, device=device)
+    v = out._version
+    tritonblas.matmul(a, b, out=out)
+    assert out._version > v
+
+
+# --- the GPU launch binding, checked on CPU with Triton's own parameter list --------------------
+def test_compiled_launch_binds_arguments_in_parameter_order(monkeypatch):
+    from triton.runtime.jit import JITFunction
+
+    from tritonblas import kernels
+
+    fn = getattr(kernels.gemm_kernel, "fn", kernels.gemm_kernel)
+    jit = JITFunction(fn)
+    names = [p.name for p in jit.params]
+    n_args = names.index("BLOCK_M")
+    args = tuple(range(n_args))
+    kwargs = {n: f"<{n}>" for n in names[n_args:]}
+    kwargs.update(num_warps=4, num_stages=2)
+    launched = []
+    compiled = SimpleNamespace(run=lambda *a: launched.append(a), function="FN", packed_metadata="PM")
+    prepared = SimpleNamespace(args=args, compile=lambda: compiled)
+    f = dispatch._Fast()
+    f.kernel, f.grid, f.kwargs = jit, (5,), kwargs
+    f.run = None
+    dispatch._bind_compiled(f, prepared)
+    assert f.run is not None
+    monkeypatch.setattr(dispatch, "_raw_stream", lambda idx: 1234)
+    f._launch_cuda(0, args)
+    (call,) = launched
+    assert call[:9] == (5, 1, 1, 1234, "FN", "PM", None, None, None)
+    bound = inspect.signature(fn).bind(*args, **{k: v for k, v in kwargs.items() if k in names})
+    bound.apply_defaults()
+    assert list(call[9:]) == list(bound.arguments.values()), "JITFunction.run passes bound_args.values()"

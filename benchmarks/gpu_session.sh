@@ -14,10 +14,11 @@ for step in $STEPS; do
   start=$(date +%s)
   case $step in
     tests)  timeout ${TESTS_TIMEOUT:-240} python3 -m pytest tests -q -n 8 --timeout 240 -p no:cacheprovider ${TEST_ARGS:-} 2>&1 | tail -n 60 > "$OUT/pytest.log" ;;
-    kernel) timeout ${KERNEL_TIMEOUT:-200} python3 benchmarks/kernel_check.py --budget-s ${KERNEL_BUDGET:-150} 2>&1 | tail -n 80 > "$OUT/kernel_check.log" ;;
+    kernel) timeout ${KERNEL_TIMEOUT:-200} python3 benchmarks/kernel_check.py --out "$OUT" --budget-s ${KERNEL_BUDGET:-150} 2>&1 | tail -n 80 > "$OUT/kernel_check.log" ;;
     sweep)  timeout ${SWEEP_TIMEOUT:-200} python3 benchmarks/sweep.py ${SWEEP_ARGS:---set calib --max-configs 48} --out "$OUT/sweep.csv" 2>&1 | tail -n 40 > "$OUT/sweep.log" ;;
+    dispatch) timeout ${DISPATCH_TIMEOUT:-120} python3 benchmarks/bench_dispatch.py --out "$OUT/bench_dispatch.csv" 2>&1 | tail -n 40 > "$OUT/dispatch.log" ;;
     demo)   timeout ${DEMO_TIMEOUT:-120} python3 -m tritonblas demo --profile h200 2>&1 | tail -n 60 > "$OUT/demo.log" ;;
     *) python3 $step 2>&1 | tail -n 80 > "$OUT/$(basename $step).log" ;;
   esac
-  echo "== $step: rc=$? in $(( $(date +%s) - start )) s"; tail -n 25 "$OUT/$( [ $step = tests ] && echo pytest || echo $step ).log" 2>/dev/null
+  echo "== $step: rc=$? in $(( $(date +%s) - start )) s"; tail -n ${SHOW_LINES:-25} "$OUT/$( [ $step = tests ] && echo pytest || echo $step ).log" 2>/dev/null
 done

@@ -23,6 +23,8 @@ _LAZY = {
     "enable": "tritonblas.ops",
     "explain": "tritonblas.ops",
     "clear_caches": "tritonblas.ops",
+    "load_table": "tritonblas.tables",
+    "TableWarning": "tritonblas.tables",
 }
 
 __all__ = ["__version__", *_LAZY]

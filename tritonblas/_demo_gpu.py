@@ -10,6 +10,7 @@ model's predicted TFLOP/s for the config it picked. Returns 0, or 1 if any shape
 
 from __future__ import annotations
 
+import sys
 from typing import Any, Sequence
 
 __all__ = ["run"]
@@ -88,4 +89,4 @@ def _print(title: str, cols: Sequence[str], rows: Sequence[Sequence[str]]) -> No
         t.add_column(c, justify="left" if c in ("shape", "MxNxK", "config", "check") else "right")
     for r in rows:
         t.add_row(*r, style="red" if r[-1] == "FAIL" else None)
-    Console(highlight=False).print(t)
+    Console(highlight=False, width=None if sys.stdout.isatty() else 160).print(t)

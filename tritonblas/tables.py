@@ -197,6 +197,7 @@ def _library_version() -> str:
     return f"tritonblas {__version__}"
 
 
+@lru_cache(maxsize=1)
 def _triton_version() -> str | None:
     """The installed Triton's version, from its metadata (importing triton is slow and not needed)."""
     from importlib import metadata

@@ -11,6 +11,8 @@ from __future__ import annotations
 import inspect
 from types import SimpleNamespace
 
+import os
+
 import pytest
 import torch
 from torch.overrides import TorchFunctionMode
@@ -119,11 +121,15 @@ def test_dtype_tf32_and_environment_changes_miss(device, fast_launches, monkeypa
     a, b = _rand(9, 16, device=device), _rand(16, 8, device=device, seed=1)
     tritonblas.matmul(a, b)
     k0 = dispatch._fast_key(a, b, None, None, None, None)
+    original = os.environ.get("TRITONBLAS_PROFILE")  # h200 under the interpreter, unset on a GPU
     monkeypatch.setenv("TRITONBLAS_PROFILE", "h100")  # honoured between calls
     assert dispatch._fast_key(a, b, None, None, None, None) != k0
     tritonblas.matmul(a, b)
     assert not fast_launches and len(dispatch._FAST) == 2
-    monkeypatch.setenv("TRITONBLAS_PROFILE", "h200")
+    if original is None:
+        monkeypatch.delenv("TRITONBLAS_PROFILE")
+    else:
+        monkeypatch.setenv("TRITONBLAS_PROFILE", original)
     tritonblas.matmul(a, b)
     assert len(fast_launches) == 1
     old = torch.backends.cuda.matmul.allow_tf32

@@ -58,6 +58,7 @@ import hashlib
 import io
 import json
 import os
+import re
 import tempfile
 import threading
 import warnings
@@ -65,7 +66,7 @@ from dataclasses import dataclass, field, fields
 from functools import lru_cache
 from pathlib import Path
 from types import MappingProxyType
-from typing import Any, Callable, Iterable, Mapping, Sequence
+from typing import Any, Callable, Mapping, Sequence
 
 import numpy as np
 
@@ -260,7 +261,7 @@ def make_table(problems: Sequence[GemmProblem], profile: "HardwareProfile | str"
     for i, p in enumerate(problems):
         first.setdefault(p, i)
     todo = [p for p in first if p.m and p.n and p.batch]
-    if progress and len(first) > len(todo):
+    if progress and len(problems) > len(todo):
         progress(len(problems) - len(todo))
     entries: dict[GemmProblem, TileConfig] = {}
     persistent = KIND_CODE[Kind.PERSISTENT]
@@ -295,7 +296,7 @@ def make_table(problems: Sequence[GemmProblem], profile: "HardwareProfile | str"
                 tiles = -(-ms // base[r, C["block_m"]]) * -(-ns // base[r, C["block_n"]]) * bs
                 grid[pers] = np.maximum(1, np.minimum(cus * base[r, C["grid_mult"]], tiles))
             code = rows * (1 << 32) + grid
-            uniq, first_at, inverse = np.unique(code, return_index=True, return_inverse=True)
+            _, first_at, inverse = np.unique(code, return_index=True, return_inverse=True)
             configs = [row_to_config(base[rows[a]], chunk[mem[a]], hw) for a in first_at.tolist()]
             for j, u in zip(mem.tolist(), inverse.tolist()):
                 picked[j] = configs[u]
@@ -307,11 +308,42 @@ def make_table(problems: Sequence[GemmProblem], profile: "HardwareProfile | str"
                      _dt.datetime.now(_dt.timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ"))
 
 
+_FLOW_LINE = re.compile(r"- \{\s*([a-z_]+\s*:\s*\w+(?:\s*,\s*[a-z_]+\s*:\s*\w+)*)\s*,?\s*\}")
+_DECIMAL = re.compile(r"0|[1-9][0-9]*")
+_TOKENS = frozenset(d.value for d in DType) | frozenset(x.value for x in Layout)
+
+
+def _flow_lines(text: str) -> list[dict] | None:
+    """The entries of a shapes file written one flow mapping per line (``- {m: 4096, n: 4096, k: 4096}``)
+    whose values are plain decimal integers or dtype/layout names — values that mean the same under
+    every YAML version — else None (the file goes to the YAML parser)."""
+    out = []
+    for line in text.splitlines():
+        if not line.strip():
+            continue
+        mo = _FLOW_LINE.fullmatch(line.rstrip())
+        if mo is None:
+            return None
+        d = {}
+        for item in mo.group(1).split(","):
+            key, _, value = item.partition(":")
+            value = value.strip()
+            if _DECIMAL.fullmatch(value):
+                d[key.strip()] = int(value)
+            elif value in _TOKENS:
+                d[key.strip()] = value
+            else:
+                return None
+        out.append(d)
+    return out or None
+
+
 def read_shapes(path: "str | os.PathLike[str]") -> list[GemmProblem]:
-    """``origami.shapes.load_shapes`` with a fast reader: a file that is plain JSON (a YAML subset) is
-    read by ``json``, other YAML by libyaml when present (the same YAML 1.1 semantics as PyYAML's pure
-    loader, ~3x faster). Entries are validated by ``origami.shapes.parse_shapes`` (ShapesError naming
-    the file and the entry)."""
+    """``origami.shapes.load_shapes`` with fast readers (same result, same errors): a file that is plain
+    JSON (a YAML subset) is read by ``json``; one flow mapping per line with plain values by a line
+    reader (:func:`_flow_lines`); anything else by the YAML parser (libyaml when present: PyYAML's
+    YAML 1.1 semantics, ~3x faster than the pure loader; still ~75 us per entry). Entries are
+    validated by ``origami.shapes.parse_shapes`` (ShapesError naming the file and the entry)."""
     import yaml
 
     from origami.shapes import ShapesError, parse_shapes
@@ -327,6 +359,8 @@ def read_shapes(path: "str | os.PathLike[str]") -> list[GemmProblem]:
             data = json.loads(text)
         except ValueError:
             data = None
+    elif text.lstrip()[:1] == "-":
+        data = _flow_lines(text)
     if data is None:
         loader = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
         try:
@@ -412,19 +446,24 @@ def _inductor_operands(p: GemmProblem) -> tuple[str, bool]:
 
 def render_inductor(table: TileTable, *, device_key: str | None = None) -> tuple[dict[str, list[dict]], int]:
     """PyTorch Inductor's template lookup table (``torch._inductor.config.lookup_table.table``, read by
-    ``torch._inductor.lookup_table.LookupTableChoices``; torch 2.13, and the same flat format in the
-    2.11 line) and the number of entries that have no Inductor key.
+    ``torch._inductor.lookup_table.LookupTableChoices``, installed with
+    ``torch._inductor.virtualized.V.set_choices_handler(LookupTableChoices())``; Inductor has no file
+    loader: ``json.load`` this file into that setting) and the number of entries without an Inductor key.
 
     - Key: ``[device_key+]<input key>+<op>``, the input key being ``str`` of a tuple of
       ``(torch dtype, shape list, stride list)`` for mat1 and mat2, op ``mm`` (batch 1) or ``bmm``.
       ``device_key`` is what Inductor compares it with: ``torch.cuda.get_device_properties().gcnArchName``
       (the device name on CUDA builds, e.g. ``"NVIDIA H200"``; ``"gfx942:sramecc+:xnack-"`` on ROCm).
       Without it the keys are device-agnostic (Inductor tries the device-specific key first).
-    - Value: one config, ``template_id`` ``triton::mm`` / ``triton::bmm`` with ``BLOCK_M/N/K``,
-      ``GROUP_M``, ``num_warps``, ``num_stages``, ``EVEN_K`` (K % BLOCK_K == 0, which Inductor would
-      otherwise take from its own base config) and, on AMD, ``matrix_instr_nonkdim``, ``waves_per_eu``,
-      ``kpack``. Inductor's mm templates are data-parallel: persistent, Stream-K and split-K picks keep
-      their tile, warps, stages and GROUP_M, and run data-parallel there.
+    - Value: one config, ``template_id`` ``triton::mm`` / ``triton::bmm`` with every kwarg Inductor's
+      own mm heuristics give that template — ``EVEN_K`` (K % BLOCK_K == 0), ``USE_FAST_ACCUM`` (False),
+      ``ACC_TYPE`` (``tl.float32``), ``num_stages``, ``num_warps``, ``BLOCK_M/N/K``, ``GROUP_M``, plus
+      ``hint_override`` (None) on NVIDIA or ``matrix_instr_nonkdim``, ``waves_per_eu``, ``kpack`` on AMD.
+      The full set matters: torch 2.13 merges a hit over its base kwargs (``{**base, **entry}``), but
+      earlier versions of ``LookupTableChoices._create_lookup_choices`` (pytorch/pytorch history, likely
+      the 2.11 line) pass the entry alone as the template's kwargs. Inductor's mm templates are
+      data-parallel: persistent, Stream-K and split-K picks keep their tile, warps, stages and GROUP_M
+      and run data-parallel there.
     - Only what Inductor keys by dtype alone: a_dtype == b_dtype == c_dtype in fp32/fp16/bf16 (fp8 and
       int8 go through other ops; TF32 is a mode of fp32 that the key cannot tell apart). Several
       entries of one key (differing in ``align_bytes``): the one whose alignment the strides imply.
@@ -449,12 +488,13 @@ def render_inductor(table: TileTable, *, device_key: str | None = None) -> tuple
             skipped += 1
         if implied:
             exact.add(key)
-        c = {"template_id": f"triton::{op}", "BLOCK_M": cfg.block_m, "BLOCK_N": cfg.block_n,
-             "BLOCK_K": cfg.block_k, "GROUP_M": cfg.group_m, "num_warps": cfg.num_warps,
-             "num_stages": cfg.num_stages, "EVEN_K": p.k % cfg.block_k == 0}
-        for extra in ("matrix_instr_nonkdim", "waves_per_eu", "kpack"):
-            if getattr(cfg, extra) is not None:
-                c[extra] = getattr(cfg, extra)
+        c = {"template_id": f"triton::{op}", "EVEN_K": p.k % cfg.block_k == 0, "USE_FAST_ACCUM": False,
+             "ACC_TYPE": "tl.float32", "num_stages": cfg.num_stages, "num_warps": cfg.num_warps,
+             "BLOCK_M": cfg.block_m, "BLOCK_N": cfg.block_n, "BLOCK_K": cfg.block_k, "GROUP_M": cfg.group_m}
+        if cfg.matrix_instr_nonkdim is None:
+            c["hint_override"] = None
+        else:
+            c.update(matrix_instr_nonkdim=cfg.matrix_instr_nonkdim, waves_per_eu=cfg.waves_per_eu, kpack=cfg.kpack)
         out[key] = [c]
     prov = {"template_id": "tritonblas::provenance", **table.meta(),
             "source_checksum": table.digest(),
@@ -641,7 +681,7 @@ def _fail(path: str, reason: str, strict: bool, stacklevel: int) -> TileTable:
     return TileTable.empty(path, reason)
 
 
-def load_table(path: "str | os.PathLike[str]", strict: bool = False,
+def load_table(path: "str | os.PathLike[str]", strict: bool = False, *,
                profile: "HardwareProfile | str | None" = None) -> TileTable:
     """Load and verify a table (json or csv). See the module docstring for what is checked.
 
@@ -687,7 +727,7 @@ def _load(path: str, strict: bool, profile) -> TileTable:
                       f"({str(e).splitlines()[0]}); pass profile=") from None
     if hw.content_hash != prof["content_hash"]:
         raise _Reject(f"stale: made for profile {prof['name']} with content hash {prof['content_hash']}, "
-                      f"but {hw.name} now hashes to {hw.content_hash} (regenerate the table)")
+                      f"but profile {hw.name} has content hash {hw.content_hash} (regenerate the table)")
     made_with, here = meta.get("triton_version"), _triton_version()
     if made_with is not None and here is not None and _minor(str(made_with)) != _minor(here):
         raise _Reject(f"stale: made with Triton {made_with}, this is Triton {here}")

@@ -8,6 +8,7 @@ import hashlib
 import json
 import os
 import random
+import re
 import signal
 import subprocess
 import sys
@@ -21,6 +22,7 @@ import pytest
 import origami
 from origami.select import select_many
 from origami.shapes import load_shapes
+from yaml import safe_load as yaml_load
 from tritonblas import tables
 from tritonblas.tables import TableError, TableWarning
 
@@ -155,7 +157,8 @@ def test_checksum_is_the_documented_canonical_sha256(table_file):
     canonical = json.dumps(doc, sort_keys=True, separators=(",", ":"), ensure_ascii=True)
     assert stored == "sha256:" + hashlib.sha256(canonical.encode()).hexdigest()
     assert doc["format"] == tables.FORMAT and doc["format_version"] == tables.FORMAT_VERSION
-    assert doc["profile"]["name"] == "h200" and doc["profile"]["content_hash"] == origami.load_profile("h200").content_hash
+    h200 = origami.load_profile("h200")
+    assert doc["profile"] == {"name": "h200", "arch": "sm_90", "content_hash": h200.content_hash}
     assert doc["generator"].startswith("tritonblas ") and "triton_version" in doc and doc["created"].endswith("Z")
 
 
@@ -198,6 +201,68 @@ def test_cli_csv_carries_the_same_table(tmp_path, table_file):
     tables.write_table(j, tmp_path / "j.csv", "csv")
     jc = tables.load_table(tmp_path / "j.csv", strict=True)
     assert jc.checksum == j.checksum and dict(jc.entries) == dict(j.entries)
+
+
+def test_read_shapes_fast_paths_agree_with_load_shapes(tmp_path):
+    rng = random.Random(13)
+    lines = []
+    for _ in range(500):
+        e = {"m": rng.randint(0, 9000), "n": rng.randint(0, 9000), "k": rng.randint(0, 9000)}
+        for key, values in (("a_dtype", ["fp16", "bf16", "fp8_e4m3", "tf32"]), ("b_layout", ["N", "T"]),
+                            ("batch", [1, 3, 8]), ("align_bytes", [1, 2, 4, 16])):
+            if rng.random() < 0.3:
+                e[key] = rng.choice(values)
+        lines.append("- {" + ", ".join(f"{k}: {v}" for k, v in e.items()) + "}")
+    flow = tmp_path / "flow.yaml"
+    flow.write_text("\n".join(lines) + "\n")
+    assert tables._flow_lines(flow.read_text()) is not None  # the line reader took it
+    assert tables.read_shapes(flow) == load_shapes(flow)
+    as_json = tmp_path / "s.json"
+    as_json.write_text(json.dumps(yaml_load(flow.read_text())))
+    assert tables.read_shapes(as_json) == load_shapes(flow)
+    # values whose meaning depends on the YAML version, comments, block style: the YAML parser decides
+    for text in ("- {m: 012, n: 1, k: 1}\n", "- {m: 1_000, n: 1, k: 1}\n", "- {m: 1, n: 1, k: 1}  # c\n",
+                 "- {m: 0x10, n: 1, k: 1}\n", "- m: 1\n  n: 2\n  k: 3\n", "- {m: 64, n: 64, k: 64, a_dtype: fp8}\n"):
+        assert tables._flow_lines(text) is None, text
+        f = tmp_path / "x.yaml"
+        f.write_text(text)
+        try:
+            expected = load_shapes(f)
+        except ValueError as e:
+            with pytest.raises(ValueError, match=re.escape(str(e))):
+                tables.read_shapes(f)
+        else:
+            assert tables.read_shapes(f) == expected
+
+
+def test_progress_bar_only_on_a_terminal(tmp_path):
+    import pty
+
+    shapes = tmp_path / "s.yaml"
+    shapes.write_text(_shapes_yaml(_problems(50, 14)))
+    for quiet in (False, True):
+        master, slave = pty.openpty()
+        p = subprocess.Popen([sys.executable, "-m", "tritonblas", "table", "--profile", "h200", "--shapes", str(shapes),
+                              "-o", str(tmp_path / "t.json"), *(["--quiet"] if quiet else [])], cwd=ROOT,
+                             env=cli_env(TERM="xterm", COLUMNS="100"), stdout=subprocess.PIPE, stderr=slave)
+        os.close(slave)
+        chunks = []
+        while True:
+            try:
+                data = os.read(master, 65536)
+            except OSError:  # EIO: the child closed the terminal
+                break
+            if not data:
+                break
+            chunks.append(data)
+        out, _ = p.communicate(timeout=120)
+        os.close(master)
+        assert p.returncode == 0
+        err = b"".join(chunks).decode(errors="replace")
+        if quiet:
+            assert err == "" and out == b""
+        else:
+            assert "selecting (h200)" in err and b"wrote " in out
 
 
 # --- bad input to the CLI: exit 2, one line, nothing written -----------------------------------
@@ -383,7 +448,8 @@ def test_duplicate_key_falls_back(tmp_path, table_file):
     bad.write_text("\n".join(lines[:i + 1] + lines[i:]) + "\n")  # the same entry twice
     _assert_fallback(bad, "duplicate key", key)
     top = tmp_path / "dup_top.json"
-    top.write_text(table_file.read_text().replace('"format_version": 1,', '"format_version": 1,\n "format_version": 1,'))
+    twice = '"format_version": 1,\n "format_version": 1,'
+    top.write_text(table_file.read_text().replace('"format_version": 1,', twice))
     _assert_fallback(top, "duplicate key 'format_version'")
 
 
@@ -556,10 +622,12 @@ def test_cli_killed_mid_run_leaves_old_table(tmp_path, hw):
         time.sleep(delay)
         p.send_signal(signal.SIGKILL)
         p.wait()
-        data = dest.read_bytes()
-        if data != old:  # the run finished before the kill: the new table, complete
-            assert p.returncode == 0
+        if dest.read_bytes() != old:  # published before the kill (which may still have hit before exit)
             assert len(tables.load_table(dest, strict=True)) == len(set(probs))
+        leftovers = list(tmp_path.glob(".t.json.*.tmp"))  # a SIGKILLed writer cannot remove its temp file
+        assert p.returncode == 0 or len(leftovers) <= 1
+        for tmp in leftovers:
+            tmp.unlink()
 
 
 def test_two_concurrent_cli_writers(tmp_path):
@@ -673,7 +741,8 @@ def test_inductor_format_read_by_inductors_lookup(tmp_path, hw):
                                                       {f"triton::{op}": "some-src-hash"})
                 assert got == {f"triton::{op}": [{
                     "BLOCK_M": cfg.block_m, "BLOCK_N": cfg.block_n, "BLOCK_K": cfg.block_k, "GROUP_M": cfg.group_m,
-                    "num_warps": cfg.num_warps, "num_stages": cfg.num_stages, "EVEN_K": p.k % cfg.block_k == 0}]}
+                    "num_warps": cfg.num_warps, "num_stages": cfg.num_stages, "EVEN_K": p.k % cfg.block_k == 0,
+                    "USE_FAST_ACCUM": False, "ACC_TYPE": "tl.float32", "hint_override": None}]}
             miss = MMKernelInputs(_inductor_nodes(ir, torch, origami.GemmProblem(4096, 4096, 4095)))
             assert choices.lookup_template_configs(miss, "mm", ["triton::mm"]) == {}
 
@@ -686,8 +755,9 @@ class SimpleNamespaceGraph:
 
 
 def test_inductor_kwargs_are_inductors_own(hw):
-    """Our config keys are the kwargs Inductor's own mm heuristics produce for its triton::mm template
-    (CUDA), and EVEN_K means what Inductor computes; AMD knobs are the ROCm heuristic's kwarg names."""
+    """Our configs carry exactly the kwargs Inductor's own mm heuristic produces for its triton::mm
+    template (CUDA), with the same values for the derived ones (ACC_TYPE, USE_FAST_ACCUM, hint_override),
+    and EVEN_K means what Inductor computes; AMD knobs are the ROCm heuristic's kwarg names."""
     inductor_config, ir, MMKernelInputs, _, SizeVarAllocator, V = _inductor()
     import torch
     try:
@@ -702,9 +772,12 @@ def test_inductor_kwargs_are_inductors_own(hw):
     with V.set_graph_handler(SimpleNamespaceGraph(SizeVarAllocator())), \
             inductor_config.patch({"max_autotune": True, "max_autotune_gemm": True}):
         ki = MMKernelInputs(_inductor_nodes(ir, torch, p))
-        theirs = [c.to_kwargs() for c in get_template_heuristic(mm_template.uid, "cuda", "mm").get_template_configs(ki, "mm")]
+        heuristic = get_template_heuristic(mm_template.uid, "cuda", "mm")
+        theirs = [c.to_kwargs() for c in heuristic.get_template_configs(ki, "mm")]
     assert theirs, "Inductor produced no mm configs"
-    assert set(cfg) - {"template_id"} <= set(theirs[0]), set(cfg) - set(theirs[0])
+    assert set(cfg) - {"template_id"} == set(theirs[0]), set(cfg) ^ set(theirs[0])
+    for name in ("ACC_TYPE", "USE_FAST_ACCUM", "hint_override"):
+        assert cfg[name] == theirs[0][name], name
     assert all(c["EVEN_K"] == (p.k % c["BLOCK_K"] == 0) for c in theirs)
     try:
         h = object.__new__(th.ROCmConfigHeuristic)  # its __init__ needs a ROCm driver
@@ -715,4 +788,5 @@ def test_inductor_kwargs_are_inductors_own(hw):
     mi = origami.load_profile("mi300x")
     (amd,) = next(v for k, v in tables.render_inductor(tables.make_table([p], mi))[0].items()
                   if k != tables.INDUCTOR_PROVENANCE_KEY)
-    assert set(amd) - {"template_id", "EVEN_K"} == set(rocm.kwargs) | {"num_warps", "num_stages"}
+    assert set(amd) - {"template_id", "EVEN_K", "USE_FAST_ACCUM", "ACC_TYPE"} == \
+        set(rocm.kwargs) | {"num_warps", "num_stages"}

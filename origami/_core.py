@@ -45,7 +45,7 @@ TERM_NAMES = ("compute", "l2", "llc", "hbm", "latency", "epilogue", "fixup", "la
 
 # candidate row columns (origami.enumerate.COLS)
 R_KIND, R_BM, R_BN, R_BK, R_WARPS, R_STAGES, R_GROUP, R_NCHIP, R_CHUNK, R_GMULT, R_SPLIT, R_WPE, \
-    R_MI, R_KPACK, R_OCC, R_LBM, R_LBN, R_LBK = range(18)
+    R_MI, R_KPACK, R_OCC, R_LBM, R_LBN, R_LBK, R_TWIN = range(19)
 K_DP, K_PERSISTENT, K_STREAMK, K_SPLITK = 0, 1, 2, 3
 
 SKEW_KSTEPS = 16.0  # how many K-steps apart concurrent programs drift; bounds reuse by L2 capacity
@@ -186,8 +186,6 @@ def tile_efficiencies(base, hw):
     out = np.empty(base.shape[0])
     for i in range(base.shape[0]):
         out[i] = _tile_eff(base[i, R_BM], base[i, R_BN], hw)
-        if base[i, R_KIND] == K_STREAMK:
-            out[i] *= 1.0  # the Stream-K family factor is applied to its streamed phase only
     return out
 
 
@@ -332,6 +330,11 @@ def score_all(base, effs, m, n, k, batch, ab, bb, cb, align, hw, out_lat, out_te
     tmp = np.zeros(8)
     token = 0
     for i in range(base.shape[0]):
+        twin = base[i, R_TWIN]
+        if twin >= 0:  # identical to an earlier row for the model: same score
+            out_lat[i] = out_lat[twin]
+            out_terms[i, :] = out_terms[twin, :]
+            continue
         lat, token = score_row(base, i, effs, m, n, k, batch, ab, bb, cb, align, hw, stamp_m, stamp_n, token,
                                out_terms[i], tmp)
         out_lat[i] = lat
@@ -385,6 +388,9 @@ def best_row(base, effs, m, n, k, batch, ab, bb, cb, align, hw):
     lbs = np.empty(nrows)
     seed = 0
     for i in range(nrows):
+        if base[i, R_TWIN] >= 0:  # ties its earlier twin, which wins ties: never the answer
+            lbs[i] = np.inf
+            continue
         lbs[i] = lower_bound(base, i, effs, m, n, k, batch, ab, bb, align, hw, floor)
         if lbs[i] < lbs[seed]:
             seed = i
@@ -393,7 +399,7 @@ def best_row(base, effs, m, n, k, batch, ab, bb, cb, align, hw):
                                 token, terms, tmp)
     best = seed if best_lat < np.inf else -1
     for i in range(nrows):
-        if lbs[i] > best_lat or (lbs[i] == best_lat and i > best) or i == seed:
+        if lbs[i] > best_lat or (lbs[i] == best_lat and i > best) or i == seed or lbs[i] == np.inf:
             continue
         lat, token = _score_row_inline(base, i, effs, m, n, k, batch, ab, bb, cb, align, hw, stamp_m, stamp_n, token,
                                terms, tmp)

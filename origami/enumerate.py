@@ -32,7 +32,7 @@ __all__ = ["COLS", "KIND_CODE", "base_array", "row_to_config", "enumerate_config
 
 COLS = ("kind", "block_m", "block_n", "block_k", "num_warps", "num_stages", "group_m", "num_chiplets",
         "chunk", "grid_mult", "split_k", "waves_per_eu", "matrix_instr_nonkdim", "kpack", "occupancy",
-        "log2_block_m", "log2_block_n", "log2_block_k")
+        "log2_block_m", "log2_block_n", "log2_block_k", "model_twin")
 C = {name: i for i, name in enumerate(COLS)}
 KIND_CODE = {Kind.DP: 0, Kind.PERSISTENT: 1, Kind.STREAMK: 2, Kind.SPLITK: 3}
 CODE_KIND = {v: k for k, v in KIND_CODE.items()}
@@ -100,7 +100,17 @@ def base_array(hw: HardwareProfile, a_dtype: DType, b_dtype: DType, a_layout: La
                         # split-K tiles are few: GROUP_M and the chiplet remap do not matter for them
                         for sk in _SPLITS:
                             rows.append((3, bm, bn, bk, w, s, 1, 1, 1, 0, sk, *ex, occ))
-    rows = [r + (r[1].bit_length() - 1, r[2].bit_length() - 1, r[3].bit_length() - 1) for r in rows]
+    # model_twin: index of an earlier row that differs only in knobs the model does not score
+    # (AMD waves_per_eu / matrix_instr_nonkdim / kpack), else -1. Such a row always ties its twin,
+    # and ties go to the lower index, so the scorer copies the twin's score instead of recomputing.
+    first: dict[tuple, int] = {}
+    twins = []
+    for i, r in enumerate(rows):
+        key = r[:11] + r[14:]
+        twins.append(first.setdefault(key, i) if key in first else -1)
+        first.setdefault(key, i)
+    rows = [r + (r[1].bit_length() - 1, r[2].bit_length() - 1, r[3].bit_length() - 1, t)
+            for r, t in zip(rows, twins)]
     arr = np.array(rows, dtype=np.int64).reshape(-1, len(COLS))
     arr.setflags(write=False)
     return arr

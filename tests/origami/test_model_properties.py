@@ -217,6 +217,7 @@ def test_identity_remap_scores_like_no_remap(name):
         remapped = base[plain].copy()
         remapped[:, C["num_chiplets"]] = x
         remapped[:, C["chunk"]] = 1
+        remapped[:, C["model_twin"]] = -1  # twin indices refer to the full array: score every row here
         remapped.setflags(write=False)  # same numba signature as the cached candidate arrays
         sub_effs = effs[plain]
         sub_effs.setflags(write=False)

@@ -45,7 +45,7 @@ TERM_NAMES = ("compute", "l2", "llc", "hbm", "latency", "epilogue", "fixup", "la
 
 # candidate row columns (origami.enumerate.COLS)
 R_KIND, R_BM, R_BN, R_BK, R_WARPS, R_STAGES, R_GROUP, R_NCHIP, R_CHUNK, R_GMULT, R_SPLIT, R_WPE, \
-    R_MI, R_KPACK, R_OCC, R_LBM, R_LBN, R_LBK, R_TWIN = range(19)
+    R_MI, R_KPACK, R_OCC, R_LBM, R_LBN, R_LBK, R_TWIN, R_GEND = range(20)
 K_DP, K_PERSISTENT, K_STREAMK, K_SPLITK = 0, 1, 2, 3
 
 SKEW_KSTEPS = 16.0  # how many K-steps apart concurrent programs drift; bounds reuse by L2 capacity
@@ -351,10 +351,11 @@ def score_one(base, i, effs, m, n, k, batch, ab, bb, cb, align, hw, terms):
 
 
 @njit(cache=True)
-def lower_bound(base, i, effs, m, n, k, batch, ab, bb, align, hw, floor):
+def lower_bound(base, i, effs, m, n, k, batch, ab, bb, align, hw, floor, whole_group=False):
     """A cheap bound that score_row never goes below (each is a sum score_row also pays):
     padded matrix work spread perfectly over all CUs; all operand bytes through L2; one program's
-    K-loop at the latency bound; plus launch."""
+    K-loop at the latency bound; plus launch. With ``whole_group`` it bounds every row of row i's
+    tile group (the latency term at its smallest, one K-iteration, as for Stream-K)."""
     bm = base[i, R_BM]
     bn = base[i, R_BN]
     bk = base[i, R_BK]
@@ -365,7 +366,9 @@ def lower_bound(base, i, effs, m, n, k, batch, ab, bb, align, hw, floor):
     pen = 1.0 if align >= 16 else hw[HW_UNALIGNED]
     l2 = tiles * kiters * (bm * ab + bn * bb) * bk * pen / hw[HW_L2_BW]
     kprog = kiters
-    if base[i, R_KIND] == K_SPLITK:
+    if whole_group:
+        kprog = 1  # the fewest K-steps any kind of the group may run per program (Stream-K)
+    elif base[i, R_KIND] == K_SPLITK:
         kprog = _cdiv(kiters, base[i, R_SPLIT])
     elif base[i, R_KIND] == K_STREAMK:
         kprog = 1
@@ -385,27 +388,44 @@ def best_row(base, effs, m, n, k, batch, ab, bb, cb, align, hw):
     floor = max(2.0 * m * n * k * batch / hw[HW_PEAK],
                 (m * k * ab + k * n * bb + m * n * cb) * batch * 1.0 / hw[HW_HBM_BW])
     nrows = base.shape[0]
-    lbs = np.empty(nrows)
-    seed = 0
-    for i in range(nrows):
-        if base[i, R_TWIN] >= 0:  # ties its earlier twin, which wins ties: never the answer
-            lbs[i] = np.inf
-            continue
-        lbs[i] = lower_bound(base, i, effs, m, n, k, batch, ab, bb, align, hw, floor)
-        if lbs[i] < lbs[seed]:
-            seed = i
+    # seed: the group with the lowest group bound, scored first to get a good incumbent
+    seed_start = 0
+    seed_lb = np.inf
+    i = 0
+    while i < nrows:
+        glb = lower_bound(base, i, effs, m, n, k, batch, ab, bb, align, hw, floor, True)
+        if glb < seed_lb:
+            seed_lb = glb
+            seed_start = i
+        i = base[i, R_GEND]
     token = 0
-    best_lat, token = _score_row_inline(base, seed, effs, m, n, k, batch, ab, bb, cb, align, hw, stamp_m, stamp_n,
-                                token, terms, tmp)
-    best = seed if best_lat < np.inf else -1
-    for i in range(nrows):
-        if lbs[i] > best_lat or (lbs[i] == best_lat and i > best) or i == seed or lbs[i] == np.inf:
-            continue
-        lat, token = _score_row_inline(base, i, effs, m, n, k, batch, ab, bb, cb, align, hw, stamp_m, stamp_n, token,
-                               terms, tmp)
-        if lat < best_lat or (lat == best_lat and i < best):
-            best_lat = lat
-            best = i
+    best = -1
+    best_lat = np.inf
+    for phase in range(2):
+        i = seed_start if phase == 0 else 0
+        while i < nrows:
+            end = base[i, R_GEND]
+            if phase == 1 and i == seed_start:
+                i = end
+                continue
+            glb = lower_bound(base, i, effs, m, n, k, batch, ab, bb, align, hw, floor, True)
+            if glb > best_lat or (glb == best_lat and i > best):
+                i = end  # no row of this group can beat (or tie earlier than) the incumbent
+                continue
+            for r in range(i, end):
+                if base[r, R_TWIN] >= 0:  # ties its earlier twin, which wins ties: never the answer
+                    continue
+                lb = lower_bound(base, r, effs, m, n, k, batch, ab, bb, align, hw, floor)
+                if lb > best_lat or (lb == best_lat and r > best):
+                    continue
+                lat, token = _score_row_inline(base, r, effs, m, n, k, batch, ab, bb, cb, align, hw, stamp_m,
+                                               stamp_n, token, terms, tmp)
+                if lat < best_lat or (lat == best_lat and r < best):
+                    best_lat = lat
+                    best = r
+            if phase == 0:
+                break
+            i = end
     return best, best_lat
 
 

@@ -32,7 +32,7 @@ __all__ = ["COLS", "KIND_CODE", "base_array", "row_to_config", "enumerate_config
 
 COLS = ("kind", "block_m", "block_n", "block_k", "num_warps", "num_stages", "group_m", "num_chiplets",
         "chunk", "grid_mult", "split_k", "waves_per_eu", "matrix_instr_nonkdim", "kpack", "occupancy",
-        "log2_block_m", "log2_block_n", "log2_block_k", "model_twin")
+        "log2_block_m", "log2_block_n", "log2_block_k", "model_twin", "group_end")
 C = {name: i for i, name in enumerate(COLS)}
 KIND_CODE = {Kind.DP: 0, Kind.PERSISTENT: 1, Kind.STREAMK: 2, Kind.SPLITK: 3}
 CODE_KIND = {v: k for k, v in KIND_CODE.items()}
@@ -109,22 +109,40 @@ def base_array(hw: HardwareProfile, a_dtype: DType, b_dtype: DType, a_layout: La
         key = r[:11] + r[14:]
         twins.append(first.setdefault(key, i) if key in first else -1)
         first.setdefault(key, i)
-    rows = [r + (r[1].bit_length() - 1, r[2].bit_length() - 1, r[3].bit_length() - 1, t)
-            for r, t in zip(rows, twins)]
+    # group_end: rows sharing one tile (block sizes, warps, stages, AMD knobs) are contiguous; each
+    # row records where its group ends, so the scorer can bound a whole group at once.
+    ends = [0] * len(rows)
+    start = 0
+    for i in range(1, len(rows) + 1):
+        if i == len(rows) or (rows[i][1:6] + rows[i][11:14]) != (rows[start][1:6] + rows[start][11:14]):
+            for j in range(start, i):
+                ends[j] = i
+            start = i
+    rows = [r + (r[1].bit_length() - 1, r[2].bit_length() - 1, r[3].bit_length() - 1, t, e)
+            for r, t, e in zip(rows, twins, ends)]
     arr = np.array(rows, dtype=np.int64).reshape(-1, len(COLS))
     arr.setflags(write=False)
     return arr
 
 
+def row_tiles(row: np.ndarray, problem: GemmProblem) -> int:
+    """Output tiles of the row's tile shape for the problem (what a persistent grid is capped by)."""
+    return -(-problem.m // int(row[C["block_m"]])) * -(-problem.n // int(row[C["block_n"]])) * problem.batch
+
+
 def row_to_config(row: np.ndarray, problem: GemmProblem, hw: HardwareProfile) -> TileConfig:
     """Resolve one encoded row into a concrete TileConfig (grids made explicit)."""
+    return config_for_tiles(row, row_tiles(row, problem), hw)
+
+
+def config_for_tiles(row: np.ndarray, tiles: int, hw: HardwareProfile) -> TileConfig:
+    """row_to_config given the problem's tile count (the only thing of the problem it depends on)."""
     kind = CODE_KIND[int(row[C["kind"]])]
     bm, bn = int(row[C["block_m"]]), int(row[C["block_n"]])
     grid = 0
     if kind in (Kind.PERSISTENT, Kind.STREAMK):
         grid = hw.compute_units * int(row[C["grid_mult"]])
         if kind is Kind.PERSISTENT:
-            tiles = -(-problem.m // bm) * -(-problem.n // bn) * problem.batch
             grid = max(1, min(grid, tiles))
     ex = [None if int(row[C[n]]) < 0 else int(row[C[n]]) for n in ("waves_per_eu", "matrix_instr_nonkdim", "kpack")]
     return TileConfig(kind, bm, bn, int(row[C["block_k"]]), int(row[C["num_warps"]]), int(row[C["num_stages"]]),

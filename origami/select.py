@@ -16,7 +16,7 @@ import numpy as np
 
 from origami import _core
 from origami.config import TileConfig
-from origami.enumerate import base_array, row_to_config
+from origami.enumerate import base_array, config_for_tiles, row_tiles, row_to_config
 from origami.hardware import HardwareProfile, load_profile
 from origami.problem import GemmProblem
 
@@ -120,10 +120,20 @@ def _floor_ns(problem: GemmProblem, hv: np.ndarray) -> tuple[float, float]:
     return (problem.flops / hv[_core.HW_PEAK], problem.min_bytes / hv[_core.HW_HBM_BW])
 
 
+@lru_cache(maxsize=65536)
+def _config_of(hw: HardwareProfile, a_dtype, b_dtype, a_layout, b_layout, i: int, tiles: int) -> TileConfig:
+    """Memoised config of row i (building a validated TileConfig costs microseconds); ``tiles`` is
+    0 for rows whose config does not depend on the problem (all but persistent)."""
+    base = base_array(hw, a_dtype, b_dtype, a_layout, b_layout)
+    return config_for_tiles(base[i], tiles, hw)
+
+
 def _estimate(base, i, lat, terms, problem, hw) -> Estimate:
-    t = MappingProxyType({n: float(terms[j]) for j, n in enumerate(_core.TERM_NAMES)})
+    t = MappingProxyType(dict(zip(_core.TERM_NAMES, terms.tolist())))
     floor = _floor_ns(problem, _hw_vector(hw, problem.a_dtype.rate_key))
-    return Estimate(row_to_config(base[i], problem, hw), float(lat), t, _bound(terms, float(lat), floor))
+    tiles = row_tiles(base[i], problem) if base[i, _core.R_KIND] == _core.K_PERSISTENT else 0
+    cfg = _config_of(hw, problem.a_dtype, problem.b_dtype, problem.a_layout, problem.b_layout, int(i), tiles)
+    return Estimate(cfg, float(lat), t, _bound(terms, float(lat), floor))
 
 
 @lru_cache(maxsize=4096)
@@ -232,3 +242,4 @@ def warmup() -> None:
 def clear_cache() -> None:
     _rank_cached.cache_clear()
     _select_cached.cache_clear()
+    _config_of.cache_clear()

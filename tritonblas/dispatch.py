@@ -66,7 +66,7 @@ import origami
 from origami.config import Kind, TileConfig
 from origami.hardware import HardwareProfile
 from origami.problem import DType, GemmProblem, Layout
-from tritonblas import _device, _interpreter
+from tritonblas import _device, _interpreter, tables
 from tritonblas import plan as _plan
 from tritonblas._device import ENV_PROFILE, DeviceError, DeviceInfo, clear_device_cache, profile_for_device
 
@@ -134,6 +134,7 @@ class GemmKey:
     orders: tuple[int, int, int] = (0, 0, 0)
     c: str = ""
     config: TileConfig | None = None
+    table: tuple = (0, None)  # tables.table_token(): which tile table (if any) may override the model
 
     @classmethod
     def from_tensors(cls, a: torch.Tensor, b: torch.Tensor, out: torch.Tensor, *, profile: HardwareProfile,
@@ -152,7 +153,7 @@ class GemmKey:
                    b_layout=Layout.T if orders[1] == 1 else Layout.N,
                    align=align, device=-1 if idx is None else idx, profile=profile.content_hash,
                    allow_tf32=tf32, orders=orders, c="" if c is None else str(c.dtype).removeprefix("torch."),
-                   config=config)
+                   config=config, table=tables.table_token())
 
     def problem(self) -> GemmProblem:
         return GemmProblem(self.m, self.n, self.k, a_dtype=self.a_dtype, b_dtype=self.b_dtype,
@@ -204,8 +205,9 @@ def has_profile(device: torch.device, profile: Any = None) -> bool:
 def stats() -> dict[str, int]:
     """Counters since the last :func:`reset_stats`: ``launches`` (kernel launches), ``plans``
     (cold-path plans built), ``empty`` (results made without a launch: empty output or K = 0),
-    ``fallbacks`` (calls torch ran), ``routed`` (calls ``enable()`` sent to tritonblas)."""
-    return {k: _STATS[k] for k in ("launches", "plans", "empty", "fallbacks", "routed")}
+    ``fallbacks`` (calls torch ran), ``routed`` (calls ``enable()`` sent to tritonblas),
+    ``table_hits`` (plans whose config came from a tile table)."""
+    return {k: _STATS[k] for k in ("launches", "plans", "empty", "fallbacks", "routed", "table_hits")}
 
 
 def reset_stats() -> None:
@@ -241,6 +243,9 @@ def _build(key: GemmKey, hw: HardwareProfile, device: torch.device, op: str):
     problem = key.problem()
     if key.config is not None:
         cfg = key.config
+    elif (hit := tables.lookup(problem, hw)) is not None:
+        cfg = hit  # an exact tile-table entry (checked with the shared predicates when loaded)
+        _STATS["table_hits"] += 1
     else:
         try:
             cfg = origami.select(problem, hw).config
@@ -279,11 +284,11 @@ def _env_reader():
     ``del`` and ``putenv`` through ``os.environ`` keep current. Falls back to ``os.environ.get``."""
     data, encode = getattr(os.environ, "_data", None), getattr(os.environ, "encodekey", None)
     if not isinstance(data, dict) or encode is None:
-        return lambda: tuple(_environ_get(n) for n in (ENV_PROFILE, _ENV_PROFILE_DIR, _ENV_INTERPRET))
-    keys = tuple(encode(n) for n in (ENV_PROFILE, _ENV_PROFILE_DIR, _ENV_INTERPRET))
+        return lambda: tuple(_environ_get(n) for n in (ENV_PROFILE, _ENV_PROFILE_DIR, _ENV_INTERPRET, tables.ENV_TABLE))
+    keys = tuple(encode(n) for n in (ENV_PROFILE, _ENV_PROFILE_DIR, _ENV_INTERPRET, tables.ENV_TABLE))
     get = data.get
-    k0, k1, k2 = keys
-    return lambda: (get(k0), get(k1), get(k2))
+    k0, k1, k2, k3 = keys
+    return lambda: (get(k0), get(k1), get(k2), get(k3))
 
 
 _env_now = _env_reader()
@@ -310,7 +315,7 @@ def _fast_key(a: torch.Tensor, b: torch.Tensor, out: torch.Tensor | None, c: tor
         return None
     if profile is not None and type(profile) is not str:
         profile = ("id", id(profile))  # the entry keeps the object alive, so the id is not reused
-    return (*key, a.dtype is torch.float32 and allow_tf32(), _env_now(), profile, config)
+    return (*key, a.dtype is torch.float32 and allow_tf32(), _env_now(), tables._GENERATION[0], profile, config)
 
 
 def _desc_template(d) -> tuple:

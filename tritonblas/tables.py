@@ -790,6 +790,7 @@ def _check_entries(entries: Mapping[str, Any], hw: HardwareProfile):
 # --- the active table (the dispatcher's hook) ----------------------------------------------------
 _LOCK = threading.Lock()
 _EXPLICIT: list[TileTable] = []          # set_table's table (at most one)
+_GENERATION = [0]                         # bumped by set_table: part of the dispatcher's plan keys
 _ENV_CACHE: dict[str, tuple[Any, TileTable]] = {}
 _WARNED: set[tuple[str | None, str, str, str]] = set()
 
@@ -803,7 +804,16 @@ def set_table(table: "TileTable | str | os.PathLike[str] | None") -> TileTable |
         _EXPLICIT.clear()
         if table is not None:
             _EXPLICIT.append(table)
+        _GENERATION[0] += 1
     return active_table()
+
+
+def table_token() -> tuple[int, str | None]:
+    """Identifies the table source now (set_table generation, $TRITONBLAS_TABLE): the dispatcher
+    keys its plans on it, so switching tables re-plans. A file rewritten in place under the same
+    path is picked up by :func:`lookup` but not by plans already cached: call
+    ``tritonblas.clear_caches()`` after regenerating a table in place."""
+    return _GENERATION[0], os.environ.get(ENV_TABLE)
 
 
 def _signature(path: str):

@@ -51,18 +51,18 @@ K_DP, K_PERSISTENT, K_STREAMK, K_SPLITK = 0, 1, 2, 3
 SKEW_KSTEPS = 16.0  # how many K-steps apart concurrent programs drift; bounds reuse by L2 capacity
 
 
-@njit(cache=True)
+@njit(cache=True, fastmath=FASTMATH)
 def _cdiv(a, b):
     return -(-a // b)
 
 
 # The kernels' own program→tile mappings (origami/pidmap.py mirrors tritonblas/kernels/pid.py
 # bit for bit), compiled here so the model sees exactly what the kernels do.
-remap_tile = njit(cache=True)(pidmap.chiplet_remap)
-group_coords = njit(cache=True)(pidmap.tile_coords)
+remap_tile = njit(cache=True, fastmath=FASTMATH)(pidmap.chiplet_remap)
+group_coords = njit(cache=True, fastmath=FASTMATH)(pidmap.tile_coords)
 
 
-@njit(cache=True)
+@njit(cache=True, fastmath=FASTMATH)
 def problem_valid(row, m, n, kiters, tiles, cus):
     """Problem-dependent predicates; mirrors origami.space.check_problem exactly."""
     if row[R_KIND] == K_SPLITK:
@@ -75,7 +75,7 @@ def problem_valid(row, m, n, kiters, tiles, cus):
     return True
 
 
-@njit(cache=True)
+@njit(cache=True, fastmath=FASTMATH)
 def _contiguous(first, count, num_pid_m, num_pid_n, group_m):
     """Distinct (row-blocks, col-blocks) of ``count`` consecutive tile ids from tile 0 under GROUP_M
     (closed form, exact: whole groups of gm rows, then the last, possibly shorter, group walked
@@ -93,14 +93,14 @@ def _contiguous(first, count, num_pid_m, num_pid_n, group_m):
     return max(1, min(num_pid_m, rows)), max(1, cols)
 
 
-@njit(cache=True)
+@njit(cache=True, fastmath=FASTMATH)
 def _gcd(a, b):
     while b:
         a, b = b, a % b
     return a
 
 
-@njit(cache=True)
+@njit(cache=True, fastmath=FASTMATH)
 def _runs(count, run, stride, num_pid_m, num_pid_n, group_m):
     """Distinct (row-blocks, col-blocks) of ``count`` tile ids laid out as runs of ``run``
     consecutive ids whose starts are ``stride`` apart (closed form under GROUP_M)."""
@@ -121,7 +121,7 @@ def _runs(count, run, stride, num_pid_m, num_pid_n, group_m):
     return max(1, rows), max(1, min(num_pid_n, cols))
 
 
-@njit(cache=True)
+@njit(cache=True, fastmath=FASTMATH)
 def _distinct(count, nchip, chunk, rr, num_pid_m, num_pid_n, group_m):
     """Distinct (row-blocks, col-blocks) touched by one chiplet's share of ``count`` concurrent
     programs: the tiles that share one L2. Linear dispatch: one contiguous run. Round-robin
@@ -132,7 +132,7 @@ def _distinct(count, nchip, chunk, rr, num_pid_m, num_pid_n, group_m):
     return _runs(_cdiv(count, nchip), chunk, nchip * chunk, num_pid_m, num_pid_n, group_m)
 
 
-@njit(cache=True)
+@njit(cache=True, fastmath=FASTMATH)
 def distinct_exact(first_pid, count, grid, nchip, chunk, rr, num_pid_m, num_pid_n, group_m):
     """Reference for _distinct (tests): count chiplet 0's rows/cols by walking the real mapping."""
     rows_seen = np.zeros(num_pid_m, dtype=np.bool_)
@@ -147,7 +147,7 @@ def distinct_exact(first_pid, count, grid, nchip, chunk, rr, num_pid_m, num_pid_
     return rows_seen.sum(), cols_seen.sum()
 
 
-@njit(cache=True, inline="always")
+@njit(cache=True, fastmath=FASTMATH, inline="always")
 def _kstep(nprog, bm, bn, bk, stages, eff, cus, nchip, ab, bb, hw, rows, cols, align_pen, out):
     """Cost of one K-step of a wave of ``nprog`` concurrent programs; fills out[0:5] with the
     per-term times and returns their max + the per-iteration overhead."""
@@ -180,7 +180,7 @@ def _kstep(nprog, bm, bn, bk, stages, eff, cus, nchip, ab, bb, hw, rows, cols, a
     return max(max(compute, mem), lat) + hw[HW_OVERLAP] * min(compute, mem) + hw[HW_KITER]
 
 
-@njit(cache=True)
+@njit(cache=True, fastmath=FASTMATH)
 def tile_efficiencies(base, hw):
     """Main-loop efficiency of every row's tile (precomputed once per candidate array)."""
     out = np.empty(base.shape[0])
@@ -189,7 +189,7 @@ def tile_efficiencies(base, hw):
     return out
 
 
-@njit(cache=True)
+@njit(cache=True, fastmath=FASTMATH)
 def _tile_eff(bm, bn, hw):
     lo = math.log2(64.0 * 64.0)
     hi = math.log2(128.0 * 256.0)
@@ -201,17 +201,16 @@ def _tile_eff(bm, bn, hw):
     return hw[HW_MMA_EFF] * (small + (1.0 - small) * x)
 
 
-@njit(cache=True)
+@njit(cache=True, fastmath=FASTMATH)
 def _phase(nprog_total, kiters, grid_cap, bm, bn, bk, stages, eff, cus, nchip, chunk, rr,
-           ab, bb, hw, num_pid_m, num_pid_n, group_m, stamp_m, stamp_n, token, align_pen, acc, tmp):
+           ab, bb, hw, num_pid_m, num_pid_n, group_m, align_pen, acc, tmp):
     """Cost of ``nprog_total`` programs of ``kiters`` K-steps each, at most ``grid_cap`` at a time:
     the full waves (all alike) plus the partial last wave with its real program count.
-    Accumulates term totals into acc; returns (time, token)."""
+    Accumulates term totals into acc; returns the time."""
     full = nprog_total // grid_cap
     rest = nprog_total - full * grid_cap
     total = 0.0
     if full > 0:
-        token += 1
         rows, cols = _distinct(grid_cap, nchip, chunk, rr, num_pid_m, num_pid_n, group_m)
         step = _kstep(grid_cap, bm, bn, bk, stages, eff, cus, nchip, ab, bb, hw, rows, cols, align_pen, tmp)
         w = full * kiters
@@ -219,19 +218,18 @@ def _phase(nprog_total, kiters, grid_cap, bm, bn, bk, stages, eff, cus, nchip, c
             acc[t] += w * tmp[t]
         total += full * (kiters * step + hw[HW_TILE])
     if rest > 0:
-        token += 1
         rows, cols = _distinct(rest, nchip, chunk, rr, num_pid_m, num_pid_n, group_m)
         step = _kstep(rest, bm, bn, bk, stages, eff, cus, nchip, ab, bb, hw, rows, cols, align_pen, tmp)
         for t in range(5):
             acc[t] += kiters * tmp[t]
         total += kiters * step + hw[HW_TILE]
     acc[T_EPILOGUE] += (full + (1 if rest > 0 else 0)) * hw[HW_TILE]
-    return total, token
+    return total
 
 
-@njit(cache=True, inline="always")
-def _score_row_inline(base, i, effs, m, n, k, batch, ab, bb, cb, align, hw, stamp_m, stamp_n, token, terms, tmp):
-    """Predicted latency (ns) of one candidate; fills terms[0:T_LEN]. Returns (latency, token)."""
+@njit(cache=True, fastmath=FASTMATH, inline="always")
+def _score_row_inline(base, i, effs, m, n, k, batch, ab, bb, cb, align, hw, terms, tmp):
+    """Predicted latency (ns) of one candidate; fills terms[0:T_LEN]."""
     for t in range(T_LEN):
         terms[t] = 0.0
     kind = base[i, R_KIND]
@@ -252,7 +250,7 @@ def _score_row_inline(base, i, effs, m, n, k, batch, ab, bb, cb, align, hw, stam
     tiles = num_pid_m * num_pid_n * batch
     kiters = max(1, (k + bk - 1) >> base[i, R_LBK])
     if not problem_valid(base[i], m, n, kiters, tiles, cus):
-        return np.inf, token
+        return np.inf
     eff = effs[i]
     align_pen = 1.0 if align >= 16 else hw[HW_UNALIGNED]
     slots = cus * occ
@@ -261,23 +259,21 @@ def _score_row_inline(base, i, effs, m, n, k, batch, ab, bb, cb, align, hw, stam
         grid_cap = slots
         if kind == K_PERSISTENT:
             grid_cap = min(slots, cus * base[i, R_GMULT])
-        t, token = _phase(tiles, kiters, grid_cap, bm, bn, bk, stages, eff, cus, nchip, chunk, rr,
-                          ab, bb, hw, num_pid_m, num_pid_n, group_m, stamp_m, stamp_n, token, align_pen, terms, tmp)
+        t = _phase(tiles, kiters, grid_cap, bm, bn, bk, stages, eff, cus, nchip, chunk, rr,
+                          ab, bb, hw, num_pid_m, num_pid_n, group_m, align_pen, terms, tmp)
         total += t
     elif kind == K_STREAMK:
         g = cus * base[i, R_GMULT]
         sk_tiles = tiles % g
         dp_tiles = tiles - sk_tiles
         if sk_tiles == 0:
-            return np.inf, token  # nothing to stream: identical to persistent
+            return np.inf  # nothing to stream: identical to persistent
         if dp_tiles > 0:  # the Stream-K kernel's efficiency applies to its data-parallel tiles too
-            t, token = _phase(dp_tiles, kiters, g, bm, bn, bk, stages, eff * hw[HW_SK_EFF], cus, nchip, chunk, rr,
-                              ab, bb, hw, num_pid_m, num_pid_n, group_m, stamp_m, stamp_n, token, align_pen,
-                              terms, tmp)
+            t = _phase(dp_tiles, kiters, g, bm, bn, bk, stages, eff * hw[HW_SK_EFF], cus, nchip, chunk, rr,
+                              ab, bb, hw, num_pid_m, num_pid_n, group_m, align_pen, terms, tmp)
             total += t
         iters = _cdiv(sk_tiles * kiters, g)
         sk_eff = eff * hw[HW_SK_EFF]
-        token += 1
         rows, cols = _distinct(min(sk_tiles, g), nchip, chunk, rr, num_pid_m, num_pid_n, group_m)
         step = _kstep(g, bm, bn, bk, stages, sk_eff, cus, nchip, ab, bb, hw, rows, cols, align_pen, tmp)
         for t in range(5):
@@ -295,8 +291,8 @@ def _score_row_inline(base, i, effs, m, n, k, batch, ab, bb, cb, align, hw, stam
         s = base[i, R_SPLIT]
         kpart = _cdiv(kiters, s)
         progs = tiles * s
-        t, token = _phase(progs, kpart, slots, bm, bn, bk, stages, eff, cus, nchip, chunk, rr,
-                          ab, bb, hw, num_pid_m, num_pid_n, 1, stamp_m, stamp_n, token, align_pen, terms, tmp)
+        t = _phase(progs, kpart, slots, bm, bn, bk, stages, eff, cus, nchip, chunk, rr,
+                          ab, bb, hw, num_pid_m, num_pid_n, 1, align_pen, terms, tmp)
         total += t
         part_bytes = progs * bm * bn * 4.0 * 2.0
         fix = hw[HW_FIXUP] + part_bytes / hw[HW_L2_BW] + (s - 1) * bm * bn * 4.0 * cus / hw[HW_L2_BW]
@@ -313,44 +309,34 @@ def _score_row_inline(base, i, effs, m, n, k, batch, ab, bb, cb, align, hw, stam
     terms[T_WAVES] = (1.0 - tiles / (waves * slots * 1.0)) * (terms[T_COMPUTE])
     floor = max(2.0 * m * n * k * batch / hw[HW_PEAK],
                 (m * k * ab + k * n * bb + m * n * cb) * batch * 1.0 / hw[HW_HBM_BW])
-    return max(total, floor), token
+    return max(total, floor)
 
 
 # One inlined copy (best_row, the hot path) and one ordinary compiled copy for everything else:
 # numba's IR inlining multiplies compile time by the number of call sites (51 s cold with four).
-score_row = njit(cache=True)(getattr(_score_row_inline, "py_func", _score_row_inline))
+score_row = njit(cache=True, fastmath=FASTMATH)(getattr(_score_row_inline, "py_func", _score_row_inline))
 
 
-@njit(cache=True)
+@njit(cache=True, fastmath=FASTMATH)
 def score_all(base, effs, m, n, k, batch, ab, bb, cb, align, hw, out_lat, out_terms):
     """Score every row of ``base`` for one problem; invalid rows get +inf."""
-    nmax = max(_cdiv(m, 16), _cdiv(n, 16)) + 1
-    stamp_m = np.zeros(nmax, dtype=np.int64)
-    stamp_n = np.zeros(nmax, dtype=np.int64)
     tmp = np.zeros(8)
-    token = 0
     for i in range(base.shape[0]):
         twin = base[i, R_TWIN]
         if twin >= 0:  # identical to an earlier row for the model: same score
             out_lat[i] = out_lat[twin]
             out_terms[i, :] = out_terms[twin, :]
             continue
-        lat, token = score_row(base, i, effs, m, n, k, batch, ab, bb, cb, align, hw, stamp_m, stamp_n, token,
-                               out_terms[i], tmp)
-        out_lat[i] = lat
+        out_lat[i] = score_row(base, i, effs, m, n, k, batch, ab, bb, cb, align, hw, out_terms[i], tmp)
 
 
-@njit(cache=True)
+@njit(cache=True, fastmath=FASTMATH)
 def score_one(base, i, effs, m, n, k, batch, ab, bb, cb, align, hw, terms):
-    nmax = max(_cdiv(m, 16), _cdiv(n, 16)) + 1
-    stamp_m = np.zeros(nmax, dtype=np.int64)
-    stamp_n = np.zeros(nmax, dtype=np.int64)
-    tmp = np.zeros(8)
-    lat, _ = score_row(base, i, effs, m, n, k, batch, ab, bb, cb, align, hw, stamp_m, stamp_n, 0, terms, tmp)
-    return lat
+    """One row's latency, its terms written into ``terms`` (explain / rank of a selected row)."""
+    return score_row(base, i, effs, m, n, k, batch, ab, bb, cb, align, hw, terms, np.zeros(8))
 
 
-@njit(cache=True)
+@njit(cache=True, fastmath=FASTMATH)
 def lower_bound(base, i, effs, m, n, k, batch, ab, bb, align, hw, floor, whole_group=False):
     """A cheap bound that score_row never goes below (each is a sum score_row also pays):
     padded matrix work spread perfectly over all CUs; all operand bytes through L2; one program's
@@ -376,13 +362,10 @@ def lower_bound(base, i, effs, m, n, k, batch, ab, bb, align, hw, floor, whole_g
     return max(floor, max(max(compute, l2), lat) + hw[HW_LAUNCH])
 
 
-@njit(cache=True)
+@njit(cache=True, fastmath=FASTMATH)
 def best_row(base, effs, m, n, k, batch, ab, bb, cb, align, hw):
     """Index and latency of the best row for one problem (ties: lowest index). Branch and bound:
     rows whose lower bound cannot beat the best so far are not scored (the argmin is exact)."""
-    nmax = max(_cdiv(m, 16), _cdiv(n, 16)) + 1
-    stamp_m = np.zeros(nmax, dtype=np.int64)
-    stamp_n = np.zeros(nmax, dtype=np.int64)
     tmp = np.zeros(8)
     terms = np.zeros(T_LEN)
     floor = max(2.0 * m * n * k * batch / hw[HW_PEAK],
@@ -398,7 +381,6 @@ def best_row(base, effs, m, n, k, batch, ab, bb, cb, align, hw):
             seed_lb = glb
             seed_start = i
         i = base[i, R_GEND]
-    token = 0
     best = -1
     best_lat = np.inf
     for phase in range(2):
@@ -418,8 +400,7 @@ def best_row(base, effs, m, n, k, batch, ab, bb, cb, align, hw):
                 lb = lower_bound(base, r, effs, m, n, k, batch, ab, bb, align, hw, floor)
                 if lb > best_lat or (lb == best_lat and r > best):
                     continue
-                lat, token = _score_row_inline(base, r, effs, m, n, k, batch, ab, bb, cb, align, hw, stamp_m,
-                                               stamp_n, token, terms, tmp)
+                lat = _score_row_inline(base, r, effs, m, n, k, batch, ab, bb, cb, align, hw, terms, tmp)
                 if lat < best_lat or (lat == best_lat and r < best):
                     best_lat = lat
                     best = r
@@ -429,7 +410,7 @@ def best_row(base, effs, m, n, k, batch, ab, bb, cb, align, hw):
     return best, best_lat
 
 
-@njit(cache=True, parallel=True)
+@njit(cache=True, fastmath=FASTMATH, parallel=True)
 def best_rows_many(base, effs, dims, sizes, align, hw, out_idx, out_lat):
     """select for many problems of one dtype/layout class: dims is (P, 4) int64 [m, n, k, batch]."""
     for p in prange(dims.shape[0]):

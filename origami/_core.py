@@ -11,16 +11,21 @@ Model, per candidate (T tiles, kI K-iterations, S = CUs × occupancy resident pr
   compute = programs-per-CU × 2·BMc·BNc·BK / (CU matrix rate × efficiency(tile, family)),
   with BMc/BNc the tile padded to the matrix instruction;
   L2 = all operand bytes requested by the wave / L2 bandwidth;
-  HBM (or LLC, then HBM) = the wave's *distinct* A row-blocks and B column-blocks per chiplet —
-  counted exactly under the real program→tile mapping (chiplet round-robin dispatch, remap,
-  GROUP_M) — whose reuse is capped by L2 capacity;
+  HBM (or LLC, then HBM) = the wave's *distinct* A row-blocks and B column-blocks per chiplet
+  under the kernels' program→tile mapping (GROUP_M, chiplet round-robin dispatch and remap), in
+  closed form — exact for linear dispatch (tested against a walk of the real mapping), an
+  approximation for round-robin chiplets (up to several x off; strict xfail in the tests) — whose
+  reuse is capped by L2 capacity;
   latency = mem_latency / (num_stages − 1).
-- waves are costed one by one: full waves, then the partial last wave with its real program count;
+- waves: the full waves (alike), then the partial last wave with its real program count;
 - Stream-K: full waves data-parallel, the remainder's K-iterations spread over the grid, plus
   fp32 partial traffic and a fix-up per split tile; split-K: T·s programs of kI/s iterations plus
   the ordered reduction;
 - epilogue (C write, once per tile, and tile overhead), launch overhead;
 - the result is never below the roofline floor max(FLOPs / peak, compulsory bytes / HBM).
+
+``best_row`` (select) is an exact branch and bound over this: a bound per tile group, then per
+row, and rows that tie an earlier twin (differing only in knobs the model does not score) skipped.
 """
 
 from __future__ import annotations

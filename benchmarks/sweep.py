@@ -66,7 +66,7 @@ def read_rows(path: Path) -> list[dict]:
 
 
 def problem_with_dtype(p, dtype: str):
-    c = "fp32" if dtype in ("fp32", "tf32") else "bf16" if dtype.startswith("fp8") else dtype
+    c = origami.DType.parse(dtype, "--dtype").default_output
     return origami.GemmProblem(p.m, p.n, p.k, dtype, dtype, c, p.a_layout, p.b_layout, p.batch, p.align_bytes)
 
 

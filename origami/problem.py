@@ -30,6 +30,16 @@ class DType(str, enum.Enum):
         return _BYTES[self]
 
     @property
+    def default_output(self) -> "DType":
+        """The output dtype a GEMM on this input type produces by default (CLI, sweeps): fp32 for
+        fp32/tf32, bf16 for fp8, otherwise the input type itself."""
+        if self in (DType.FP32, DType.TF32):
+            return DType.FP32
+        if self in (DType.FP8_E4M3, DType.FP8_E5M2):
+            return DType.BF16
+        return self
+
+    @property
     def rate_key(self) -> str:
         """The key of the profile's ``matrix.peak_flops`` table giving this input type's rate."""
         return _RATE_KEY[self]

@@ -81,8 +81,7 @@ def _problem(args, m: int, n: int, k: int):
     import origami
 
     try:
-        c = args.out_dtype or ("fp32" if args.dtype in ("fp32", "tf32") else "bf16" if args.dtype.startswith("fp8")
-                               else args.dtype)
+        c = args.out_dtype or origami.DType.parse(args.dtype, "--dtype").default_output
         return origami.GemmProblem(m, n, k, args.dtype, args.dtype, c, args.a_layout, args.b_layout,
                                    batch=args.batch)
     except (TypeError, ValueError) as e:

@@ -3,7 +3,7 @@
 Custom-op hygiene (opcheck, torch.compile with Inductor, no recompiles under dynamic shapes), CUDA
 graphs (capture after warm-up + 100 replays with fresh inputs; capture before warm-up gives a clear
 error and leaves the capture usable), deterministic mode, stream/event ordering, special values,
-the fp16 65504 × ±1 cancellation, TF32 on/off, and two GPUs. Every test has a timeout.
+the fp16 65504 × ±1 cancellation, TF32 on/off (two GPUs: test_multi_gpu.py). Every test has a timeout.
 
 The forced configs below are checked against the h200 profile's predicates by a CPU test
 (``test_forced_configs_are_valid``), so a bad config shows up before the GPU run.
@@ -11,10 +11,7 @@ The forced configs below are checked against the h200 profile's predicates by a 
 
 from __future__ import annotations
 
-import os
-import subprocess
 import sys
-import textwrap
 from pathlib import Path
 
 import pytest
@@ -380,48 +377,3 @@ def test_demo_runs():
     from tritonblas import _demo_gpu
 
     assert _demo_gpu.run((("small", 256, 512, 384), ("ragged", 1000, 1057, 479))) == 0
-
-
-# --- two GPUs ---------------------------------------------------------------------------------
-TWO_GPUS = pytest.mark.skipif(not torch.cuda.is_available() or torch.cuda.device_count() < 2,
-                              reason="needs 2 GPUs")
-
-_CHILD = textwrap.dedent("""
-    import torch, tritonblas
-    a = torch.randn(300, 200).half().to("cuda:1")
-    b = torch.randn(200, 170).half().to("cuda:1")
-    bias = torch.randn(170).half().to("cuda:1")
-    assert torch.cuda.current_device() == 0
-    before = torch._C._cuda_hasPrimaryContext(0)
-    out = tritonblas.matmul(a, b)
-    out2 = tritonblas.addmm(bias, a, b)
-    torch.cuda.synchronize(1)
-    ctx0 = torch._C._cuda_hasPrimaryContext(0)
-    ref = (a.double() @ b.double())
-    err = ((out.double() - ref).norm() / ref.norm()).item()
-    err2 = ((out2.double() - ref - bias.double()).norm() / ref.norm()).item()
-    print(out.device, err, err2, before, ctx0)
-""")
-
-
-@gpu
-@TWO_GPUS
-@pytest.mark.timeout(600)
-def test_tensors_on_the_second_gpu():
-    env = dict(os.environ, PYTHONPATH=str(ROOT) + os.pathsep + os.environ.get("PYTHONPATH", ""))
-    r = subprocess.run([sys.executable, "-c", _CHILD], cwd=ROOT, env=env, capture_output=True, text=True, timeout=500)
-    assert r.returncode == 0, r.stderr[-3000:]
-    dev, err, err2, before, ctx0 = r.stdout.split()[-5:]
-    assert dev == "cuda:1"
-    assert float(err) < 2e-3 and float(err2) < 2e-3
-    if before == "True":
-        pytest.skip("torch itself created a context on cuda:0 while placing the inputs on cuda:1")
-    assert ctx0 == "False", "tritonblas created a CUDA context on cuda:0 for tensors on cuda:1"
-
-
-@gpu
-@TWO_GPUS
-def test_operands_on_two_gpus_raise():
-    a, b = _rand(30, 20, device="cuda:0"), _rand(20, 10, device="cuda:1")
-    with pytest.raises(RuntimeError, match=r"cuda:0.*cuda:1"):
-        tritonblas.matmul(a, b)

@@ -2,13 +2,14 @@
 
     python benchmarks/bench_dispatch.py [--calls 1000] [--repeats 5] [--out benchmarks/results/bench_dispatch.csv]
 
-On a CUDA device: bf16 shapes 16×4096×4096, 1×8192×8192 and 128×128×128; per shape and mode, after a
+On a CUDA device: bf16 shapes 64×64×64, 16×4096×4096, 1×8192×8192 and 128×128×128; per shape and mode, after a
 warm-up, ``torch.cuda.synchronize()``, then ``--calls`` back-to-back calls: ``cpu_us`` is the time to
 issue one call (perf_counter around the loop, before the closing synchronize), ``wall_us`` includes
 it (what a dependent consumer sees). Modes: ``torch`` (torch.matmul), ``fast`` (tritonblas, the
 default warm path) and ``checked`` (tritonblas with the fast path and the direct call disabled:
 the dispatcher as it was before, GemmKey → _PLANS → prepare_launch → kernel[grid] through the
-custom op). Best of ``--repeats``.
+custom op). Best of ``--repeats``. Then one ``miss`` row: the first call of a new key (select +
+plan + checked launch, Triton compile excluded; see :func:`miss_row`).
 
 On CPU (no GPU): the dispatcher overhead alone, every kernel launch stubbed to a no-op (the
 interpreter's own cost would drown it), for contiguous 2-D, transposed-B, batched and
@@ -45,7 +46,8 @@ import triton  # noqa: E402
 import tritonblas  # noqa: E402
 from tritonblas import dispatch, ops  # noqa: E402
 
-GPU_SHAPES = [(16, 4096, 4096), (1, 8192, 8192), (128, 128, 128)]
+GPU_SHAPES = [(64, 64, 64), (16, 4096, 4096), (1, 8192, 8192), (128, 128, 128)]
+MISS_SHAPES = [(m, 4096, 4096) for m in range(1000, 1032)]  # new keys, (nearly) one compiled kernel
 FIELDS = ["mode", "case", "m", "n", "k", "batch", "grad", "calls", "cpu_us", "wall_us", "note",
           "device", "git_sha", "torch", "triton", "python", "cpu", "date"]
 
@@ -125,7 +127,47 @@ def gpu_rows(calls: int, repeats: int) -> list[dict]:
                 cpu_us, wall_us = time_loop(fn, calls, repeats, cuda=True)
             rows.append(dict(mode=mode, case="2d", m=m, n=n, k=k, batch=1, grad=False, calls=calls,
                              cpu_us=round(cpu_us, 2), wall_us=round(wall_us, 2), note=""))
+    rows.append(miss_row())
     return rows
+
+
+def _clear_plans() -> None:
+    """Forget plans, fast entries and the model's memoised selections (not the candidate spaces,
+    the device → profile mapping, or Triton's compiled kernels)."""
+    from origami import select as _select
+
+    dispatch._PLANS.clear()
+    dispatch._FAST.clear()
+    _select._rank_cached.cache_clear()
+    _select._select_cached.cache_clear()
+
+
+def miss_row() -> dict:
+    """A plan-cache miss: the first call of a new key (select + plan + checked launch), Triton
+    compile excluded — every shape is run once first, then the plans are forgotten and the first
+    call of each shape is timed. ``cpu_us`` is the median over MISS_SHAPES."""
+    import statistics
+
+    dt = torch.bfloat16
+    b = torch.randn(4096, 4096, device="cuda", dtype=dt)
+    inputs = [torch.randn(m, k, device="cuda", dtype=dt) for m, _, k in MISS_SHAPES]
+    with torch.no_grad():
+        for a in inputs:
+            tritonblas.matmul(a, b)
+        torch.cuda.synchronize()
+        _clear_plans()
+        times = []
+        for a in inputs:
+            t0 = time.perf_counter()
+            tritonblas.matmul(a, b)
+            times.append((time.perf_counter() - t0) * 1e6)
+        torch.cuda.synchronize()
+        warm = time_loop(lambda: tritonblas.matmul(inputs[0], b), 1000, 3, cuda=True)[0]
+    med = statistics.median(times)
+    return dict(mode="miss", case="2d", m=f"{MISS_SHAPES[0][0]}..{MISS_SHAPES[-1][0]}", n=4096, k=4096, batch=1,
+                grad=False, calls=len(times), cpu_us=round(med, 2), wall_us="",
+                note=f"first call of a new key, compile excluded (warm call {warm:.1f} us; miss - warm "
+                     f"{med - warm:.1f} us)")
 
 
 def cpu_rows(calls: int, repeats: int) -> list[dict]:
@@ -159,7 +201,7 @@ def cpu_rows(calls: int, repeats: int) -> list[dict]:
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    ap.add_argument("--calls", type=int, default=1000)
+    ap.add_argument("--calls", type=int, default=10000)
     ap.add_argument("--repeats", type=int, default=5)
     ap.add_argument("--out", default=str(ROOT / "benchmarks" / "results" / "bench_dispatch.csv"))
     args = ap.parse_args()

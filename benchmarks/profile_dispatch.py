@@ -70,13 +70,14 @@ def main() -> None:
             fkey = dispatch._fast_key(a, b, None, None, None, None)
             f = dispatch._FAST[fkey]
             say(f"  plan: {f.plan.config.short()} kernel={getattr(f.kernel, '__name__', f.kernel)} "
-                f"tma={f.a_desc is not None} run={type(f.run).__name__}")
+                f"tma={f.a_desc is not None} run={type(f.run).__name__} raw={f.raw is not None}")
             say(f"_fast_key                    {per_call_us(lambda: dispatch._fast_key(a, b, None, None, None, None), n):8.2f} us")
             say(f"_fast_hit                    {per_call_us(lambda: dispatch._fast_hit(fkey), n):8.2f} us")
             o = torch.empty((m, nn), dtype=a.dtype, device=a.device)
             say(f"f.args                       {per_call_us(lambda: f.args(a, b, o, None, 1.0, 0.0), n):8.2f} us")
             fa = f.args(a, b, o, None, 1.0, 0.0)
             say(f"f.launch (prebuilt args)     {per_call_us(lambda: f.launch(fa), n):8.2f} us")
+            say(f"f.call (raw launcher)        {per_call_us(lambda: f.call(a, b, o, None, 1.0, 0.0), n):8.2f} us")
             if f.run is not None:
                 stream = torch.cuda.current_stream().cuda_stream
                 say(f"CompiledKernel.run           {per_call_us(lambda: f.run(f.grid[0], 1, 1, stream, f.function, f.packed, None, None, None, *fa, *f.tail), n):8.2f} us")

@@ -97,7 +97,8 @@ def configs_for(p, hw, max_configs: int, seed: int) -> list[tuple[TileConfig, fl
             cands.append((cfg, float(lat[i])))
     if not max_configs or len(cands) <= max_configs:
         return cands
-    top, rest = cands[:16], cands[16:]
+    n_top = min(16, max_configs)
+    top, rest = cands[:n_top], cands[n_top:]
     rest.sort(key=lambda cp: (_stable_hash(cp[0]) ^ seed) % 1_000_003)
     return top + rest[: max_configs - len(top)]
 

@@ -66,7 +66,7 @@ import origami
 from origami.config import Kind, TileConfig
 from origami.hardware import HardwareProfile
 from origami.problem import DType, GemmProblem, Layout
-from tritonblas import _device, _interpreter, tables
+from tritonblas import _device, _fastlaunch, _interpreter, tables
 from tritonblas import plan as _plan
 from tritonblas._device import ENV_PROFILE, DeviceError, DeviceInfo, clear_device_cache, profile_for_device
 
@@ -343,7 +343,47 @@ class _Fast:
     """
 
     __slots__ = ("plan", "info", "devkey", "profile_ref", "out_shape", "out_align", "kernel", "grid", "kwargs",
-                 "ints", "a_desc", "b_desc", "ws", "device", "cuda_index", "run", "function", "packed", "tail")
+                 "ints", "a_desc", "b_desc", "ws", "device", "cuda_index", "run", "function", "packed", "tail", "raw")
+
+    def call(self, a, b, out, c, alpha: float, beta: float) -> None:
+        """Launch for these tensors: through the raw launcher when one is bound and no Triton launch
+        hook is installed, else ``launch(args(...))``."""
+        raw = self.raw
+        if raw is None or _hooks_on():
+            self.launch(self.args(a, b, out, c, alpha, beta))
+            return
+        idx = self.cuda_index
+        if _get_device() != idx:
+            with torch.cuda.device(idx):
+                self._call_raw(raw, idx, a, b, out, c, alpha, beta)
+        else:
+            self._call_raw(raw, idx, a, b, out, c, alpha, beta)
+
+    def _call_raw(self, raw, idx: int, a, b, out, c, alpha: float, beta: float) -> None:
+        stream = _raw_stream(idx)
+        if self.ws is None:
+            ws = cnt = None
+        else:
+            ws, cnt = self._workspace(idx, stream)
+        raw(self.grid[0], stream, self.raw_args(raw, a, b, out, c, alpha, beta, ws, cnt))
+
+    def raw_args(self, raw, a, b, out, c, alpha: float, beta: float, ws, cnt) -> tuple:
+        """The raw launcher's kernel arguments: pointers as integers, descriptors expanded (cached)."""
+        po = out.data_ptr()
+        pa = raw.expand(0, a.data_ptr()) if self.a_desc is not None else (a.data_ptr(),)
+        pb = raw.expand(1, b.data_ptr()) if self.b_desc is not None else (b.data_ptr(),)
+        pw, pn = (po, po) if ws is None else (ws.data_ptr(), cnt.data_ptr())
+        return (*pa, *pb, po if c is None else c.data_ptr(), po, po, po, po, pw, pn, *self.ints, alpha, beta,
+                *self.tail)
+
+    def _workspace(self, idx: int, stream: int):
+        """``plan._workspace`` for this device and stream, with its cache read directly when not
+        capturing (what ``plan._workspace`` would return: same key, large enough)."""
+        if not _capturing():
+            ws = _plan._WORKSPACES.get(("cuda", idx, stream))
+            if ws is not None and ws[0].numel() >= self.ws[0] and ws[1].numel() >= self.ws[1]:
+                return ws
+        return _plan._workspace(self.device, *self.ws)
 
     def args(self, a, b, out, c, alpha: float, beta: float) -> tuple:
         a_arg = a if self.a_desc is None else _desc(self.a_desc, a)
@@ -377,6 +417,16 @@ class _Fast:
 
 def _hooked(hook) -> bool:
     return hook is not None and bool(getattr(hook, "calls", True))
+
+
+def _hooks_on() -> bool:
+    hooks = _triton_runtime_knobs()
+    return _hooked(hooks.launch_enter_hook) or _hooked(hooks.launch_exit_hook)
+
+
+_get_device = torch._C._cuda_getDevice if hasattr(torch._C, "_cuda_getDevice") else torch.cuda.current_device
+_capturing = (torch._C._cuda_isCurrentStreamCapturing if hasattr(torch._C, "_cuda_isCurrentStreamCapturing")
+              else torch.cuda.is_current_stream_capturing)
 
 
 try:
@@ -436,7 +486,7 @@ def _remember(fkey: tuple, lp, info: DeviceInfo, profile: Any, prepared, a, b, o
         cfg = lp.config
         f.ws = (max(1, lp.workspace_tiles * cfg.block_m * cfg.block_n), max(1, lp.counters))
     f.cuda_index = device.index if device.type == "cuda" else None
-    f.run = f.function = f.packed = f.tail = None
+    f.run = f.function = f.packed = f.tail = f.raw = None
     mine = f.args(a, b, out, c, alpha, beta)
     if len(mine) != len(prepared.args) or not all(_same_arg(x, y) for x, y in zip(mine, prepared.args)):
         return
@@ -473,6 +523,33 @@ def _bind_compiled(f: _Fast, prepared) -> None:
     if compiled is None or getattr(compiled, "function", None) is None or not hasattr(compiled, "packed_metadata"):
         return
     f.run, f.function, f.packed, f.tail = compiled.run, compiled.function, compiled.packed_metadata, tuple(tail)
+    descs = {pos: prepared.args[pos] for pos, t in ((0, f.a_desc), (1, f.b_desc)) if t is not None}
+    raw = _fastlaunch.bind(compiled, descs)
+    if raw is not None and _raw_matches(f, raw, prepared):
+        f.raw = raw
+
+
+def _raw_matches(f: _Fast, raw, prepared) -> bool:
+    """Whether ``f.raw_args`` for the prepared launch's own tensors gives what Triton's launcher
+    would pass: every tensor as its address, every descriptor expanded to the same layout
+    arguments, every other argument equal (the encoded maps themselves are not compared)."""
+    args = prepared.args
+    a = args[0].base if 0 in raw.desc else args[0]
+    b = args[1].base if 1 in raw.desc else args[1]
+    out = args[3]
+    c = None if args[2] is out else args[2]
+    ws, cnt = (None, None) if args[7] is out else (args[7], args[8])
+    mine = f.raw_args(raw, a, b, out, c, args[-2], args[-1], ws, cnt)
+    want = []
+    for pos, x in enumerate((*args, *f.tail)):
+        if pos in raw.desc:
+            d = x
+            want += [None, *d.shape, *d.strides]
+        else:
+            want.append(x.data_ptr() if isinstance(x, torch.Tensor) else x)
+    if len(mine) != len(want):
+        return False
+    return all(w is None or type(m) is type(w) and m == w for m, w in zip(mine, want))
 
 
 def _fast_hit(fkey: tuple | None) -> "_Fast | None":
@@ -482,6 +559,16 @@ def _fast_hit(fkey: tuple | None) -> "_Fast | None":
     if f is None or _device._CACHE.get(f.devkey) is not f.info:
         return None
     return f
+
+
+def run_fast(f: _Fast, a: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
+    """``gemm(a, b)``'s warm path for an entry ``f`` that :func:`_fast_hit` returned for (a, b)."""
+    out = torch.empty(f.out_shape, dtype=a.dtype, device=a.device)
+    if out.data_ptr() & 15 != f.out_align:
+        return gemm(a, b, out)
+    f.call(a, b, out, None, 1.0, 0.0)
+    _STATS["launches"] += 1
+    return out
 
 
 def _out_shape(a: torch.Tensor, b: torch.Tensor) -> tuple[int, ...]:
@@ -532,7 +619,7 @@ def gemm(a: torch.Tensor, b: torch.Tensor, out: torch.Tensor | None = None, *, c
         elif _shares_memory(out, a) or _shares_memory(out, b):
             f = None
         if f is not None and out.data_ptr() & 15 == f.out_align:
-            f.launch(f.args(a, b, out, c, float(alpha), float(beta)))
+            f.call(a, b, out, c, float(alpha), float(beta))
             _STATS["launches"] += 1
             return out
     reason = fallback_reason(a, b, c, out)

@@ -37,13 +37,13 @@ def _profile(device, monkeypatch):
 def fast_launches(monkeypatch):
     """Counts launches that went through a fast entry."""
     calls = []
-    original = dispatch._Fast.launch
+    original = dispatch._Fast.call
 
-    def spy(self, args):
+    def spy(self, *args):
         calls.append(self)
-        return original(self, args)
+        return original(self, *args)
 
-    monkeypatch.setattr(dispatch._Fast, "launch", spy)
+    monkeypatch.setattr(dispatch._Fast, "call", spy)
     return calls
 
 
@@ -250,7 +250,7 @@ def test_compiled_launch_binds_arguments_in_parameter_order(monkeypatch):
     prepared = SimpleNamespace(args=args, compile=lambda: compiled)
     f = dispatch._Fast()
     f.kernel, f.grid, f.kwargs = jit, (5,), kwargs
-    f.run = None
+    f.run = f.raw = f.a_desc = f.b_desc = None
     dispatch._bind_compiled(f, prepared)
     assert f.run is not None
     monkeypatch.setattr(dispatch, "_raw_stream", lambda idx: 1234)
@@ -260,3 +260,51 @@ def test_compiled_launch_binds_arguments_in_parameter_order(monkeypatch):
     bound = inspect.signature(fn).bind(*args, **{k: v for k, v in kwargs.items() if k in names})
     bound.apply_defaults()
     assert list(call[9:]) == list(bound.arguments.values()), "JITFunction.run passes bound_args.values()"
+
+
+# --- the raw launcher (GPU) ----------------------------------------------------------------------
+@pytest.mark.gpu
+@pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA GPU")
+@pytest.mark.parametrize("case", ["tma_dp", "pointer_dp", "tma_splitk", "tma_streamk", "bias_addmm"])
+def test_raw_launcher_is_bound_and_exact_over_many_addresses(case):
+    """The warm launch goes through ``_fastlaunch.RawLauncher`` (TMA and pointer kernels, with and
+    without a workspace) and gives bitwise the checked path's result for 40 operand sets: more
+    addresses than the descriptor cache keeps, so entries are evicted and rebuilt."""
+    m, n, k = 200, 136, 264
+    cfg = {"tma_splitk": TileConfig("splitk", 64, 64, 64, 4, 3, split_k=3),
+           "tma_streamk": TileConfig("streamk", 64, 64, 64, 4, 3, grid=5)}.get(case)
+    off = 1 if case == "pointer_dp" else 0  # a 2-byte offset: not 16-byte aligned, so the pointer kernel
+    sets = []
+    for i in range(40):
+        a = _rand(m * k + off, device="cuda", dtype=torch.bfloat16, seed=i)[off:].view(m, k)
+        b = _rand(k, n, device="cuda", dtype=torch.bfloat16, seed=100 + i)
+        c = _rand(n, device="cuda", dtype=torch.bfloat16, seed=200 + i)
+        sets.append((a, b, c))
+    call = ((lambda a, b, c: tritonblas.addmm(c, a, b, alpha=0.5, beta=2.0)) if case == "bias_addmm"
+            else (lambda a, b, c: tritonblas.matmul(a, b, config=cfg)))
+    expected = []
+    with dispatch_checked():
+        for a, b, c in sets:
+            expected.append(call(a, b, c))
+    call(*sets[0])  # records the fast entry
+    (f,) = [e for e in dispatch._FAST.values()]
+    assert f.raw is not None, "the raw launcher was not bound"
+    assert (f.a_desc is not None) == (case != "pointer_dp")
+    for _ in range(2):
+        for (a, b, c), want in zip(sets, expected):
+            got = call(a, b, c)
+            assert torch.equal(got, want)
+    assert dispatch.stats()["plans"] == 1
+
+
+class dispatch_checked:
+    """The dispatcher with its fast path off (every call checked, no fast entry recorded)."""
+
+    def __enter__(self):
+        self._hit, self._remember = dispatch._fast_hit, dispatch._remember
+        dispatch._fast_hit = lambda key: None
+        dispatch._remember = lambda *a, **k: None
+        return self
+
+    def __exit__(self, *exc):
+        dispatch._fast_hit, dispatch._remember = self._hit, self._remember

@@ -15,6 +15,7 @@
 from __future__ import annotations
 
 import csv
+import gc
 import math
 import os
 import subprocess
@@ -132,13 +133,15 @@ def _mixed_calls():
     a1, b1b = _rand(30, 20, device="cuda:1"), _rand(20, 10, device="cuda:1")
     c0 = _rand(30, 10, device="cuda:0")
     w0 = _rand(10, 20, device="cuda:0")
+    w1 = _rand(10, 20, device="cuda:1")
+    bias0 = _rand(10, device="cuda:0")
     out0 = torch.empty(30, 10, device="cuda:0", dtype=torch.bfloat16)
     return {
         "matmul": lambda: tritonblas.matmul(a0, b1),
         "bmm": lambda: tritonblas.bmm(a0[None], b1[None]),
         "addmm_c": lambda: tritonblas.addmm(c0, a1, b1b),
         "linear_w": lambda: tritonblas.linear(a1, w0),
-        "linear_bias": lambda: tritonblas.linear(a1, b1b.t().contiguous(), _rand(10, device="cuda:0")),
+        "linear_bias": lambda: tritonblas.linear(a1, w1, bias0),
         "matmul_out": lambda: tritonblas.matmul(a1, b1b, out=out0),
     }
 
@@ -146,15 +149,19 @@ def _mixed_calls():
 @pytest.mark.parametrize("case", ["matmul", "bmm", "addmm_c", "linear_w", "linear_bias", "matmul_out"])
 def test_operands_on_two_gpus_raise_and_launch_nothing(case):
     call = _mixed_calls()[case]
+    gc.collect()  # tensors of earlier tests held by reference cycles must not be freed mid-call
     torch.cuda.synchronize(0)
     torch.cuda.synchronize(1)
     launches = dispatch.stats()["launches"]
     mem = (torch.cuda.memory_allocated(0), torch.cuda.memory_allocated(1))
     with pytest.raises(RuntimeError, match=r"cuda:[01].*cuda:[01]") as err:
         call()
-    assert "cuda:0" in str(err.value) and "cuda:1" in str(err.value), str(err.value)
+    msg = str(err.value)
+    del err
+    assert "cuda:0" in msg and "cuda:1" in msg, msg
     assert dispatch.stats()["launches"] == launches, "a kernel was launched before the device check"
-    assert (torch.cuda.memory_allocated(0), torch.cuda.memory_allocated(1)) == mem
+    after = (torch.cuda.memory_allocated(0), torch.cuda.memory_allocated(1))
+    assert after[0] <= mem[0] and after[1] <= mem[1], f"allocated during a failing call: {mem} -> {after}"
 
 
 # --- 3. per-device caches ----------------------------------------------------------------------
@@ -168,7 +175,7 @@ def test_alternating_between_gpus_1000_calls():
         for _ in range(3):  # several input sets per device, so a stale or cross-device read shows
             a, b = _rand(m, k, device=f"cuda:{dev}"), _rand(k, n, device=f"cuda:{dev}")
             sets[dev].append((a, b, *reference(a, b)[:2]))
-    plan_keys_before = set(dispatch._PLANS)
+    tritonblas.clear_caches()
     for i in range(1000):
         dev = i % 2
         a, b, ref, mag = sets[dev][(i // 2) % 3]
@@ -176,7 +183,7 @@ def test_alternating_between_gpus_1000_calls():
         out = tritonblas.matmul(a, b, config=config)
         assert out.device == a.device
         assert_gemm_close(out, ref, mag, k)
-    new_keys = [key for key in dispatch._PLANS if key not in plan_keys_before and (key.m, key.n, key.k) == ALT_SHAPE]
+    new_keys = [key for key in dispatch._PLANS if (key.m, key.n, key.k) == ALT_SHAPE]
     assert {key.device for key in new_keys} == {0, 1}, new_keys
     assert {(key.device, key.config is not None) for key in new_keys} == {(0, False), (0, True), (1, False), (1, True)}
     ws = {key[1]: tensors for key, tensors in _plan._WORKSPACES.items() if key[0] == "cuda"}
@@ -189,15 +196,15 @@ def test_alternating_between_gpus_1000_calls():
 # --- 4. the sweep over both GPUs ------------------------------------------------------------------
 SWEEP_SHAPES = """\
 - {m: 2048, n: 2048, k: 2048}
-- {m: 1024, n: 3072, k: 1024}
 - {m: 4096, n: 1000, k: 1536}
 - {m: 64, n: 4096, k: 4096}
+- {m: 1024, n: 3072, k: 1024}
 """
 
 
 def _sweep(tmp: Path, out: Path, gpus: str) -> dict:
     cmd = [sys.executable, str(ROOT / "benchmarks" / "sweep.py"), "--shapes", str(tmp / "shapes.yaml"),
-           "--max-configs", "8", "--gpus", gpus, "--out", str(out)]
+           "--max-configs", "5", "--gpus", gpus, "--out", str(out)]
     r = subprocess.run(cmd, cwd=ROOT, env=_env(), capture_output=True, text=True, timeout=800)
     assert r.returncode == 0, r.stdout[-2000:] + r.stderr[-3000:]
     with out.open() as f:
@@ -229,7 +236,7 @@ def test_sweep_sharded_over_two_gpus_matches_one_gpu(tmp_path):
             shape = key[:4]
             b1, b2 = best.get(shape, (math.inf, math.inf))
             best[shape] = (min(b1, t1), min(b2, t2))
-    assert len(ratios) >= 4 * 6, "too few timed rows to compare"
+    assert len(ratios) >= 4 * 4, "too few timed rows to compare"
     ratios.sort()
     median = ratios[len(ratios) // 2]
     assert abs(median) < 0.05, f"sharded timings differ from single-GPU ones by {math.exp(median):.3f}x (median)"

@@ -147,6 +147,22 @@ class HardwareProfile:
         raw["model"].update(params)
         return _build(raw, f"{self.path} (model override)")
 
+    def with_compute_units(self, units: int, why: str) -> "HardwareProfile":
+        """A copy for a device that exposes only ``units`` of the compute units (a MIG slice, a CU
+        mask): ``compute_units`` = ``units`` rounded down to a multiple of the chiplet count (so the
+        copy validates; never more than the device has), the matrix peaks scaled by the same
+        fraction, everything per-CU and the memory system unchanged. ``why`` becomes the source."""
+        units = int(units) - int(units) % self.chiplets
+        if not 0 < units <= self.compute_units:
+            raise ValueError(f"with_compute_units: {units} compute units for {self.name} "
+                             f"({self.compute_units}, {self.chiplets} chiplets)")
+        raw = json.loads(self._raw_json())
+        frac = units / self.compute_units
+        raw["compute"]["compute_units"] = units
+        raw["matrix"]["peak_flops"] = {k: v * frac for k, v in raw["matrix"]["peak_flops"].items()}
+        raw["sources"]["compute.compute_units"] = why
+        return _build(raw, f"{self.path} ({units} of {self.compute_units} compute units)")
+
     def _raw_json(self) -> str:
         return json.dumps(_to_raw(self), sort_keys=True)
 

@@ -73,11 +73,27 @@ class DeviceInfo:
     name: str = ""
     how: str = "name"
     mismatches: tuple[str, ...] = ()
+    capped: HardwareProfile | None = None
 
     @property
     def compute_units(self) -> int:
         """SMs/CUs a launch may rely on: the live count, never more than the profile's."""
         return min(self.live_compute_units, self.profile.compute_units)
+
+    @property
+    def plan_profile(self) -> HardwareProfile:
+        """The profile the dispatcher plans with: ``profile``, or, on a device with fewer compute
+        units than it (a MIG slice, a CU mask), its copy for the live count
+        (:meth:`HardwareProfile.with_compute_units`), so that persistent and Stream-K grids and the
+        model's waves are sized for the units that exist."""
+        return self.capped if self.capped is not None else self.profile
+
+
+def _capped(hw: HardwareProfile, live: int, desc: str) -> HardwareProfile | None:
+    if live >= hw.compute_units or live < hw.chiplets:
+        return None
+    return hw.with_compute_units(live, f"live device {desc}: {live} of the profile's {hw.compute_units} "
+                                       "compute units (tritonblas, at run time)")
 
 
 # ---------------------------------------------------------------------------------------------
@@ -205,7 +221,7 @@ def match_profile(props: Any, *, index: int | None = None, strict: bool = False,
             raise DeviceError(f"{msg}. Pick the right profile with {ENV_PROFILE} or profile=, or {_CALIBRATE}")
         warnings.warn(f"{msg} (strict=True makes this an error)", DeviceMismatchWarning, stacklevel=3)
     return DeviceInfo(profile=hw, live_compute_units=dev.compute_units, index=index, name=dev.name,
-                      how=how, mismatches=tuple(notes))
+                      how=how, mismatches=tuple(notes), capped=_capped(hw, dev.compute_units, desc))
 
 
 # ---------------------------------------------------------------------------------------------

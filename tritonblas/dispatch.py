@@ -642,10 +642,10 @@ def gemm(a: torch.Tensor, b: torch.Tensor, out: torch.Tensor | None = None, *, c
         return out
     info = device_info(a.device, profile)
     tf32 = a.dtype == torch.float32 and allow_tf32()
-    key = GemmKey.from_tensors(a, b, out, profile=info.profile, tf32=tf32, c=c, config=config)
+    key = GemmKey.from_tensors(a, b, out, profile=info.plan_profile, tf32=tf32, c=c, config=config)
     lp = _PLANS.get(key)
     if lp is None:
-        lp = _build(key, info.profile, a.device, op)
+        lp = _build(key, info.plan_profile, a.device, op)
     if lp is _FALLBACK:
         _STATS["fallbacks"] += 1
         return _torch_gemm(a, b, out, c, alpha, beta)
@@ -671,10 +671,10 @@ def plan_for(a: torch.Tensor, b: torch.Tensor, out: torch.Tensor | None = None, 
         return None
     info = device_info(a.device, profile)
     tf32 = a.dtype == torch.float32 and allow_tf32()
-    key = GemmKey.from_tensors(a, b, out, profile=info.profile, tf32=tf32, c=c, config=config)
+    key = GemmKey.from_tensors(a, b, out, profile=info.plan_profile, tf32=tf32, c=c, config=config)
     lp = _PLANS.get(key)
     if lp is None:
-        lp = _build(key, info.profile, a.device, "plan_for")
+        lp = _build(key, info.plan_profile, a.device, "plan_for")
     return None if lp is _FALLBACK else lp
 
 
@@ -690,12 +690,13 @@ def explain(a: torch.Tensor, b: torch.Tensor, *, profile: Any = None, config: Ti
     if out.numel() == 0 or a.shape[-1] == 0:
         return f"{head}\n  no launch: {'empty output' if out.numel() == 0 else 'K = 0, the result is zeros'}"
     info = device_info(a.device, profile)
-    hw = info.profile
+    hw = info.plan_profile
     tf32 = a.dtype == torch.float32 and allow_tf32()
     key = GemmKey.from_tensors(a, b, out, profile=hw, tf32=tf32, config=config)
     problem = key.problem()
     lines = [head,
-             f"  profile: {hw.name} ({hw.arch}, {info.compute_units} CUs; from {info.how})",
+             f"  profile: {hw.name} ({hw.arch}, {info.compute_units} CUs"
+             f"{'' if info.capped is None else ' live, of ' + str(info.profile.compute_units)}; from {info.how})",
              f"  problem: {problem.describe()} (alignment {key.align} B, layouts a {key.a_layout.value} "
              f"b {key.b_layout.value}{', TF32 allowed' if tf32 else ''})"]
     lp = _PLANS.get(key) or _build(key, hw, a.device, "explain")

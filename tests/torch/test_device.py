@@ -111,6 +111,10 @@ def test_mig_slice_warns_and_exposes_the_live_count():
     assert info.profile.name == "h100"
     assert info.live_compute_units == 16 and info.compute_units == 16
     assert info.profile.compute_units == 132  # the profile is not mutated
+    plan = info.plan_profile  # what the dispatcher plans with: the live 16 SMs
+    assert plan.compute_units == 16 and plan.content_hash != info.profile.content_hash
+    assert plan.matrix_peak_flops["bf16"] == pytest.approx(info.profile.matrix_peak_flops["bf16"] * 16 / 132)
+    assert plan.memory == info.profile.memory and "16 of the profile's 132" in plan.sources["compute.compute_units"]
     assert any("GiB of memory" in m for m in info.mismatches)
     with pytest.raises(DeviceError, match="16 of the profile's 132"):
         match_profile(mig, strict=True)
@@ -121,12 +125,14 @@ def test_cu_masked_amd_device():
     with pytest.warns(DeviceMismatchWarning, match="8 chiplets may not apply"):
         info = match_profile(masked)
     assert (info.profile.name, info.compute_units) == ("mi300x", 38)
+    assert info.plan_profile.compute_units == 32  # rounded down to a multiple of the 8 XCDs
 
 
 def test_more_compute_units_than_the_profile():
     with pytest.warns(DeviceMismatchWarning, match="another SKU"):
         info = match_profile(nvidia("NVIDIA H100 80GB HBM3", (9, 0), 144, 81090 * MiB))
     assert info.live_compute_units == 144 and info.compute_units == 132  # grids never exceed either
+    assert info.plan_profile is info.profile
 
 
 @pytest.mark.parametrize("props, arch", [

@@ -104,16 +104,28 @@ def configs_for(p, hw, max_configs: int, seed: int) -> list[tuple[TileConfig, fl
 
 
 def run_shard(args, shapes, out: Path, device: str) -> None:
-    import torch
-    import triton
-
-    from tritonblas.plan import _example_tensors, make_plan, precompile, prepare_launch
+    from tritonblas.plan import compile_pool
 
     hw = origami.load_profile(args.profile)
     done = {row_key(r) for r in read_rows(out)}
     new_file = not out.exists()
     out.parent.mkdir(parents=True, exist_ok=True)
     t_start = time.time()
+    pool = compile_pool(args.workers) if args.workers else None  # one set of workers for every shape
+    try:
+        _sweep_shapes(args, shapes, out, device, hw, done, new_file, t_start, pool)
+    finally:
+        if pool is not None:
+            pool.shutdown(cancel_futures=True)
+
+
+def _sweep_shapes(args, shapes, out: Path, device: str, hw, done: set, new_file: bool, t_start: float, pool) -> None:
+    import torch
+    import triton
+
+    from tritonblas.plan import _example_tensors, compile_pool, make_plan, precompile, prepare_launch
+
+    # the pool is this function's from here on (replaced when a worker dies); run_shard shuts the first
     with out.open("a", newline="") as f:
         if new_file:
             for line in provenance() + [f"profile={hw.name} hash={hw.content_hash}", f"args={' '.join(sys.argv[1:])}"]:
@@ -144,7 +156,10 @@ def run_shard(args, shapes, out: Path, device: str) -> None:
                     errors.append(str(e)[:300])
             t0 = time.time()
             ok = [pl for pl in plans if pl is not None]
-            comp = precompile(ok, device, workers=args.workers) if args.workers else [None] * len(ok)
+            comp = precompile(ok, device, pool=pool) if pool is not None else [None] * len(ok)
+            if pool is not None and any(e and "BrokenProcessPool" in e for e in comp):
+                pool.shutdown(cancel_futures=True)  # a worker died (it is reported per config): fresh workers
+                pool = compile_pool(args.workers)
             comp_iter = iter(comp)
             errors = [e if pl is None else next(comp_iter) for pl, e in zip(plans, errors)]
             t1 = time.time()

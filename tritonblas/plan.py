@@ -618,7 +618,7 @@ def _precompile_one(plan: LaunchPlan, device: str, launch_kwargs: dict) -> str |
 
 
 def precompile(plans: Sequence[LaunchPlan], device: str | torch.device = "cuda", *, workers: int = 0,
-               **launch_kwargs) -> list[str | None]:
+               pool: Any = None, **launch_kwargs) -> list[str | None]:
     """Compile plans ahead of time; returns, per plan, None (compiled) or the error text (never raises).
 
     Each plan is compiled for contiguous example tensors of its problem (``launch_kwargs`` select the
@@ -629,19 +629,32 @@ def precompile(plans: Sequence[LaunchPlan], device: str | torch.device = "cuda",
     loads the binary from that cache (milliseconds) instead of compiling (seconds). Spawn, not
     fork: CUDA cannot be re-initialised in a forked child. Threads do not help: Triton's compiler
     holds the GIL for most of its work. Under the interpreter there is nothing to compile: each
-    plan is run once in-process, so an error still shows.
+    plan is run once in-process, so an error still shows. ``pool`` (from :func:`compile_pool`)
+    reuses one set of worker processes across calls: each spawned worker imports torch and Triton
+    once (seconds) instead of once per call — what a sweep over many shapes needs.
     """
     device = str(device)
-    if workers <= 0 or _interpreter.interpreting():
+    if pool is None and (workers <= 0 or _interpreter.interpreting()):
         return [_precompile_one(p, device, launch_kwargs) for p in plans]
+    if pool is None:
+        with compile_pool(workers) as own:
+            return _gather(own, plans, device, launch_kwargs)
+    return _gather(pool, plans, device, launch_kwargs)
+
+
+def compile_pool(workers: int) -> ProcessPoolExecutor:
+    """A pool of ``workers`` spawned compile processes for :func:`precompile` (a context manager)."""
     import multiprocessing as mp
 
-    with ProcessPoolExecutor(max_workers=workers, mp_context=mp.get_context("spawn")) as pool:
-        futures = [pool.submit(_precompile_one, p, device, launch_kwargs) for p in plans]
-        results = []
-        for f in futures:
-            try:
-                results.append(f.result())
-            except Exception as e:  # noqa: BLE001 - a crashed worker is reported, not fatal
-                results.append(f"{type(e).__name__}: {e}".splitlines()[0][:500])
+    return ProcessPoolExecutor(max_workers=max(1, workers), mp_context=mp.get_context("spawn"))
+
+
+def _gather(pool: ProcessPoolExecutor, plans: Sequence[LaunchPlan], device: str, launch_kwargs: dict) -> list:
+    futures = [pool.submit(_precompile_one, p, device, launch_kwargs) for p in plans]
+    results = []
+    for f in futures:
+        try:
+            results.append(f.result())
+        except Exception as e:  # noqa: BLE001 - a crashed worker is reported, not fatal
+            results.append(f"{type(e).__name__}: {e}".splitlines()[0][:500])
     return results

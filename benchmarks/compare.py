@@ -1,0 +1,472 @@
+"""Per shape, in one process on one GPU: our pick vs the exhaustive best, torch.matmul and nvMMH.
+
+    python benchmarks/compare.py --set calib [--dtype bf16] [--sweep benchmarks/data/h200/calib.csv]
+                                 [--limit N] [--budget-s 900] [--out benchmarks/results/compare_calib.csv]
+
+For every shape of ``benchmarks/shapes/<set>.yaml`` (or ``--shapes FILE``), on random contiguous
+inputs of the shape's dtypes and layouts:
+
+- ``ours_ms``: ``tritonblas.matmul(a, b)``, the real drop-in path (dispatcher, plan cache, the model's
+  pick or the active tile table), warmed once, then timed. ``our_config`` is the plan it runs.
+  fp8 has no torch-level drop-in (the dispatcher hands fp8 to torch), so for fp8 it is the model's
+  pick launched through ``tritonblas.plan`` with unit scales;
+- ``select_us``: host time of one *uncached* ``origami.select`` (median of ``--select-reps`` calls of
+  the scorer without select's LRU, as benchmarks/bench_select.py measures it), and ``predicted_ms``,
+  the model's estimate for its pick;
+- ``oracle_sweep_ms``: the best median over the configs recorded for this shape in the sweep CSV
+  (``--sweep``; by default ``benchmarks/data/<profile>/<set>[_<dtype>].csv`` when it exists), and
+  ``oracle_ms``: that config re-timed in this run, so that ``pct_of_oracle`` compares two timings of
+  the same run (it can exceed 100 when our pick beats the sweep's best, e.g. a config outside a
+  sampled sweep, or noise);
+- ``torch_ms``: ``torch.matmul`` (cuBLAS / hipBLASLt) on the same tensors (empty for fp8);
+- ``nvmmh1_ms`` / ``nvmmh8_ms``: nvMatmulHeuristics' top-1 and the best of its top ``--nvmmh-k`` (8),
+  restricted to and mapped onto our config space (benchmarks/nvmmh.py), each launched on our kernels
+  through ``make_plan(..., tma=True)`` + ``prepare_launch(...).run`` as sweep.py does; skipped with a
+  message when nvMMH is not installed (``pip install 'tritonblas[nvmmh]'``).
+
+Timing (``--timer``): ``graph`` (default) is ``triton.testing.do_bench_cudagraph(return_mode="median")``,
+the kernel's own time (host launch cost excluded), as the sweep oracle was recorded; ``eager`` is
+``triton.testing.do_bench`` of Python launches. Without a GPU the script runs the kernels under
+Triton's interpreter on CPU tensors (``TRITON_INTERPRET=1`` is set for you) and times with
+``time.perf_counter`` medians (``cpu``): only a check that the script works, the numbers mean nothing.
+
+Derived columns: ``ours_tflops``; ``pct_of_oracle`` = 100·oracle_ms/ours_ms; ``ratio_to_torch`` =
+torch_ms/ours_ms (> 1: ours faster). Each row carries its provenance (git sha from ``$GIT_SHA`` or
+git, GPU, torch, triton, Python, date). The CSV (default ``benchmarks/results/compare_<set>[_<dtype>].csv``)
+is rewritten atomically after every shape; a re-run skips the shapes already in it (``--fresh``
+starts over), and ``--budget-s`` stops before a shape that would start past the budget. A summary
+closes the run: geomean and p10 of pct_of_oracle, geomean ratio_to_torch, and how often ours beats
+nvMMH's top-1 and best-of-top-k (ours_ms < nvmmh*_ms).
+"""
+
+from __future__ import annotations
+
+import argparse
+import csv
+import datetime
+import math
+import os
+import platform
+import statistics
+import subprocess
+import sys
+import time
+from dataclasses import fields
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+
+PROBLEM_COLS = ["m", "n", "k", "batch", "a_dtype", "b_dtype", "c_dtype", "a_layout", "b_layout"]
+COLUMNS = PROBLEM_COLS + [
+    "align_bytes", "dtype", "our_config", "our_kernel", "ours_ms", "oracle_ms", "oracle_sweep_ms", "oracle_config",
+    "torch_ms", "nvmmh1_ms", "nvmmh8_ms", "nvmmh1_config", "nvmmh8_config", "nvmmh_n", "ours_tflops",
+    "pct_of_oracle", "ratio_to_torch", "predicted_ms", "select_us", "rel_err_vs_torch", "timer", "note",
+    "git_sha", "gpu", "torch", "triton", "python", "date",
+]
+
+
+# --- small helpers (CPU-only, importable by tests and plots.py) --------------------------------
+def cell(v) -> str:
+    if v is None:
+        return ""
+    if isinstance(v, float):
+        return f"{v:.6g}" if math.isfinite(v) else ""
+    return v.value if hasattr(v, "value") else str(v)
+
+
+def problem_key(row_or_problem) -> tuple:
+    if isinstance(row_or_problem, dict):
+        return tuple(str(row_or_problem[c]) for c in PROBLEM_COLS)
+    return tuple(cell(getattr(row_or_problem, c)) for c in PROBLEM_COLS)
+
+
+def read_csv(path: Path) -> list[dict]:
+    if not path.exists():
+        return []
+    with path.open() as f:
+        return list(csv.DictReader(line for line in f if not line.startswith("#")))
+
+
+def write_csv_atomic(path: Path, rows: list[dict]) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_name(path.name + ".tmp")
+    with tmp.open("w", newline="") as f:
+        w = csv.DictWriter(f, fieldnames=COLUMNS, extrasaction="ignore")
+        w.writeheader()
+        w.writerows(rows)
+    os.replace(tmp, path)
+
+
+def fnum(x) -> float | None:
+    try:
+        v = float(x)
+    except (TypeError, ValueError):
+        return None
+    return v if math.isfinite(v) else None
+
+
+def geomean(xs) -> float:
+    xs = [x for x in xs if x is not None and x > 0]
+    return math.exp(sum(math.log(x) for x in xs) / len(xs)) if xs else float("nan")
+
+
+def percentile(xs, q: float) -> float:
+    """Linear-interpolation percentile (numpy's default), without numpy."""
+    xs = sorted(x for x in xs if x is not None)
+    if not xs:
+        return float("nan")
+    pos = (len(xs) - 1) * q / 100
+    lo, hi = math.floor(pos), math.ceil(pos)
+    return xs[lo] + (xs[hi] - xs[lo]) * (pos - lo)
+
+
+def summarize(rows: list[dict]) -> dict:
+    pct = [fnum(r.get("pct_of_oracle")) for r in rows]
+    pct = [p for p in pct if p is not None]
+    rt = [fnum(r.get("ratio_to_torch")) for r in rows]
+    out = {"shapes": len(rows), "oracle_shapes": len(pct), "geomean_pct_of_oracle": geomean(pct),
+           "p10_pct_of_oracle": percentile(pct, 10), "geomean_ratio_to_torch": geomean(rt),
+           "torch_shapes": sum(x is not None for x in rt)}
+    for col in ("nvmmh1_ms", "nvmmh8_ms"):
+        pairs = [(fnum(r.get("ours_ms")), fnum(r.get(col))) for r in rows]
+        pairs = [(o, t) for o, t in pairs if o is not None and t is not None]
+        out[f"beats_{col[:-3]}"] = (sum(o < t for o, t in pairs) / len(pairs)) if pairs else float("nan")
+        out[f"{col[:-3]}_shapes"] = len(pairs)
+    return out
+
+
+def summary_text(s: dict) -> str:
+    return "\n".join([
+        f"summary over {s['shapes']} shapes:",
+        f"  % of oracle (re-timed best of the sweep; {s['oracle_shapes']} shapes): geomean "
+        f"{s['geomean_pct_of_oracle']:.1f}, p10 {s['p10_pct_of_oracle']:.1f}",
+        f"  speed vs torch.matmul (torch_ms / ours_ms; {s['torch_shapes']} shapes): geomean "
+        f"{s['geomean_ratio_to_torch']:.3f}",
+        f"  ours faster than nvMMH top-1 on {100 * s['beats_nvmmh1']:.0f}% of {s['nvmmh1_shapes']} shapes, "
+        f"than nvMMH best-of-top-k on {100 * s['beats_nvmmh8']:.0f}% of {s['nvmmh8_shapes']}",
+    ])
+
+
+def provenance(torch, triton) -> dict:
+    sha = os.environ.get("GIT_SHA", "")
+    if not sha:  # the device machine gets the tree without .git: pass GIT_SHA there
+        try:
+            sha = subprocess.run(["git", "rev-parse", "HEAD"], cwd=ROOT, capture_output=True, text=True,
+                                 timeout=10).stdout.strip()
+            dirty = subprocess.run(["git", "status", "--porcelain", "--untracked-files=no"], cwd=ROOT,
+                                   capture_output=True, text=True, timeout=10).stdout.strip()
+            sha = sha + ("-dirty" if sha and dirty else "")
+        except (OSError, subprocess.SubprocessError):
+            sha = ""
+    gpu = torch.cuda.get_device_name() if torch.cuda.is_available() else "cpu (TRITON_INTERPRET=1)"
+    return {"git_sha": sha or "unknown", "gpu": gpu, "torch": torch.__version__, "triton": triton.__version__,
+            "python": platform.python_version(),
+            "date": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds")}
+
+
+def sweep_best(path: Path | None) -> dict[tuple, list[tuple[float, object]]]:
+    """problem key → [(median_ms, TileConfig)] of the recorded sweep, fastest first (failed rows skipped)."""
+    from origami.config import TileConfig
+
+    if path is None or not path.exists():
+        return {}
+    ints = {f.name for f in fields(TileConfig)} - {"kind"}
+    by: dict[tuple, list] = {}
+    for r in read_csv(path):
+        ms = fnum(r.get("median_ms"))
+        if ms is None:
+            continue
+        kw = {"kind": r["kind"]}
+        for name in ints:
+            v = r.get(name, "")
+            kw[name] = None if v in ("", None) else int(v)
+        by.setdefault(problem_key(r), []).append((ms, TileConfig(**kw)))
+    for v in by.values():
+        v.sort(key=lambda t: t[0])
+    return by
+
+
+def with_dtype(p, dtype: str):
+    import origami
+
+    c = origami.DType.parse(dtype, "--dtype").default_output
+    return origami.GemmProblem(p.m, p.n, p.k, dtype, dtype, c, p.a_layout, p.b_layout, p.batch, p.align_bytes)
+
+
+# --- timing ------------------------------------------------------------------------------------
+class Timer:
+    def __init__(self, mode: str, rep_ms: float, warmup_ms: float, cpu_reps: int):
+        self.mode, self.rep_ms, self.warmup_ms, self.cpu_reps = mode, rep_ms, warmup_ms, cpu_reps
+
+    def __call__(self, fn) -> float:
+        """Median milliseconds of ``fn()`` (called once first, outside the measurement)."""
+        if self.mode == "cpu":
+            fn()
+            ts = []
+            for _ in range(self.cpu_reps):
+                t0 = time.perf_counter()
+                fn()
+                ts.append((time.perf_counter() - t0) * 1e3)
+            return statistics.median(ts)
+        import triton
+
+        fn()  # compile / load / plan outside the capture
+        if self.mode == "graph":
+            return triton.testing.do_bench_cudagraph(fn, rep=self.rep_ms, return_mode="median")
+        return triton.testing.do_bench(fn, warmup=self.warmup_ms, rep=self.rep_ms, return_mode="median")
+
+
+def select_time_us(problem, hw, reps: int) -> float:
+    """Median host time of one uncached ``origami.select``, measured as benchmarks/bench_select.py
+    does: the scorer without select's LRU cache (``origami.select._select_uncached``; the candidate
+    space of the dtype/layout class stays built, as it does in a running process). Falls back to
+    clearing every model cache before each call if that function is gone."""
+    import origami
+
+    mod = sys.modules["origami.select"]  # the module (origami.select is the function)
+    uncached = getattr(mod, "_select_uncached", None)
+    if uncached is None:
+        def uncached(p, h):
+            origami.clear_cache()
+            return origami.select(p, h)
+    uncached(problem, hw)  # the class's candidate space built once, outside the timing
+    ts = []
+    for _ in range(max(1, reps)):
+        t0 = time.perf_counter_ns()
+        uncached(problem, hw)
+        ts.append((time.perf_counter_ns() - t0) / 1e3)
+    return statistics.median(ts)
+
+
+# --- one shape ---------------------------------------------------------------------------------
+def run_shape(p, args, ctx) -> dict:
+    import torch
+
+    import origami
+    import tritonblas
+    from origami.problem import DType
+    from tritonblas import dispatch
+    from tritonblas.plan import _example_tensors, make_plan, precompile, prepare_launch, resolve_kernel_name
+
+    hw, device, timer = ctx["hw"], ctx["device"], ctx["timer"]
+    notes = []
+    row = {c: cell(getattr(p, c)) for c in PROBLEM_COLS}
+    row.update(align_bytes=p.align_bytes, dtype=p.a_dtype.value, timer=timer.mode)
+    tf32 = p.a_dtype is DType.TF32
+    fp8 = p.a_dtype.bytes == 1
+    torch.backends.cuda.matmul.allow_tf32 = tf32  # read by torch.matmul and by our dispatcher
+    torch.manual_seed(0)
+    a, b, out = _example_tensors(p, device)
+    # the problem exactly as the dispatcher derives it from the tensors (alignment class included)
+    dp = dispatch.GemmKey.from_tensors(a, b, out, profile=hw, tf32=tf32).problem()
+    kw = {"allow_tf32": tf32}
+    if fp8:
+        kw.update(scale_a=torch.ones((), device=device), scale_b=torch.ones((), device=device))
+
+    # model: selection time (uncached) and prediction
+    row["select_us"] = cell(select_time_us(dp, hw, args.select_reps))
+    est = origami.select(dp, hw)
+    row["predicted_ms"] = cell(est.latency_ns / 1e6)
+
+    # configs to time on our kernels through the plan path: oracle, nvMMH
+    def plan_or_note(cfg, what):
+        try:
+            return make_plan(cfg, dp, hw, tma=True)
+        except ValueError as e:
+            notes.append(f"{what} {cfg.short()}: {str(e)[:120]}")
+            return None
+
+    oracle_plan = None
+    for ms, cfg in ctx["sweep"].get(problem_key(p), []):
+        oracle_plan = plan_or_note(cfg, "oracle")
+        if oracle_plan is not None:
+            row.update(oracle_sweep_ms=cell(ms), oracle_config=cfg.short())
+            break
+    nv_plans = []
+    if ctx["nvmmh"] is not None:
+        try:
+            nv_cfgs = ctx["nvmmh"].top_configs(dp, args.nvmmh_k, hw)
+        except (ValueError, RuntimeError) as e:
+            nv_cfgs = []
+            notes.append(f"nvmmh: {str(e)[:120]}")
+        nv_plans = [pl for c in nv_cfgs if (pl := plan_or_note(c, "nvmmh")) is not None]
+        row["nvmmh_n"] = len(nv_plans)
+
+    # ours: the drop-in path (fp8: the model's pick through the plan path)
+    if fp8:
+        our_plan = make_plan(est.config, dp, hw, tma=True)
+        ours_fn = prepare_launch(our_plan, a, b, out, **kw).run
+    else:
+        our_plan = dispatch.plan_for(a, b)
+        ours_fn = lambda: tritonblas.matmul(a, b)  # noqa: E731
+    if our_plan is not None:
+        row.update(our_config=our_plan.config.short(), our_kernel=resolve_kernel_name(our_plan, a, b))
+    else:
+        row.update(our_config="torch fallback")
+
+    if device != "cpu" and args.workers > 0:  # compile everything of this shape in parallel first
+        todo = list(dict.fromkeys(pl for pl in [our_plan, oracle_plan, *nv_plans] if pl is not None))
+        # (fp8: compiled without the scale pointers; that variant then compiles on first launch)
+        for pl, err in zip(todo, precompile(todo, device, workers=args.workers, allow_tf32=tf32)):
+            if err:
+                notes.append(f"compile {pl.config.short()}: {err[:120]}")
+
+    def time_plan(pl, what):
+        if pl is None:
+            return None
+        try:
+            return timer(prepare_launch(pl, a, b, out, **kw).run)
+        except Exception as e:  # noqa: BLE001 - recorded, never fatal
+            notes.append(f"{what} {pl.config.short()}: {type(e).__name__}: {str(e).splitlines()[0][:120]}")
+            return None
+
+    try:
+        ours_ms = timer(ours_fn)
+    except Exception as e:  # noqa: BLE001
+        ours_ms = None
+        notes.append(f"ours: {type(e).__name__}: {str(e).splitlines()[0][:160]}")
+    oracle_ms = time_plan(oracle_plan, "oracle")
+    torch_ms = None
+    if not fp8:
+        torch_fn = lambda: torch.matmul(a, b)  # noqa: E731
+        torch_ms = timer(torch_fn)
+        if ours_ms is not None:
+            ref = torch_fn().float()
+            got = ours_fn().float()
+            row["rel_err_vs_torch"] = cell(float((got - ref).norm() / ref.norm().clamp_min(1e-30)))
+    else:
+        notes.append("torch: no plain fp8 matmul")
+    nv_ms = [time_plan(pl, "nvmmh") for pl in nv_plans]
+    if nv_plans:
+        row.update(nvmmh1_ms=cell(nv_ms[0]), nvmmh1_config=nv_plans[0].config.short())
+        ok = [(t, pl) for t, pl in zip(nv_ms, nv_plans) if t is not None]
+        if ok:
+            t8, pl8 = min(ok, key=lambda x: x[0])
+            row.update(nvmmh8_ms=cell(t8), nvmmh8_config=pl8.config.short())
+
+    row.update(ours_ms=cell(ours_ms), oracle_ms=cell(oracle_ms), torch_ms=cell(torch_ms))
+    if ours_ms:
+        row["ours_tflops"] = cell(p.flops / ours_ms / 1e9)
+        if oracle_ms:
+            row["pct_of_oracle"] = cell(100 * oracle_ms / ours_ms)
+        if torch_ms:
+            row["ratio_to_torch"] = cell(torch_ms / ours_ms)
+    row["note"] = "; ".join(notes)[:600]
+    return row
+
+
+def main(argv=None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--set", help="shape set name under benchmarks/shapes/")
+    ap.add_argument("--shapes", help="path to a shapes YAML file (instead of --set)")
+    ap.add_argument("--profile", default="h200")
+    ap.add_argument("--dtype", default=None, help="override every shape's dtype (bf16 fp16 tf32 fp8_e4m3)")
+    ap.add_argument("--limit", type=int, default=0, help="only the first N shapes")
+    ap.add_argument("--sweep", default=None,
+                    help="sweep CSV with the exhaustive timings (default: benchmarks/data/<profile>/<set>"
+                         "[_<dtype>].csv if present; 'none' to skip the oracle)")
+    ap.add_argument("--out", default=None)
+    ap.add_argument("--fresh", action="store_true", help="ignore shapes already in --out")
+    ap.add_argument("--budget-s", type=float, default=1e9, help="start no shape after this many seconds")
+    ap.add_argument("--timer", choices=("graph", "eager"), default="graph",
+                    help="graph: do_bench_cudagraph (the kernel's own time; default); eager: do_bench")
+    ap.add_argument("--rep-ms", type=float, default=25)
+    ap.add_argument("--warmup-ms", type=float, default=5)
+    ap.add_argument("--cpu-reps", type=int, default=3, help="timed calls per measurement without a GPU")
+    ap.add_argument("--select-reps", type=int, default=20, help="uncached origami.select calls timed (median)")
+    ap.add_argument("--nvmmh-k", type=int, default=8, help="nvMMH configs to time (best-of)")
+    ap.add_argument("--no-nvmmh", action="store_true", help="skip nvMMH even when it is installed")
+    ap.add_argument("--workers", type=int, default=max(1, (os.cpu_count() or 2) - 2),
+                    help="parallel compile processes per shape on the GPU (0: compile on first launch)")
+    args = ap.parse_args(argv)
+    if not (args.set or args.shapes):
+        ap.error("give --set NAME or --shapes FILE")
+
+    import torch
+
+    cuda = torch.cuda.is_available()
+    if not cuda:  # kernels under the interpreter; the dispatcher needs a named profile on CPU
+        os.environ["TRITON_INTERPRET"] = "1"
+        os.environ.setdefault("TRITONBLAS_PROFILE", args.profile)
+    import triton
+
+    import origami
+    from origami.shapes import load_shapes
+
+    hw = origami.load_profile(args.profile)
+    src = Path(args.shapes) if args.shapes else ROOT / "benchmarks" / "shapes" / f"{args.set}.yaml"
+    shapes = load_shapes(src)
+    if args.dtype:
+        shapes = [with_dtype(p, args.dtype) for p in shapes]
+    if args.limit:
+        shapes = shapes[: args.limit]
+    name = args.set or src.stem
+    suffix = f"_{args.dtype}" if args.dtype else ""
+    out = Path(args.out) if args.out else ROOT / "benchmarks" / "results" / f"compare_{name}{suffix}.csv"
+    if args.sweep and args.sweep.lower() == "none":
+        sweep_path = None
+    elif args.sweep:
+        sweep_path = Path(args.sweep)
+        if not sweep_path.exists():
+            ap.error(f"--sweep {sweep_path}: no such file")
+    else:
+        sweep_path = ROOT / "benchmarks" / "data" / hw.name / f"{name}{suffix}.csv"
+        sweep_path = sweep_path if sweep_path.exists() else None
+    sweep = sweep_best(sweep_path)
+    print(f"compare: {len(shapes)} shapes from {src}, profile {hw.name}, oracle from "
+          f"{sweep_path or 'nowhere (no sweep CSV: oracle columns stay empty)'}", flush=True)
+
+    nv = None
+    if not args.no_nvmmh:
+        from benchmarks import nvmmh
+
+        if nvmmh.available() and hw.name in nvmmh.GPU_OF_PROFILE:
+            nv = nvmmh
+        else:
+            print(f"compare: nvMMH skipped: {nvmmh.unavailable_reason() or f'no nvMMH GPU for {hw.name}'}",
+                  flush=True)
+
+    device = "cuda" if cuda else "cpu"
+    if cuda:
+        from tritonblas import dispatch
+
+        dev_hw = dispatch.device_info(torch.device("cuda")).profile
+        if dev_hw.content_hash != hw.content_hash:
+            print(f"compare: warning: tritonblas.matmul uses profile {dev_hw.name} on this device, "
+                  f"the comparison profile is {hw.name}", flush=True)
+    timer = Timer("cpu" if not cuda else args.timer, args.rep_ms, args.warmup_ms, args.cpu_reps)
+    origami.warmup()
+    prov = provenance(torch, triton)
+    rows = [] if args.fresh else [r for r in read_csv(out) if set(COLUMNS) <= set(r)]
+    done = {problem_key(r) for r in rows}
+    ctx = {"hw": hw, "device": device, "timer": timer, "sweep": sweep, "nvmmh": nv}
+    t_start = time.time()
+    for i, p in enumerate(shapes):
+        if problem_key(p) in done:
+            continue
+        if time.time() - t_start > args.budget_s:
+            print(f"compare: budget of {args.budget_s:.0f}s reached after {i} shapes; re-run to resume", flush=True)
+            break
+        t0 = time.time()
+        row = run_shape(p, args, ctx)
+        row.update(prov)
+        rows.append(row)
+        done.add(problem_key(p))
+        write_csv_atomic(out, rows)
+        print(f"[{i + 1}/{len(shapes)}] {p.describe():34s} ours {row.get('ours_ms') or '-':>9} ms "
+              f"({row.get('our_config', '')}) oracle {row.get('oracle_ms') or '-':>9} torch "
+              f"{row.get('torch_ms') or '-':>9} nvmmh1 {row.get('nvmmh1_ms') or '-':>9} nvmmh8 "
+              f"{row.get('nvmmh8_ms') or '-':>9} pct {row.get('pct_of_oracle') or '-':>6} "
+              f"select {float(row['select_us']):.0f} us  [{time.time() - t0:.1f}s]"
+              + (f"\n    note: {row['note']}" if row.get("note") else ""), flush=True)
+    if not rows:
+        print("compare: no rows", flush=True)
+        return 1
+    print(summary_text(summarize(rows)))
+    print(f"wrote {out}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

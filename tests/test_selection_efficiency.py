@@ -1,0 +1,67 @@
+"""Selection efficiency of the current model against recorded H200 sweeps (CPU, in CI).
+
+For every shape of every sweep CSV in benchmarks/data/h200/ (one file per shape set and dtype, as
+benchmarks/sweep.py writes them) the model picks, among the configs that were measured, the one it
+predicts fastest; efficiency = best measured time / time of the pick. Each file has its own floors
+in FLOORS, set 2 points under what the model achieved when they were set, so a model change that
+makes selection worse on any recorded set fails here. Raise them when the model improves; never
+lower them to make a change pass (DEVELOPERS.md). A new sweep file fails until it gets floors (the
+failure message gives the achieved numbers).
+
+calib.csv (16 shapes x 40 configs, CUDA-graph timing, H200, 2026-11-30): achieved geomean 0.838,
+p10 0.718 when its floors were set.
+"""
+
+from pathlib import Path
+
+import pytest
+
+from origami.fit import read_sweep, selection_efficiency
+
+DATA = Path(__file__).resolve().parents[1] / "benchmarks" / "data" / "h200"
+# file name -> floors of the geometric-mean and 10th-percentile efficiency, and the fewest shapes
+FLOORS = {
+    "calib.csv": {"geomean": 0.818, "p10": 0.698, "min_shapes": 10},
+}
+
+
+def _sweeps():
+    return sorted(p for p in DATA.glob("*.csv") if ".shard" not in p.name)
+
+
+@pytest.mark.parametrize("path", _sweeps(), ids=lambda p: p.name)
+def test_selection_efficiency_on_recorded_h200_sweeps(path):
+    data = read_sweep(path)
+    s = selection_efficiency(data, "h200")
+    worst = sorted(zip(s.per_shape, (m.problem.describe() for m in data)))[:3]
+    got = (f"{path.name}: {len(s.per_shape)} shapes, geomean {s.geomean:.3f}, p10 {s.p10:.3f}, median |log err| "
+           f"{s.log_error:.3f}; worst {[(round(e, 2), d) for e, d in worst]}")
+    print(got)
+    floors = FLOORS.get(path.name)
+    assert floors is not None, (
+        f"{got}\nno floors for {path.name}: add it to FLOORS in {Path(__file__).name} (2 points under the "
+        f"achieved numbers: geomean {s.geomean - 0.02:.3f}, p10 {s.p10 - 0.02:.3f})")
+    assert len(s.per_shape) >= floors.get("min_shapes", 1), (
+        f"{got}\nexpected at least {floors.get('min_shapes', 1)} measured shapes in {path.name}")
+    assert s.geomean >= floors["geomean"], (
+        f"{got}\nselection efficiency regressed on {path.name}: geomean {s.geomean:.3f} < floor {floors['geomean']}")
+    assert s.p10 >= floors["p10"], (
+        f"{got}\nselection efficiency regressed on {path.name}: p10 {s.p10:.3f} < floor {floors['p10']}")
+
+
+def test_every_floor_has_its_sweep():
+    """A floor whose file is gone (renamed, moved) would silently stop guarding anything."""
+    missing = sorted(set(FLOORS) - {p.name for p in _sweeps()})
+    assert not missing, f"FLOORS names sweeps that are not in {DATA}: {missing}"
+
+
+@pytest.mark.skipif(not _sweeps(), reason="no recorded sweep in benchmarks/data/h200")
+def test_fit_refuses_a_fit_that_hurts_held_out_shapes():
+    """The calibration guard: a fit on half the shapes is accepted only if the other half does not
+    get worse (here the 8-shape halves overfit, which the guard must catch or the fit must help)."""
+    from origami.fit import fit
+
+    data = read_sweep(_sweeps())
+    report = fit("h200", data[0::2], data[1::2], rounds=1, params=["mma_efficiency", "small_tile_efficiency"])
+    assert report.accepted == (report.test_after.geomean >= report.test_before.geomean - 1e-9)
+    assert report.train_after.geomean >= report.train_before.geomean - 1e-9

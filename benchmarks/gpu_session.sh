@@ -1,24 +1,46 @@
 #!/usr/bin/env bash
-# One H200 session (run through the `device` tool from the repo root): GPU test suite, kernel
-# performance check, a calibration sweep and the demo. Everything lands in $OUT.
-#   STEPS="tests kernel sweep demo" SWEEP_ARGS="--set calib --max-configs 48" bash benchmarks/gpu_session.sh
+# One H200 session (run through the `device` tool from the repo root). Everything lands in $OUT.
+#   STEPS="tests serial dispatch calibrate compare" GIT_SHA=<sha> bash benchmarks/gpu_session.sh
+# Steps:
+#   tests     the whole suite in parallel (-n 8), minus the timing-sensitive files run by `serial`
+#   serial    two-GPU checks, calibration and Inductor tests, one at a time (timings undisturbed)
+#   kernel    benchmarks/kernel_check.py (our kernels vs torch on the issue-4 shapes)
+#   sweep     benchmarks/sweep.py $SWEEP_ARGS (default: the calib set, 48 configs per shape)
+#   dispatch  benchmarks/bench_dispatch.py (host overhead, plan-miss cost)
+#   calibrate python -m tritonblas calibrate --fit on the calib sweep -> $OUT/h200_calibrated.yaml
+#   compare   benchmarks/compare.py $COMPARE_ARGS (needs the nvMMH wheel in .whl/, carried)
+#   demo      python -m tritonblas demo --profile h200
+# Each step has its own timeout (env *_TIMEOUT) and log ($OUT/<step>.log); a step's failure does not
+# stop the next.
 set -u -o pipefail
 OUT=${OUT:-benchmarks/results}
 mkdir -p "$OUT"
-export PYTHONPATH=$PWD PYTHONUNBUFFERED=1 TRITONBLAS_SYSTEM=1
+export PYTHONPATH=$PWD${PYTHONPATH:+:$PYTHONPATH} PYTHONUNBUFFERED=1 TRITONBLAS_SYSTEM=1
 export NUMBA_CACHE_DIR=/tmp/numba_cache TRITON_CACHE_DIR=/tmp/triton_cache
-STEPS=${STEPS:-"tests kernel sweep demo"}
-nvidia-smi --query-gpu=name,clocks.sm,clocks.max.sm,power.draw,temperature.gpu --format=csv | tee "$OUT/gpu.txt"
-python3 -c "import torch, triton, numba, numpy; print('torch', torch.__version__, 'triton', triton.__version__, 'numba', numba.__version__, 'numpy', numpy.__version__)" | tee -a "$OUT/gpu.txt"
+if ls .whl/*.whl >/dev/null 2>&1; then
+  python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade --target /tmp/site .whl/*.whl \
+    && export PYTHONPATH=$PYTHONPATH:/tmp/site
+fi
+STEPS=${STEPS:-"tests serial"}
+SERIAL="tests/torch/test_multi_gpu.py tests/cli/test_calibrate_gpu.py tests/cli/test_inductor_gpu.py"
+IGNORE=""
+for f in $SERIAL; do IGNORE="$IGNORE --ignore=$f"; done
+nvidia-smi --query-gpu=index,name,clocks.sm,clocks.max.sm,power.draw,temperature.gpu --format=csv | tee "$OUT/gpu.txt"
+python3 -c "import torch, triton, numba, numpy; print('torch', torch.__version__, 'triton', triton.__version__, 'numba', numba.__version__, 'numpy', numpy.__version__, 'gpus', torch.cuda.device_count())" | tee -a "$OUT/gpu.txt"
 for step in $STEPS; do
   start=$(date +%s)
+  log="$OUT/$step.log"
   case $step in
-    tests)  timeout ${TESTS_TIMEOUT:-240} python3 -m pytest tests -q -n 8 --timeout 240 -p no:cacheprovider ${TEST_ARGS:-} 2>&1 | tail -n 60 > "$OUT/pytest.log" ;;
-    kernel) timeout ${KERNEL_TIMEOUT:-200} python3 benchmarks/kernel_check.py --out "$OUT" --budget-s ${KERNEL_BUDGET:-150} 2>&1 | tail -n 80 > "$OUT/kernel_check.log" ;;
-    sweep)  timeout ${SWEEP_TIMEOUT:-200} python3 benchmarks/sweep.py ${SWEEP_ARGS:---set calib --max-configs 48} --out "$OUT/sweep.csv" 2>&1 | tail -n 40 > "$OUT/sweep.log" ;;
-    dispatch) timeout ${DISPATCH_TIMEOUT:-120} python3 benchmarks/bench_dispatch.py --out "$OUT/bench_dispatch.csv" 2>&1 | tail -n 40 > "$OUT/dispatch.log" ;;
-    demo)   timeout ${DEMO_TIMEOUT:-120} python3 -m tritonblas demo --profile h200 2>&1 | tail -n 60 > "$OUT/demo.log" ;;
-    *) python3 $step 2>&1 | tail -n 80 > "$OUT/$(basename $step).log" ;;
+    tests)     timeout ${TESTS_TIMEOUT:-300} python3 -m pytest tests -q -n 8 --timeout 280 -p no:cacheprovider $IGNORE ${TEST_ARGS:-} > "$log" 2>&1 ;;
+    serial)    timeout ${SERIAL_TIMEOUT:-420} python3 -m pytest $SERIAL -m gpu -q -rs --timeout 400 -p no:cacheprovider -s > "$log" 2>&1 ;;
+    kernel)    timeout ${KERNEL_TIMEOUT:-200} python3 benchmarks/kernel_check.py --out "$OUT" --budget-s ${KERNEL_BUDGET:-150} > "$log" 2>&1 ;;
+    sweep)     timeout ${SWEEP_TIMEOUT:-200} python3 benchmarks/sweep.py ${SWEEP_ARGS:---set calib --max-configs 48} --out "$OUT/sweep.csv" > "$log" 2>&1 ;;
+    dispatch)  timeout ${DISPATCH_TIMEOUT:-150} python3 benchmarks/bench_dispatch.py --out "$OUT/bench_dispatch.csv" > "$log" 2>&1 ;;
+    calibrate) timeout ${CALIBRATE_TIMEOUT:-240} python3 -m tritonblas calibrate ${CALIBRATE_ARGS:---base h200 --fit benchmarks/data/h200/calib.csv} -o "$OUT/h200_calibrated.yaml" > "$log" 2>&1 ;;
+    compare)   timeout ${COMPARE_TIMEOUT:-420} python3 benchmarks/compare.py ${COMPARE_ARGS:---set calib --budget-s 380} --out "$OUT/compare.csv" > "$log" 2>&1 ;;
+    demo)      timeout ${DEMO_TIMEOUT:-120} python3 -m tritonblas demo --profile h200 > "$log" 2>&1 ;;
+    *)         python3 $step > "$OUT/$(basename $step).log" 2>&1 ;;
   esac
-  echo "== $step: rc=$? in $(( $(date +%s) - start )) s"; tail -n ${SHOW_LINES:-25} "$OUT/$( [ $step = tests ] && echo pytest || echo $step ).log" 2>/dev/null
+  echo "== $step: rc=$? in $(( $(date +%s) - start )) s"
+  tail -n ${SHOW_LINES:-25} "$log" 2>/dev/null
 done

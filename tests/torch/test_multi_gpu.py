@@ -198,13 +198,12 @@ SWEEP_SHAPES = """\
 - {m: 2048, n: 2048, k: 2048}
 - {m: 4096, n: 1000, k: 1536}
 - {m: 64, n: 4096, k: 4096}
-- {m: 1024, n: 3072, k: 1024}
 """
 
 
 def _sweep(tmp: Path, out: Path, gpus: str) -> dict:
     cmd = [sys.executable, str(ROOT / "benchmarks" / "sweep.py"), "--shapes", str(tmp / "shapes.yaml"),
-           "--max-configs", "5", "--gpus", gpus, "--out", str(out)]
+           "--max-configs", "4", "--gpus", gpus, "--out", str(out)]
     r = subprocess.run(cmd, cwd=ROOT, env=_env(), capture_output=True, text=True, timeout=800)
     assert r.returncode == 0, r.stdout[-2000:] + r.stderr[-3000:]
     with out.open() as f:
@@ -236,7 +235,7 @@ def test_sweep_sharded_over_two_gpus_matches_one_gpu(tmp_path):
             shape = key[:4]
             b1, b2 = best.get(shape, (math.inf, math.inf))
             best[shape] = (min(b1, t1), min(b2, t2))
-    assert len(ratios) >= 4 * 4, "too few timed rows to compare"
+    assert len(ratios) >= 10, "too few timed rows to compare"
     ratios.sort()
     median = ratios[len(ratios) // 2]
     assert abs(median) < 0.05, f"sharded timings differ from single-GPU ones by {math.exp(median):.3f}x (median)"

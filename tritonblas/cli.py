@@ -1,6 +1,8 @@
-"""``python -m tritonblas``: profiles, select/explain, table, demo.
+"""``python -m tritonblas``: profiles, select/explain, table, calibrate, bench, demo.
 
-Bad input → exit code 2 and one line naming what is wrong on stderr; nothing written.
+Bad input → exit code 2 and one line naming what is wrong on stderr; nothing written. calibrate and
+bench live in ``tritonblas.calibrate``; without a CUDA GPU they exit 2 the same way (except
+``calibrate --no-measure --base P --fit SWEEP.csv``, which is pure CPU).
 """
 
 from __future__ import annotations
@@ -254,23 +256,70 @@ def _demo_gpu(args) -> int:
     return g.run(DEMO_SHAPES, profile=args.profile)
 
 
+def cmd_calibrate(args) -> int:
+    from tritonblas import calibrate
+
+    try:
+        return calibrate.calibrate_command(args)
+    except calibrate.CalibrationError as e:
+        raise UsageError(_one_line(e)) from None
+
+
+def cmd_bench(args) -> int:
+    from origami.shapes import ShapesError
+    from tritonblas import calibrate, tables
+
+    dims = (args.m, args.n, args.k)
+    if args.shapes:
+        if any(d is not None for d in dims):
+            raise UsageError("bench: give M N K or --shapes FILE, not both")
+        try:
+            problems = tables.read_shapes(args.shapes)
+        except ShapesError as e:
+            raise UsageError(_one_line(e)) from None
+        if not problems:
+            raise UsageError(f"bench: {args.shapes}: no shapes")
+    else:
+        if any(d is None for d in dims):
+            raise UsageError("bench: give M N K (or --shapes FILE)")
+        p = _problem(args, *_dims(dims))
+        if args.out_dtype and p.a_dtype.rate_key != "fp8" and p.c_dtype is not p.a_dtype.default_output:
+            raise UsageError(f"--out-dtype {args.out_dtype}: tritonblas.matmul returns the input dtype "
+                             f"({p.a_dtype.default_output.value}); --out-dtype applies to fp8 only")
+        problems = [p]
+    try:
+        return calibrate.bench_command(args, problems)
+    except calibrate.CalibrationError as e:
+        raise UsageError(_one_line(e)) from None
+
+
 # --- entry point -----------------------------------------------------------------------------
 class _Parser(argparse.ArgumentParser):
     def error(self, message: str):  # one line, exit code 2
         raise UsageError(f"{self.prog}: {message}")
 
 
-def _add_problem_args(p: argparse.ArgumentParser) -> None:
+def _add_problem_args(p: argparse.ArgumentParser, *, bench: bool = False) -> None:
     # three positionals, not nargs=3 with a tuple metavar: argparse crashes formatting that (bpo-14074)
     for dim in ("M", "N", "K"):
-        p.add_argument(dim.lower(), metavar=dim, help=f"problem size {dim}")
-    p.add_argument("--dtype", default="bf16", help="input dtype: fp32 tf32 fp16 bf16 fp8_e4m3 fp8_e5m2")
+        if bench:
+            p.add_argument(dim.lower(), metavar=dim, nargs="?", help=f"problem size {dim} (or --shapes)")
+        else:
+            p.add_argument(dim.lower(), metavar=dim, help=f"problem size {dim}")
+    p.add_argument("--dtype", default="bf16", help="input dtype: fp32 tf32 fp16 bf16 fp8_e4m3 fp8_e5m2"
+                   + (" (bench: fp32 tf32 fp16 bf16 fp8_e4m3)" if bench else ""))
     p.add_argument("--out-dtype", default=None, help="output dtype (default: the input's; bf16 for fp8)")
     p.add_argument("--a-layout", default="N", choices=("N", "T"))
     p.add_argument("--b-layout", default="N", choices=("N", "T"))
     p.add_argument("--batch", type=int, default=1)
-    p.add_argument("--profile", default="h200", help="profile name or YAML path (default h200)")
-    p.add_argument("--top", type=int, default=5, help="how many ranked configs to show")
+    if bench:
+        p.add_argument("--profile", default=None,
+                       help="profile name or YAML path (default: $TRITONBLAS_PROFILE, else the one this GPU maps to)")
+        p.add_argument("--shapes", default=None, help="time every shape of a shapes file instead of M N K")
+        p.add_argument("--rep", type=int, default=100, help="do_bench repetition time per timing, ms (default 100)")
+    else:
+        p.add_argument("--profile", default="h200", help="profile name or YAML path (default h200)")
+        p.add_argument("--top", type=int, default=5, help="how many ranked configs to show")
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -299,6 +348,34 @@ def build_parser() -> argparse.ArgumentParser:
                         "device-agnostic keys")
     p.add_argument("-q", "--quiet", action="store_true", help="no progress bar and no summary line")
     p.set_defaults(func=cmd_table)
+    p = sub.add_parser(
+        "calibrate", help="measure this GPU and write its hardware profile; fit the model to a sweep",
+        description="Measure the live GPU (SM count and clock, HBM and L2 bandwidth, L2 knee, matrix rates per "
+                    "dtype, launch overhead) and write a profile: measured fields replace the --base profile's, "
+                    "with 'measured <date> by tritonblas calibrate (<method>)' sources; the rest is kept. "
+                    "--fit fits the model parameters to a recorded sweep and keeps them only if held-out "
+                    "selection efficiency (geomean and p10) does not drop; a rejected fit still exits 0 and "
+                    "prints 'fit: rejected'. Needs a CUDA GPU unless --no-measure (then pure CPU).")
+    p.add_argument("-o", "--output", default=None,
+                   help="profile YAML to write (replaced atomically); default: print it")
+    p.add_argument("--base", default=None,
+                   help="profile (name or YAML path) for what is not measured (default: the one this GPU maps to)")
+    p.add_argument("--fit", default=None, metavar="SWEEP.csv", help="fit the model parameters to this sweep CSV")
+    p.add_argument("--quick", action="store_true", help="smaller buffers, fewer repeats (about a minute on an H200)")
+    p.add_argument("--no-measure", action="store_true", help="no microbenchmarks (no GPU needed): only --fit on --base")
+    p.add_argument("--name", default=None, help="name of the written profile (default: the base's)")
+    p.add_argument("--seed", type=int, default=0, help="seed of the train/held-out split of the sweep's shapes")
+    p.add_argument("--holdout", type=float, default=0.3, help="share of shapes held out from the fit (default 0.3)")
+    p.add_argument("--rounds", type=int, default=3, help="coordinate-descent rounds of the fit (default 3)")
+    p.add_argument("--force", action="store_true", help="let -o replace the --base profile file itself")
+    p.set_defaults(func=cmd_calibrate)
+    p = sub.add_parser("bench", help="time tritonblas.matmul (the model's pick) against torch on this GPU",
+                       description="Time tritonblas.matmul (the config the model picks) and torch.matmul "
+                                   "(torch._scaled_mm for fp8) with triton.testing.do_bench medians on random "
+                                   "inputs; print TFLOP/s, their ratio, and predicted vs measured time. Needs a "
+                                   "CUDA GPU.")
+    _add_problem_args(p, bench=True)
+    p.set_defaults(func=cmd_bench)
     p = sub.add_parser("demo", help="select configs for a standard shape set on every profile (and run them on a GPU)")
     p.add_argument("--profile", default=None, help="only this profile (default: all shipped)")
     p.set_defaults(func=cmd_demo)

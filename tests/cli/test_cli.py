@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 ROOT = Path(__file__).resolve().parents[2]
-SUBCOMMANDS = ("profiles", "select", "explain", "table", "demo")
+SUBCOMMANDS = ("profiles", "select", "explain", "table", "calibrate", "bench", "demo")
 
 
 def cli_env(**extra: str) -> dict[str, str]:
@@ -46,8 +46,11 @@ def test_subcommand_help(name):
     r = run_cli(name, "--help")
     assert r.returncode == 0, r.stderr
     assert r.stdout.startswith(f"usage: python -m tritonblas {name}"), r.stdout
-    if name in ("select", "explain", "table"):
+    if name in ("select", "explain", "table", "bench"):
         assert "--profile" in r.stdout
+    if name == "calibrate":
+        for opt in ("--base", "--fit", "--quick", "--no-measure", "-o"):
+            assert opt in r.stdout
 
 
 def test_profiles_list_and_show():

@@ -308,7 +308,7 @@ def run_shape(p, args, ctx) -> dict:
     if device != "cpu" and args.workers > 0:  # compile everything of this shape in parallel first
         todo = list(dict.fromkeys(pl for pl in [our_plan, oracle_plan, *nv_plans] if pl is not None))
         # (fp8: compiled without the scale pointers; that variant then compiles on first launch)
-        for pl, err in zip(todo, precompile(todo, device, workers=args.workers, allow_tf32=tf32)):
+        for pl, err in zip(todo, precompile(todo, device, pool=ctx["pool"], allow_tf32=tf32)):
             if err:
                 notes.append(f"compile {pl.config.short()}: {err[:120]}")
 
@@ -440,7 +440,18 @@ def main(argv=None) -> int:
     prov = provenance(torch, triton)
     rows = [] if args.fresh else [r for r in read_csv(out) if set(COLUMNS) <= set(r)]
     done = {problem_key(r) for r in rows}
-    ctx = {"hw": hw, "device": device, "timer": timer, "sweep": sweep, "nvmmh": nv}
+    from tritonblas.plan import compile_pool
+
+    pool = compile_pool(args.workers) if device != "cpu" and args.workers > 0 else None  # one for all shapes
+    ctx = {"hw": hw, "device": device, "timer": timer, "sweep": sweep, "nvmmh": nv, "pool": pool}
+    try:
+        return _run_shapes(args, shapes, out, rows, done, prov, ctx)
+    finally:
+        if pool is not None:
+            pool.shutdown(cancel_futures=True)
+
+
+def _run_shapes(args, shapes, out, rows, done, prov, ctx) -> int:
     t_start = time.time()
     for i, p in enumerate(shapes):
         if problem_key(p) in done:

@@ -104,8 +104,14 @@ def configs_for(p, hw, max_configs: int, seed: int) -> list[tuple[TileConfig, fl
 
 
 def run_shard(args, shapes, out: Path, device: str) -> None:
+    import torch
+
     from tritonblas.plan import compile_pool
 
+    if device.startswith("cuda"):
+        # the timers (CUDA graphs, events) work on the current device: make it the shard's GPU, else a
+        # capture on cuda:0 records nothing of a launch on cuda:1 (it measured 0.0 ms, 2026-11-30)
+        torch.cuda.set_device(torch.device(device))
     hw = origami.load_profile(args.profile)
     done = {row_key(r) for r in read_rows(out)}
     new_file = not out.exists()
@@ -179,6 +185,8 @@ def _sweep_shapes(args, shapes, out: Path, device: str, hw, done: set, new_file:
                             t = triton.testing.do_bench_cudagraph(fn, rep=args.rep_ms, return_mode="median")
                         else:
                             t = triton.testing.do_bench(fn, warmup=args.warmup_ms, rep=args.rep_ms, return_mode="median")
+                        if not t > 0:
+                            raise RuntimeError(f"the timer returned {t} ms (the launch was not measured)")
                         ms = f"{t:.6f}"
                     except Exception as e:  # noqa: BLE001 - recorded per config
                         err = f"{type(e).__name__}: {e}".splitlines()[0][:300]

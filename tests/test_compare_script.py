@@ -39,7 +39,7 @@ def _sweep_fixture(path: Path) -> None:
 
 
 def _run(args, tmp_path):
-    env = dict(os.environ, TRITON_INTERPRET="1", GIT_SHA="test-sha")
+    env = dict(os.environ, TRITON_INTERPRET="1", GIT_SHA="test-sha", CUDA_VISIBLE_DEVICES="")  # CPU, also on a GPU host
     env.pop("TRITONBLAS_TABLE", None)
     return subprocess.run([sys.executable, *args], capture_output=True, text=True, env=env, timeout=120, cwd=tmp_path)
 

@@ -134,7 +134,9 @@ def gpu_rows(calls: int, repeats: int) -> list[dict]:
 def _clear_plans() -> None:
     """Forget plans, fast entries and the model's memoised selections (not the candidate spaces,
     the device → profile mapping, or Triton's compiled kernels)."""
-    from origami import select as _select
+    import importlib
+
+    _select = importlib.import_module("origami.select")  # the module (origami.select is also the function)
 
     dispatch._PLANS.clear()
     dispatch._FAST.clear()

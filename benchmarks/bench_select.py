@@ -7,7 +7,9 @@
     bound, then the winner's terms and TileConfig) and the bare numba ``_core.best_row``, per profile and
     shape class, over ``--n`` distinct problems each: p20 / p50 / p80 in µs per problem;
 (b) ``select_many`` throughput (problems/s) on ``--many`` random problems, after a warm-up, both the
-    list-of-TileConfig API and the array-level ``select_many_arrays``;
+    list-of-TileConfig API and the array-level ``select_many_arrays``, and tile-table generation end to
+    end (``tritonblas.tables.make_table``: duplicates merged, one TileConfig per entry; file writing
+    excluded), as ``python -m tritonblas table`` times it;
 (c) first use in a new process, ``import origami`` + one ``select``: with a fresh NUMBA_CACHE_DIR
     (cold: numba compiles), again with that cache (warm: loads it), and from a read-only copy of the
     package (as in a system install) with NUMBA_CACHE_DIR pointing elsewhere, cold then warm.
@@ -144,14 +146,14 @@ def bench_select(hw, classes: dict[str, list[GemmProblem]]) -> list[Row]:
             _select._select_uncached(p, hw)
             t_sel.append(time.perf_counter_ns() - t0)
         for p in problems:
-            base, effs, hv = _select._inputs(p, hw)
-            args = (base, effs, p.m, p.n, p.k, p.batch, p.a_dtype.bytes, p.b_dtype.bytes, p.c_dtype.bytes,
-                    p.align_bytes, hv)
+            sp = _select._space(p, hw)
+            args = (sp.base, sp.effs, sp.fams, sp.fam_rows, sp.gconst, p.m, p.n, p.k, p.batch, p.a_dtype.bytes,
+                    p.b_dtype.bytes, p.c_dtype.bytes, p.align_bytes, sp.hv)
             t0 = time.perf_counter_ns()
             _core.best_row(*args)
             t_core.append(time.perf_counter_ns() - t0)
-        nrows = _select._inputs(problems[0], hw)[0].shape[0]
-        note = f"{nrows} candidate rows"
+        sp = _select._space(problems[0], hw)
+        note = f"{sp.base.shape[0]} candidate rows, {sp.fams.shape[0]} families"
         rows.append(Row("select_uncached", hw.name, cname, len(problems), *_pcts(t_sel), note=note))
         rows.append(Row("core_best_row", hw.name, cname, len(problems), *_pcts(t_core), note=note))
     return rows
@@ -159,17 +161,25 @@ def bench_select(hw, classes: dict[str, list[GemmProblem]]) -> list[Row]:
 
 # --- (b) select_many throughput -----------------------------------------------------------------
 def bench_many(hw, problems: list[GemmProblem]) -> list[Row]:
+    from tritonblas import tables  # imports neither torch nor triton
+
     origami.select_many(problems[:2000], hw)  # warm-up: compile/load, build every class's arrays
+    tables.make_table(problems[:2000], hw)
     t0 = time.perf_counter()
     _select.select_many_arrays(problems, hw)
     t_arr = time.perf_counter() - t0
     t0 = time.perf_counter()
     origami.select_many(problems, hw)
     t_api = time.perf_counter() - t0
+    t0 = time.perf_counter()
+    table = tables.make_table(problems, hw)
+    t_table = time.perf_counter() - t0
     n = len(problems)
     return [Row("select_many_arrays", hw.name, "random", n, per_s=n / t_arr, wall_s=t_arr),
             Row("select_many", hw.name, "random", n, per_s=n / t_api, wall_s=t_api,
-                note="incl. TileConfig per problem")]
+                note="incl. TileConfig per problem"),
+            Row("make_table", hw.name, "random", n, per_s=n / t_table, wall_s=t_table,
+                note=f"tritonblas.tables.make_table, {len(table)} entries; no file written")]
 
 
 # --- (c) first use in a new process -------------------------------------------------------------

@@ -40,18 +40,20 @@ class TileConfig:
     kpack: int | None = None
 
     def __post_init__(self) -> None:
-        try:
-            object.__setattr__(self, "kind", Kind(self.kind))
-        except ValueError:
-            raise ValueError(f"TileConfig.kind: expected one of {[k.value for k in Kind]}, got {self.kind!r}") from None
-        for f in fields(self):
-            v = getattr(self, f.name)
-            if f.name == "kind":
-                continue
-            if v is None and f.name in ("waves_per_eu", "matrix_instr_nonkdim", "kpack"):
+        # Runs for every config the model hands out (select, select_many, tables): kept lean
+        # (field names precomputed, no dataclasses.fields() call per instance).
+        if type(self.kind) is not Kind:
+            try:
+                object.__setattr__(self, "kind", Kind(self.kind))
+            except ValueError:
+                raise ValueError(f"TileConfig.kind: expected one of {[k.value for k in Kind]}, "
+                                 f"got {self.kind!r}") from None
+        for name in _INT_FIELDS:
+            v = getattr(self, name)
+            if type(v) is int or (v is None and name in _OPTIONAL_FIELDS):
                 continue
             if isinstance(v, bool) or not isinstance(v, int):
-                raise TypeError(f"TileConfig.{f.name}: expected an int, got {v!r}")
+                raise TypeError(f"TileConfig.{name}: expected an int, got {v!r}")
         for name in ("block_m", "block_n", "block_k"):
             v = getattr(self, name)
             if v not in _POW2 or v < 16:
@@ -96,3 +98,7 @@ class TileConfig:
         if self.waves_per_eu is not None:
             s += f" wpe{self.waves_per_eu} mi{self.matrix_instr_nonkdim} kp{self.kpack}"
         return s
+
+
+_INT_FIELDS = tuple(f.name for f in fields(TileConfig) if f.name != "kind")
+_OPTIONAL_FIELDS = frozenset(("waves_per_eu", "matrix_instr_nonkdim", "kpack"))

@@ -26,13 +26,13 @@ import numpy as np
 from origami.config import Kind, TileConfig
 from origami.hardware import HardwareProfile
 from origami.problem import DType, GemmProblem, Layout
-from origami import space
+from origami import _core, space
 
-__all__ = ["COLS", "KIND_CODE", "base_array", "row_to_config", "enumerate_configs"]
+__all__ = ["COLS", "KIND_CODE", "base_array", "search_plan", "row_to_config", "enumerate_configs"]
 
 COLS = ("kind", "block_m", "block_n", "block_k", "num_warps", "num_stages", "group_m", "num_chiplets",
         "chunk", "grid_mult", "split_k", "waves_per_eu", "matrix_instr_nonkdim", "kpack", "occupancy",
-        "log2_block_m", "log2_block_n", "log2_block_k", "model_twin", "group_end")
+        "log2_block_m", "log2_block_n", "log2_block_k", "model_twin")
 C = {name: i for i, name in enumerate(COLS)}
 KIND_CODE = {Kind.DP: 0, Kind.PERSISTENT: 1, Kind.STREAMK: 2, Kind.SPLITK: 3}
 CODE_KIND = {v: k for k, v in KIND_CODE.items()}
@@ -100,29 +100,78 @@ def base_array(hw: HardwareProfile, a_dtype: DType, b_dtype: DType, a_layout: La
                         # split-K tiles are few: GROUP_M and the chiplet remap do not matter for them
                         for sk in _SPLITS:
                             rows.append((3, bm, bn, bk, w, s, 1, 1, 1, 0, sk, *ex, occ))
-    # model_twin: index of an earlier row that differs only in knobs the model does not score
-    # (AMD waves_per_eu / matrix_instr_nonkdim / kpack), else -1. Such a row always ties its twin,
-    # and ties go to the lower index, so the scorer copies the twin's score instead of recomputing.
+    # model_twin: index of the first row with the same model key, else -1 (see _model_key). Such a
+    # row always ties its twin, and ties go to the lower index, so the scorer copies the twin's
+    # score instead of recomputing it, and select never scores it.
     first: dict[tuple, int] = {}
     twins = []
     for i, r in enumerate(rows):
-        key = r[:11] + r[14:]
-        twins.append(first.setdefault(key, i) if key in first else -1)
-        first.setdefault(key, i)
-    # group_end: rows sharing one tile (block sizes, warps, stages, AMD knobs) are contiguous; each
-    # row records where its group ends, so the scorer can bound a whole group at once.
-    ends = [0] * len(rows)
-    start = 0
-    for i in range(1, len(rows) + 1):
-        if i == len(rows) or (rows[i][1:6] + rows[i][11:14]) != (rows[start][1:6] + rows[start][11:14]):
-            for j in range(start, i):
-                ends[j] = i
-            start = i
-    rows = [r + (r[1].bit_length() - 1, r[2].bit_length() - 1, r[3].bit_length() - 1, t, e)
-            for r, t, e in zip(rows, twins, ends)]
+        t = first.setdefault(_model_key(r), i)
+        twins.append(t if t < i else -1)
+    rows = [r + (r[1].bit_length() - 1, r[2].bit_length() - 1, r[3].bit_length() - 1, t)
+            for r, t in zip(rows, twins)]
     arr = np.array(rows, dtype=np.int64).reshape(-1, len(COLS))
     arr.setflags(write=False)
     return arr
+
+
+_DP, _PERSISTENT, _STREAMK, _SPLITK = (KIND_CODE[k] for k in (Kind.DP, Kind.PERSISTENT, Kind.STREAMK, Kind.SPLITK))
+
+
+def _model_key(r: tuple) -> tuple:
+    """What the scorer (origami._core.score_row) reads of an encoded row, as it reads it: rows with
+    equal keys get bit-identical scores and terms for every problem. Not read at all: num_warps and
+    the AMD knobs (they act through the occupancy column and the tile's efficiency, a function of
+    the block sizes); num_stages only through max(1, stages − 1), so 1 and 2 are alike; chunk only
+    with a remap (num_chiplets > 1); a persistent grid is min(CUs·occupancy, CUs·grid_mult), which
+    is the data-parallel grid when grid_mult ≥ occupancy, so such a row is scored as the DP row
+    with its GROUP_M. tests/origami/test_model_properties.py checks the twins against a full
+    scoring."""
+    kind, bm, bn, bk, _warps, stages, group, nchip, chunk, gmult, split, _wpe, _mi, _kpack, occ = r[:15]
+    if kind == _PERSISTENT and gmult >= occ:
+        kind, gmult = _DP, 0
+    return (kind, bm, bn, bk, max(stages, 2), group, nchip > 1, chunk if nchip > 1 else 1, gmult, split, occ)
+
+
+def _family_key(r: tuple) -> tuple:
+    """The model key without GROUP_M and the chiplet remap (read only by the LLC/HBM terms), as
+    (tile group, kind, grid programs per CU, split): see _core.screen_bounds."""
+    kind, bm, bn, bk, stages, _group, _remap, _chunk, gmult, split, occ = _model_key(r)
+    per_cu = {_DP: occ, _PERSISTENT: min(occ, gmult), _STREAMK: gmult}.get(kind, occ)
+    return (bm, bn, bk, stages, occ), kind, per_cu, split
+
+
+@lru_cache(maxsize=256)
+def search_plan(hw: HardwareProfile, a_dtype: DType, b_dtype: DType, a_layout: Layout,
+                b_layout: Layout) -> tuple[np.ndarray, np.ndarray]:
+    """The branch and bound's view of ``base_array(...)``: ``(fams, fam_rows)``, int64, read-only.
+
+    Every row that is not a model twin is in exactly one family: the rows with one _family_key,
+    which _core.screen_bounds bounds together. Family f's rows are
+    ``fam_rows[fams[f, F_START]:fams[f, F_END]]``, ascending; the columns are _core's ``F_*``.
+    The families of one tile group are contiguous (groups in order of their first row)."""
+    base = base_array(hw, a_dtype, b_dtype, a_layout, b_layout)
+    rows = np.nonzero(base[:, C["model_twin"]] < 0)[0]
+    groups: dict[tuple, dict[tuple, list[int]]] = {}
+    for i, r in zip(rows.tolist(), base[rows].tolist()):
+        group, *fam = _family_key(tuple(r))
+        groups.setdefault(group, {}).setdefault(tuple(fam), []).append(i)
+    fams, fam_rows = [], []
+    for g, members in enumerate(groups.values()):
+        gend = len(fams) + len(members)
+        # split-K last: screen_bounds skips them all at once when the tiles fill the machine
+        for (kind, per_cu, split), rows in sorted(members.items(), key=lambda kv: (kv[0][0] == _SPLITK, kv[1][0])):
+            row = [0] * _core.F_LEN
+            row[_core.F_START], row[_core.F_END] = len(fam_rows), len(fam_rows) + len(rows)
+            row[_core.F_ROW], row[_core.F_KIND], row[_core.F_GRID] = rows[0], kind, per_cu
+            row[_core.F_SPLIT], row[_core.F_GROUP], row[_core.F_GEND] = split, g, gend
+            fams.append(row)
+            fam_rows += rows
+    fams_arr = np.array(fams, dtype=np.int64).reshape(-1, _core.F_LEN)
+    rows_arr = np.array(fam_rows, dtype=np.int64)
+    fams_arr.setflags(write=False)
+    rows_arr.setflags(write=False)
+    return fams_arr, rows_arr
 
 
 def row_tiles(row: np.ndarray, problem: GemmProblem) -> int:
@@ -135,19 +184,22 @@ def row_to_config(row: np.ndarray, problem: GemmProblem, hw: HardwareProfile) ->
     return config_for_tiles(row, row_tiles(row, problem), hw)
 
 
-def config_for_tiles(row: np.ndarray, tiles: int, hw: HardwareProfile) -> TileConfig:
-    """row_to_config given the problem's tile count (the only thing of the problem it depends on)."""
-    kind = CODE_KIND[int(row[C["kind"]])]
-    bm, bn = int(row[C["block_m"]]), int(row[C["block_n"]])
+def config_for_tiles(row: "np.ndarray | list[int]", tiles: int, hw: HardwareProfile) -> TileConfig:
+    """row_to_config given the problem's tile count (the only thing of the problem it depends on).
+    ``row`` may be a list (``base.tolist()``): building from Python ints is ~1 µs faster."""
+    kind, bm, bn, bk, warps, stages, group_m, nchip, chunk, gmult, split, wpe, mi, kpack = map(int, row[:14])
+    kind = CODE_KIND[kind]
     grid = 0
-    if kind in (Kind.PERSISTENT, Kind.STREAMK):
-        grid = hw.compute_units * int(row[C["grid_mult"]])
+    if kind is Kind.PERSISTENT or kind is Kind.STREAMK:
+        grid = hw.compute_units * gmult
         if kind is Kind.PERSISTENT:
             grid = max(1, min(grid, tiles))
-    ex = [None if int(row[C[n]]) < 0 else int(row[C[n]]) for n in ("waves_per_eu", "matrix_instr_nonkdim", "kpack")]
-    return TileConfig(kind, bm, bn, int(row[C["block_k"]]), int(row[C["num_warps"]]), int(row[C["num_stages"]]),
-                      int(row[C["group_m"]]), int(row[C["num_chiplets"]]), int(row[C["chunk"]]), grid,
-                      int(row[C["split_k"]]), *ex)
+    return TileConfig(kind, bm, bn, bk, warps, stages, group_m, nchip, chunk, grid, split,
+                      None if wpe < 0 else wpe, None if mi < 0 else mi, None if kpack < 0 else kpack)
+
+
+assert COLS[:14] == ("kind", "block_m", "block_n", "block_k", "num_warps", "num_stages", "group_m", "num_chiplets",
+                     "chunk", "grid_mult", "split_k", "waves_per_eu", "matrix_instr_nonkdim", "kpack")
 
 
 def enumerate_configs(problem: GemmProblem, hw: HardwareProfile):

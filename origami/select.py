@@ -6,9 +6,10 @@ numba call; ``select_many`` scores many problems in parallel (prange) for tile t
 
 from __future__ import annotations
 
-import os
 from dataclasses import dataclass
 from functools import lru_cache
+from itertools import chain
+from operator import attrgetter
 from types import MappingProxyType
 from typing import Mapping, Sequence
 
@@ -16,7 +17,7 @@ import numpy as np
 
 from origami import _core
 from origami.config import TileConfig
-from origami.enumerate import base_array, config_for_tiles, row_tiles, row_to_config
+from origami.enumerate import base_array, config_for_tiles, row_tiles, search_plan
 from origami.hardware import HardwareProfile, load_profile
 from origami.problem import GemmProblem
 
@@ -68,21 +69,64 @@ def _hw_vector(hw: HardwareProfile, rate_key: str) -> np.ndarray:
     return v
 
 
+class _Space:
+    """Everything the model needs for one (profile, dtype/layout class), built once: the candidate
+    array and its tile efficiencies, the hw vector, the branch and bound's search plan, the
+    dtype sizes, and a memo of the rows' TileConfigs (building a validated TileConfig costs
+    microseconds; a row's config depends on the problem only through a persistent grid)."""
+
+    __slots__ = ("hw", "base", "effs", "hv", "fams", "fam_rows", "gconst", "ab", "bb", "peak", "hbm_bw",
+                 "kinds", "configs")
+
+    MAX_CONFIGS = 1 << 16
+
+    def __init__(self, hw: HardwareProfile, a_dtype, b_dtype, a_layout, b_layout):
+        self.hw = hw
+        self.base = base_array(hw, a_dtype, b_dtype, a_layout, b_layout)
+        self.hv = _hw_vector(hw, a_dtype.rate_key)
+        self.effs = _core.tile_efficiencies(self.base, self.hv)
+        self.effs.setflags(write=False)
+        self.fams, self.fam_rows = search_plan(hw, a_dtype, b_dtype, a_layout, b_layout)
+        self.gconst = _core.group_constants(self.base, self.effs, self.fams, a_dtype.bytes, b_dtype.bytes, self.hv)
+        self.gconst.setflags(write=False)
+        self.ab, self.bb = a_dtype.bytes, b_dtype.bytes
+        self.peak, self.hbm_bw = float(self.hv[_core.HW_PEAK]), float(self.hv[_core.HW_HBM_BW])
+        self.kinds = self.base[:, _core.R_KIND].tolist()
+        self.configs: dict[tuple[int, int], TileConfig] = {}
+        for i, row in zip(self.fam_rows.tolist(), self.base[self.fam_rows].tolist()):
+            if row[_core.R_KIND] != _core.K_PERSISTENT:  # every row select can return: built now, ~1.5-3.5 ms
+                self.configs[(i, 0)] = config_for_tiles(row, 0, hw)
+
+    def config(self, i: int, problem: GemmProblem) -> TileConfig:
+        """Row i's TileConfig for ``problem`` (memoised by row and persistent grid)."""
+        grid = 0
+        if self.kinds[i] == _core.K_PERSISTENT:  # grid = min(CUs · grid_mult, tiles): key on it
+            grid = min(self.hw.compute_units * int(self.base[i, _core.R_GMULT]), row_tiles(self.base[i], problem))
+        cfg = self.configs.get((i, grid))
+        if cfg is None:
+            if len(self.configs) >= self.MAX_CONFIGS:
+                self.configs.clear()
+            cfg = self.configs[(i, grid)] = config_for_tiles(self.base[i].tolist(), grid, self.hw)
+        return cfg
+
+
 @lru_cache(maxsize=256)
-def _inputs_cached(hw: HardwareProfile, a_dtype, b_dtype, a_layout, b_layout):
-    base = base_array(hw, a_dtype, b_dtype, a_layout, b_layout)
-    hv = _hw_vector(hw, a_dtype.rate_key)
-    effs = _core.tile_efficiencies(base, hv)
-    effs.setflags(write=False)
-    return base, effs, hv
+def _space_of(hw: HardwareProfile, a_dtype, b_dtype, a_layout, b_layout) -> _Space:
+    return _Space(hw, a_dtype, b_dtype, a_layout, b_layout)
 
 
-def _inputs(problem: GemmProblem, hw: HardwareProfile):
+def _space(problem: GemmProblem, hw: HardwareProfile) -> _Space:
     key = problem.a_dtype.rate_key
     if hw.matrix_peak_flops.get(key, 0.0) <= 0:
         raise ValueError(f"a_dtype: {problem.a_dtype.value} has no matrix rate on {hw.name} "
                          f"(matrix.peak_flops.{key} is 0 in {hw.path}); no kernel configuration exists")
-    return _inputs_cached(hw, problem.a_dtype, problem.b_dtype, problem.a_layout, problem.b_layout)
+    return _space_of(hw, problem.a_dtype, problem.b_dtype, problem.a_layout, problem.b_layout)
+
+
+def _inputs(problem: GemmProblem, hw: HardwareProfile):
+    """(candidate array, tile efficiencies, hw vector) of the problem's class."""
+    sp = _space(problem, hw)
+    return sp.base, sp.effs, sp.hv
 
 
 def score_problem(problem: GemmProblem, hw: HardwareProfile):
@@ -96,44 +140,38 @@ def score_problem(problem: GemmProblem, hw: HardwareProfile):
     return base, lat, terms
 
 
-def _bound(terms: np.ndarray, latency: float, floor: tuple[float, float] = (0.0, 0.0)) -> str:
+_T = {name: i for i, name in enumerate(_core.TERM_NAMES)}
+_LAUNCH, _EPILOGUE, _FIXUP, _WAVES = _T["launch"], _T["epilogue"], _T["fixup"], _T["waves"]
+assert _core.TERM_NAMES[:len(MAIN_TERMS)] == MAIN_TERMS
+
+
+def _bound(terms: Sequence[float], latency: float, floor: tuple[float, float] = (0.0, 0.0)) -> str:
     """What bounds the estimate. When the roofline floor (compute, memory) set the latency, that
-    floor's resource does; otherwise the largest main-loop term (``waves`` when the partial last
-    wave costs over a quarter of the compute, ``launch``/``epilogue`` when overheads dominate)."""
-    names = _core.TERM_NAMES
+    floor's resource does; otherwise the largest main-loop term (the first of MAIN_TERMS on a tie;
+    ``waves`` when the partial last wave costs over a quarter of the compute, ``launch``/``epilogue``
+    when overheads dominate)."""
     if latency <= max(floor) * (1 + 1e-9):
         return "compute" if floor[0] >= floor[1] else "hbm"
-    main = {n: terms[names.index(n)] for n in MAIN_TERMS}
-    overhead = terms[names.index("epilogue")] + terms[names.index("fixup")]
-    if terms[names.index("launch")] > 0.5 * latency:
+    if terms[_LAUNCH] > 0.5 * latency:
         return "launch"
-    if overhead > sum(main.values()) and overhead > 0.3 * latency:
+    main = list(terms[:len(MAIN_TERMS)])
+    overhead = terms[_EPILOGUE] + terms[_FIXUP]
+    if overhead > sum(main) and overhead > 0.3 * latency:
         return "epilogue"
-    top = max(main, key=main.get)
-    if top == "compute" and terms[names.index("waves")] > 0.25 * main["compute"]:
+    top = main.index(max(main))
+    if top == 0 and terms[_WAVES] > 0.25 * main[0]:  # MAIN_TERMS[0] is compute
         return "waves"
-    return top
+    return MAIN_TERMS[top]
 
 
-def _floor_ns(problem: GemmProblem, hv: np.ndarray) -> tuple[float, float]:
-    """The scorer's roofline floor terms (compute at datasheet peak, compulsory bytes at HBM)."""
-    return (problem.flops / hv[_core.HW_PEAK], problem.min_bytes / hv[_core.HW_HBM_BW])
-
-
-@lru_cache(maxsize=65536)
-def _config_of(hw: HardwareProfile, a_dtype, b_dtype, a_layout, b_layout, i: int, tiles: int) -> TileConfig:
-    """Memoised config of row i (building a validated TileConfig costs microseconds); ``tiles`` is
-    0 for rows whose config does not depend on the problem (all but persistent)."""
-    base = base_array(hw, a_dtype, b_dtype, a_layout, b_layout)
-    return config_for_tiles(base[i], tiles, hw)
-
-
-def _estimate(base, i, lat, terms, problem, hw) -> Estimate:
-    t = MappingProxyType(dict(zip(_core.TERM_NAMES, terms.tolist())))
-    floor = _floor_ns(problem, _hw_vector(hw, problem.a_dtype.rate_key))
-    tiles = row_tiles(base[i], problem) if base[i, _core.R_KIND] == _core.K_PERSISTENT else 0
-    cfg = _config_of(hw, problem.a_dtype, problem.b_dtype, problem.a_layout, problem.b_layout, int(i), tiles)
-    return Estimate(cfg, float(lat), t, _bound(terms, float(lat), floor))
+def _estimate(sp: _Space, i: int, lat: float, t: Sequence[float], problem: GemmProblem) -> Estimate:
+    lat = float(lat)
+    m, n, k, batch = problem.m, problem.n, problem.k, problem.batch
+    # the scorer's roofline floor terms: FLOPs at the datasheet peak, compulsory bytes at HBM
+    floor = (2 * m * n * k * batch / sp.peak,
+             batch * (m * k * sp.ab + k * n * sp.bb + m * n * problem.c_dtype.bytes) / sp.hbm_bw)
+    return Estimate(sp.config(int(i), problem), lat, MappingProxyType(dict(zip(_core.TERM_NAMES, t))),
+                    _bound(t, lat, floor))
 
 
 @lru_cache(maxsize=4096)
@@ -143,7 +181,8 @@ def _rank_cached(problem: GemmProblem, hw: HardwareProfile, k: int) -> tuple[Est
     if finite.size == 0:
         raise ValueError(f"no valid kernel configuration for {problem.describe()} on {hw.name}")
     order = finite[np.argsort(lat[finite], kind="stable")][:k]
-    return tuple(_estimate(base, i, lat[i], terms[i], problem, hw) for i in order)
+    sp = _space(problem, hw)
+    return tuple(_estimate(sp, i, lat[i], terms[i].tolist(), problem) for i in order)
 
 
 def rank(problem: GemmProblem, hw: "HardwareProfile | str", k: int = 5) -> list[Estimate]:
@@ -166,15 +205,13 @@ def _select_cached(problem: GemmProblem, hw: HardwareProfile) -> Estimate:
 
 
 def _select_uncached(problem: GemmProblem, hw: HardwareProfile) -> Estimate:
-    base, effs, hv = _inputs(problem, hw)
-    i, lat = _core.best_row(base, effs, problem.m, problem.n, problem.k, problem.batch, problem.a_dtype.bytes,
-                            problem.b_dtype.bytes, problem.c_dtype.bytes, problem.align_bytes, hv)
+    sp = _space(problem, hw)
+    i, lat, terms = _core.select_row(sp.base, sp.effs, sp.fams, sp.fam_rows, sp.gconst, problem.m, problem.n,
+                                     problem.k, problem.batch, sp.ab, sp.bb, problem.c_dtype.bytes,
+                                     problem.align_bytes, sp.hv)
     if i < 0:
         raise ValueError(f"no valid kernel configuration for {problem.describe()} on {hw.name}")
-    terms = np.zeros(_core.T_LEN)
-    _core.score_one(base, i, effs, problem.m, problem.n, problem.k, problem.batch, problem.a_dtype.bytes,
-                    problem.b_dtype.bytes, problem.c_dtype.bytes, problem.align_bytes, hv, terms)
-    return _estimate(base, i, lat, terms, problem, hw)
+    return _estimate(sp, i, lat, terms, problem)
 
 
 def select_many(problems: Sequence[GemmProblem], hw: "HardwareProfile | str") -> list[TileConfig]:
@@ -182,34 +219,49 @@ def select_many(problems: Sequence[GemmProblem], hw: "HardwareProfile | str") ->
     hw = load_profile(hw)
     idx, _, groups = select_many_arrays(problems, hw)
     out: list[TileConfig | None] = [None] * len(problems)
-    for base, members in groups.values():
-        for j in members:
-            out[j] = row_to_config(base[idx[j]], problems[j], hw)
+    for key, (_, members) in groups.items():
+        config = _space_of(hw, *key[:2], *key[3:]).config
+        for j, i in zip(members, idx[members].tolist()):
+            out[j] = config(i, problems[j])
     return out  # type: ignore[return-value]
 
 
+_CLASS = attrgetter("a_dtype", "b_dtype", "c_dtype", "a_layout", "b_layout")
+_DIMS = attrgetter("m", "n", "k", "batch")
+_ALIGN = attrgetter("align_bytes")
+
+
+def _classes(problems: Sequence[GemmProblem]) -> dict[tuple, list[int]]:
+    """Problem indices by dtype/layout class (runs of one class cost one comparison a problem)."""
+    classes: dict[tuple, list[int]] = {}
+    last, members = None, []
+    for j, key in enumerate(map(_CLASS, problems)):
+        if key != last:
+            last, members = key, classes.setdefault(key, [])
+        members.append(j)
+    return classes
+
+
 def select_many_arrays(problems: Sequence[GemmProblem], hw: HardwareProfile):
-    """Array-level select_many: (row index per problem, latency per problem, {class: (base, members)})."""
+    """Array-level select_many: (row index per problem, latency per problem, {class: (base, members)}).
+    A class is (a_dtype, b_dtype, c_dtype, a_layout, b_layout)."""
     n = len(problems)
     idx = np.full(n, -1, dtype=np.int64)
     lat = np.full(n, np.inf)
-    classes: dict[tuple, list[int]] = {}
-    for j, p in enumerate(problems):
-        classes.setdefault((p.a_dtype, p.b_dtype, p.c_dtype, p.a_layout, p.b_layout), []).append(j)
     groups = {}
-    for key, members in classes.items():
+    for key, members in _classes(problems).items():
         p0 = problems[members[0]]
-        base, effs, hv = _inputs(p0, hw)
-        dims = np.array([(problems[j].m, problems[j].n, problems[j].k, problems[j].batch) for j in members],
-                        dtype=np.int64).reshape(-1, 4)
-        align = np.array([problems[j].align_bytes for j in members], dtype=np.int64)
-        sizes = np.array([p0.a_dtype.bytes, p0.b_dtype.bytes, p0.c_dtype.bytes], dtype=np.int64)
+        sp = _space(p0, hw)
+        chosen = [problems[j] for j in members]
+        dims = np.fromiter(chain.from_iterable(map(_DIMS, chosen)), np.int64, 4 * len(chosen)).reshape(-1, 4)
+        align = np.fromiter(map(_ALIGN, chosen), np.int64, len(chosen))
+        sizes = np.array([sp.ab, sp.bb, p0.c_dtype.bytes], dtype=np.int64)
         oi = np.empty(len(members), dtype=np.int64)
         ol = np.empty(len(members))
-        _core.best_rows_many(base, effs, dims, sizes, align, hv, oi, ol)
+        _core.best_rows_many(sp.base, sp.effs, sp.fams, sp.fam_rows, sp.gconst, dims, sizes, align, sp.hv, oi, ol)
         idx[members] = oi
         lat[members] = ol
-        groups[key] = (base, members)
+        groups[key] = (sp.base, members)
     return idx, lat, groups
 
 
@@ -242,4 +294,4 @@ def warmup() -> None:
 def clear_cache() -> None:
     _rank_cached.cache_clear()
     _select_cached.cache_clear()
-    _config_of.cache_clear()
+    _space_of.cache_clear()  # with the configs memoised in each space

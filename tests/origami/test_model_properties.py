@@ -4,6 +4,7 @@
 - a fixed configuration never gets faster when K grows (k -> 2k, k -> k+1);
 - select() picks a config that passes every predicate, equals rank(..., 1)[0] and the argmin of the
   full scoring (ties: lowest row), and its branch-and-bound bound never exceeds a row's score;
+  rows marked as model twins score exactly like their twin;
 - every candidate passes every predicate;
 - with NUMBA_DISABLE_JIT=1 the rankings are the same (parity of the jitted and Python paths);
 - the program→tile maps the model compiles (origami.pidmap) are permutations, and the closed-form
@@ -29,7 +30,7 @@ from origami import _core, pidmap
 from origami.enumerate import C, row_to_config
 from origami.hardware import SHIPPED
 from origami.problem import GemmProblem
-from origami.select import _inputs, _select_uncached, score_problem
+from origami.select import _inputs, _select_uncached, _space, score_problem
 from origami.space import violations
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -166,23 +167,53 @@ def test_select_is_valid_and_is_the_argmin_of_the_full_scoring(case):
 
 @settings(max_examples=100, **SETTINGS)
 @given(cases())
-def test_lower_bound_never_exceeds_the_score(case):
+def test_screen_bounds_never_exceed_the_score_of_a_family_row(case):
+    """The branch and bound's pruning is sound: _core.screen_bounds never exceeds the score of any
+    row of the family it bounds."""
     name, p = case
     hw = PROFILES[name]
     if not supported(p, hw):
         return
     base, lat, _ = score_problem(p, hw)
-    effs, hv = _inputs(p, hw)[1:]
-    floor = max(2.0 * p.m * p.n * p.k * p.batch / hv[_core.HW_PEAK], p.min_bytes / hv[_core.HW_HBM_BW])
-    bad = []
-    for i in np.nonzero(np.isfinite(lat))[0]:
-        lb = _core.lower_bound(base, int(i), effs, p.m, p.n, p.k, p.batch, p.a_dtype.bytes, p.b_dtype.bytes,
-                               p.align_bytes, hv, floor)
-        if lb > lat[i]:
-            bad.append((i, lb, lat[i]))
-    assert not bad, "\n".join([f"{p.describe()} on {name}: lower_bound > score for {len(bad)} rows, e.g."]
-                              + [f"  row {i} {row_to_config(base[i], p, hw).short()}: bound {lb:.6g} > {s:.6g} ns"
-                                 for i, lb, s in bad[:5]])
+    sp = _space(p, hw)
+    floor = max(2.0 * p.m * p.n * p.k * p.batch / sp.hv[_core.HW_PEAK], p.min_bytes / sp.hv[_core.HW_HBM_BW])
+    bounds = np.empty(sp.fams.shape[0])
+    _core.screen_bounds(sp.base, sp.fams, sp.gconst, p.m, p.n, p.k, p.batch, p.c_dtype.bytes, p.align_bytes, sp.hv,
+                        floor, bounds)
+    fam_min = np.array([lat[sp.fam_rows[a:b]].min() for a, b in sp.fams[:, [_core.F_START, _core.F_END]]])
+    bad = np.nonzero(bounds > fam_min)[0]
+    assert not bad.size, "\n".join(
+        [f"{p.describe()} on {name}: screen bound > score for {bad.size} families, e.g."]
+        + [f"  family of row {sp.fams[f, _core.F_ROW]} {row_to_config(base[sp.fams[f, _core.F_ROW]], p, hw).short()}: "
+           f"bound {bounds[f]:.17g} > {fam_min[f]:.17g} ns" for f in bad[:5]])
+
+
+@pytest.mark.parametrize("name", SHIPPED)
+def test_model_twins_score_exactly_like_their_twin_and_the_plan_holds_every_other_row(name):
+    """enumerate._model_key's claim: a row marked as another's model twin gets the same latency and
+    terms from a full scoring that ignores the twin column; every other row is in exactly one
+    family of the search plan."""
+    hw = PROFILES[name]
+    for p in (GemmProblem(8192, 8192, 8192), GemmProblem(1, 8192, 8192), GemmProblem(2048, 511, 4099, align_bytes=2),
+              GemmProblem(727, 577, 859, "fp32", "fp32", "fp32", batch=3), GemmProblem(100, 100, 20000),
+              GemmProblem(32768, 1056, 479, "fp8_e4m3", "fp8_e4m3", "bf16")):
+        if hw.matrix_peak_flops[p.a_dtype.rate_key] <= 0:
+            continue
+        sp = _space(p, hw)
+        base = sp.base.copy()
+        twin = base[:, C["model_twin"]].copy()
+        base[:, C["model_twin"]] = -1
+        base.setflags(write=False)  # same numba signature as the cached candidate arrays
+        lat = np.empty(base.shape[0])
+        terms = np.zeros((base.shape[0], _core.T_LEN))
+        _core.score_all(base, sp.effs, p.m, p.n, p.k, p.batch, p.a_dtype.bytes, p.b_dtype.bytes, p.c_dtype.bytes,
+                        p.align_bytes, sp.hv, lat, terms)
+        rows = np.nonzero(twin >= 0)[0]
+        assert (twin[rows] < rows).all()
+        same = (lat[rows] == lat[twin[rows]]) | (np.isinf(lat[rows]) & np.isinf(lat[twin[rows]]))
+        assert same.all(), f"{p.describe()} on {name}: rows {rows[~same][:5]} score unlike their twins"
+        assert (terms[rows] == terms[twin[rows]]).all(), f"{p.describe()} on {name}: terms differ from the twin's"
+        assert sorted(sp.fam_rows.tolist()) == np.nonzero(twin < 0)[0].tolist()
 
 
 @settings(max_examples=30, **SETTINGS)

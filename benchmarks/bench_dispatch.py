@@ -222,7 +222,7 @@ def main() -> None:
             w.writerow({**r, **prov})
     for r in rows:
         print(f"{r['mode']:8s} {r['case']:16s} {r['m']}x{r['n']}x{r['k']} b{r['batch']} grad={r['grad']!s:5s} "
-              f"cpu {r['cpu_us']:9.2f} us  wall {r['wall_us']:9.2f} us  {r['note']}")
+              f"cpu {r['cpu_us']:9.2f} us  wall {r['wall_us'] or float('nan'):9.2f} us  {r['note']}")
     print(f"wrote {out}")
 
 

@@ -32,7 +32,7 @@ import origami  # noqa: E402
 from origami.config import TileConfig  # noqa: E402
 from origami.shapes import load_shapes  # noqa: E402
 
-PROBLEM_COLS = ["m", "n", "k", "batch", "a_dtype", "b_dtype", "c_dtype", "a_layout", "b_layout"]
+PROBLEM_COLS = ["m", "n", "k", "batch", "a_dtype", "b_dtype", "c_dtype", "a_layout", "b_layout", "align_bytes"]
 CONFIG_COLS = [f.name for f in fields(TileConfig)]
 COLS = PROBLEM_COLS + CONFIG_COLS + ["median_ms", "error", "predicted_ns"]
 
@@ -55,7 +55,7 @@ def cell(v) -> str:
 
 
 def row_key(row: dict) -> tuple:
-    return tuple(row[c] for c in PROBLEM_COLS + CONFIG_COLS)
+    return tuple(row.get(c) or "" for c in PROBLEM_COLS + CONFIG_COLS)  # rows of older files lack align_bytes
 
 
 def read_rows(path: Path) -> list[dict]:
@@ -67,7 +67,9 @@ def read_rows(path: Path) -> list[dict]:
 
 def problem_with_dtype(p, dtype: str):
     c = origami.DType.parse(dtype, "--dtype").default_output
-    return origami.GemmProblem(p.m, p.n, p.k, dtype, dtype, c, p.a_layout, p.b_layout, p.batch, p.align_bytes)
+    align = origami.GemmProblem.contiguous_align_bytes(p.m, p.n, p.k, dtype, dtype, c, p.a_layout, p.b_layout,
+                                                       p.batch)  # the sweep's tensors are contiguous
+    return origami.GemmProblem(p.m, p.n, p.k, dtype, dtype, c, p.a_layout, p.b_layout, p.batch, align)
 
 
 def _stable_hash(cfg: TileConfig) -> int:

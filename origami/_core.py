@@ -22,7 +22,11 @@ Model, per candidate (T tiles, kI K-iterations, S = CUs × occupancy resident pr
   fp32 partial traffic and a fix-up per split tile; split-K: T·s programs of kI/s iterations plus
   the ordered reduction;
 - epilogue (C write, once per tile, and tile overhead), launch overhead;
-- the result is never below the roofline floor max(FLOPs / peak, compulsory bytes / HBM).
+- the result is never below the roofline floor max(FLOPs / peak, compulsory bytes / HBM):
+  ``_final(total, floor) = max(total, floor) + FLOOR_TIE · total``. The small second term keeps the
+  order of configs whose modelled total falls under the floor (small, memory-bound problems),
+  which a plain max() collapsed into one tie broken by row index; it never reorders a config
+  under the floor against one above it (see ``_final``).
 
 ``best_row`` (select) is an exact branch and bound over this. Rows that tie an earlier *model
 twin* (origami.enumerate._model_key: equal in everything the score reads) are never scored; the
@@ -43,6 +47,20 @@ from numba import njit, prange
 from origami import pidmap
 
 FASTMATH = False  # IEEE semantics: rankings must be identical with NUMBA_DISABLE_JIT=1
+FLOOR_TIE = 1e-3  # weight of the unclamped total in _final
+
+
+@njit(cache=True, fastmath=FASTMATH, inline="always")
+def _final(total, floor):
+    """The score: the total clamped to the roofline floor, plus FLOOR_TIE · total.
+
+    Monotone in total (so lower bounds of the total give lower bounds of the score) and ≥ floor.
+    Under the floor it orders configs by their modelled totals instead of tying them: with
+    max() alone, 16x4096x4096 and 1x8192x8192 on h200 picked by row index among dozens of tied
+    configs (selection efficiency 0.77 and 0.67 on benchmarks/data/h200/calib.csv, 2026-11-30).
+    A config under the floor still beats every config above it: floor + ε·t_under <
+    (1 + ε)·floor ≤ (1 + ε)·t_above."""
+    return max(total, floor) + FLOOR_TIE * total
 
 # hw vector layout (built by select._hw_vector)
 HW_CUS, HW_CHIPLETS, HW_RR, HW_CU_RATE, HW_IM, HW_IN, HW_IK, HW_L2_BYTES, HW_L2_BW, HW_LLC_BYTES, \
@@ -319,7 +337,7 @@ def score_row(base, i, effs, m, n, k, batch, ab, bb, cb, align, hw, terms, tmp):
     terms[T_WAVES] = (1.0 - tiles / (waves * slots * 1.0)) * (terms[T_COMPUTE])
     floor = max(2.0 * m * n * k * batch / hw[HW_PEAK],
                 (m * k * ab + k * n * bb + m * n * cb) * batch * 1.0 / hw[HW_HBM_BW])
-    return max(total, floor)
+    return _final(total, floor)
 
 
 @njit(cache=True, fastmath=FASTMATH)
@@ -426,8 +444,7 @@ def screen_bounds(base, fams, gconst, m, n, k, batch, cb, align, hw, floor, out)
     quotients, max and min of non-negative numbers (the one difference, Stream-K's contrib − 1,
     does not cancel: _screen_streamk), so each computed value is within ~100 ulp (< 1e-13
     relative) of its real value; scaling the total by (1 − SCREEN_SLACK) makes it ≤ the computed
-    score. The roofline floor, computed with score_row's own expression, is then a lower bound as
-    it is, so rows that tie at the floor can be pruned by index. The tests check it against the
+    score, and _final (monotone, with score_row's own floor expression) keeps it a lower bound. The tests check it against the
     full scoring (test_screen_bounds_never_exceed_the_score_of_a_family_row).
 
     Cost: 10-15 ns a family that needs its bound (split-K families are skipped in one step when the
@@ -474,7 +491,7 @@ def screen_bounds(base, fams, gconst, m, n, k, batch, cb, align, hw, floor, out)
                     pfull = tiles // (cus * per_cu)
                     prest = tiles - pfull * cus * per_cu
                 t = _phase_lb(pfull, prest, kiters, per_cu, cus, gconst[g, GC_COMPUTE], l2_1, lat, hw)
-            out[j] = max((t + fixed) * keep, floor)
+            out[j] = _final((t + fixed) * keep, floor)
         f = gend
 
 

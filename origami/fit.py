@@ -61,6 +61,8 @@ def read_sweep(paths: "str | Path | Iterable[str | Path]") -> list[Measured]:
                     kw[c] = int(kw[c])
                 if row.get("align_bytes"):
                     kw["align_bytes"] = int(row["align_bytes"])
+                else:  # sweeps before the column: the sweep timed contiguous tensors
+                    kw["align_bytes"] = GemmProblem.contiguous_align_bytes(**{c: kw[c] for c in _PROBLEM})
                 p = GemmProblem(**kw)
                 by.setdefault(p, {})[_config(row)] = float(row["median_ms"])
     return [Measured(p, tuple(d), tuple(d.values())) for p, d in by.items() if len(d) >= 2]

@@ -128,6 +128,30 @@ class GemmProblem:
             + self.m * self.n * self.c_dtype.bytes
         )
 
+    @staticmethod
+    def contiguous_align_bytes(m: int, n: int, k: int, a_dtype: "DType | str" = "bf16", b_dtype: "DType | str" = "bf16",
+                               c_dtype: "DType | str" = "bf16", a_layout: "Layout | str" = "N",
+                               b_layout: "Layout | str" = "N", batch: int = 1) -> int:
+        """``align_bytes`` of freshly allocated contiguous operands of this shape (16-byte aligned
+        base addresses): the largest power of two ≤ 16 dividing, in bytes, every stride a kernel
+        multiplies by an index — the leading dimensions (K·2 bytes for a bf16 row-major A) and the
+        batch strides; unit strides and size-1 dims do not count (``tritonblas.plan.alignment_bytes``
+        on such tensors gives the same). 4096x1000x7000 bf16 → 16; 2048x511x4099 bf16 → 2."""
+        ea, eb, ec = (DType.parse(d, "dtype").bytes for d in (a_dtype, b_dtype, c_dtype))
+        a_n, b_n = Layout.parse(a_layout, "a_layout") is Layout.N, Layout.parse(b_layout, "b_layout") is Layout.N
+        strides = []  # (stride in bytes, size of the dim it steps over)
+        strides.append((k * ea, m) if a_n else (m * ea, k))
+        strides.append((n * eb, k) if b_n else (k * eb, n))
+        strides.append((n * ec, m))
+        if batch > 1:
+            strides += [(m * k * ea, batch), (k * n * eb, batch), (m * n * ec, batch)]
+        align = 16
+        for st, size in strides:
+            if size > 1 and st > 0:
+                while align > 1 and st % align:
+                    align //= 2
+        return align
+
     def describe(self) -> str:
         b = f"{self.batch}x" if self.batch != 1 else ""
         return (f"{b}{self.m}x{self.n}x{self.k} {self.a_dtype.value}{self.a_layout.value}"

@@ -150,7 +150,7 @@ def _bound(terms: Sequence[float], latency: float, floor: tuple[float, float] = 
     floor's resource does; otherwise the largest main-loop term (the first of MAIN_TERMS on a tie;
     ``waves`` when the partial last wave costs over a quarter of the compute, ``launch``/``epilogue``
     when overheads dominate)."""
-    if latency <= max(floor) * (1 + 1e-9):
+    if latency <= max(floor) * (1 + _core.FLOOR_TIE) * (1 + 1e-9):  # _core._final clamped the total
         return "compute" if floor[0] >= floor[1] else "hbm"
     if terms[_LAUNCH] > 0.5 * latency:
         return "launch"

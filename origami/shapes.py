@@ -14,6 +14,7 @@ from origami.problem import GemmProblem
 __all__ = ["ShapesError", "load_shapes", "parse_shapes"]
 
 _KEYS = {"m", "n", "k", "batch", "a_dtype", "b_dtype", "c_dtype", "a_layout", "b_layout", "align_bytes"}
+_ALIGN_FROM = ("a_dtype", "b_dtype", "c_dtype", "a_layout", "b_layout", "batch")
 
 
 class ShapesError(ValueError):
@@ -38,6 +39,9 @@ def parse_shapes(data, where: str = "<shapes>") -> list[GemmProblem]:
             if key in e and (isinstance(e[key], bool) or not isinstance(e[key], int) or e[key] < 0):
                 raise ShapesError(f"{tag}: {key} must be a non-negative integer, got {e[key]!r}")
         try:
+            if "align_bytes" not in e:  # what contiguous tensors of this shape have (the sweep's, the dispatcher's)
+                e = {**e, "align_bytes": GemmProblem.contiguous_align_bytes(
+                    e["m"], e["n"], e["k"], **{c: e[c] for c in _ALIGN_FROM if c in e})}
             out.append(GemmProblem(**e))
         except (TypeError, ValueError) as err:
             raise ShapesError(f"{tag}: {err}") from None

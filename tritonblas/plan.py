@@ -156,7 +156,7 @@ def _flat_smem_ok(cfg: TileConfig, problem: GemmProblem, hw: HardwareProfile) ->
 
 
 def make_plan(cfg: TileConfig, problem: GemmProblem, hw: HardwareProfile, *, tma: bool = False,
-              flat: bool = False) -> LaunchPlan:
+              flat: bool = False, checked: bool = False) -> LaunchPlan:
     """Map a config to a kernel launch. Raises ValueError naming every violated predicate.
 
     ``tma=True`` asks for the Hopper tensor-descriptor kernel of the kind (every kind has one); when the
@@ -166,14 +166,17 @@ def make_plan(cfg: TileConfig, problem: GemmProblem, hw: HardwareProfile, *, tma
     ``flat=True`` (with ``tma=True``; dp and persistent kinds) asks for ``gemm_tma_flat_kernel``:
     the tile loop flattened into the K loop (the next tile's loads overlap this tile's epilogue)
     and a TMA-store epilogue. The TileConfig is the same; the plan keeps ``gemm_tma_kernel`` when
-    the extra staging would not fit in shared memory.
+    the extra staging would not fit in shared memory. ``checked=True`` skips the predicates for a
+    config that ``origami.select`` just chose for this problem and profile.
     """
     if not isinstance(cfg, TileConfig):
         raise TypeError(f"make_plan: cfg must be a TileConfig, got {type(cfg).__name__}")
     if problem.a_dtype not in TORCH_DTYPES or problem.b_dtype not in TORCH_DTYPES:
         raise ValueError(f"make_plan: no kernel for {problem.a_dtype.value} x {problem.b_dtype.value} inputs "
                          f"(supported: {', '.join(d.value for d in TORCH_DTYPES)})")
-    bad = violations(cfg, problem, hw)
+    # ``checked=True``: cfg is origami's pick for this very problem and profile, drawn from
+    # origami.candidates, which the same predicates built — re-checking costs ~7 µs of a plan miss
+    bad = () if checked else violations(cfg, problem, hw)
     if bad:
         raise ValueError(f"invalid config {cfg.short()} for {problem.describe()} on {hw.name}: " + "; ".join(bad))
     tiles = _num_tiles(cfg, problem)
@@ -417,12 +420,17 @@ class PreparedLaunch:
     out: torch.Tensor
 
     def run(self) -> torch.Tensor:
+        self.run_kernel()
+        return self.out
+
+    def run_kernel(self) -> Any:
+        """Launch; returns what ``kernel[grid](...)`` returns: Triton's CompiledKernel on a GPU (the
+        dispatcher binds its fast launch to it without a second lookup), None under the interpreter."""
         if self.kernel is None:
-            return self.out
+            return None
         guard = torch.cuda.device(self.device) if self.device.type == "cuda" else contextlib.nullcontext()
         with guard:
-            self.kernel[self.grid](*self.args, **self.kwargs)
-        return self.out
+            return self.kernel[self.grid](*self.args, **self.kwargs)
 
     def compile(self):
         """Compile (or fetch from Triton's caches) without launching; returns Triton's compiled

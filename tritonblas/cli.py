@@ -84,8 +84,10 @@ def _problem(args, m: int, n: int, k: int):
 
     try:
         c = args.out_dtype or origami.DType.parse(args.dtype, "--dtype").default_output
+        align = origami.GemmProblem.contiguous_align_bytes(m, n, k, args.dtype, args.dtype, c, args.a_layout,
+                                                           args.b_layout, args.batch)  # as matmul sees them
         return origami.GemmProblem(m, n, k, args.dtype, args.dtype, c, args.a_layout, args.b_layout,
-                                   batch=args.batch)
+                                   batch=args.batch, align_bytes=align)
     except (TypeError, ValueError) as e:
         raise UsageError(str(e)) from None
 
@@ -229,7 +231,7 @@ def cmd_demo(args) -> int:
         hw = _profile(name)
         rows = []
         for label, m, n, k in DEMO_SHAPES:
-            p = origami.GemmProblem(m, n, k)
+            p = origami.GemmProblem(m, n, k, align_bytes=origami.GemmProblem.contiguous_align_bytes(m, n, k))
             t = time.perf_counter()
             e = origami.select(p, hw)
             dt = time.perf_counter() - t

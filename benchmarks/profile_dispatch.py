@@ -108,6 +108,30 @@ def main() -> None:
             s = io.StringIO()
             pstats.Stats(pr, stream=s).sort_stats("tottime").print_stats(30)
             say(s.getvalue())
+    # a plan miss (the first call of a new key, compile excluded): where the ~350 us go (2026-11-30)
+    import importlib
+
+    sel = importlib.import_module("origami.select")
+    b = torch.randn(4096, 4096, device="cuda", dtype=torch.bfloat16)
+    inputs = [torch.randn(m, 4096, device="cuda", dtype=torch.bfloat16) for m in range(1000, 1032)]
+    with torch.no_grad():
+        for a in inputs:
+            tritonblas.matmul(a, b)
+        torch.cuda.synchronize()
+        pr = cProfile.Profile()
+        for _ in range(5):
+            dispatch._PLANS.clear()
+            dispatch._FAST.clear()
+            sel._rank_cached.cache_clear()
+            sel._select_cached.cache_clear()
+            pr.enable()
+            for a in inputs:
+                tritonblas.matmul(a, b)
+            pr.disable()
+        torch.cuda.synchronize()
+    s = io.StringIO()
+    pstats.Stats(pr, stream=s).sort_stats("cumtime").print_stats(45)
+    say(f"== plan miss: {5 * len(inputs)} first calls of new keys, by cumulative time\n" + s.getvalue())
     if args.out:
         out = Path(args.out)
         out.mkdir(parents=True, exist_ok=True)

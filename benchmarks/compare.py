@@ -187,13 +187,6 @@ def sweep_best(path: Path | None) -> dict[tuple, list[tuple[float, object]]]:
     return by
 
 
-def with_dtype(p, dtype: str):
-    import origami
-
-    c = origami.DType.parse(dtype, "--dtype").default_output
-    return origami.GemmProblem(p.m, p.n, p.k, dtype, dtype, c, p.a_layout, p.b_layout, p.batch, p.align_bytes)
-
-
 # --- timing ------------------------------------------------------------------------------------
 class Timer:
     def __init__(self, mode: str, rep_ms: float, warmup_ms: float, cpu_reps: int):
@@ -357,12 +350,10 @@ def run_shape(p, args, ctx) -> dict:
 
 
 def main(argv=None) -> int:
+    from benchmarks.sweep import add_shape_args, shape_set
+
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--set", help="shape set name under benchmarks/shapes/")
-    ap.add_argument("--shapes", help="path to a shapes YAML file (instead of --set)")
-    ap.add_argument("--profile", default="h200")
-    ap.add_argument("--dtype", default=None, help="override every shape's dtype (bf16 fp16 tf32 fp8_e4m3)")
-    ap.add_argument("--limit", type=int, default=0, help="only the first N shapes")
+    add_shape_args(ap)
     ap.add_argument("--sweep", default=None,
                     help="sweep CSV with the exhaustive timings (default: benchmarks/data/<profile>/<set>"
                          "[_<dtype>].csv if present; 'none' to skip the oracle)")
@@ -392,16 +383,9 @@ def main(argv=None) -> int:
     import triton
 
     import origami
-    from origami.shapes import load_shapes
 
     hw = origami.load_profile(args.profile)
-    src = Path(args.shapes) if args.shapes else ROOT / "benchmarks" / "shapes" / f"{args.set}.yaml"
-    shapes = load_shapes(src)
-    if args.dtype:
-        shapes = [with_dtype(p, args.dtype) for p in shapes]
-    if args.limit:
-        shapes = shapes[: args.limit]
-    name = args.set or src.stem
+    name, src, shapes = shape_set(args)
     suffix = f"_{args.dtype}" if args.dtype else ""
     out = Path(args.out) if args.out else ROOT / "benchmarks" / "results" / f"compare_{name}{suffix}.csv"
     if args.sweep and args.sweep.lower() == "none":

@@ -199,14 +199,31 @@ def _sweep_shapes(args, shapes, out: Path, device: str, hw, done: set, new_file:
                   flush=True)
 
 
-def main(argv=None) -> int:
-    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+def add_shape_args(ap: argparse.ArgumentParser) -> None:
+    """The shape-set options shared by sweep.py and compare.py (see :func:`shape_set`)."""
     ap.add_argument("--set", help="shape set name under benchmarks/shapes/")
     ap.add_argument("--shapes", help="path to a shapes YAML file (instead of --set)")
     ap.add_argument("--profile", default="h200")
     ap.add_argument("--dtype", default=None, help="override every shape's dtype (bf16 fp16 tf32 fp8_e4m3)")
-    ap.add_argument("--max-configs", type=int, default=0, help="0 = every candidate")
     ap.add_argument("--limit", type=int, default=0, help="only the first N shapes")
+
+
+def shape_set(args) -> tuple[str, Path, list]:
+    """(set name, shapes file, problems) for :func:`add_shape_args`' options: ``--dtype`` applied
+    (at the alignment contiguous tensors of that dtype have), then ``--limit``."""
+    src = Path(args.shapes) if args.shapes else ROOT / "benchmarks" / "shapes" / f"{args.set}.yaml"
+    shapes = load_shapes(src)
+    if args.dtype:
+        shapes = [problem_with_dtype(p, args.dtype) for p in shapes]
+    if args.limit:
+        shapes = shapes[: args.limit]
+    return args.set or src.stem, src, shapes
+
+
+def main(argv=None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    add_shape_args(ap)
+    ap.add_argument("--max-configs", type=int, default=0, help="0 = every candidate")
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--out", default=None)
     ap.add_argument("--budget-s", type=float, default=1e9)
@@ -225,13 +242,7 @@ def main(argv=None) -> int:
     args = ap.parse_args(argv)
     if not (args.set or args.shapes):
         ap.error("give --set NAME or --shapes FILE")
-    src = Path(args.shapes) if args.shapes else ROOT / "benchmarks" / "shapes" / f"{args.set}.yaml"
-    shapes = load_shapes(src)
-    if args.dtype:
-        shapes = [problem_with_dtype(p, args.dtype) for p in shapes]
-    if args.limit:
-        shapes = shapes[: args.limit]
-    name = args.set or Path(args.shapes).stem
+    name, _, shapes = shape_set(args)
     out = Path(args.out) if args.out else ROOT / "benchmarks" / "data" / args.profile / (
         f"{name}.csv" if not args.dtype else f"{name}_{args.dtype}.csv")
 

@@ -1144,21 +1144,9 @@ def bench(problems: Sequence[GemmProblem], *, profile: Any = None, rep_ms: int =
 
 
 def _print_table(title: str, cols: Sequence[str], rows: Sequence[Sequence[str]]) -> None:
-    try:
-        from rich.console import Console
-        from rich.table import Table
-    except ImportError:  # pragma: no cover - rich is a dependency of the kernels extra
-        print(title)
-        print(" | ".join(cols))
-        for r in rows:
-            print(" | ".join(str(x) for x in r))
-        return
-    t = Table(title=title, title_justify="left")
-    for c in cols:
-        t.add_column(c, justify="left" if c in ("problem", "config") else "right", overflow="fold")
-    for r in rows:
-        t.add_row(*[str(x) for x in r])
-    Console(highlight=False, width=None if sys.stdout.isatty() else 180).print(t)
+    from tritonblas.cli import _table  # the CLI's one table printer (rich, or plain text without it)
+
+    _table(title, cols, rows)
 
 
 def bench_command(args, problems: Sequence[GemmProblem]) -> int:

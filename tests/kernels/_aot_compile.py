@@ -84,6 +84,10 @@ CASES = {
     "tma-persistent-batched-NT": _case("persistent", 128, 128, 64, 4, 4, 512, 512, 1024, BF16, "NT", tma=True,
                                        batch=3),
     "fp32-tf32": _case("dp", 128, 128, 32, 4, 3, 2048, 2048, 2048, FP32, allow_tf32=True),
+    # Hopper's wgmma reads 32-bit (tf32) and 8-bit operands only K-major from shared memory: an
+    # N-major B (layout N) is staged through registers into a transposed copy every K-step
+    "tma-tf32-NN": _case("dp", 128, 128, 32, 8, 3, 2048, 2048, 2048, FP32, "NN", tma=True, allow_tf32=True),
+    "tma-tf32-NT": _case("dp", 128, 128, 32, 8, 3, 2048, 2048, 2048, FP32, "NT", tma=True, allow_tf32=True),
     "fp32-ieee": _case("dp", 64, 64, 32, 4, 2, 2048, 2048, 2048, FP32),
     "fp8-NT-rowcol": _case("dp", 128, 128, 128, 8, 3, 4096, 4096, 4096, E4M3, "NT", scales="rowcol"),
     "fp8-NN-fastacc": _case("dp", 128, 128, 128, 8, 3, 4096, 4096, 4096, E4M3, "NN", scales="tensor",
@@ -167,6 +171,10 @@ def compile_case(name: str, hw) -> dict:
         st_global=len(re.findall(r"\bst\.global", ptx)),
         scalar_b16_loads=len(re.findall(r"ld\.global(?:\.[\w:]+)*\.b16\b", ptx)),
         wgmma=len(re.findall(r"wgmma\.mma_async", ptx)),
+        # operand tiles copied from registers into shared memory inside the kernel (ttg.local_alloc of
+        # a tensor), and whether every wgmma is waited for before the next is issued (pendings = 0 only)
+        smem_from_regs=len(re.findall(r"ttg\.local_alloc %", compiled.asm["ttgir"])),
+        wgmma_sync=not re.search(r"warp_group_dot_wait[^\n]*pendings = [1-9]", compiled.asm["ttgir"]),
         align={k: prepared.kwargs[k] for k in ("A_ALIGN", "B_ALIGN", "OUT_ALIGN", "A_EDGE", "B_EDGE", "OUT_EDGE")},
     )
 

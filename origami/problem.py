@@ -133,26 +133,51 @@ class GemmProblem:
                                c_dtype: "DType | str" = "bf16", a_layout: "Layout | str" = "N",
                                b_layout: "Layout | str" = "N", batch: int = 1) -> int:
         """``align_bytes`` of freshly allocated contiguous operands of this shape (16-byte aligned
-        base addresses): the largest power of two ≤ 16 dividing, in bytes, every stride a kernel
-        multiplies by an index — the leading dimensions (K·2 bytes for a bf16 row-major A) and the
-        batch strides; unit strides and size-1 dims do not count (``tritonblas.plan.alignment_bytes``
-        on such tensors gives the same). 4096x1000x7000 bf16 → 16; 2048x511x4099 bf16 → 2."""
+        base addresses): :func:`stride_align_bytes` of a, b and out (what
+        ``tritonblas.plan.alignment_bytes`` computes from such tensors; a test checks it).
+        4096x1000x7000 bf16 → 16; 2048x511x4099 bf16 → 2."""
         ea, eb, ec = (DType.parse(d, "dtype").bytes for d in (a_dtype, b_dtype, c_dtype))
-        a_n, b_n = Layout.parse(a_layout, "a_layout") is Layout.N, Layout.parse(b_layout, "b_layout") is Layout.N
-        strides = []  # (stride in bytes, size of the dim it steps over)
-        strides.append((k * ea, m) if a_n else (m * ea, k))
-        strides.append((n * eb, k) if b_n else (k * eb, n))
-        strides.append((n * ec, m))
-        if batch > 1:
-            strides += [(m * k * ea, batch), (k * n * eb, batch), (m * n * ec, batch)]
-        align = 16
-        for st, size in strides:
-            if size > 1 and st > 0:
-                while align > 1 and st % align:
-                    align //= 2
-        return align
+
+        def one(rows: int, cols: int, layout: "Layout | str", e: int) -> int:
+            transposed = Layout.parse(layout, "layout") is Layout.T  # stored as a row-major (cols, rows)
+            strides = (1, rows) if transposed else (cols, 1)
+            return stride_align_bytes(rows, cols, *strides, rows * cols if batch > 1 else 0, e)
+
+        return min(one(m, k, a_layout, ea), one(k, n, b_layout, eb), one(m, n, "N", ec))
 
     def describe(self) -> str:
         b = f"{self.batch}x" if self.batch != 1 else ""
         return (f"{b}{self.m}x{self.n}x{self.k} {self.a_dtype.value}{self.a_layout.value}"
                 f"·{self.b_dtype.value}{self.b_layout.value}->{self.c_dtype.value}")
+
+
+def layout_order(n0: int, n1: int, s0: int, s1: int) -> int:
+    """Which of a matrix's two dims (sizes n0, n1, strides s0, s1 in elements) the kernels treat as
+    contiguous: 0 the last, 1 the first, 2 neither. A unit-stride dim of size > 1 wins; a size-1
+    dim counts as unit. (``tritonblas.plan`` uses this for tensors.)"""
+    if s1 == 1 and n1 > 1:
+        return 0
+    if s0 == 1 and n0 > 1:
+        return 1
+    if n1 <= 1:
+        return 0
+    if n0 <= 1:
+        return 1
+    return 2
+
+
+def stride_align_bytes(n0: int, n1: int, s0: int, s1: int, batch_stride: int, elem_bytes: int, base: int = 0) -> int:
+    """Largest power of two ≤ 16 dividing, in bytes, the base address and every stride a kernel
+    multiplies by an index: the batch stride, and the stride of each dim of size > 1 that is not the
+    contiguous one (:func:`layout_order`). ``GemmProblem.align_bytes`` is the minimum over a, b, out."""
+    order = layout_order(n0, n1, s0, s1)
+    values = [base, batch_stride * elem_bytes]
+    if order != 0 and n1 > 1:
+        values.append(s1 * elem_bytes)
+    if order != 1 and n0 > 1:
+        values.append(s0 * elem_bytes)
+    align = 16
+    for v in values:
+        while align > 1 and v % align:
+            align //= 2
+    return align

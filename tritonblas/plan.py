@@ -23,7 +23,7 @@ import torch
 
 from origami.config import Kind, TileConfig
 from origami.hardware import HardwareProfile
-from origami.problem import DType, GemmProblem, Layout
+from origami.problem import DType, GemmProblem, Layout, layout_order, stride_align_bytes
 from origami.space import smem_bytes, violations
 from tritonblas import _interpreter
 
@@ -216,17 +216,9 @@ def align_class(nbytes: int) -> int:
 
 def _order(t: torch.Tensor) -> int:
     """Which of the last two dims the kernel treats as contiguous (unit stride): 0 the last, 1 the
-    one before, 2 neither. A unit-stride dim of size > 1 wins; a size-1 dim counts as unit."""
+    one before, 2 neither (``origami.problem.layout_order``)."""
     (n0, n1), (s0, s1) = t.shape[-2:], t.stride()[-2:]
-    if s1 == 1 and n1 > 1:
-        return 0
-    if s0 == 1 and n0 > 1:
-        return 1
-    if n1 <= 1:
-        return 0
-    if n0 <= 1:
-        return 1
-    return 2
+    return layout_order(n0, n1, s0, s1)
 
 
 def _batch_stride(t: torch.Tensor) -> int:
@@ -244,16 +236,10 @@ def _pow2_dividing(values, cap: int = 16) -> int:
 def alignment_bytes(t: torch.Tensor) -> int:
     """Largest power of two ≤ 16 dividing, in bytes, the base address and every stride the kernel
     multiplies by a row/column/batch index (unit strides and size-1 dims excluded). This is
-    ``GemmProblem.align_bytes``' definition: 16 means 16-byte vector loads and TMA are legal."""
-    e = t.element_size()
-    order = _order(t)
+    ``GemmProblem.align_bytes``' definition (``origami.problem.stride_align_bytes``): 16 means
+    16-byte vector loads and TMA are legal."""
     (n0, n1), (s0, s1) = t.shape[-2:], t.stride()[-2:]
-    values = [t.data_ptr(), _batch_stride(t) * e]
-    if order != 0 and n1 > 1:
-        values.append(s1 * e)
-    if order != 1 and n0 > 1:
-        values.append(s0 * e)
-    return _pow2_dividing(values)
+    return stride_align_bytes(n0, n1, s0, s1, _batch_stride(t), t.element_size(), t.data_ptr())
 
 
 def edge_alignment_bytes(t: torch.Tensor) -> int:

@@ -175,14 +175,31 @@ def distinct_exact(first_pid, count, grid, nchip, chunk, rr, num_pid_m, num_pid_
     return rows_seen.sum(), cols_seen.sum()
 
 
+NARROW_MMA_M = 16.0     # the narrow MMA's M (mma.sync m16nNk) used when BLOCK_M < the wide instruction's M
+NARROW_MMA_RATE = 0.5   # estimate: its rate relative to the wide instruction's (Hopper mma.sync vs wgmma)
+
+
+@njit(cache=True, fastmath=FASTMATH, inline="always")
+def mma_work(bm, bn, bk, hw):
+    """FLOPs one program's K-step costs on the matrix units, padding included. A tile narrower than
+    the profile's instruction M (wgmma's 64 on Hopper) cannot use that instruction: Triton issues
+    the narrow MMA (mma.sync, M = 16) instead, padded to 16 rows and at NARROW_MMA_RATE of the
+    wide rate (estimate). Before, such tiles were padded to 64 rows: for 16x4096x4096 and
+    1x8192x8192 the model could not tell BLOCK_M = 16 from 64, and the H200 sweep
+    (benchmarks/data/h200/calib.csv, 2026-11-30) has 16-row tiles fastest on both (selection
+    efficiency 0.77 -> 0.97 and 0.88 -> 0.93; the same for any rate from 0.5 to 1)."""
+    bnc = max(bn, hw[HW_IN])
+    if bm < hw[HW_IM]:
+        return 2.0 * max(bm, NARROW_MMA_M) * bnc * bk / NARROW_MMA_RATE
+    return 2.0 * bm * bnc * bk
+
+
 @njit(cache=True, fastmath=FASTMATH, inline="always")
 def _kstep(nprog, bm, bn, bk, stages, eff, cus, nchip, ab, bb, hw, rows, cols, align_pen, out):
     """Cost of one K-step of a wave of ``nprog`` concurrent programs; fills out[0:5] with the
     per-term times and returns their max + the per-iteration overhead."""
     per_cu = _cdiv(nprog, cus)
-    bmc = max(bm, hw[HW_IM])
-    bnc = max(bn, hw[HW_IN])
-    compute = per_cu * 2.0 * bmc * bnc * bk / (hw[HW_CU_RATE] * eff)
+    compute = per_cu * mma_work(bm, bn, bk, hw) / (hw[HW_CU_RATE] * eff)
     tile_bytes = (bm * ab + bn * bb) * bk
     # an SM draws at most its share (1/cus) of the L2 bandwidth: a partial wave of nprog < cus
     # programs is not served at the whole machine's rate (per_cu * cus >= nprog; equal for full
@@ -381,7 +398,7 @@ def group_constants(base, effs, fams, ab, bb, hw):
     rows = fams[first, F_ROW]
     bm, bn, bk = (base[rows, c].astype(np.float64) for c in (R_BM, R_BN, R_BK))
     out = np.empty((rows.size, GC_LEN))
-    padded = 2.0 * np.maximum(bm, hw[HW_IM]) * np.maximum(bn, hw[HW_IN]) * bk
+    padded = np.array([mma_work(x, y, z, hw) for x, y, z in zip(bm, bn, bk)])
     out[:, GC_COMPUTE] = padded / (hw[HW_CU_RATE] * effs[rows])
     out[:, GC_COMPUTE_SK] = out[:, GC_COMPUTE] / hw[HW_SK_EFF]
     out[:, GC_L2] = (bm * ab + bn * bb) * bk / hw[HW_L2_BW]

@@ -398,7 +398,9 @@ def group_constants(base, effs, fams, ab, bb, hw):
     rows = fams[first, F_ROW]
     bm, bn, bk = (base[rows, c].astype(np.float64) for c in (R_BM, R_BN, R_BK))
     out = np.empty((rows.size, GC_LEN))
-    padded = np.array([mma_work(x, y, z, hw) for x, y, z in zip(bm, bn, bk)])
+    bnc = np.maximum(bn, hw[HW_IN])  # mma_work, vectorised
+    padded = np.where(bm < hw[HW_IM], 2.0 * np.maximum(bm, NARROW_MMA_M) * bnc * bk / NARROW_MMA_RATE,
+                      2.0 * bm * bnc * bk)
     out[:, GC_COMPUTE] = padded / (hw[HW_CU_RATE] * effs[rows])
     out[:, GC_COMPUTE_SK] = out[:, GC_COMPUTE] / hw[HW_SK_EFF]
     out[:, GC_L2] = (bm * ab + bn * bb) * bk / hw[HW_L2_BW]
@@ -423,7 +425,8 @@ def _phase_lb(full, rest, ksteps, per_cu, cus, compute1, l2_1, lat, hw):
     if full > 0:
         t += full * (ksteps * _step_lb(per_cu, cus * per_cu, compute1, l2_1, lat, hw) + hw[HW_TILE])
     if rest > 0:
-        t += ksteps * _step_lb(_cdiv(rest, cus), rest, compute1, l2_1, lat, hw) + hw[HW_TILE]
+        pc = _cdiv(rest, cus)  # _kstep's L2 share: a partial wave costs per_cu * cus programs' L2 time
+        t += ksteps * _step_lb(pc, pc * cus, compute1, l2_1, lat, hw) + hw[HW_TILE]
     return t
 
 

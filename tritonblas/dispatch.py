@@ -650,12 +650,7 @@ def gemm(a: torch.Tensor, b: torch.Tensor, out: torch.Tensor | None = None, *, c
         elif out.numel():
             out.zero_()
         return out
-    info = device_info(a.device, profile)
-    tf32 = a.dtype == torch.float32 and allow_tf32()
-    key = GemmKey.from_tensors(a, b, out, profile=info.plan_profile, tf32=tf32, c=c, config=config)
-    lp = _PLANS.get(key)
-    if lp is None:
-        lp = _build(key, info.plan_profile, a.device, op)
+    info, tf32, lp = _plan_of(a, b, out, c, profile, config, op)
     if lp is _FALLBACK:
         _STATS["fallbacks"] += 1
         return _torch_gemm(a, b, out, c, alpha, beta)
@@ -679,13 +674,20 @@ def plan_for(a: torch.Tensor, b: torch.Tensor, out: torch.Tensor | None = None, 
         out = torch.empty(_out_shape(a, b), dtype=a.dtype, device=a.device)
     if out.numel() == 0 or a.shape[-1] == 0:
         return None
+    lp = _plan_of(a, b, out, c, profile, config, "plan_for")[2]
+    return None if lp is _FALLBACK else lp
+
+
+def _plan_of(a, b, out, c, profile: Any, config: TileConfig | None, op: str) -> tuple[DeviceInfo, bool, Any]:
+    """(device info, TF32 allowed, the cached plan or _FALLBACK) for these operands: the checked
+    path's key, built on a miss (the cold path, :func:`_build`)."""
     info = device_info(a.device, profile)
     tf32 = a.dtype == torch.float32 and allow_tf32()
     key = GemmKey.from_tensors(a, b, out, profile=info.plan_profile, tf32=tf32, c=c, config=config)
     lp = _PLANS.get(key)
     if lp is None:
-        lp = _build(key, info.plan_profile, a.device, "plan_for")
-    return None if lp is _FALLBACK else lp
+        lp = _build(key, info.plan_profile, a.device, op)
+    return info, tf32, lp
 
 
 def explain(a: torch.Tensor, b: torch.Tensor, *, profile: Any = None, config: TileConfig | None = None,

@@ -11,12 +11,7 @@ import tritonblas
 from tritonblas import dispatch
 
 
-@pytest.fixture(autouse=True)
-def _profile(device, monkeypatch):
-    if device == "cpu":
-        monkeypatch.setenv("TRITONBLAS_PROFILE", "h200")
-    dispatch.reset_stats()
-    yield
+pytestmark = pytest.mark.usefixtures("cpu_profile")  # tests/torch/conftest.py
 
 
 def _rand(*shape, device, dtype=torch.float32):

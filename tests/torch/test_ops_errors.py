@@ -11,10 +11,7 @@ from tritonblas import dispatch
 
 
 @pytest.fixture(autouse=True)
-def _profile(device, monkeypatch):
-    if device == "cpu":
-        monkeypatch.setenv("TRITONBLAS_PROFILE", "h200")
-    dispatch.reset_stats()
+def _nothing_launched(cpu_profile):
     yield
     assert dispatch.stats()["launches"] == 0
 

@@ -17,12 +17,7 @@ import tritonblas
 from tritonblas import dispatch
 
 
-@pytest.fixture(autouse=True)
-def _profile(device, monkeypatch):
-    if device == "cpu":
-        monkeypatch.setenv("TRITONBLAS_PROFILE", "h200")
-    dispatch.reset_stats()
-    yield
+pytestmark = pytest.mark.usefixtures("cpu_profile")  # tests/torch/conftest.py
 
 
 def _operand(shape, device, noncontig=False, dtype=torch.float32, gen=None):

@@ -10,6 +10,12 @@ One CSV row per shape × config in the contract format (DESIGN.md §8): problem 
 per TileConfig field, ``median_ms`` (empty on failure, reason in ``error``), ``predicted_ns``;
 provenance in ``#`` header lines. Resumable: rows already in the output are skipped. ``--gpus``
 shards shapes over GPUs (one process each, shape i on GPU i mod n) and merges the shards.
+
+    python benchmarks/sweep.py --jobs llm dlrm grid:fp16:40 ... [--out-dir DIR] [--budget-s 480]
+
+runs several sets in one go (``SET[:DTYPE[:LIMIT]]`` each, one CSV per job named as above, under
+``--out-dir`` or benchmarks/data/<profile>/), with one compile pool and one time budget for all:
+the spawned compile workers import torch and Triton once (~10 s) instead of once per set.
 """
 
 from __future__ import annotations
@@ -105,7 +111,9 @@ def configs_for(p, hw, max_configs: int, seed: int) -> list[tuple[TileConfig, fl
     return top + rest[: max_configs - len(top)]
 
 
-def run_shard(args, shapes, out: Path, device: str) -> None:
+def run_shard(args, jobs: list[tuple[list, Path]], device: str) -> None:
+    """Sweep each job's (shapes, output CSV) in turn on ``device``, with one compile pool and one
+    time budget (``args.budget_s``, counted from the shard's start) for all of them."""
     import torch
 
     from tritonblas.plan import compile_pool
@@ -115,25 +123,29 @@ def run_shard(args, shapes, out: Path, device: str) -> None:
         # capture on cuda:0 records nothing of a launch on cuda:1 (it measured 0.0 ms, 2026-11-30)
         torch.cuda.set_device(torch.device(device))
     hw = origami.load_profile(args.profile)
-    done = {row_key(r) for r in read_rows(out)}
-    new_file = not out.exists()
-    out.parent.mkdir(parents=True, exist_ok=True)
     t_start = time.time()
-    pool = compile_pool(args.workers) if args.workers else None  # one set of workers for every shape
+    pool = [compile_pool(args.workers) if args.workers else None]  # one set of workers for every shape
     try:
-        _sweep_shapes(args, shapes, out, device, hw, done, new_file, t_start, pool)
+        for shapes, out in jobs:
+            done = {row_key(r) for r in read_rows(out)}
+            new_file = not out.exists()
+            out.parent.mkdir(parents=True, exist_ok=True)
+            if not _sweep_shapes(args, shapes, out, device, hw, done, new_file, t_start, pool):
+                break
     finally:
-        if pool is not None:
-            pool.shutdown(cancel_futures=True)
+        if pool[0] is not None:
+            pool[0].shutdown(cancel_futures=True)
 
 
-def _sweep_shapes(args, shapes, out: Path, device: str, hw, done: set, new_file: bool, t_start: float, pool) -> None:
+def _sweep_shapes(args, shapes, out: Path, device: str, hw, done: set, new_file: bool, t_start: float,
+                  pool: list) -> bool:
+    """Append ``shapes``' rows to ``out``; False when the time budget ran out. ``pool`` is a
+    one-element list holding the compile pool (replaced there when a worker dies)."""
     import torch
     import triton
 
     from tritonblas.plan import _example_tensors, compile_pool, make_plan, precompile, prepare_launch
 
-    # the pool is this function's from here on (replaced when a worker dies); run_shard shuts the first
     with out.open("a", newline="") as f:
         if new_file:
             for line in provenance() + [f"profile={hw.name} hash={hw.content_hash}", f"args={' '.join(sys.argv[1:])}"]:
@@ -144,7 +156,7 @@ def _sweep_shapes(args, shapes, out: Path, device: str, hw, done: set, new_file:
         for p in shapes:
             if time.time() - t_start > args.budget_s:
                 print(f"[{device}] budget reached, stopping (resume later)", flush=True)
-                break
+                return False
             todo = []
             for cfg, pred in configs_for(p, hw, args.max_configs, args.seed):
                 row = {c: cell(getattr(p, c)) for c in PROBLEM_COLS}
@@ -164,10 +176,10 @@ def _sweep_shapes(args, shapes, out: Path, device: str, hw, done: set, new_file:
                     errors.append(str(e)[:300])
             t0 = time.time()
             ok = [pl for pl in plans if pl is not None]
-            comp = precompile(ok, device, pool=pool) if pool is not None else [None] * len(ok)
-            if pool is not None and any(e and "BrokenProcessPool" in e for e in comp):
-                pool.shutdown(cancel_futures=True)  # a worker died (it is reported per config): fresh workers
-                pool = compile_pool(args.workers)
+            comp = precompile(ok, device, pool=pool[0]) if pool[0] is not None else [None] * len(ok)
+            if pool[0] is not None and any(e and "BrokenProcessPool" in e for e in comp):
+                pool[0].shutdown(cancel_futures=True)  # a worker died (it is reported per config): fresh workers
+                pool[0] = compile_pool(args.workers)
             comp_iter = iter(comp)
             errors = [e if pl is None else next(comp_iter) for pl, e in zip(plans, errors)]
             t1 = time.time()
@@ -197,6 +209,7 @@ def _sweep_shapes(args, shapes, out: Path, device: str, hw, done: set, new_file:
             f.flush()
             print(f"[{device}] {p.describe()}: {len(todo)} configs, compile {t1 - t0:.1f}s, time {time.time() - t1:.1f}s",
                   flush=True)
+    return True
 
 
 def add_shape_args(ap: argparse.ArgumentParser) -> None:
@@ -238,24 +251,25 @@ def main(argv=None) -> int:
                          "oracle); eager: do_bench of Python launches, which includes host launch cost — "
                          "on the H200 that dominated below ~60 us (TMA descriptors, 2026-11-30)")
     ap.add_argument("--gpus", default="0", help="'all', or a comma list of GPU indices")
+    ap.add_argument("--jobs", nargs="+", default=None, metavar="SET[:DTYPE[:LIMIT]]",
+                    help="several shape sets in one run (one CSV each; --set/--shapes/--dtype/--limit/--out unused)")
+    ap.add_argument("--out-dir", default=None, help="where --jobs write (default benchmarks/data/<profile>/)")
     ap.add_argument("--shard", default=None, help=argparse.SUPPRESS)
     args = ap.parse_args(argv)
-    if not (args.set or args.shapes):
-        ap.error("give --set NAME or --shapes FILE")
-    name, _, shapes = shape_set(args)
-    out = Path(args.out) if args.out else ROOT / "benchmarks" / "data" / args.profile / (
-        f"{name}.csv" if not args.dtype else f"{name}_{args.dtype}.csv")
+    if not (args.set or args.shapes or args.jobs):
+        ap.error("give --set NAME, --shapes FILE or --jobs SPEC ...")
+    jobs = [_job(args, spec) for spec in args.jobs] if args.jobs else [_job(args, None)]
 
     import torch
 
     if args.shard is not None:
         i, n = map(int, args.shard.split("/"))
         gpu = int(os.environ.get("TRITONBLAS_SWEEP_GPU", i))
-        run_shard(args, shapes[i::n], out.with_suffix(f".shard{i}.csv"), f"cuda:{gpu}")
+        run_shard(args, [(shapes[i::n], out.with_suffix(f".shard{i}.csv")) for shapes, out in jobs], f"cuda:{gpu}")
         return 0
     gpus = list(range(torch.cuda.device_count())) if args.gpus == "all" else [int(g) for g in args.gpus.split(",")]
     if len(gpus) <= 1:
-        run_shard(args, shapes, out, f"cuda:{gpus[0] if gpus else 0}")
+        run_shard(args, jobs, f"cuda:{gpus[0] if gpus else 0}")
         return 0
     procs = []
     for i, g in enumerate(gpus):
@@ -263,8 +277,25 @@ def main(argv=None) -> int:
         env = dict(os.environ, TRITONBLAS_SWEEP_GPU=str(g))
         procs.append(subprocess.Popen(cmd, env=env))
     rc = max(p.wait() for p in procs)
-    merge(out, [out.with_suffix(f".shard{i}.csv") for i in range(len(gpus))])
+    for _, out in jobs:
+        merge(out, [out.with_suffix(f".shard{i}.csv") for i in range(len(gpus))])
     return rc
+
+
+def _job(args, spec: str | None) -> tuple[list, Path]:
+    """(shapes, output CSV) for ``--jobs``' ``SET[:DTYPE[:LIMIT]]`` (None: the single-set options)."""
+    if spec is not None:
+        name, dtype, limit = (spec.split(":") + ["", ""])[:3]
+        if not name or not limit.isdigit() and limit:
+            raise SystemExit(f"--jobs: expected SET[:DTYPE[:LIMIT]], got {spec!r}")
+        args = argparse.Namespace(**{**vars(args), "set": name, "shapes": None, "dtype": dtype or None,
+                                     "limit": int(limit or 0), "out": None})
+    name, _, shapes = shape_set(args)
+    fname = f"{name}.csv" if not args.dtype else f"{name}_{args.dtype}.csv"
+    if args.out:
+        return shapes, Path(args.out)
+    base = Path(args.out_dir) if getattr(args, "out_dir", None) else ROOT / "benchmarks" / "data" / args.profile
+    return shapes, base / fname
 
 
 def merge(out: Path, shards: list[Path]) -> None:

@@ -9,6 +9,9 @@
 #   dispatch  benchmarks/bench_dispatch.py (host overhead, plan-miss cost)
 #   calibrate python -m tritonblas calibrate --fit on the calib sweep -> $OUT/h200_calibrated.yaml
 #   compare   benchmarks/compare.py $COMPARE_ARGS (needs the nvMMH wheel in .whl/, carried)
+#   compares  compare.py over whole shape sets, one process per GPU in parallel: the sets of
+#             $COMPARE_SETS0 on GPU 0, $COMPARE_SETS1 on GPU 1 (one deadline, $COMPARE_BUDGET s);
+#             CSVs and logs tarred into $OUT/compares.tgz
 #   demo      python -m tritonblas demo --profile h200
 # Each step has its own timeout (env *_TIMEOUT) and log ($OUT/<step>.log); a step's failure does not
 # stop the next.
@@ -38,6 +41,17 @@ for step in $STEPS; do
     dispatch)  timeout ${DISPATCH_TIMEOUT:-150} python3 benchmarks/bench_dispatch.py --out "$OUT/bench_dispatch.csv" > "$log" 2>&1 ;;
     calibrate) timeout ${CALIBRATE_TIMEOUT:-240} python3 -m tritonblas calibrate ${CALIBRATE_ARGS:---base h200 --fit benchmarks/data/h200/calib.csv} -o "$OUT/h200_calibrated.yaml" > "$log" 2>&1 ;;
     compare)   timeout ${COMPARE_TIMEOUT:-420} python3 benchmarks/compare.py ${COMPARE_ARGS:---set calib --budget-s 380} --out "$OUT/compare.csv" > "$log" 2>&1 ;;
+    compares)  end=$(( $(date +%s) + ${COMPARE_BUDGET:-400} )); mkdir -p "$OUT/cmp"
+               for g in 0 1; do
+                 sets=$([ $g = 0 ] && echo "${COMPARE_SETS0:-llm skinny longk square}" || echo "${COMPARE_SETS1:-grid dlrm}")
+                 ( for s in $sets; do
+                     left=$(( end - $(date +%s) )); [ $left -gt 5 ] || break
+                     name=${s%%:*}; dt=$([ "$name" = "$s" ] || echo "--dtype ${s#*:}")   # SET or SET:DTYPE
+                     CUDA_VISIBLE_DEVICES=$g timeout $(( left + 60 )) python3 benchmarks/compare.py --set $name $dt \
+                       --rep-ms ${COMPARE_REP_MS:-5} --workers 14 --budget-s $left --out "$OUT/cmp/compare_${s/:/_}.csv"
+                   done ) > "$OUT/cmp/compare_gpu$g.log" 2>&1 &
+               done
+               wait; tar czf "$OUT/compares.tgz" -C "$OUT" cmp && rm -rf "$OUT/cmp"; echo done > "$log" ;;
     demo)      timeout ${DEMO_TIMEOUT:-120} python3 -m tritonblas demo --profile h200 > "$log" 2>&1 ;;
     *)         python3 $step > "$OUT/$(basename $step).log" 2>&1 ;;
   esac

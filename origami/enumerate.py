@@ -61,9 +61,14 @@ def _warps(bm: int, bn: int) -> tuple[int, ...]:
 
 
 @lru_cache(maxsize=256)
-def base_array(hw: HardwareProfile, a_dtype: DType, b_dtype: DType, a_layout: Layout, b_layout: Layout) -> np.ndarray:
-    """All problem-independent-valid candidate rows for this dtype/layout class (int64, read-only)."""
-    probe = GemmProblem(1 << 14, 1 << 14, 1 << 14, a_dtype, b_dtype, DType.BF16, a_layout, b_layout)
+def base_array(hw: HardwareProfile, a_dtype: DType, b_dtype: DType, a_layout: Layout, b_layout: Layout,
+               staged: bool = False) -> np.ndarray:
+    """All problem-independent-valid candidate rows for this dtype/layout class (int64, read-only).
+
+    ``staged``: the class of problems whose loads are register-staged (:func:`origami.space.register_staged`,
+    operands under 4-byte alignment on NVIDIA), which check_registers limits further."""
+    probe = GemmProblem(1 << 14, 1 << 14, 1 << 14, a_dtype, b_dtype, DType.BF16, a_layout, b_layout,
+                        align_bytes=2 if staged else 16)
     stages = (2, 1) if hw.is_amd else (3, 4)  # preferred first: ties keep the earlier row
     if hw.is_amd:
         amd = [(0, 16, 1), (0, 32, 1)]
@@ -143,14 +148,14 @@ def _family_key(r: tuple) -> tuple:
 
 @lru_cache(maxsize=256)
 def search_plan(hw: HardwareProfile, a_dtype: DType, b_dtype: DType, a_layout: Layout,
-                b_layout: Layout) -> tuple[np.ndarray, np.ndarray]:
+                b_layout: Layout, staged: bool = False) -> tuple[np.ndarray, np.ndarray]:
     """The branch and bound's view of ``base_array(...)``: ``(fams, fam_rows)``, int64, read-only.
 
     Every row that is not a model twin is in exactly one family: the rows with one _family_key,
     which _core.screen_bounds bounds together. Family f's rows are
     ``fam_rows[fams[f, F_START]:fams[f, F_END]]``, ascending; the columns are _core's ``F_*``.
     The families of one tile group are contiguous (groups in order of their first row)."""
-    base = base_array(hw, a_dtype, b_dtype, a_layout, b_layout)
+    base = base_array(hw, a_dtype, b_dtype, a_layout, b_layout, staged)
     rows = np.nonzero(base[:, C["model_twin"]] < 0)[0]
     groups: dict[tuple, dict[tuple, list[int]]] = {}
     for i, r in zip(rows.tolist(), base[rows].tolist()):

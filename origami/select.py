@@ -17,6 +17,7 @@ import numpy as np
 
 from origami import _core
 from origami.config import TileConfig
+from origami.space import register_staged
 from origami.enumerate import base_array, config_for_tiles, row_tiles, search_plan
 from origami.hardware import HardwareProfile, load_profile
 from origami.problem import GemmProblem
@@ -80,13 +81,13 @@ class _Space:
 
     MAX_CONFIGS = 1 << 16
 
-    def __init__(self, hw: HardwareProfile, a_dtype, b_dtype, a_layout, b_layout):
+    def __init__(self, hw: HardwareProfile, a_dtype, b_dtype, a_layout, b_layout, staged: bool = False):
         self.hw = hw
-        self.base = base_array(hw, a_dtype, b_dtype, a_layout, b_layout)
+        self.base = base_array(hw, a_dtype, b_dtype, a_layout, b_layout, staged)
         self.hv = _hw_vector(hw, a_dtype.rate_key)
         self.effs = _core.tile_efficiencies(self.base, self.hv)
         self.effs.setflags(write=False)
-        self.fams, self.fam_rows = search_plan(hw, a_dtype, b_dtype, a_layout, b_layout)
+        self.fams, self.fam_rows = search_plan(hw, a_dtype, b_dtype, a_layout, b_layout, staged)
         self.gconst = _core.group_constants(self.base, self.effs, self.fams, a_dtype.bytes, b_dtype.bytes, self.hv)
         self.gconst.setflags(write=False)
         self.ab, self.bb = a_dtype.bytes, b_dtype.bytes
@@ -111,8 +112,8 @@ class _Space:
 
 
 @lru_cache(maxsize=256)
-def _space_of(hw: HardwareProfile, a_dtype, b_dtype, a_layout, b_layout) -> _Space:
-    return _Space(hw, a_dtype, b_dtype, a_layout, b_layout)
+def _space_of(hw: HardwareProfile, a_dtype, b_dtype, a_layout, b_layout, staged: bool = False) -> _Space:
+    return _Space(hw, a_dtype, b_dtype, a_layout, b_layout, staged)
 
 
 def _space(problem: GemmProblem, hw: HardwareProfile) -> _Space:
@@ -120,7 +121,8 @@ def _space(problem: GemmProblem, hw: HardwareProfile) -> _Space:
     if hw.matrix_peak_flops.get(key, 0.0) <= 0:
         raise ValueError(f"a_dtype: {problem.a_dtype.value} has no matrix rate on {hw.name} "
                          f"(matrix.peak_flops.{key} is 0 in {hw.path}); no kernel configuration exists")
-    return _space_of(hw, problem.a_dtype, problem.b_dtype, problem.a_layout, problem.b_layout)
+    return _space_of(hw, problem.a_dtype, problem.b_dtype, problem.a_layout, problem.b_layout,
+                     register_staged(problem, hw))
 
 
 def _inputs(problem: GemmProblem, hw: HardwareProfile):
@@ -220,31 +222,33 @@ def select_many(problems: Sequence[GemmProblem], hw: "HardwareProfile | str") ->
     idx, _, groups = select_many_arrays(problems, hw)
     out: list[TileConfig | None] = [None] * len(problems)
     for key, (_, members) in groups.items():
-        config = _space_of(hw, *key[:2], *key[3:]).config
+        config = _space_of(hw, *key[:2], *key[3:5], key[5] and not hw.is_amd).config
         for j, i in zip(members, idx[members].tolist()):
             out[j] = config(i, problems[j])
     return out  # type: ignore[return-value]
 
 
-_CLASS = attrgetter("a_dtype", "b_dtype", "c_dtype", "a_layout", "b_layout")
+_CLASS = attrgetter("a_dtype", "b_dtype", "c_dtype", "a_layout", "b_layout", "align_bytes")
 _DIMS = attrgetter("m", "n", "k", "batch")
 _ALIGN = attrgetter("align_bytes")
 
 
 def _classes(problems: Sequence[GemmProblem]) -> dict[tuple, list[int]]:
-    """Problem indices by dtype/layout class (runs of one class cost one comparison a problem)."""
+    """Problem indices by class (runs of one class cost one comparison a problem): dtypes, layouts
+    and whether the operands are under 4-byte alignment (register-staged loads on NVIDIA,
+    :func:`origami.space.register_staged`; the caller applies the vendor)."""
     classes: dict[tuple, list[int]] = {}
     last, members = None, []
     for j, key in enumerate(map(_CLASS, problems)):
         if key != last:
-            last, members = key, classes.setdefault(key, [])
+            last, members = key, classes.setdefault((*key[:5], key[5] < 4), [])
         members.append(j)
     return classes
 
 
 def select_many_arrays(problems: Sequence[GemmProblem], hw: HardwareProfile):
     """Array-level select_many: (row index per problem, latency per problem, {class: (base, members)}).
-    A class is (a_dtype, b_dtype, c_dtype, a_layout, b_layout)."""
+    A class is (a_dtype, b_dtype, c_dtype, a_layout, b_layout, under 4-byte alignment)."""
     n = len(problems)
     idx = np.full(n, -1, dtype=np.int64)
     lat = np.full(n, np.inf)

@@ -16,7 +16,8 @@ from origami.hardware import HardwareProfile
 from origami.problem import DType, GemmProblem
 
 __all__ = [
-    "TileConfig", "Kind", "smem_bytes", "acc_registers_per_thread", "resident_programs",
+    "TileConfig", "Kind", "smem_bytes", "acc_registers_per_thread", "resident_programs", "register_staged",
+    "staged_registers_per_thread", "MAX_STAGED_REGS_PER_THREAD",
     "check_smem", "check_registers", "check_instr", "check_vendor", "check_problem", "check_residency",
     "PREDICATES", "violations", "is_valid", "candidates", "k_iters",
 ]
@@ -24,6 +25,13 @@ __all__ = [
 # Per-thread fp32 accumulator registers above which Triton spills or serialises: a 256x256 tile at
 # 8 warps (256 regs) ran at 0.03-0.27x of the best config on the H200 (H200.md, 2026-11-29).
 MAX_ACC_REGS_PER_THREAD = 128
+# Register-staged loads (see register_staged): the per-thread registers that the in-flight operand
+# stages plus the accumulator may take. Measured on the H200 (Triton 3.6, sweeps of 2026-11-30,
+# the 2-byte-aligned bf16 shapes of benchmarks/data/h200/{square,dlrm}.csv, ~1100 configs): with
+# at most 128 the measured time was 0.6-1.3x the model's prediction (median), as for aligned
+# shapes; at 144-384 it was 2-12x (median), e.g. 6007^3 at 128x256x64 w8 s3 took 21.6 ms against
+# 4.5 ms for 256x128x32 w8 s3.
+MAX_STAGED_REGS_PER_THREAD = 128
 
 
 def k_iters(problem: GemmProblem, cfg: TileConfig) -> int:
@@ -52,6 +60,22 @@ def acc_registers_per_thread(cfg: TileConfig, hw: HardwareProfile) -> int:
     return cfg.block_m * cfg.block_n // (cfg.num_warps * hw.compute["warp_size"])
 
 
+def register_staged(problem: GemmProblem, hw: HardwareProfile) -> bool:
+    """Whether the pointer kernel's operand loads go through registers: on NVIDIA, rows that are not
+    4-byte aligned (``problem.align_bytes < 4``) cannot use cp.async (4, 8 or 16 bytes a copy), so
+    Triton's pipeliner keeps every in-flight stage of A and B in registers. (AMD's loads always go
+    through registers and its pipeliner stages through LDS: its smem/occupancy model covers them.)"""
+    return not hw.is_amd and problem.align_bytes < 4
+
+
+def staged_registers_per_thread(cfg: TileConfig, problem: GemmProblem, hw: HardwareProfile) -> int:
+    """32-bit registers per thread of the in-flight operand stages (num_stages − 1 of them) plus
+    the fp32 accumulator, for register-staged loads (:func:`register_staged`)."""
+    stage = cfg.block_m * cfg.block_k * problem.a_dtype.bytes + cfg.block_k * cfg.block_n * problem.b_dtype.bytes
+    threads = cfg.num_warps * hw.compute["warp_size"]
+    return max(1, cfg.num_stages - 1) * stage // (4 * threads) + acc_registers_per_thread(cfg, hw)
+
+
 def resident_programs(cfg: TileConfig, problem: GemmProblem, hw: HardwareProfile) -> int:
     """Programs of this config that fit on one CU at once (smem, warps, block slots, registers)."""
     c = hw.compute
@@ -77,6 +101,12 @@ def check_registers(cfg: TileConfig, problem: GemmProblem, hw: HardwareProfile) 
                 f"at {cfg.num_warps} warps (limit {MAX_ACC_REGS_PER_THREAD})")
     if acc < 1:
         return f"registers: {cfg.num_warps} warps is too many for a {cfg.block_m}x{cfg.block_n} tile"
+    if register_staged(problem, hw):
+        staged = staged_registers_per_thread(cfg, problem, hw)
+        if staged > MAX_STAGED_REGS_PER_THREAD:
+            return (f"registers: operands {problem.align_bytes}-byte aligned (no cp.async), so {cfg.num_stages} "
+                    f"stages of a {cfg.block_m}x{cfg.block_n}x{cfg.block_k} tile at {cfg.num_warps} warps hold "
+                    f"{staged} registers per thread (limit {MAX_STAGED_REGS_PER_THREAD})")
     return None
 
 

@@ -13,6 +13,14 @@ p10 0.718 when its floors were first set; raised on 2026-11-30 after the rooflin
 shapes read at their real (contiguous) alignment and the calibrated h200 profile: geomean 0.886,
 p10 0.811; then with an SM's L2 share capped at 1/cus (_core._kstep): geomean 0.914, p10 0.811; then
 with narrow tiles (BLOCK_M < 64) modelled on the narrow MMA (_core.mma_work): geomean 0.931, p10 0.889.
+
+The standard sets (llm, dlrm, square, skinny, longk, grid; 228 bf16 shapes, and grid/llm in fp16;
+32 configs a shape: the model's top 16 and a stable-hash sample, CUDA-graph timing) were recorded on
+the H200 on 2026-11-30 (benchmarks/sweep.py --jobs ... --max-configs 32 --rep-ms 3). With the model
+of that day they gave bf16 geomean 0.804, p10 0.570: 2-byte-aligned shapes (dlrm 0.52, square 0.53)
+picked configs that spill (origami.space.MAX_STAGED_REGS_PER_THREAD). With that predicate: 0.907 /
+0.771; after refitting h200's model parameters on 70% of the shapes (held-out 100 shapes: 0.896 ->
+0.937, p10 0.749 -> 0.823): 0.937 / 0.816, the floors below.
 """
 
 from pathlib import Path
@@ -24,8 +32,18 @@ from origami.fit import read_sweep, selection_efficiency
 DATA = Path(__file__).resolve().parents[1] / "benchmarks" / "data" / "h200"
 # file name -> floors of the geometric-mean and 10th-percentile efficiency, and the fewest shapes
 FLOORS = {
-    "calib.csv": {"geomean": 0.911, "p10": 0.869, "min_shapes": 10},
+    "calib.csv": {"geomean": 0.958, "p10": 0.920, "min_shapes": 16},  # achieved 0.978 / 0.940
+    "dlrm.csv": {"geomean": 0.940, "p10": 0.897, "min_shapes": 30},  # 0.960 / 0.917
+    "grid.csv": {"geomean": 0.903, "p10": 0.781, "min_shapes": 100},  # 0.923 / 0.801
+    "grid_fp16.csv": {"geomean": 0.918, "p10": 0.806, "min_shapes": 60},  # 0.938 / 0.826
+    "llm.csv": {"geomean": 0.938, "p10": 0.885, "min_shapes": 48},  # 0.958 / 0.905
+    "llm_fp16.csv": {"geomean": 0.935, "p10": 0.842, "min_shapes": 48},  # 0.955 / 0.862
+    "longk.csv": {"geomean": 0.831, "p10": 0.688, "min_shapes": 12},  # 0.851 / 0.708
+    "skinny.csv": {"geomean": 0.945, "p10": 0.891, "min_shapes": 21},  # 0.965 / 0.911
+    "square.csv": {"geomean": 0.928, "p10": 0.831, "min_shapes": 17},  # 0.948 / 0.851
 }
+# every bf16 sweep pooled (the issue-6 bar: geomean >= 0.93, p10 >= 0.80 over >= 200 shapes)
+BF16_FLOORS = {"geomean": 0.917, "p10": 0.796, "min_shapes": 200}  # achieved 0.937 / 0.816 (227 shapes)
 
 
 def _sweeps():
@@ -50,6 +68,21 @@ def test_selection_efficiency_on_recorded_h200_sweeps(path):
         f"{got}\nselection efficiency regressed on {path.name}: geomean {s.geomean:.3f} < floor {floors['geomean']}")
     assert s.p10 >= floors["p10"], (
         f"{got}\nselection efficiency regressed on {path.name}: p10 {s.p10:.3f} < floor {floors['p10']}")
+
+
+def _bf16_sweeps():
+    return [p for p in _sweeps() if read_sweep(p) and all(m.problem.a_dtype.value == "bf16" for m in read_sweep(p))]
+
+
+def test_selection_efficiency_on_every_bf16_sweep_pooled():
+    """All bf16 shapes of all sets together (a shape recorded in two sets keeps both sets' configs)."""
+    paths = _bf16_sweeps()
+    data = read_sweep(paths)
+    s = selection_efficiency(data, "h200")
+    got = f"{len(paths)} bf16 sweeps, {len(s.per_shape)} shapes: geomean {s.geomean:.3f}, p10 {s.p10:.3f}"
+    print(got)
+    assert len(s.per_shape) >= BF16_FLOORS["min_shapes"], got
+    assert s.geomean >= BF16_FLOORS["geomean"] and s.p10 >= BF16_FLOORS["p10"], f"{got} < floors {BF16_FLOORS}"
 
 
 def test_every_floor_has_its_sweep():

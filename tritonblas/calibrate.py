@@ -311,6 +311,23 @@ def write_profile(text: str, path: "str | os.PathLike[str]") -> HardwareProfile:
 # =============================================================================================
 # Fitting the model parameters to a sweep (pure; CPU)
 # =============================================================================================
+def read_sweep_files(paths) -> list:
+    """The shapes of one or more sweep CSVs (each checked by :func:`read_sweep_file`); a shape
+    recorded in several files keeps every measured config (``origami.fit.read_sweep`` merges them)."""
+    from origami.fit import read_sweep
+
+    paths = [paths] if isinstance(paths, (str, os.PathLike)) else list(paths)
+    for path in paths:
+        read_sweep_file(path)
+    return read_sweep(paths) if len(paths) > 1 else read_sweep_file(paths[0])
+
+
+def _sweep_names(paths) -> str:
+    paths = [paths] if isinstance(paths, (str, os.PathLike)) else list(paths)
+    names = [Path(x).name for x in paths]
+    return names[0] if len(names) == 1 else f"{len(names)} sweeps ({', '.join(names)})"
+
+
 def read_sweep_file(path: "str | os.PathLike[str]") -> list:
     """``origami.fit.read_sweep`` with every failure as one CalibrationError naming the file."""
     import csv
@@ -935,7 +952,7 @@ def calibrate_command(args, *, out: Callable[[str], None] | None = None) -> int:
         raise CalibrationError("--no-measure: nothing to do without --fit SWEEP.csv")
     if args.rounds < 1:
         raise CalibrationError(f"--rounds: expected >= 1, got {args.rounds}")
-    data = read_sweep_file(args.fit) if args.fit else None
+    data = read_sweep_files(args.fit) if args.fit else None
     if data is not None:
         split_shapes(data, seed=args.seed, holdout=args.holdout)  # validates --holdout now
     base = _load_base(args.base) if args.base else None
@@ -981,7 +998,7 @@ def calibrate_command(args, *, out: Callable[[str], None] | None = None) -> int:
             hw_measured = check_profile_text(render_profile(raw), "calibrated.yaml")
         except ProfileError as e:
             raise CalibrationError(f"calibrate: the measured profile is invalid: {_profile_error(e)}") from None
-        fit_out, params = fit_model(hw_measured, data, sweep=Path(args.fit).name, seed=args.seed,
+        fit_out, params = fit_model(hw_measured, data, sweep=_sweep_names(args.fit), seed=args.seed,
                                     holdout=args.holdout, rounds=args.rounds)
         if fit_out.accepted:
             raw = apply_fit(raw, fit_out, params, date, base.path)

@@ -362,7 +362,8 @@ def build_parser() -> argparse.ArgumentParser:
                    help="profile YAML to write (replaced atomically); default: print it")
     p.add_argument("--base", default=None,
                    help="profile (name or YAML path) for what is not measured (default: the one this GPU maps to)")
-    p.add_argument("--fit", default=None, metavar="SWEEP.csv", help="fit the model parameters to this sweep CSV")
+    p.add_argument("--fit", default=None, nargs="+", metavar="SWEEP.csv",
+                   help="fit the model parameters to these sweep CSVs (shapes pooled, then split train/held-out)")
     p.add_argument("--quick", action="store_true", help="smaller buffers, fewer repeats (about a minute on an H200)")
     p.add_argument("--no-measure", action="store_true", help="no microbenchmarks (no GPU needed): only --fit on --base")
     p.add_argument("--name", default=None, help="name of the written profile (default: the base's)")

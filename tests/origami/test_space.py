@@ -204,3 +204,46 @@ def test_every_enumerated_row_passes_the_problem_independent_predicates(name):
             assert row[C["occupancy"]] == space.resident_programs(c, q, hw) >= 1
             assert row[C["log2_block_m"]] == c.block_m.bit_length() - 1
             assert row[C["log2_block_k"]] == c.block_k.bit_length() - 1
+
+
+# --- register-staged loads (operands under 4-byte alignment on NVIDIA) ----------------------------
+def test_register_staged_is_nvidia_under_four_byte_alignment():
+    for name in SHIPPED:
+        hw = PROFILES[name]
+        for align in (1, 2, 4, 8, 16):
+            p = GemmProblem(2048, 511, 4099, align_bytes=align)
+            assert space.register_staged(p, hw) == (not hw.is_amd and align < 4), (name, align)
+
+
+@pytest.mark.parametrize("name", NVIDIA)
+def test_register_staged_limit_rejects_deep_wide_stages_only_when_unaligned(name):
+    """6007^3 bf16 (2-byte aligned) at 128x256x64 w8 s3 ran 4.8x slower than 256x128x32 w8 s3 on the
+    H200 (benchmarks/data/h200/square.csv): 224 staged registers per thread against 176... and both
+    over the limit; 128x128x32 w8 s4 (128 = the limit) stays."""
+    hw = PROFILES[name]
+    aligned, unaligned = GemmProblem(6000, 6000, 6000), GemmProblem(6007, 6007, 6007, align_bytes=2)
+    big, ok = cfg(hw, 128, 256, 64, warps=8, stages=3), cfg(hw, 128, 128, 32, warps=8, stages=4)
+    assert space.staged_registers_per_thread(big, unaligned, hw) == 2 * (128 * 64 + 64 * 256) * 2 // (4 * 256) + 128
+    assert space.staged_registers_per_thread(ok, unaligned, hw) == 3 * (128 * 32 + 32 * 128) * 2 // (4 * 256) + 64
+    assert "no cp.async" in (space.check_registers(big, unaligned, hw) or "")
+    assert space.check_registers(ok, unaligned, hw) is None
+    assert space.check_registers(big, aligned, hw) is None
+
+
+@pytest.mark.parametrize("name", SHIPPED)
+def test_unaligned_problems_select_only_configs_within_the_staged_limit(name):
+    """The scorer's space for a register-staged problem is the predicate's: select, rank and
+    candidates return no config that check_registers rejects for that problem, and the aligned twin
+    of the problem still reaches the configs the limit removes."""
+    hw = PROFILES[name]
+    shapes = ((2048, 511, 4099), (6007, 6007, 6007), (4096, 2051, 1024), (64, 4097, 8191))
+    for m, n, k in shapes:
+        p = GemmProblem(m, n, k, align_bytes=2)
+        picks = [origami.select(p, hw).config] + [e.config for e in origami.rank(p, hw, 20)]
+        picks += origami.select_many([p, GemmProblem(m, n, k)], hw)[:1]
+        for c in picks + list(origami.candidates(p, hw)):
+            assert space.check_registers(c, p, hw) is None, (p.describe(), c.short())
+    if not hw.is_amd:
+        staged = {row_to_config(r, P, hw) for r in base_array(hw, P.a_dtype, P.b_dtype, P.a_layout, P.b_layout, True)}
+        full = {row_to_config(r, P, hw) for r in base_array(hw, P.a_dtype, P.b_dtype, P.a_layout, P.b_layout)}
+        assert staged < full

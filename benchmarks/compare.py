@@ -240,6 +240,7 @@ def run_shape(p, args, ctx) -> dict:
     import tritonblas
     from origami.problem import DType
     from tritonblas import dispatch
+    from benchmarks.sweep import check_result
     from tritonblas.plan import _example_tensors, make_plan, precompile, prepare_launch, resolve_kernel_name
 
     hw, device, timer = ctx["hw"], ctx["device"], ctx["timer"]
@@ -305,11 +306,17 @@ def run_shape(p, args, ctx) -> dict:
             if err:
                 notes.append(f"compile {pl.config.short()}: {err[:120]}")
 
+    ref = a.float() @ b.float() if device != "cpu" else None
+
     def time_plan(pl, what):
         if pl is None:
             return None
         try:
-            return timer(prepare_launch(pl, a, b, out, **kw).run)
+            out.fill_(float("nan"))
+            t = timer(prepare_launch(pl, a, b, out, **kw).run)
+            if ref is not None:
+                check_result(out, ref, p)  # what the timed launches left in out
+            return t
         except Exception as e:  # noqa: BLE001 - recorded, never fatal
             notes.append(f"{what} {pl.config.short()}: {type(e).__name__}: {str(e).splitlines()[0][:120]}")
             return None

@@ -188,12 +188,14 @@ def _sweep_shapes(args, shapes, out: Path, device: str, hw, done: set, new_file:
             if a.dtype in (torch.float8_e4m3fn, torch.float8_e5m2):
                 kw = dict(scale_a=torch.ones((), device=device), scale_b=torch.ones((), device=device))
             kw["allow_tf32"] = p.a_dtype.value == "tf32"
+            ref = a.float() @ b.float()  # every timed config's last output is checked against it
             for (cfg, pred, row), pl, err in zip(todo, plans, errors):
                 ms = ""
                 if err is None:
                     try:
                         # bound once: the timing is the kernel's, not Python's argument checking
                         fn = prepare_launch(pl, a, b, c_out, **kw).run
+                        c_out.fill_(float("nan"))
                         if args.timer == "graph":
                             fn()  # compile / load outside the capture
                             t = triton.testing.do_bench_cudagraph(fn, rep=args.rep_ms, return_mode="median")
@@ -201,6 +203,7 @@ def _sweep_shapes(args, shapes, out: Path, device: str, hw, done: set, new_file:
                             t = triton.testing.do_bench(fn, warmup=args.warmup_ms, rep=args.rep_ms, return_mode="median")
                         if not t > 0:
                             raise RuntimeError(f"the timer returned {t} ms (the launch was not measured)")
+                        check_result(c_out, ref, p)  # what the timed launches (graph replays) left in out
                         ms = f"{t:.6f}"
                     except Exception as e:  # noqa: BLE001 - recorded per config
                         err = f"{type(e).__name__}: {e}".splitlines()[0][:300]
@@ -210,6 +213,21 @@ def _sweep_shapes(args, shapes, out: Path, device: str, hw, done: set, new_file:
             print(f"[{device}] {p.describe()}: {len(todo)} configs, compile {t1 - t0:.1f}s, time {time.time() - t1:.1f}s",
                   flush=True)
     return True
+
+
+# relative Frobenius error allowed of a timed config's output against the fp32 product of the same
+# inputs: output rounding (bf16 2^-9 per element), fp32 accumulation order, TF32 / fp8 operand rounding
+_REL_TOL = {"fp32": 1e-4, "tf32": 1e-2, "fp16": 1e-2, "bf16": 2e-2, "fp8_e4m3": 5e-2, "fp8_e5m2": 1e-1}
+
+
+def check_result(out, ref, p) -> None:
+    """Raise if ``out`` (what the timed launches left) is not ``ref`` within the dtype's tolerance: a
+    config that computes a wrong result must not be recorded as fast (NaN-filled before timing, so an
+    output the kernel never wrote fails too)."""
+    err = float((out.float() - ref).norm() / ref.norm().clamp_min(1e-30))
+    tol = _REL_TOL.get(p.a_dtype.value, 5e-2)
+    if not err <= tol:  # NaN fails too
+        raise RuntimeError(f"wrong result: relative error {err:.3g} > {tol:g} after timing")
 
 
 def add_shape_args(ap: argparse.ArgumentParser) -> None:

@@ -86,16 +86,20 @@ VARIANTS = {
         _v("dp", 128, 256, 64, 8, 3), _v("dp", 128, 256, 64, 8, 3, tma=True), _v("dp", 128, 256, 64, 8, 3, flat=True),
         _v("persistent", 128, 256, 64, 8, 3, grid=132, flat=True),
         _v("streamk", 128, 256, 64, 8, 3, grid=132, tma=True), _v("dp", 128, 128, 64, 4, 4, no_hints=True),
+        _v("dp", 256, 128, 64, 8, 4, tma=True, group_m=1),  # the exhaustive sweep's best (issue4.csv)
     ],
     "skinny-16": [
         _v("dp", 16, 64, 128, 4, 5), _v("dp", 16, 64, 128, 4, 5, tma=True),
         _v("splitk", 16, 64, 128, 4, 4, split=4), _v("splitk", 16, 64, 128, 4, 4, split=4, tma=True),
         _v("splitk", 16, 64, 128, 4, 4, split=2, tma=True), _v("splitk", 16, 64, 256, 4, 3, split=4, tma=True),
+        _v("splitk", 16, 128, 64, 4, 4, split=4, tma=True), _v("splitk", 16, 64, 64, 4, 6, split=4, tma=True),
     ],
     "gemv-1": [
         _v("dp", 16, 64, 128, 4, 5), _v("dp", 16, 64, 128, 4, 5, tma=True), _v("dp", 16, 64, 256, 4, 4, tma=True),
         _v("splitk", 16, 64, 128, 4, 4, split=2), _v("splitk", 16, 64, 128, 4, 4, split=2, tma=True),
         _v("splitk", 16, 64, 128, 4, 5, split=4, tma=True),
+        _v("dp", 16, 64, 128, 4, 4, tma=True, group_m=1), _v("dp", 16, 64, 128, 4, 6, tma=True, group_m=1),
+        _v("dp", 16, 64, 128, 4, 8, tma=True, group_m=1), _v("dp", 16, 128, 128, 4, 6, tma=True, group_m=1),
     ],
     "waves-1.27": [
         _v("dp", 128, 256, 64, 8, 3, tma=True), _v("dp", 128, 128, 64, 4, 4),

@@ -41,6 +41,7 @@ FLOORS = {
     "longk.csv": {"geomean": 0.831, "p10": 0.688, "min_shapes": 12},  # 0.851 / 0.708
     "skinny.csv": {"geomean": 0.945, "p10": 0.891, "min_shapes": 21},  # 0.965 / 0.911
     "square.csv": {"geomean": 0.928, "p10": 0.831, "min_shapes": 17},  # 0.948 / 0.851
+    "issue4.csv": {"geomean": 0.960, "p10": 0.935, "min_shapes": 6},  # 0.980 / 0.955 (exhaustive: every candidate)
 }
 # every bf16 sweep pooled (the issue-6 bar: geomean >= 0.93, p10 >= 0.80 over >= 200 shapes)
 BF16_FLOORS = {"geomean": 0.917, "p10": 0.796, "min_shapes": 200}  # achieved 0.937 / 0.816 (227 shapes)

@@ -8,13 +8,18 @@ issue one call (perf_counter around the loop, before the closing synchronize), `
 it (what a dependent consumer sees). Modes: ``torch`` (torch.matmul), ``fast`` (tritonblas, the
 default warm path) and ``checked`` (tritonblas with the fast path and the direct call disabled:
 the dispatcher as it was before, GemmKey → _PLANS → prepare_launch → kernel[grid] through the
-custom op). Best of ``--repeats``. Then one ``miss`` row: the first call of a new key (select +
-plan + checked launch, Triton compile excluded; see :func:`miss_row`).
+custom op). Best of ``--repeats``. Then the plan-cache miss rows (:func:`miss_rows`): ``miss``, the
+first call of a new key (select + plan + checked launch, Triton compile excluded: a compiled kernel
+of the same config exists); ``miss_triton``, the same with the compiled-kernel sharing off (each
+miss through Triton's JIT dispatch and a fresh fast-launch binding, as before issue 5);
+``miss_plan``, the select + plan part alone (``dispatch._plan_of`` on a miss: GemmKey, the model's
+select, make_plan), which is the issue's definition of the miss cost.
 
 On CPU (no GPU): the dispatcher overhead alone, every kernel launch stubbed to a no-op (the
 interpreter's own cost would drown it), for contiguous 2-D, transposed-B, batched and
 batch-broadcast bf16 inputs, with and without ``torch.no_grad``; ``torch`` rows are torch.matmul
-on the same shapes, for scale (they include the CPU GEMM itself).
+on the same shapes, for scale (they include the CPU GEMM itself). Then the same miss rows (no
+``miss_triton``: on CPU there is no compiled kernel to share, so ``miss`` is the path without it).
 
 Every CSV row carries its provenance (git sha, device, torch/triton/Python versions, date).
 """
@@ -67,14 +72,26 @@ def _git_sha() -> str:
 @contextlib.contextmanager
 def checked_path():
     """The dispatcher without its fast path and without the ops' direct call (the old warm path)."""
-    hit, remember, direct = dispatch._fast_hit, dispatch._remember, ops._direct
+    hit, remember, reuse, direct = dispatch._fast_hit, dispatch._remember, dispatch._reuse, ops._direct
     dispatch._fast_hit = lambda key: None
     dispatch._remember = lambda *a, **k: None
+    dispatch._reuse = lambda *a, **k: False
     ops._direct = lambda *t: False
     try:
         yield
     finally:
-        dispatch._fast_hit, dispatch._remember, ops._direct = hit, remember, direct
+        dispatch._fast_hit, dispatch._remember, dispatch._reuse, ops._direct = hit, remember, reuse, direct
+
+
+@contextlib.contextmanager
+def no_reuse():
+    """Misses launch through Triton's JIT dispatch and bind afresh (no compiled kernel shared across keys)."""
+    reuse = dispatch._reuse
+    dispatch._reuse = lambda *a, **k: False
+    try:
+        yield
+    finally:
+        dispatch._reuse = reuse
 
 
 class _NoLaunch:
@@ -127,7 +144,7 @@ def gpu_rows(calls: int, repeats: int) -> list[dict]:
                 cpu_us, wall_us = time_loop(fn, calls, repeats, cuda=True)
             rows.append(dict(mode=mode, case="2d", m=m, n=n, k=k, batch=1, grad=False, calls=calls,
                              cpu_us=round(cpu_us, 2), wall_us=round(wall_us, 2), note=""))
-    rows.append(miss_row())
+    rows += miss_rows(cuda=True)
     return rows
 
 
@@ -144,32 +161,59 @@ def _clear_plans() -> None:
     _select._select_cached.cache_clear()
 
 
-def miss_row() -> dict:
-    """A plan-cache miss: the first call of a new key (select + plan + checked launch), Triton
-    compile excluded — every shape is run once first, then the plans are forgotten and the first
-    call of each shape is timed. ``cpu_us`` is the median over MISS_SHAPES."""
+def miss_rows(cuda: bool, passes: int = 5) -> list[dict]:
+    """Plan-cache misses: the first call of each new key, Triton compile excluded. Every shape of
+    MISS_SHAPES is run once first (compiling each config and binding each specialisation), then
+    ``passes`` times the plans, fast entries and memoised selections are forgotten
+    (:func:`_clear_plans`; compiled kernels and the bindings shared across keys stay) and the first
+    call of each shape is timed. ``cpu_us`` is the median over all first calls (p20/p80 in the
+    note). Rows: ``miss`` (the whole call), ``miss_triton`` (GPU: the same without sharing compiled
+    kernels across keys), ``miss_plan`` (``dispatch._plan_of`` alone: GemmKey + select + make_plan)."""
     import statistics
 
     dt = torch.bfloat16
-    b = torch.randn(4096, 4096, device="cuda", dtype=dt)
-    inputs = [torch.randn(m, k, device="cuda", dtype=dt) for m, _, k in MISS_SHAPES]
+    dev = "cuda" if cuda else "cpu"
+    make = (lambda *s: torch.randn(*s, device=dev, dtype=dt)) if cuda else (lambda *s: torch.empty(*s, dtype=dt))
+    sync = torch.cuda.synchronize if cuda else (lambda: None)
+    b = make(4096, 4096)
+    inputs = [make(m, k) for m, _, k in MISS_SHAPES]
+    outs = [torch.empty(m, n, device=dev, dtype=dt) for m, n, _ in MISS_SHAPES]
+
+    def first_calls(fn, args) -> list[float]:
+        times = []
+        for _ in range(passes):
+            _clear_plans()
+            sync()
+            for x in args:
+                t0 = time.perf_counter()
+                fn(x)
+                times.append((time.perf_counter() - t0) * 1e6)
+            sync()
+        return times
+
     with torch.no_grad():
         for a in inputs:
             tritonblas.matmul(a, b)
-        torch.cuda.synchronize()
-        _clear_plans()
-        times = []
-        for a in inputs:
-            t0 = time.perf_counter()
-            tritonblas.matmul(a, b)
-            times.append((time.perf_counter() - t0) * 1e6)
-        torch.cuda.synchronize()
-        warm = time_loop(lambda: tritonblas.matmul(inputs[0], b), 1000, 3, cuda=True)[0]
-    med = statistics.median(times)
-    return dict(mode="miss", case="2d", m=f"{MISS_SHAPES[0][0]}..{MISS_SHAPES[-1][0]}", n=4096, k=4096, batch=1,
-                grad=False, calls=len(times), cpu_us=round(med, 2), wall_us="",
-                note=f"first call of a new key, compile excluded (warm call {warm:.1f} us; miss - warm "
-                     f"{med - warm:.1f} us)")
+        sync()
+        runs = {"miss": first_calls(lambda a: tritonblas.matmul(a, b), inputs)}
+        if cuda:
+            with no_reuse():
+                runs["miss_triton"] = first_calls(lambda a: tritonblas.matmul(a, b), inputs)
+        runs["miss_plan"] = first_calls(lambda ao: dispatch._plan_of(ao[0], b, ao[1], None, None, None, "mm"),
+                                        list(zip(inputs, outs)))
+        warm = time_loop(lambda: tritonblas.matmul(inputs[0], b), 1000, 3, cuda=cuda)[0]
+    rows = []
+    what = {"miss": "first call of a new key (select + plan + checked launch)",
+            "miss_triton": "first call of a new key, no compiled kernel shared across keys",
+            "miss_plan": "dispatch._plan_of on a miss (GemmKey + select + make_plan)"}
+    for mode, times in runs.items():
+        q = statistics.quantiles(times, n=5)
+        med = statistics.median(times)
+        note = (f"{what[mode]}, compile excluded; p20 {q[0]:.1f} p80 {q[3]:.1f} us; warm call {warm:.1f} us"
+                + ("" if cuda else "; kernel launch stubbed"))
+        rows.append(dict(mode=mode, case="2d", m=f"{MISS_SHAPES[0][0]}..{MISS_SHAPES[-1][0]}", n=4096, k=4096,
+                         batch=1, grad=False, calls=len(times), cpu_us=round(med, 2), wall_us="", note=note))
+    return rows
 
 
 def cpu_rows(calls: int, repeats: int) -> list[dict]:
@@ -198,6 +242,7 @@ def cpu_rows(calls: int, repeats: int) -> list[dict]:
                 note = "CPU GEMM included" if mode == "torch" else "kernel launch stubbed"
                 rows.append(dict(mode=mode, case=case, m=m, n=n, k=k, batch=batch, grad=grad, calls=calls,
                                  cpu_us=round(cpu_us, 2), wall_us=round(wall_us, 2), note=note))
+    rows += miss_rows(cuda=False)
     return rows
 
 

@@ -6,7 +6,9 @@ For a bf16 64×64×64 GEMM (and 16×4096×4096): CPU µs per call of torch.matmu
 dispatch.gemm (no ops layer), and of the pieces of the fast path taken alone (fast key, output
 allocation, argument binding, the launch through Triton's CompiledKernel.run, the raw C launcher),
 for the TMA plan and the pointer plan; then a cProfile of --calls tritonblas.matmul calls
-(top 30 by own time). Text to stdout and DIR/profile_dispatch.txt.
+(top 30 by own time). Then plan-cache misses of bf16 (1000..1031)×4096×4096 (compile excluded):
+``bench_dispatch.miss_rows`` (whole call, without sharing compiled kernels, select + plan alone) and
+a cProfile of 160 of them by cumulative time. Text to stdout and DIR/profile_dispatch.txt.
 """
 
 from __future__ import annotations
@@ -108,22 +110,23 @@ def main() -> None:
             s = io.StringIO()
             pstats.Stats(pr, stream=s).sort_stats("tottime").print_stats(30)
             say(s.getvalue())
-    # a plan miss (the first call of a new key, compile excluded): where the ~350 us go (2026-11-30)
-    import importlib
+    # a plan miss (the first call of a new key, compile excluded): where the time goes. The
+    # compiled kernels and the bindings shared across keys (dispatch._COMPILED) stay, as they
+    # would after the first shape of a config; bench_dispatch.miss_rows times the same misses.
+    import bench_dispatch
 
-    sel = importlib.import_module("origami.select")
+    say("== plan miss: bf16 (1000..1031)x4096x4096, median per first call (no profiler)")
+    for r in bench_dispatch.miss_rows(cuda=True):
+        say(f"{r['mode']:12s} {r['cpu_us']:8.2f} us  {r['note']}")
     b = torch.randn(4096, 4096, device="cuda", dtype=torch.bfloat16)
-    inputs = [torch.randn(m, 4096, device="cuda", dtype=torch.bfloat16) for m in range(1000, 1032)]
+    inputs = [torch.randn(m, 4096, device="cuda", dtype=torch.bfloat16) for m, _, _ in bench_dispatch.MISS_SHAPES]
     with torch.no_grad():
         for a in inputs:
             tritonblas.matmul(a, b)
         torch.cuda.synchronize()
         pr = cProfile.Profile()
         for _ in range(5):
-            dispatch._PLANS.clear()
-            dispatch._FAST.clear()
-            sel._rank_cached.cache_clear()
-            sel._select_cached.cache_clear()
+            bench_dispatch._clear_plans()
             pr.enable()
             for a in inputs:
                 tritonblas.matmul(a, b)

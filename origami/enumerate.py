@@ -67,7 +67,7 @@ def base_array(hw: HardwareProfile, a_dtype: DType, b_dtype: DType, a_layout: La
     """All problem-independent-valid candidate rows for this dtype/layout class (int64, read-only).
 
     ``staged``: the class of problems whose loads are register-staged (:func:`origami.space.register_staged`,
-    operands under 4-byte alignment on NVIDIA), which check_registers limits further."""
+    operands under 4-byte alignment on NVIDIA), whose space also obeys ``space.check_staged_registers``."""
     probe = GemmProblem(1 << 14, 1 << 14, 1 << 14, a_dtype, b_dtype, DType.BF16, a_layout, b_layout,
                         align_bytes=2 if staged else 16)
     stages = (2, 1) if hw.is_amd else (3, 4)  # preferred first: ties keep the earlier row
@@ -96,7 +96,8 @@ def base_array(hw: HardwareProfile, a_dtype: DType, b_dtype: DType, a_layout: La
                         tile = TileConfig(Kind.DP, bm, bn, bk, w, s, 8, waves_per_eu=wpe,
                                           matrix_instr_nonkdim=mi, kpack=kp)
                         if any(p(tile, probe, hw) for p in (space.check_smem, space.check_registers,
-                                                            space.check_instr, space.check_vendor)):
+                                                            space.check_instr, space.check_vendor,
+                                                            space.check_staged_registers)):
                             continue
                         occ = space.resident_programs(tile, probe, hw)
                         if occ < 1:

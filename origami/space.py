@@ -17,7 +17,7 @@ from origami.problem import DType, GemmProblem
 
 __all__ = [
     "TileConfig", "Kind", "smem_bytes", "acc_registers_per_thread", "resident_programs", "register_staged",
-    "staged_registers_per_thread", "MAX_STAGED_REGS_PER_THREAD",
+    "staged_registers_per_thread", "check_staged_registers", "MAX_STAGED_REGS_PER_THREAD",
     "check_smem", "check_registers", "check_instr", "check_vendor", "check_problem", "check_residency",
     "PREDICATES", "violations", "is_valid", "candidates", "k_iters",
 ]
@@ -101,12 +101,23 @@ def check_registers(cfg: TileConfig, problem: GemmProblem, hw: HardwareProfile) 
                 f"at {cfg.num_warps} warps (limit {MAX_ACC_REGS_PER_THREAD})")
     if acc < 1:
         return f"registers: {cfg.num_warps} warps is too many for a {cfg.block_m}x{cfg.block_n} tile"
-    if register_staged(problem, hw):
-        staged = staged_registers_per_thread(cfg, problem, hw)
-        if staged > MAX_STAGED_REGS_PER_THREAD:
-            return (f"registers: operands {problem.align_bytes}-byte aligned (no cp.async), so {cfg.num_stages} "
-                    f"stages of a {cfg.block_m}x{cfg.block_n}x{cfg.block_k} tile at {cfg.num_warps} warps hold "
-                    f"{staged} registers per thread (limit {MAX_STAGED_REGS_PER_THREAD})")
+    return None
+
+
+def check_staged_registers(cfg: TileConfig, problem: GemmProblem, hw: HardwareProfile) -> str | None:
+    """The candidate space's register-staging rule (:func:`register_staged` problems only).
+
+    A *performance* rule, not a validity one, so it is not in PREDICATES: a config over the limit
+    compiles and computes correctly, but spills (2-12x slower on the H200, MAX_STAGED_REGS_PER_THREAD),
+    so the enumerator leaves it out of the space the model searches (origami.enumerate.base_array),
+    while ``config=`` may still force it."""
+    if not register_staged(problem, hw):
+        return None
+    staged = staged_registers_per_thread(cfg, problem, hw)
+    if staged > MAX_STAGED_REGS_PER_THREAD:
+        return (f"registers: operands {problem.align_bytes}-byte aligned (no cp.async), so {cfg.num_stages} "
+                f"stages of a {cfg.block_m}x{cfg.block_n}x{cfg.block_k} tile at {cfg.num_warps} warps hold "
+                f"{staged} registers per thread (limit {MAX_STAGED_REGS_PER_THREAD})")
     return None
 
 

@@ -64,6 +64,23 @@ class RawLauncher:
         self.launch(grid0, 1, 1, stream, self.function, *self.flags, None, None, self.packed, None, None, None,
                     *args)
 
+    def rebind(self, desc_templates: dict[int, Any]) -> "RawLauncher | None":
+        """This compiled kernel's launcher for another key: same descriptor positions, blocks and dtypes
+        (the compiled kernel fixes them), the shapes and strides of ``desc_templates``. :func:`bind`'s
+        check against Triton's ``make_tensordesc_arg`` needs no repeat: for a descriptor metadata
+        without fp4 padding (``bind`` refused that) Triton's expansion is ``(map, *shape, *strides)``
+        whatever the shape. None when the positions differ or a descriptor is not unit-stride inside."""
+        if set(desc_templates) != set(self.desc):
+            return None
+        desc = {}
+        for pos, d in desc_templates.items():
+            meta, _, _, _, host_dtype = self.desc[pos]
+            strides = list(d.strides)
+            if strides[-1] != 1:
+                return None
+            desc[pos] = (meta, list(d.shape), strides, 1 if d.padding == "nan" else 0, host_dtype)
+        return RawLauncher(self.launch, self.function, self.packed, self.flags, desc, self.fill)
+
 
 def bind(compiled: Any, desc_templates: dict[int, Any]) -> RawLauncher | None:
     """A :class:`RawLauncher` for ``compiled`` (Triton's CompiledKernel) whose tensor-descriptor

@@ -50,8 +50,10 @@ def _table(title: str, columns: Sequence[str], rows: Sequence[Sequence[str]]) ->
     from rich.table import Table
 
     t = Table(title=title, title_justify="left")
-    for c in columns:
-        t.add_column(c, overflow="fold")
+    for i, c in enumerate(columns):
+        # the first column names the row (a problem such as 1024x1024x1024): never wrapped, so it
+        # stays one greppable token in a narrow or non-terminal console; the others fold
+        t.add_column(c, overflow="fold", no_wrap=i == 0)
     for r in rows:
         t.add_row(*[str(x) for x in r])
     con.print(t)

@@ -16,6 +16,14 @@
   device, dtype, env, profile, a cleared device cache) takes the checked path below and records
   the fast entry after it has verified, argument by argument, that its binding reproduces
   ``prepare_launch``'s exactly (no entry otherwise).
+- **Shared compiled kernels**: on a GPU, each verified binding (Triton's ``CompiledKernel``, the
+  constexpr tail, the raw launcher) is also kept in ``_COMPILED`` under a specialisation key
+  (:func:`_spec_key`: the kernel, its constexprs and options, the device, Triton's debug knobs, and
+  per argument the classes Triton 3.6 specialises on, and finer). A miss whose launch has an equal
+  key — typically a new M or N of a config already run — launches through that binding directly
+  (:func:`_reuse`: no ``JITFunction.run``, no re-binding), after ``prepare_launch`` and the
+  argument-by-argument check of its own fast entry. Launch hooks, pre-run hooks, CUDA-graph
+  capture, staged operands and CPU tensors keep Triton's own launch.
 - **Checked path**: build the frozen :class:`GemmKey` from the tensors (sizes, dtypes, layout orders,
   alignment class, device index, profile hash, TF32 flag, epilogue) and look it up in ``_PLANS``;
   then ``plan.prepare_launch`` and the launch. The model never runs.
@@ -54,6 +62,7 @@ from __future__ import annotations
 
 import contextlib
 import inspect
+import operator
 import os
 import threading
 import warnings
@@ -67,7 +76,7 @@ import torch
 import origami
 from origami.config import Kind, TileConfig
 from origami.hardware import HardwareProfile
-from origami.problem import DType, GemmProblem, Layout
+from origami.problem import DType, GemmProblem, Layout, layout_order, stride_align_bytes
 from tritonblas import _device, _fastlaunch, _interpreter, tables
 from tritonblas import plan as _plan
 from tritonblas._device import ENV_PROFILE, DeviceError, DeviceInfo, clear_device_cache, profile_for_device
@@ -142,9 +151,9 @@ class GemmKey:
     def from_tensors(cls, a: torch.Tensor, b: torch.Tensor, out: torch.Tensor, *, profile: HardwareProfile,
                      tf32: bool = False, c: torch.Tensor | None = None,
                      config: TileConfig | None = None) -> "GemmKey":
-        orders = (_plan._order(a), _plan._order(b), _plan._order(out))
-        align = _plan.align_class(min(_plan.alignment_bytes(a), _plan.alignment_bytes(b),
-                                      _plan.alignment_bytes(out)))
+        (oa, la), (ob, lb), (oo, lo) = _order_align(a), _order_align(b), _order_align(out)
+        orders = (oa, ob, oo)
+        align = _plan.align_class(min(la, lb, lo))
         batch = out.shape[0] if out.dim() == 3 else 1
         tf32 = tf32 and a.dtype == torch.float32
         idx = a.device.index if a.device.type == "cuda" else -1
@@ -161,6 +170,14 @@ class GemmKey:
         return GemmProblem(self.m, self.n, self.k, a_dtype=self.a_dtype, b_dtype=self.b_dtype,
                            c_dtype=self.c_dtype, a_layout=self.a_layout, b_layout=self.b_layout,
                            batch=self.batch, align_bytes=self.align)
+
+
+def _order_align(t: torch.Tensor) -> tuple[int, int]:
+    """``(plan._order(t), plan.alignment_bytes(t))`` with one read of the shape and strides: the
+    same two functions of origami.problem (``layout_order``, ``stride_align_bytes``)."""
+    (n0, n1), (s0, s1) = t.shape[-2:], t.stride()[-2:]
+    return (layout_order(n0, n1, s0, s1),
+            stride_align_bytes(n0, n1, s0, s1, _plan._batch_stride(t), t.element_size(), t.data_ptr()))
 
 
 # --- support and profiles --------------------------------------------------------------------
@@ -217,10 +234,13 @@ def reset_stats() -> None:
 
 
 def clear_caches() -> None:
-    """Drop every cached plan, workspace, device → profile mapping and model selection."""
+    """Drop every cached plan, fast entry, shared compiled-kernel binding, workspace, device → profile
+    mapping and model selection."""
     with _LOCK:
         _PLANS.clear()
         _FAST.clear()
+        _COMPILED.clear()
+        _SPLITS.clear()
     _plan.clear_workspaces()
     clear_device_cache()
     origami.clear_cache()
@@ -443,13 +463,17 @@ except ImportError:  # pragma: no cover - a torch without CUDA bindings
 _KNOBS = None
 
 
-def _triton_runtime_knobs():
+def _triton_knobs():
     global _KNOBS
     if _KNOBS is None:
         from triton import knobs
 
-        _KNOBS = knobs.runtime
+        _KNOBS = knobs
     return _KNOBS
+
+
+def _triton_runtime_knobs():
+    return _triton_knobs().runtime
 
 
 def _same_arg(x, y) -> bool:
@@ -462,22 +486,22 @@ def _same_arg(x, y) -> bool:
     if type(x) is not type(y):
         return False
     if hasattr(x, "base") and hasattr(x, "block_shape"):  # TensorDescriptor
-        return x.base is y.base and _desc_template(x) == _desc_template(y)
+        return x.base is y.base and vars(x) == vars(y)  # the bases compare by identity
     return x == y
 
 
-def _remember(fkey: tuple, lp, info: DeviceInfo, profile: Any, prepared, a, b, out, c,
-              alpha: float, beta: float, compiled: Any = None) -> None:
-    """Record a fast entry for ``fkey`` after the checked path launched ``prepared``, if (and only
-    if) the entry's own binding reproduces ``prepared``'s arguments exactly."""
-    if prepared.kernel is None or len(prepared.args) < _N_FIXED + 2:
-        return
+def _fast_entry(lp, info: DeviceInfo, profile: Any, prepared, a, b, out, c, alpha: float,
+                beta: float) -> "_Fast | None":
+    """The fast entry for a launch the checked path prepared, not yet bound to a compiled kernel — if
+    (and only if) its own binding reproduces ``prepared``'s arguments exactly; None otherwise."""
+    if prepared.kernel is None or len(prepared.args) < _N_FIXED + 2 or getattr(prepared, "staged", ()):
+        return None  # nothing launched, or a launch that copies operands first (only run_kernel does)
     device = out.device
     devkey = (device.index if device.type == "cuda" else None, False,
               _device._override_key(profile if profile is not None else (_environ_get(ENV_PROFILE) or None)),
               _environ_get(_ENV_PROFILE_DIR))
     if _device._CACHE.get(devkey) is not info:
-        return
+        return None
     f = _Fast()
     f.plan, f.info, f.devkey, f.profile_ref = lp, info, devkey, profile
     f.out_shape, f.out_align = tuple(out.shape), out.data_ptr() & 15
@@ -496,14 +520,32 @@ def _remember(fkey: tuple, lp, info: DeviceInfo, profile: Any, prepared, a, b, o
     f.cuda_index = device.index if device.type == "cuda" else None
     f.run = f.function = f.packed = f.tail = f.raw = None
     mine = f.args(a, b, out, c, alpha, beta)
-    if len(mine) != len(prepared.args) or not all(_same_arg(x, y) for x, y in zip(mine, prepared.args)):
-        return
-    if f.cuda_index is not None:
-        _bind_compiled(f, prepared, compiled)
+    if len(mine) != len(prepared.args) or not all(x is y or _same_arg(x, y) for x, y in zip(mine, prepared.args)):
+        return None
+    return f
+
+
+def _store_fast(fkey: tuple, f: "_Fast") -> None:
     with _LOCK:
         while len(_FAST) >= MAX_PLANS:
             _FAST.pop(next(iter(_FAST)))
         _FAST[fkey] = f
+
+
+def _remember(fkey: tuple, lp, info: DeviceInfo, profile: Any, prepared, a, b, out, c,
+              alpha: float, beta: float, compiled: Any = None) -> None:
+    """Record a fast entry for ``fkey`` after the checked path launched ``prepared``, if (and only
+    if) the entry's own binding reproduces ``prepared``'s arguments exactly; on a GPU, bind it to
+    the compiled kernel and record that binding for later keys of the same specialisation
+    (:func:`_reuse`)."""
+    f = _fast_entry(lp, info, profile, prepared, a, b, out, c, alpha, beta)
+    if f is None:
+        return
+    if f.cuda_index is not None:
+        _bind_compiled(f, prepared, compiled)
+        if f.run is not None:
+            _record_compiled(f, prepared)
+    _store_fast(fkey, f)
 
 
 def _bind_compiled(f: _Fast, prepared, compiled: Any = None) -> None:
@@ -560,6 +602,205 @@ def _raw_matches(f: _Fast, raw, prepared) -> bool:
     if len(mine) != len(want):
         return False
     return all(w is None or type(m) is type(w) and m == w for m, w in zip(mine, want))
+
+
+# --- compiled kernels shared across keys ------------------------------------------------------
+_MAX_COMPILED = 256
+_COMPILED: dict[tuple, "_Bound"] = {}  # specialisation key (see _spec_key) → a verified binding
+
+
+@dataclass(frozen=True, slots=True)
+class _Bound:
+    """One compiled kernel as a fast entry binds it (see :func:`_bind_compiled`), kept for other keys
+    of the same specialisation. ``raw``: the first key's :class:`_fastlaunch.RawLauncher` (None when
+    it could not be bound), rebound to each new key's descriptors."""
+
+    kernel: Any
+    run: Any
+    function: Any
+    packed: Any
+    tail: tuple
+    raw: Any
+
+
+_I32_MIN, _I32_MAX = -(1 << 31), (1 << 31) - 1
+_I64_MIN, _I64_MAX = -(1 << 63), (1 << 63) - 1
+_mod16 = (16).__rmod__
+_dtype_of = operator.attrgetter("dtype")
+_data_ptr = torch.Tensor.data_ptr
+
+
+class _IntClasses(dict):
+    """int → its class, as Triton 3.6's ``native_specialize_impl`` sees it and finer: 1 itself
+    (Triton passes a 1 as a constexpr), else (divisible by 16, width: 0 int32, 1 int64, 2 wider;
+    Triton types an int i32, i64 or u64 by its range). Memoised (at most 4096 values)."""
+
+    def __missing__(self, v: int):
+        if v == 1:
+            c = 1
+        else:
+            c = (v % 16 == 0, 0 if _I32_MIN <= v <= _I32_MAX else 1 if _I64_MIN <= v <= _I64_MAX else 2)
+        if len(self) < 4096:
+            self[v] = c
+        return c
+
+
+_int_class = _IntClasses().__getitem__
+_DESC_FIELDS = frozenset(("base", "shape", "strides", "block_shape", "padding"))
+
+
+def _int_classes(values) -> tuple:
+    """The class (:class:`_IntClasses`) of each int in ``values``."""
+    return tuple(map(_int_class, values))
+
+
+def _desc_spec(d) -> tuple:
+    """A TensorDescriptor's class: the base's type, dtype and address residue mod 16, the classes of
+    its shape and stride values, and every other field (block shape, padding, ...) as it is."""
+    base, fields = d.base, vars(d)
+    if fields.keys() == _DESC_FIELDS:  # Triton 3.6's TensorDescriptor
+        rest = (tuple(d.block_shape), d.padding)
+    else:
+        rest = tuple((k, tuple(v) if isinstance(v, list) else v) for k, v in fields.items()
+                     if k not in ("base", "shape", "strides"))
+    return (type(base), base.dtype, base.data_ptr() % 16, _int_classes(d.shape), _int_classes(d.strides), rest)
+
+
+def _picker(positions: list[int]):
+    """A function of a tuple returning its items at ``positions``, as a tuple."""
+    if not positions:
+        return lambda args: ()
+    if len(positions) == 1:
+        i = positions[0]
+        return lambda args: (args[i],)
+    return operator.itemgetter(*positions)
+
+
+_SPLITS: dict[tuple, Any] = {}  # argument types → (pick ints, pick tensors, descriptor positions), or None
+
+
+def _split(kinds: tuple):
+    """Where the ints, tensors and host TensorDescriptors are among arguments of these types; None
+    when one is of a kind :func:`_spec_key` does not cover (then no compiled kernel is shared)."""
+    from triton.tools.tensor_descriptor import TensorDescriptor
+
+    ints, tensors, descs = [], [], []
+    for i, t in enumerate(kinds):
+        if t is int:
+            ints.append(i)
+        elif t is float:
+            pass
+        elif issubclass(t, torch.Tensor):
+            tensors.append(i)
+        elif issubclass(t, TensorDescriptor):
+            descs.append(i)
+        else:
+            return None
+    return _picker(ints), _picker(tensors), tuple(descs)
+
+
+def _spec_key(kernel, args: tuple, kwargs: Mapping[str, Any], index: int) -> tuple | None:
+    """A key that is equal for two launches only if Triton would run the same CompiledKernel for both,
+    and the fast entry's binding has the same shape; None when an argument is of a kind not covered.
+
+    Triton 3.6 (``JITFunction.run``) looks a kernel up by the current device and
+    ``(specialisation, options)``: per parameter the constexpr value, or for a tensor its dtype and
+    whether ``data_ptr() % 16 == 0``, for an int whether it is 1 (then a constexpr), divisible by
+    16 and its i32/i64/u64 width, for a float just fp32, for a host TensorDescriptor its base's
+    dtype and block shape; ``options`` are the launch options (num_warps, num_stages) with
+    ``debug`` (the kernel's or ``knobs.runtime.debug``) and ``knobs.compilation.instrumentation_mode``.
+    This key holds all of that and more: the kernel object and its source hash, the CUDA index,
+    both knobs, every keyword argument with its type (``True`` and ``1`` differ here), and per
+    positional argument its type, a tensor's address residue mod 16 (not just whether it is 0), a
+    descriptor's base residue, padding and the classes of its shape and stride values.
+    """
+    kinds = tuple(map(type, args))
+    split = _SPLITS.get(kinds, _SPLITS)
+    if split is _SPLITS:
+        split = _split(kinds)
+        if len(_SPLITS) < 256:
+            _SPLITS[kinds] = split
+    if split is None:
+        return None
+    pick_ints, pick_tensors, descs = split
+    tensors = pick_tensors(args)
+    try:
+        dspec = tuple(_desc_spec(args[i]) for i in descs)
+    except (AttributeError, TypeError):
+        return None
+    knobs = _triton_knobs()
+    return (id(kernel), getattr(kernel, "hash", None), index, getattr(kernel, "debug", None), knobs.runtime.debug,
+            knobs.compilation.instrumentation_mode, kinds, _int_classes(pick_ints(args)),
+            tuple(map(_dtype_of, tensors)), tuple(map(_mod16, map(_data_ptr, tensors))), dspec,
+            tuple(kwargs), tuple(kwargs.values()), tuple(map(type, kwargs.values())))
+
+
+def _record_compiled(f: "_Fast", prepared) -> None:
+    """Keep ``f``'s verified binding (compiled kernel, constexpr tail, raw launcher) under the
+    launch's specialisation key."""
+    spec = _spec_key(prepared.kernel, prepared.args, prepared.kwargs, f.cuda_index)
+    if spec is None:
+        return
+    bound = _Bound(f.kernel, f.run, f.function, f.packed, f.tail, f.raw)
+    try:
+        with _LOCK:
+            while len(_COMPILED) >= _MAX_COMPILED:
+                _COMPILED.pop(next(iter(_COMPILED)))
+            _COMPILED[spec] = bound
+    except TypeError:  # an unhashable keyword argument: no sharing
+        return
+
+
+def _reuse_index(device: torch.device) -> int | None:
+    """The CUDA index for which a miss may reuse a compiled kernel; None: no reuse (CPU and the
+    interpreter, or a stream capturing a CUDA graph: those misses launch through Triton as before)."""
+    if device.type != "cuda" or _raw_stream is None or _capturing():
+        return None
+    return device.index
+
+
+def _reuse(fkey: tuple, lp, info: DeviceInfo, profile: Any, prepared, a, b, out, c,
+           alpha: float, beta: float) -> bool:
+    """Launch a miss through the compiled kernel and binding of an earlier key of the same
+    specialisation (:func:`_spec_key`), and record its fast entry; False (nothing launched) when
+    there is none, or the launch needs Triton's own path (launch hooks, pre-run hooks, CPU, capture).
+
+    What it skips: Triton's JIT dispatch (binding ~50 arguments, the cache lookup), and the
+    binding's checks — ``_bind_compiled``, ``_fastlaunch.bind`` and ``_raw_matches`` verified
+    for the same compiled kernel and the same argument kinds, position by position, that the
+    constexpr tail and the raw launcher's arguments are what Triton passes; nothing in those
+    checks depends on the values that differ between the keys (sizes, strides, addresses). What
+    it keeps: ``prepare_launch``'s validation (already run) and :func:`_fast_entry`'s
+    argument-by-argument check that the entry rebuilds ``prepared``'s arguments. The launch uses
+    ``prepared``'s own arguments and workspace.
+    """
+    kernel = prepared.kernel
+    if not _COMPILED or kernel is None or getattr(kernel, "pre_run_hooks", None) or _hooks_on():
+        return False
+    idx = _reuse_index(prepared.device)
+    if idx is None:
+        return False
+    spec = _spec_key(kernel, prepared.args, prepared.kwargs, idx)
+    try:
+        bound = None if spec is None else _COMPILED.get(spec)
+    except TypeError:
+        return False
+    if bound is None or bound.kernel is not kernel:
+        return False
+    f = _fast_entry(lp, info, profile, prepared, a, b, out, c, alpha, beta)
+    if f is None:
+        return False
+    raw = bound.raw
+    if raw is not None:
+        raw = raw.rebind({pos: prepared.args[pos] for pos, t in ((0, f.a_desc), (1, f.b_desc)) if t is not None})
+    f.run, f.function, f.packed, f.tail, f.raw = bound.run, bound.function, bound.packed, bound.tail, raw
+    if raw is None or f.cuda_index is None:
+        f.launch(prepared.args)
+    else:
+        ws, cnt = (None, None) if f.ws is None else (prepared.args[7], prepared.args[8])
+        raw(f.grid[0], _raw_stream(f.cuda_index), f.raw_args(raw, a, b, out, c, alpha, beta, ws, cnt))
+    _store_fast(fkey, f)
+    return True
 
 
 def _fast_hit(fkey: tuple | None) -> "_Fast | None":
@@ -657,6 +898,9 @@ def gemm(a: torch.Tensor, b: torch.Tensor, out: torch.Tensor | None = None, *, c
     alpha, beta = float(alpha), float(beta)
     with _cuda_guard(a.device):
         prepared = _plan.prepare_launch(lp, a, b, out, c=c, alpha=alpha, beta=beta, allow_tf32=tf32)
+        if fkey is not None and _reuse(fkey, lp, info, profile, prepared, a, b, out, c, alpha, beta):
+            _STATS["launches"] += 1
+            return out
         compiled = prepared.run_kernel()
     _STATS["launches"] += 1
     if fkey is not None:

@@ -29,8 +29,8 @@ from tritonblas import _interpreter
 
 __all__ = [
     "LaunchPlan", "PreparedLaunch", "make_plan", "launch", "prepare_launch", "precompile", "clear_workspaces",
-    "resolve_kernel_name", "tma_supported", "TMA_KERNELS", "problem_from_tensors", "alignment_bytes",
-    "edge_alignment_bytes",
+    "resolve_kernel_name", "tma_supported", "staging_for", "STAGING_MIN_DIM", "TMA_KERNELS", "problem_from_tensors",
+    "alignment_bytes", "edge_alignment_bytes",
     "align_class", "CONSTEXPR_FIELDS", "OPTION_FIELDS", "AMD_OPTION_FIELDS", "GRID_FIELDS", "TORCH_DTYPES",
 ]
 
@@ -62,6 +62,21 @@ _KERNELS = {
 }
 _FLAT_KERNEL = "gemm_tma_flat_kernel"  # dp / persistent with make_plan(..., flat=True)
 TMA_KERNELS = frozenset([*(tma for tma, _ in _KERNELS.values()), _FLAT_KERNEL])
+# Operand staging (staging_for): the dtypes whose Hopper wgmma reads its shared-memory operands
+# K-major only (16-bit dtypes take either major; IEEE fp32 does not use wgmma).
+_STAGED_DTYPES = frozenset({DType.TF32, DType.FP8_E4M3, DType.FP8_E5M2})
+# Stage an operand when the other operand's free dim (M for B, N for A) is at least this. The copy
+# reads and writes the operand once: 2·K·N·e bytes for B at the copy bandwidth BW. Model: staging
+# saves ≈0.75 of the GEMM time at the matrix rate R, so
+#   0.75·2·M·N·K / R ≥ 2·K·N·e / BW   ⇔   M ≥ (4/3)·e·R / BW      (independent of N, K and batch);
+# H200 at the sustained clock and BW = 4.3 TB/s: tf32 (e = 4, R = 356 TFLOP/s) 442, fp8 (e = 1,
+# R = 1310) 407. Measured (H200, Triton 3.6, torch 2.11, 2026-11-30): unstaged R_u = 78 (tf32) and
+# 106 (fp8) TFLOP/s, staged kernel R_s ≈ 350 and 1300, but torch's transposing copy_ moves only
+# 1.15 (fp32) and 0.34 (fp8) TB/s; break-even M = e / (BW·(1/R_u − 1/R_s)) = 349 (tf32), 340 (fp8).
+# Seen: tf32 384x4096x4096 staged 69 vs unstaged 68 TFLOP/s; 512x8192x8192 107 vs 77; fp8
+# 512x8192x8192 158 vs 109. Both estimates round to the tile multiple 3·128. (A tiled Triton
+# transpose measured 3.5-4.0 TB/s fp32, 3.0-3.4 fp8: with it the break-even would be M ≈ 120.)
+STAGING_MIN_DIM = 384
 # fp8 tl.dot's max_num_imprecise_acc unless fast accumulation is asked for: promote the MMA's
 # reduced-precision sum into the fp32 accumulator after every K = 32 (one Hopper wgmma). Values
 # below 32 make Triton 3.6 give up wgmma for fp16 mma.sync (seen in the sm_90 PTX); None = never.
@@ -76,7 +91,9 @@ class LaunchPlan:
     ``kernel_name`` names a kernel in ``tritonblas.kernels`` (resolved lazily by :attr:`kernel`, so
     building a plan never imports Triton). ``grid`` is the 1-D launch grid (batch folded into axis 0,
     so batch > 65535 is fine). The workspace is ``workspace_tiles`` fp32 tiles of BLOCK_M × BLOCK_N
-    plus ``counters`` int32 counters (Stream-K / split-K only).
+    plus ``counters`` int32 counters (Stream-K / split-K only). ``stage_a`` / ``stage_b``: the launch
+    binds the kernel to a K-major copy of that operand (:func:`staging_for`); ``problem`` still
+    describes the caller's tensors.
     """
 
     config: TileConfig
@@ -87,6 +104,8 @@ class LaunchPlan:
     counters: int = 0
     tma: bool = False
     is_amd: bool = False
+    stage_a: bool = False
+    stage_b: bool = False
 
     @property
     def constexprs(self) -> dict[str, int]:
@@ -146,6 +165,41 @@ def tma_supported(cfg: TileConfig, problem: GemmProblem, hw: HardwareProfile) ->
     return None
 
 
+def staging_for(problem: GemmProblem, hw: HardwareProfile) -> tuple[bool, bool]:
+    """(stage A?, stage B?): whether a TMA launch should copy that operand to K-major first.
+
+    Evidence (H200, Triton 3.6, sm_90 builds): an fp32 GEMM with TF32 allowed ran at 78 TFLOP/s
+    with our TMA kernel when B is N-major (row-major K×N), against 356 for torch/cuBLAS. For tf32 and
+    fp8, wgmma takes its shared-memory operands K-major only; with an N-major B the compiler loads
+    B through registers and writes it transposed into shared memory every K-step, keeps 2 stages,
+    and waits on every wgmma (pendings=0). An M-major A (layout T) is the same case. 16-bit dtypes
+    are not affected (wgmma takes either major for them) and IEEE fp32 does not use wgmma. Staged
+    (measured 2026-11-30, 8192³, N-major B, copy included): tf32 314 TFLOP/s (kernel alone 346,
+    torch 353), fp8 with fast accumulation 972 (kernel alone 1375), against 78 and 106 unstaged.
+
+    So: on NVIDIA TMA architectures (the arch check of :func:`tma_supported`), for tf32 and fp8
+    inputs, stage B when it is N-major and M >= STAGING_MIN_DIM, stage A when it is M-major and
+    N >= STAGING_MIN_DIM (the copy's cost against its saving: see the constant), and only where the
+    K-major copy is itself TMA-legal (K > 1 and K·elem_bytes a multiple of 16). Batched problems
+    stage the whole (batch, ...) operand. Not origami's ``register_staged`` (unaligned loads).
+    """
+    if hw.is_amd or hw.arch not in _TMA_ARCHS:
+        return False, False
+    if problem.a_dtype not in _STAGED_DTYPES or problem.b_dtype not in _STAGED_DTYPES:
+        return False, False
+    stage_a = (problem.a_layout is Layout.T and problem.n >= STAGING_MIN_DIM
+               and _k_major_tma_ok(problem.k, problem.a_dtype))
+    stage_b = (problem.b_layout is Layout.N and problem.m >= STAGING_MIN_DIM
+               and _k_major_tma_ok(problem.k, problem.b_dtype))
+    return stage_a, stage_b
+
+
+def _k_major_tma_ok(k: int, dtype: DType) -> bool:
+    """Whether a fresh K-major copy of an operand with K = ``k`` is K-major (K > 1) and TMA-legal:
+    its row stride, K elements, and so its batch stride, are 16-byte multiples."""
+    return k > 1 and (k * dtype.bytes) % 16 == 0
+
+
 def _flat_smem_ok(cfg: TileConfig, problem: GemmProblem, hw: HardwareProfile) -> bool:
     """Whether the flattened TMA kernel fits: the operand pipeline plus a whole output tile of
     staging (its TMA stores, or the pointer store's layout-conversion scratch, stay live next to the
@@ -168,6 +222,9 @@ def make_plan(cfg: TileConfig, problem: GemmProblem, hw: HardwareProfile, *, tma
     and a TMA-store epilogue. The TileConfig is the same; the plan keeps ``gemm_tma_kernel`` when
     the extra staging would not fit in shared memory. ``checked=True`` skips the predicates for a
     config that ``origami.select`` just chose for this problem and profile.
+
+    A TMA plan (``plan.tma``) also says which operands the launch copies to K-major first
+    (``stage_a`` / ``stage_b``, from :func:`staging_for`); a pointer plan stages nothing.
     """
     if not isinstance(cfg, TileConfig):
         raise TypeError(f"make_plan: cfg must be a TileConfig, got {type(cfg).__name__}")
@@ -199,8 +256,9 @@ def make_plan(cfg: TileConfig, problem: GemmProblem, hw: HardwareProfile, *, tma
     else:  # Kind.SPLITK
         grid = tiles * cfg.split_k
         ws_tiles, counters = tiles * cfg.split_k, tiles
+    stage_a, stage_b = staging_for(problem, hw) if use_tma else (False, False)
     return LaunchPlan(config=cfg, problem=problem, kernel_name=name, grid=(grid,), workspace_tiles=ws_tiles,
-                      counters=counters, tma=use_tma, is_amd=hw.is_amd)
+                      counters=counters, tma=use_tma, is_amd=hw.is_amd, stage_a=stage_a, stage_b=stage_b)
 
 
 # --- layouts and alignment -------------------------------------------------------------------
@@ -344,7 +402,9 @@ def _round_up_pow2(n: int) -> int:
 # --- launch ----------------------------------------------------------------------------------
 def resolve_kernel_name(plan: LaunchPlan, a: torch.Tensor, b: torch.Tensor) -> str:
     """The kernel ``launch`` will run for these operands: a TMA plan falls back to its pointer kernel
-    unless both operands pass the host's 16-byte alignment check (and K > 0)."""
+    unless both operands pass the host's 16-byte alignment check (and K > 0). A staged plan's
+    ``prepare_launch`` asks this for the operands it binds (its K-major buffers); it keeps the TMA
+    kernel whenever the caller's operands would."""
     if plan.kernel_name not in TMA_KERNELS:
         return plan.kernel_name
     if a.shape[-1] > 0 and _tma_ok(a, _order(a)) and _tma_ok(b, _order(b)):
@@ -396,7 +456,13 @@ def _scale_mode(name: str, s: torch.Tensor | None, length: int, dim_name: str,
 @dataclass(frozen=True)
 class PreparedLaunch:
     """A validated launch bound to its tensors (and workspace). ``run()`` launches it with no further
-    checks (benchmarks; same stream as prepared), ``compile()`` compiles it without launching."""
+    checks (benchmarks; same stream as prepared), ``compile()`` compiles it without launching.
+
+    ``staged``: (buffer, source) pairs of the K-major operand copies the kernel is bound to
+    (``LaunchPlan.stage_a`` / ``stage_b``); every launch first copies each source into its buffer on
+    the current stream, so a re-run sees the operands' current values and a timed ``run`` includes
+    the copies' cost.
+    """
 
     kernel: Any
     grid: tuple[int]
@@ -404,18 +470,22 @@ class PreparedLaunch:
     kwargs: dict
     device: torch.device
     out: torch.Tensor
+    staged: tuple = ()
 
     def run(self) -> torch.Tensor:
         self.run_kernel()
         return self.out
 
     def run_kernel(self) -> Any:
-        """Launch; returns what ``kernel[grid](...)`` returns: Triton's CompiledKernel on a GPU (the
-        dispatcher binds its fast launch to it without a second lookup), None under the interpreter."""
+        """Stage the copied operands, then launch; returns what ``kernel[grid](...)`` returns: Triton's
+        CompiledKernel on a GPU (the dispatcher binds its fast launch to it without a second lookup),
+        None under the interpreter."""
         if self.kernel is None:
             return None
         guard = torch.cuda.device(self.device) if self.device.type == "cuda" else contextlib.nullcontext()
         with guard:
+            for buffer, source in self.staged:
+                buffer.copy_(source)
             return self.kernel[self.grid](*self.args, **self.kwargs)
 
     def compile(self):
@@ -450,6 +520,15 @@ def prepare_launch(plan: LaunchPlan, a: torch.Tensor, b: torch.Tensor, out: torc
     M / N elements (per row / column). ``allow_tf32`` lets fp32 inputs use TF32 (otherwise IEEE
     fp32). ``fp8_fast_accum`` lets Hopper fp8 MMAs accumulate in reduced precision (faster;
     default: promote to fp32 after every K = 32 MMA). The sizes and dtypes must match ``plan.problem``.
+
+    Operand staging (``plan.stage_a`` / ``plan.stage_b``, see :func:`staging_for`): after every check
+    has passed on the caller's tensors, an operand that is not K-major gets a K-major buffer (a
+    normal torch allocation on the current stream: under CUDA-graph capture it comes from the
+    graph's pool), and the kernel, its strides, alignment classes and TMA descriptor are bound to
+    that buffer; ``PreparedLaunch.run_kernel`` copies the operand into it before each launch. The
+    buffer is owned by the returned PreparedLaunch (it is in its ``args`` and ``staged``), so it
+    lives until the launch is enqueued; the caller's tensors are only read. An operand whose buffer
+    would fail the TMA check, or a launch that falls back to its pointer kernel, is not staged.
     """
     _interpreter.apply()
     _check_tensor("a", a, (2, 3))
@@ -515,6 +594,7 @@ def prepare_launch(plan: LaunchPlan, a: torch.Tensor, b: torch.Tensor, out: torc
         return PreparedLaunch(None, plan.grid, (), {}, device, out)
 
     cfg = plan.config
+    a, b, staged = _stage_operands(plan, a, b)
     orders = {name: _order(t) for name, t in (("a", a), ("b", b), ("out", out))}
     cls = align_class(min(alignment_bytes(a), alignment_bytes(b), alignment_bytes(out)))
     edge = align_class(min(edge_alignment_bytes(a), edge_alignment_bytes(b), edge_alignment_bytes(out)))
@@ -578,7 +658,41 @@ def prepare_launch(plan: LaunchPlan, a: torch.Tensor, b: torch.Tensor, out: torc
         # AMD knobs are HIP-backend launch options; CUDA's Triton rejects them (an AMD profile
         # forced onto an NVIDIA GPU keeps its tiles and remap, not its AMD-only options).
         options = {k: v for k, v in options.items() if k not in AMD_OPTION_FIELDS}
-    return PreparedLaunch(kernel, plan.grid, args, {**plan.constexprs, **meta, **options}, device, out)
+    return PreparedLaunch(kernel, plan.grid, args, {**plan.constexprs, **meta, **options}, device, out, staged)
+
+
+def _stage_operands(plan: LaunchPlan, a: torch.Tensor, b: torch.Tensor) -> tuple:
+    """(a, b, staged): the operands to bind, the caller's or K-major buffers for those the plan
+    stages, and the (buffer, source) copies that fill the buffers. Stages nothing unless the launch
+    keeps its TMA kernel with the buffers bound (and every buffer passes :func:`_tma_ok`)."""
+    if not (plan.stage_a or plan.stage_b) or plan.kernel_name not in TMA_KERNELS:
+        return a, b, ()
+    staged = []
+    a_op = _staging_buffer(a, "a", staged) if plan.stage_a and _order(a) != 0 else a
+    b_op = _staging_buffer(b, "b", staged) if plan.stage_b and _order(b) != 1 else b
+    if not staged or resolve_kernel_name(plan, a_op, b_op) not in TMA_KERNELS:
+        return a, b, ()
+    return a_op, b_op, tuple(staged)
+
+
+def _staging_buffer(t: torch.Tensor, operand: str, staged: list) -> torch.Tensor:
+    """A K-major buffer shaped like operand ``t`` (a: row-major (.., M, K); b: (.., K, N) with
+    stride(-2) == 1) and, appended to ``staged``, its (buffer, source) copy; ``t`` itself when the
+    buffer would not be K-major or TMA-legal. A batch broadcast through stride 0 stays broadcast
+    (one matrix is copied)."""
+    source = t[:1] if t.dim() == 3 and t.shape[0] > 1 and t.stride(0) == 0 else t
+    rows, cols = source.shape[-2:]
+    if operand == "a":
+        buffer = torch.empty(source.shape, dtype=t.dtype, device=t.device)
+        order = 0
+    else:
+        buffer = torch.empty((*source.shape[:-2], cols, rows), dtype=t.dtype, device=t.device).mT
+        order = 1
+    bound = buffer.expand(t.shape)
+    if _order(bound) != order or not _tma_ok(bound, order):
+        return t
+    staged.append((buffer, source))
+    return bound
 
 
 # --- ahead-of-time compilation ---------------------------------------------------------------
@@ -616,16 +730,18 @@ def precompile(plans: Sequence[LaunchPlan], device: str | torch.device = "cuda",
     """Compile plans ahead of time; returns, per plan, None (compiled) or the error text (never raises).
 
     Each plan is compiled for contiguous example tensors of its problem (``launch_kwargs`` select the
-    epilogue variant, e.g. ``allow_tf32`` or ``bias``) with ``JITFunction.warmup``, which compiles
-    without launching. ``workers=0`` compiles one after another in this process. ``workers > 0``
-    uses that many *spawned* processes: each compiles into Triton's on-disk cache
-    (``TRITON_CACHE_DIR``, shared by the processes), and this process's own first launch then
-    loads the binary from that cache (milliseconds) instead of compiling (seconds). Spawn, not
-    fork: CUDA cannot be re-initialised in a forked child. Threads do not help: Triton's compiler
-    holds the GIL for most of its work. Under the interpreter there is nothing to compile: each
-    plan is run once in-process, so an error still shows. ``pool`` (from :func:`compile_pool`)
-    reuses one set of worker processes across calls: each spawned worker imports torch and Triton
-    once (seconds) instead of once per call — what a sweep over many shapes needs.
+    epilogue variant, e.g. ``allow_tf32`` or ``bias``), bound as a real launch binds them (a staged
+    plan's K-major buffers included, so the variant compiled is the one launched), with
+    ``JITFunction.warmup``, which compiles without launching. ``workers=0`` compiles one after
+    another in this process. ``workers > 0`` uses that many *spawned* processes: each compiles
+    into Triton's on-disk cache (``TRITON_CACHE_DIR``, shared by the processes), and this
+    process's own first launch then loads the binary from that cache (milliseconds) instead of
+    compiling (seconds). Spawn, not fork: CUDA cannot be re-initialised in a forked child.
+    Threads do not help: Triton's compiler holds the GIL for most of its work. Under the
+    interpreter there is nothing to compile: each plan is run once in-process, so an error still
+    shows. ``pool`` (from :func:`compile_pool`) reuses one set of worker processes across calls:
+    each spawned worker imports torch and Triton once (seconds) instead of once per call — what a
+    sweep over many shapes needs.
     """
     device = str(device)
     if pool is None and (workers <= 0 or _interpreter.interpreting()):

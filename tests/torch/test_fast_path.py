@@ -297,14 +297,83 @@ def test_raw_launcher_is_bound_and_exact_over_many_addresses(case):
     assert dispatch.stats()["plans"] == 1
 
 
+@pytest.mark.gpu
+@pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA GPU")
+@pytest.mark.parametrize("case", ["tma_dp", "pointer_dp", "tma_splitk", "bias_addmm", "model"])
+def test_misses_reuse_the_compiled_kernel_of_their_specialisation(case, monkeypatch):
+    """32 first calls of new keys on consecutive M: each gives bitwise the checked path's result
+    (itself checked against torch) and records a fast entry; every miss but the first of its
+    specialisation (here M % 16 == 0 or not, and the config where the model picks) launches through
+    the compiled kernel and binding that an earlier miss recorded (``dispatch._reuse``), and the warm
+    calls of those entries are exact too. With a Triton launch hook installed a miss goes through
+    Triton's own launch, as before."""
+    n, k = 136, 264
+    cfg = {"tma_dp": TileConfig("dp", 64, 64, 64, 4, 3), "pointer_dp": TileConfig("dp", 64, 64, 64, 4, 3),
+           "tma_splitk": TileConfig("splitk", 64, 64, 64, 4, 3, split_k=3)}.get(case)  # else the model's
+    off = 1 if case == "pointer_dp" else 0
+    sets = []
+    for i, m in enumerate(range(200, 232)):
+        a = _rand(m * k + off, device="cuda", dtype=torch.bfloat16, seed=i)[off:].view(m, k)
+        b = _rand(k, n, device="cuda", dtype=torch.bfloat16, seed=100)
+        c = _rand(n, device="cuda", dtype=torch.bfloat16, seed=200)
+        sets.append((a, b, c))
+    call = ((lambda a, b, c: tritonblas.addmm(c, a, b, alpha=0.5, beta=2.0)) if case == "bias_addmm"
+            else (lambda a, b, c: tritonblas.matmul(a, b, config=cfg)))
+    expected = []
+    with dispatch_checked():
+        for a, b, c in sets:
+            expected.append(call(a, b, c))
+    for (a, b, c), want in zip(sets, expected):
+        ref = (torch.addmm(c.float(), a.float(), b.float(), alpha=0.5, beta=2.0) if case == "bias_addmm"
+               else a.float() @ b.float())
+        torch.testing.assert_close(want.float(), ref, rtol=2e-2, atol=2e-2 * k ** 0.5)
+    tritonblas.clear_caches()  # forget the plans too: each call below is a plan-cache miss
+    dispatch.reset_stats()
+    reused = []
+    original = dispatch._reuse
+
+    def spy(*args, **kwargs):
+        reused.append(original(*args, **kwargs))
+        return reused[-1]
+
+    monkeypatch.setattr(dispatch, "_reuse", spy)
+    for (a, b, c), want in zip(sets, expected):
+        assert torch.equal(call(a, b, c), want)
+    assert len(reused) == 32 and len(dispatch._FAST) == 32 and dispatch.stats()["plans"] == 32
+    bound = {(e.run, e.function) for e in dispatch._COMPILED.values()}
+    assert sum(reused) + len(dispatch._COMPILED) == 32 and sum(reused) >= 16, (sum(reused), len(bound))
+    if cfg is not None:
+        assert len(dispatch._COMPILED) == 2  # M % 16 == 0 (M = 208, 224) or not
+    for f in dispatch._FAST.values():
+        assert (f.run, f.function) in bound
+        assert (f.raw is not None) and (f.a_desc is not None) == (case != "pointer_dp")
+    for _ in range(2):
+        for (a, b, c), want in zip(sets, expected):
+            assert torch.equal(call(a, b, c), want)
+    chain = dispatch._triton_knobs().runtime.launch_enter_hook  # Triton 3.6: a HookChain
+    seen = []
+    hook = lambda *a, **k: seen.append(1)  # noqa: E731
+    chain.add(hook)
+    try:
+        a = _rand(233, k, device="cuda", dtype=torch.bfloat16, seed=7)
+        r = call(a, sets[0][1], sets[0][2])
+    finally:
+        chain.remove(hook)
+    assert seen and reused[-1] is False
+    with dispatch_checked():
+        assert torch.equal(r, call(a, sets[0][1], sets[0][2]))
+
+
 class dispatch_checked:
-    """The dispatcher with its fast path off (every call checked, no fast entry recorded)."""
+    """The dispatcher with its fast path off (every call checked, no fast entry recorded, no
+    compiled kernel shared across keys)."""
 
     def __enter__(self):
-        self._hit, self._remember = dispatch._fast_hit, dispatch._remember
+        self._hit, self._remember, self._reuse = dispatch._fast_hit, dispatch._remember, dispatch._reuse
         dispatch._fast_hit = lambda key: None
         dispatch._remember = lambda *a, **k: None
+        dispatch._reuse = lambda *a, **k: False
         return self
 
     def __exit__(self, *exc):
-        dispatch._fast_hit, dispatch._remember = self._hit, self._remember
+        dispatch._fast_hit, dispatch._remember, dispatch._reuse = self._hit, self._remember, self._reuse

@@ -8,8 +8,7 @@ the problem) are applied by the scorer, in numba, with the same expressions as
 
 Axes
 - tiles (BLOCK_M × BLOCK_N) from 16×64 to 256×128, BLOCK_K 64–256 bytes per row,
-  num_warps 4/8 (both only for mid-size tiles), num_stages 3/4 (AMD: 2/1; NVIDIA tiles with
-  BLOCK_M <= 32 also 6);
+  num_warps 4/8 (both only for mid-size tiles), num_stages 3/4 (AMD: 2/1);
 - kinds: dp with GROUP_M ∈ {8, 1}; persistent (grid = CUs × programs-per-CU, GROUP_M 8);
   streamk (grid = CUs × r, r ∈ {occupancy, 1}); splitk (split_k ∈ {2, 4, 8, 16}) where the
   data-parallel grid leaves compute units idle (tiles < CUs);
@@ -71,11 +70,6 @@ def base_array(hw: HardwareProfile, a_dtype: DType, b_dtype: DType, a_layout: La
     probe = GemmProblem(1 << 14, 1 << 14, 1 << 14, a_dtype, b_dtype, DType.BF16, a_layout, b_layout,
                         align_bytes=2 if staged else 16)
     stages = (2, 1) if hw.is_amd else (3, 4)  # preferred first: ties keep the earlier row
-    # Narrow tiles (BLOCK_M <= 32: skinny and GEMV-like problems, memory-bound) also get a deep
-    # pipeline on NVIDIA: one such program per SM keeps only stages x (BM + BN) x BK bytes in flight,
-    # and 1x8192x8192 bf16 peaked at 3.9 TB/s with 4 stages (16x64x128, 33.2 us; exhaustive sweep,
-    # benchmarks/data/h200/issue4.csv, 2026-11-30) against HBM's 4.3 TB/s.
-    deep = () if hw.is_amd else (6,)
     if hw.is_amd:
         amd = [(0, 16, 1), (0, 32, 1)]
         if hw.arch == "gfx942" and a_dtype.bytes == 2:
@@ -89,7 +83,7 @@ def base_array(hw: HardwareProfile, a_dtype: DType, b_dtype: DType, a_layout: La
     for bm, bn in _TILES:
         for bk in _block_ks(a_dtype):
             for w in _warps(bm, bn):
-                for s in stages + (deep if bm <= 32 else ()):
+                for s in stages:
                     for wpe, mi, kp in amd:
                         if mi == 32 and (bm % 32 or bn % 32):
                             continue

@@ -330,3 +330,50 @@ def test_gpu_smem_predicate_covers_compiled_kernels(h200, capsys):
     with capsys.disabled():
         print("\nsmem predicate vs compiled:\n  " + "\n  ".join(rows))
     assert not under, "smem_bytes underestimates:\n" + "\n".join(under)
+
+
+@pytest.mark.timeout(600)
+def test_gpu_prepared_launches_replayed_like_the_sweep_stay_correct(h200):
+    """The sweep's timing pattern, config after config on one shape in one process: each launch
+    prepared once outside any capture (bound to the stream's cached workspace and counters), run
+    once, then captured many times into a CUDA graph on a side stream (as
+    ``triton.testing.do_bench_cudagraph`` does) and replayed; the output, NaN-filled first, must be
+    right after the replays, and the shared counters zero. Added after the H200 sweep of 2026-11-30
+    recorded 9.7 us for Stream-K 128x128x64 grid 132 on 128x128x65536 (one tile, 132 contributors),
+    which cannot include the fix-up's 131 partial reads, while compare.py timed the same config at
+    131 us: one of the two runs did not do what the kernel promises."""
+    from tritonblas.plan import make_plan, prepare_launch, problem_from_tensors
+
+    m, n, k = 128, 128, SIZE["long_k"] * 8
+    a = operand(m, k, torch.bfloat16, False, DEV)
+    b = operand(k, n, torch.bfloat16, False, DEV)
+    out = torch.empty(m, n, device=DEV, dtype=torch.bfloat16)
+    cfgs = [config("splitk", 64, 64, 128, split_k=16, num_warps=4, num_stages=4),
+            config("streamk", 64, 64, 128, grid=132, num_warps=4, num_stages=4, group_m=8),
+            config("splitk", 32, 64, 128, split_k=16, num_warps=4, num_stages=3),
+            config("streamk", 128, 128, 64, grid=132, num_warps=4, num_stages=4, group_m=8),
+            config("streamk", 128, 128, 32, grid=132, num_warps=8, num_stages=4, group_m=8),
+            config("streamk", 32, 64, 128, grid=264, num_warps=4, num_stages=4, group_m=8)]
+    for tma in (True, False):
+        for cfg in cfgs:
+            plan = make_plan(cfg, problem_from_tensors(a, b, out), h200, tma=tma)
+            fn = prepare_launch(plan, a, b, out).run
+            out.fill_(float("nan"))
+            fn()
+            torch.cuda.synchronize()
+            check_gemm(out, a, b, what=f"{cfg.short()} tma={tma} eager")
+            out.fill_(float("nan"))
+            side = torch.cuda.Stream()
+            with torch.cuda.stream(side):
+                g = torch.cuda.CUDAGraph()
+                with torch.cuda.graph(g):
+                    for _ in range(20):
+                        fn()
+                for _ in range(3):
+                    g.replay()
+            torch.cuda.synchronize()
+            check_gemm(out, a, b, what=f"{cfg.short()} tma={tma} after graph replays")
+    from tritonblas import plan as _plan
+
+    _, counters = _plan._workspace(out.device, 0, 0)
+    assert int(torch.count_nonzero(counters)) == 0, "a launch left its counters armed"

@@ -65,7 +65,7 @@ def _final(total, floor):
 # hw vector layout (built by select._hw_vector)
 HW_CUS, HW_CHIPLETS, HW_RR, HW_CU_RATE, HW_IM, HW_IN, HW_IK, HW_L2_BYTES, HW_L2_BW, HW_LLC_BYTES, \
     HW_LLC_BW, HW_HBM_BW, HW_LAUNCH, HW_PEAK, HW_MMA_EFF, HW_SMALL_EFF, HW_SK_EFF, HW_KITER, HW_TILE, \
-    HW_UNALIGNED, HW_FIXUP, HW_LAT, HW_OVERLAP, HW_LEN = range(24)
+    HW_UNALIGNED, HW_FIXUP, HW_LAT, HW_OVERLAP, HW_SK_SPLIT, HW_LEN = range(25)
 
 # term indices
 T_COMPUTE, T_L2, T_LLC, T_HBM, T_LATENCY, T_EPILOGUE, T_FIXUP, T_LAUNCH, T_WAVES, T_LEN = range(10)
@@ -323,6 +323,8 @@ def score_row(base, i, effs, m, n, k, batch, ab, bb, cb, align, hw, terms, tmp):
             total += t
         iters = _cdiv(sk_tiles * kiters, g)
         sk_eff = eff * hw[HW_SK_EFF]
+        if dp_tiles == 0:  # every tile split: H200 sweeps measured these ~1.2x over the mixed grids' rate
+            sk_eff *= hw[HW_SK_SPLIT]  # <= 1, so screen_bounds' compute (without it) stays a lower bound
         rows, cols = _distinct(min(sk_tiles, g), nchip, chunk, rr, num_pid_m, num_pid_n, group_m)
         step = _kstep(g, bm, bn, bk, stages, sk_eff, cus, nchip, ab, bb, hw, rows, cols, align_pen, tmp)
         for t in range(5):

@@ -83,6 +83,8 @@ MODEL_PARAMS: dict[str, tuple[float, float, str]] = {
     "mma_efficiency": (0.05, 1.0, "achieved fraction of the sustained matrix peak in a large tile's main loop"),
     "small_tile_efficiency": (0.05, 1.0, "efficiency of a 64x64 tile relative to a 256x128 one (interpolated by area)"),
     "streamk_efficiency": (0.05, 1.0, "main-loop efficiency of the Stream-K kernel relative to data-parallel"),
+    "streamk_split_efficiency": (0.05, 1.0, "extra main-loop efficiency of a Stream-K grid with no data-parallel "
+                                            "phase (fewer tiles than programs: every tile split), x streamk_efficiency"),
     "k_iter_overhead_ns": (0.0, 1000.0, "fixed cost per K-iteration of one program (address math, barriers)"),
     "tile_overhead_ns": (0.0, 100_000.0, "fixed cost per output tile (prologue fill + epilogue issue)"),
     "hbm_efficiency": (0.05, 1.0, "achievable fraction of peak HBM bandwidth"),

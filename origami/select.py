@@ -66,6 +66,7 @@ def _hw_vector(hw: HardwareProfile, rate_key: str) -> np.ndarray:
     v[_core.HW_FIXUP] = mp["fixup_ns"]
     v[_core.HW_LAT] = mp["mem_latency_ns"]
     v[_core.HW_OVERLAP] = mp["overlap_loss"]
+    v[_core.HW_SK_SPLIT] = mp["streamk_split_efficiency"]
     v.setflags(write=False)
     return v
 

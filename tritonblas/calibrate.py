@@ -432,13 +432,19 @@ def _score(data: Sequence, hw: HardwareProfile) -> tuple[float, float, float]:
 
 
 def fit_model(hw: HardwareProfile, data: Sequence, *, sweep: str = "sweep", seed: int = 0,
-              holdout: float = 0.3, rounds: int = 3) -> tuple[FitOutcome, dict]:
-    """Fit ``hw``'s model parameters on the train split of ``data``; returns the outcome and the
-    fitted parameters (rounded as written). Decide with ``outcome.accepted``."""
+              holdout: float = 0.3, rounds: int = 3, params: Sequence[str] | None = None) -> tuple[FitOutcome, dict]:
+    """Fit ``hw``'s model parameters (all, or only ``params``) on the train split of ``data``; returns
+    the outcome and the whole fitted model section (rounded as written). Decide with ``outcome.accepted``."""
     from origami.fit import fit
 
     train, test = split_shapes(data, seed=seed, holdout=holdout)
     names = [p for p in MODEL_PARAMS if not (p == "llc_efficiency" and hw.memory["llc_bytes"] == 0)]
+    if params:
+        unknown = [p for p in params if p not in MODEL_PARAMS]
+        if unknown:
+            raise CalibrationError(f"--params: unknown model parameter(s) {', '.join(unknown)} "
+                                   f"(known: {', '.join(MODEL_PARAMS)})")
+        names = [p for p in names if p in params]
     report = fit(hw, train, test, params=names, rounds=rounds)
     params = {k: float(_float_text(v)) for k, v in report.params.items()}
     fitted = hw.replace_model(**params)
@@ -952,6 +958,10 @@ def calibrate_command(args, *, out: Callable[[str], None] | None = None) -> int:
         raise CalibrationError("--no-measure: nothing to do without --fit SWEEP.csv")
     if args.rounds < 1:
         raise CalibrationError(f"--rounds: expected >= 1, got {args.rounds}")
+    unknown = [p for p in (getattr(args, "params", None) or ()) if p not in MODEL_PARAMS]
+    if unknown:  # now, not after minutes of measuring
+        raise CalibrationError(f"--params: unknown model parameter(s) {', '.join(unknown)} "
+                               f"(known: {', '.join(MODEL_PARAMS)})")
     data = read_sweep_files(args.fit) if args.fit else None
     if data is not None:
         split_shapes(data, seed=args.seed, holdout=args.holdout)  # validates --holdout now
@@ -999,7 +1009,8 @@ def calibrate_command(args, *, out: Callable[[str], None] | None = None) -> int:
         except ProfileError as e:
             raise CalibrationError(f"calibrate: the measured profile is invalid: {_profile_error(e)}") from None
         fit_out, params = fit_model(hw_measured, data, sweep=_sweep_names(args.fit), seed=args.seed,
-                                    holdout=args.holdout, rounds=args.rounds)
+                                    holdout=args.holdout, rounds=args.rounds,
+                                    params=getattr(args, "params", None))
         if fit_out.accepted:
             raw = apply_fit(raw, fit_out, params, date, base.path)
 

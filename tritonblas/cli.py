@@ -372,6 +372,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--seed", type=int, default=0, help="seed of the train/held-out split of the sweep's shapes")
     p.add_argument("--holdout", type=float, default=0.3, help="share of shapes held out from the fit (default 0.3)")
     p.add_argument("--rounds", type=int, default=3, help="coordinate-descent rounds of the fit (default 3)")
+    p.add_argument("--params", nargs="+", default=None, metavar="NAME",
+                   help="fit only these model parameters (default: all; see hwprofiles/README.md)")
     p.add_argument("--force", action="store_true", help="let -o replace the --base profile file itself")
     p.set_defaults(func=cmd_calibrate)
     p = sub.add_parser("bench", help="time tritonblas.matmul (the model's pick) against torch on this GPU",

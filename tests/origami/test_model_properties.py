@@ -412,3 +412,29 @@ def test_distinct_closed_form_is_within_2x_for_round_robin_chiplets():
     worst = "\n".join(f"  {r:.2f}x {d}" for r, d in rows[:10])
     print(f"round-robin 8 chiplets: worst closed-form/exact ratios of {len(rows)} cases:\n{worst}")
     assert rows[0][0] <= 2.0, f"closed form off by more than 2x:\n{worst}"
+
+
+@pytest.mark.parametrize("name", ["h200", "mi300x"])
+def test_streamk_split_efficiency_touches_only_all_split_streamk_rows(name):
+    """``streamk_split_efficiency`` < 1 slows only Stream-K rows with no data-parallel phase (fewer
+    tiles than programs; those whose K-step is compute-bound) and leaves every other row's score as it was; select stays exact
+    (the screen bounds ignore the factor, which is <= 1, so they remain lower bounds)."""
+    from origami.select import score_problem
+
+    hw = origami.load_profile(name)
+    slow = hw.replace_model(streamk_split_efficiency=0.5)
+    slowed = 0
+    for p in (origami.GemmProblem(1024, 1024, 65536), origami.GemmProblem(1536, 3584, 8192),
+              origami.GemmProblem(640, 896, 7424)):
+        base, lat, _ = score_problem(p, hw)
+        _, lat_slow, _ = score_problem(p, slow)
+        tiles = ((p.m + base[:, C["block_m"]] - 1) // base[:, C["block_m"]]
+                 * ((p.n + base[:, C["block_n"]] - 1) // base[:, C["block_n"]]))
+        grid = hw.compute_units * base[:, C["grid_mult"]]
+        all_split = (base[:, C["kind"]] == _core.K_STREAMK) & (tiles < grid) & np.isfinite(lat)
+        assert np.array_equal(lat[~all_split], lat_slow[~all_split])
+        assert (lat_slow[all_split] >= lat[all_split]).all()  # memory-bound rows keep their time
+        slowed += int((lat_slow[all_split] > lat[all_split]).sum())
+        full = np.where(np.isfinite(lat_slow), lat_slow, np.inf)
+        assert origami.select(p, slow).latency_ns == pytest.approx(float(full.min()))
+    assert slowed > 0

@@ -5,7 +5,8 @@
 #   tests     the whole suite in parallel (-n 8), minus the timing-sensitive files run by `serial`
 #   serial    two-GPU checks and calibrate --quick, one at a time (timings undisturbed)
 #   kernel    benchmarks/kernel_check.py (our kernels vs torch on the issue-4 shapes)
-#   sweep     benchmarks/sweep.py $SWEEP_ARGS (default: the calib set, 48 configs per shape)
+#   sweep     benchmarks/sweep.py $SWEEP_ARGS (default: the calib set, 48 configs per shape); with
+#             --jobs the CSVs go to benchmarks/data/<profile>/ (resumed there) and come back in sweep_data.tgz
 #   dispatch  benchmarks/bench_dispatch.py (host overhead, plan-miss cost)
 #   calibrate python -m tritonblas calibrate --fit on the calib sweep -> $OUT/h200_calibrated.yaml
 #   compare   benchmarks/compare.py $COMPARE_ARGS (needs the nvMMH wheel in .whl/, carried)
@@ -37,7 +38,8 @@ for step in $STEPS; do
     tests)     timeout ${TESTS_TIMEOUT:-300} python3 -m pytest tests -q -n 8 --timeout 280 -p no:cacheprovider $IGNORE ${TEST_ARGS:-} > "$log" 2>&1 ;;
     serial)    timeout ${SERIAL_TIMEOUT:-420} python3 -m pytest $SERIAL -m gpu -q -rs --timeout 400 -p no:cacheprovider -s > "$log" 2>&1 ;;
     kernel)    timeout ${KERNEL_TIMEOUT:-200} python3 benchmarks/kernel_check.py --out "$OUT" --budget-s ${KERNEL_BUDGET:-150} > "$log" 2>&1 ;;
-    sweep)     timeout ${SWEEP_TIMEOUT:-200} python3 benchmarks/sweep.py ${SWEEP_ARGS:---set calib --max-configs 48} --out "$OUT/sweep.csv" > "$log" 2>&1 ;;
+    sweep)     timeout ${SWEEP_TIMEOUT:-200} python3 benchmarks/sweep.py ${SWEEP_ARGS:---set calib --max-configs 48 --out "$OUT/sweep.csv"} > "$log" 2>&1
+               tar czf "$OUT/sweep_data.tgz" benchmarks/data/*/*.csv ;;  # --jobs write there: all of it comes back
     dispatch)  timeout ${DISPATCH_TIMEOUT:-150} python3 benchmarks/bench_dispatch.py --out "$OUT/bench_dispatch.csv" > "$log" 2>&1 ;;
     calibrate) timeout ${CALIBRATE_TIMEOUT:-240} python3 -m tritonblas calibrate ${CALIBRATE_ARGS:---base h200 --fit benchmarks/data/h200/calib.csv} -o "$OUT/h200_calibrated.yaml" > "$log" 2>&1 ;;
     compare)   timeout ${COMPARE_TIMEOUT:-420} python3 benchmarks/compare.py ${COMPARE_ARGS:---set calib --budget-s 380} --out "$OUT/compare.csv" > "$log" 2>&1 ;;
@@ -48,6 +50,7 @@ for step in $STEPS; do
                      left=$(( end - $(date +%s) )); [ $left -gt 5 ] || break
                      name=${s%%:*}; dt=$([ "$name" = "$s" ] || echo "--dtype ${s#*:}")   # SET or SET:DTYPE
                      CUDA_VISIBLE_DEVICES=$g timeout $(( left + 60 )) python3 benchmarks/compare.py --set $name $dt \
+                       --limit ${COMPARE_LIMIT:-0} \
                        --rep-ms ${COMPARE_REP_MS:-5} --workers 14 --budget-s $left --out "$OUT/cmp/compare_${s/:/_}.csv"
                    done ) > "$OUT/cmp/compare_gpu$g.log" 2>&1 &
                done

@@ -19,6 +19,8 @@ inputs of the shape's dtypes and layouts:
   the same run (it can exceed 100 when our pick beats the sweep's best, e.g. a config outside a
   sampled sweep, or noise);
 - ``torch_ms``: ``torch.matmul`` (cuBLAS / hipBLASLt) on the same tensors (empty for fp8);
+- every time above is the minimum over ``--rounds`` (2) passes, the second in reverse order, so no
+  contender is always timed first;
 - ``nvmmh1_ms`` / ``nvmmh8_ms``: nvMatmulHeuristics' top-1 and the best of its top ``--nvmmh-k`` (8),
   restricted to and mapped onto our config space (benchmarks/nvmmh.py), each launched on our kernels
   through ``make_plan(..., tma=True)`` + ``prepare_launch(...).run`` as sweep.py does; skipped with a
@@ -321,23 +323,33 @@ def run_shape(p, args, ctx) -> dict:
             notes.append(f"{what} {pl.config.short()}: {type(e).__name__}: {str(e).splitlines()[0][:120]}")
             return None
 
-    try:
-        ours_ms = timer(ours_fn)
-    except Exception as e:  # noqa: BLE001
-        ours_ms = None
-        notes.append(f"ours: {type(e).__name__}: {str(e).splitlines()[0][:160]}")
-    oracle_ms = time_plan(oracle_plan, "oracle")
-    torch_ms = None
-    if not fp8:
-        torch_fn = lambda: torch.matmul(a, b)  # noqa: E731
-        torch_ms = timer(torch_fn)
-        if ours_ms is not None:
-            ref = torch_fn().float()
-            got = ours_fn().float()
-            row["rel_err_vs_torch"] = cell(float((got - ref).norm() / ref.norm().clamp_min(1e-30)))
+    def time_ours():
+        try:
+            return timer(ours_fn)
+        except Exception as e:  # noqa: BLE001
+            notes.append(f"ours: {type(e).__name__}: {str(e).splitlines()[0][:160]}")
+            return None
+
+    torch_fn = (lambda: torch.matmul(a, b)) if not fp8 else None  # noqa: E731
+    jobs = [("ours", time_ours), ("oracle", lambda: time_plan(oracle_plan, "oracle"))]
+    if torch_fn is not None:
+        jobs.append(("torch", lambda: timer(torch_fn)))
     else:
         notes.append("torch: no plain fp8 matmul")
-    nv_ms = [time_plan(pl, "nvmmh") for pl in nv_plans]
+    jobs += [(f"nvmmh{i}", lambda pl=pl: time_plan(pl, "nvmmh")) for i, pl in enumerate(nv_plans)]
+    # --rounds passes, every other one in reverse order, each time the minimum: no contender is
+    # always timed first (a GPU that drifts over the few seconds of a shape favours none of them)
+    times: dict[str, list] = {name: [] for name, _ in jobs}
+    for r in range(max(1, args.rounds)):
+        for name, fn in (jobs if r % 2 == 0 else jobs[::-1]):
+            times[name].append(fn())
+    best = {name: min((t for t in ts if t is not None), default=None) for name, ts in times.items()}
+    ours_ms, oracle_ms, torch_ms = best["ours"], best["oracle"], best.get("torch")
+    if torch_fn is not None and ours_ms is not None:
+        torch_out = torch_fn().float()
+        got = ours_fn().float()
+        row["rel_err_vs_torch"] = cell(float((got - torch_out).norm() / torch_out.norm().clamp_min(1e-30)))
+    nv_ms = [best[f"nvmmh{i}"] for i in range(len(nv_plans))]
     if nv_plans:
         row.update(nvmmh1_ms=cell(nv_ms[0]), nvmmh1_config=nv_plans[0].config.short())
         ok = [(t, pl) for t, pl in zip(nv_ms, nv_plans) if t is not None]
@@ -352,7 +364,7 @@ def run_shape(p, args, ctx) -> dict:
             row["pct_of_oracle"] = cell(100 * oracle_ms / ours_ms)
         if torch_ms:
             row["ratio_to_torch"] = cell(torch_ms / ours_ms)
-    row["note"] = "; ".join(notes)[:600]
+    row["note"] = "; ".join(dict.fromkeys(notes))[:600]  # a failure repeats once per --rounds pass
     return row
 
 
@@ -370,6 +382,8 @@ def main(argv=None) -> int:
     ap.add_argument("--timer", choices=("graph", "eager"), default="graph",
                     help="graph: do_bench_cudagraph (the kernel's own time; default); eager: do_bench")
     ap.add_argument("--rep-ms", type=float, default=25)
+    ap.add_argument("--rounds", type=int, default=2,
+                    help="timing passes per shape, alternately forward and reversed; each time is the minimum")
     ap.add_argument("--warmup-ms", type=float, default=5)
     ap.add_argument("--cpu-reps", type=int, default=3, help="timed calls per measurement without a GPU")
     ap.add_argument("--select-reps", type=int, default=20, help="uncached origami.select calls timed (median)")

@@ -485,7 +485,7 @@ class PreparedLaunch:
         guard = torch.cuda.device(self.device) if self.device.type == "cuda" else contextlib.nullcontext()
         with guard:
             for buffer, source in self.staged:
-                buffer.copy_(source)
+                stage_copy(buffer, source)
             return self.kernel[self.grid](*self.args, **self.kwargs)
 
     def compile(self):
@@ -659,6 +659,33 @@ def prepare_launch(plan: LaunchPlan, a: torch.Tensor, b: torch.Tensor, out: torc
         # forced onto an NVIDIA GPU keeps its tiles and remap, not its AMD-only options).
         options = {k: v for k, v in options.items() if k not in AMD_OPTION_FIELDS}
     return PreparedLaunch(kernel, plan.grid, args, {**plan.constexprs, **meta, **options}, device, out, staged)
+
+
+_TRANSPOSE_BLOCK = 64
+
+
+def stage_copy(buffer: torch.Tensor, source: torch.Tensor) -> None:
+    """``buffer.copy_(source)`` for a staging copy (same shape, the two of opposite majors), through
+    ``kernels.transpose_copy_kernel`` where the layouts allow it, on the current stream: as storage,
+    ``source`` is (.., R, C) and ``buffer`` (.., C, R), each contiguous along its last dim with
+    uniform batch strides. Anything else (and CPU tensors outside the interpreter) uses torch's copy."""
+    src, dst = (source, buffer.mT) if source.stride(-1) == 1 else (source.mT, buffer)
+    if (dst.stride(-1) != 1 or src.stride(-1) != 1 or src.shape[-2:] != dst.shape[-2:][::-1] or src.numel() == 0
+            or (source.device.type == "cpu" and not _interpreter.interpreting())):
+        buffer.copy_(source)
+        return
+    rows, cols = src.shape[-2:]
+    batch = src.shape[0] if src.dim() == 3 else 1
+    if batch > 1 and (src.stride(0) == 0 or dst.stride(0) == 0):
+        buffer.copy_(source)  # a broadcast batch: torch's copy keeps its semantics
+        return
+    from tritonblas import kernels
+
+    tiles = math.ceil(rows / _TRANSPOSE_BLOCK) * math.ceil(cols / _TRANSPOSE_BLOCK) * batch
+    kernels.transpose_copy_kernel[(tiles,)](
+        src, dst, rows, cols, src.stride(0) if src.dim() == 3 else 0, src.stride(-2),
+        dst.stride(0) if dst.dim() == 3 else 0, dst.stride(-2),
+        BLOCK_R=_TRANSPOSE_BLOCK, BLOCK_C=_TRANSPOSE_BLOCK, num_warps=4)
 
 
 def _stage_operands(plan: LaunchPlan, a: torch.Tensor, b: torch.Tensor) -> tuple:

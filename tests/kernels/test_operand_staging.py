@@ -297,3 +297,56 @@ def test_gpu_staged_launch_in_cuda_graph(h200):
     graph.replay()
     torch.cuda.synchronize()
     check_gemm(out, a, b, tf32=True, what="staged B, graph replay")
+
+
+# --- the staging copy ----------------------------------------------------------------------------
+class _Spy:
+    """Stands in for ``kernels.transpose_copy_kernel``: counts launches, then runs the real kernel."""
+
+    def __init__(self, kernel):
+        self.kernel, self.launches = kernel, 0
+
+    def __getitem__(self, grid):
+        self.launches += 1
+        return self.kernel[grid]
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, *FP8])
+@pytest.mark.parametrize("batch", [None, 3])
+@pytest.mark.parametrize("operand_name", ["a", "b"])
+def test_stage_copy_is_exact_through_the_transpose_kernel(dtype, batch, operand_name, monkeypatch):
+    """``plan.stage_copy`` copies a wrong-major operand into its K-major buffer bit for bit, through
+    the Triton transpose kernel (ragged sizes: edges of the 64 x 64 tiles; batched)."""
+    from tritonblas import kernels
+
+    spy = _Spy(kernels.transpose_copy_kernel)
+    monkeypatch.setattr(kernels, "transpose_copy_kernel", spy)
+    lead = (batch,) if batch else ()
+    for rows, cols in ((1, 1), (3, 130), (129, 65), (64, 64)):
+        if operand_name == "b":  # (.., K, N), N contiguous -> a K-major buffer (stride(-2) == 1)
+            source = torch.randn(*lead, rows, cols).to(dtype)
+            buffer = torch.empty(*lead, cols, rows, dtype=dtype).mT
+        else:  # (.., M, K), M contiguous -> a row-major buffer
+            source = torch.randn(*lead, cols, rows).to(dtype).mT
+            buffer = torch.empty(source.shape, dtype=dtype)
+        before = source.clone()
+        planmod.stage_copy(buffer, source)
+        assert torch.equal(buffer.float(), source.float()) and torch.equal(source, before)
+    assert spy.launches == 4
+
+
+def test_stage_copy_falls_back_to_torch_for_layouts_the_kernel_does_not_take(monkeypatch):
+    """A source with no unit stride, or a batch broadcast through stride 0, is copied by torch."""
+    from tritonblas import kernels
+
+    spy = _Spy(kernels.transpose_copy_kernel)
+    monkeypatch.setattr(kernels, "transpose_copy_kernel", spy)
+    strided = torch.randn(40, 60)[::2, ::3]
+    buffer = torch.empty(strided.shape[::-1]).mT
+    planmod.stage_copy(buffer, strided)
+    assert torch.equal(buffer, strided)
+    wide = torch.randn(1, 30, 20).expand(4, 30, 20)
+    buffer = torch.empty(4, 20, 30).mT
+    planmod.stage_copy(buffer, wide)
+    assert torch.equal(buffer, wide)
+    assert spy.launches == 0

@@ -23,12 +23,16 @@ inputs of the shape's dtypes and layouts:
   contender is always timed first;
 - ``nvmmh1_ms`` / ``nvmmh8_ms``: nvMatmulHeuristics' top-1 and the best of its top ``--nvmmh-k`` (8),
   restricted to and mapped onto our config space (benchmarks/nvmmh.py), each launched on our kernels
-  through ``make_plan(..., tma=True)`` + ``prepare_launch(...).run`` as sweep.py does; skipped with a
-  message when nvMMH is not installed (``pip install 'tritonblas[nvmmh]'``).
+  like the oracle: ``tritonblas.matmul(a, b, out=, config=)`` (the dispatcher's fast path, as ours;
+  fp8: ``make_plan(..., tma=True)`` + ``prepare_launch(...).run``); skipped with a message when
+  nvMMH is not installed (``pip install 'tritonblas[nvmmh]'``).
 
-Timing (``--timer``): ``graph`` (default) is ``triton.testing.do_bench_cudagraph(return_mode="median")``,
-the kernel's own time (host launch cost excluded), as the sweep oracle was recorded; ``eager`` is
-``triton.testing.do_bench`` of Python launches. Without a GPU the script runs the kernels under
+Timing (``--timer``): ``eager`` (default, the project's rule for reported ratios) is
+``triton.testing.do_bench(return_mode="median")``: L2 flushed before every call; every contender but
+fp8 goes through a ~15 us host path (the dispatcher's fast path or torch.matmul), under the flush's
+GPU time, so the kernels' times are what is measured. ``graph`` is
+``triton.testing.do_bench_cudagraph(return_mode="median")``: warm L2, host cost excluded, as the
+sweep oracle is recorded (benchmarks/results/compare_<set>.csv of 2026-11-30 used it). Without a GPU the script runs the kernels under
 Triton's interpreter on CPU tensors (``TRITON_INTERPRET=1`` is set for you) and times with
 ``time.perf_counter`` medians (``cpu``): only a check that the script works, the numbers mean nothing.
 
@@ -315,7 +319,11 @@ def run_shape(p, args, ctx) -> dict:
             return None
         try:
             out.fill_(float("nan"))
-            t = timer(prepare_launch(pl, a, b, out, **kw).run)
+            if fp8:  # no torch-level fp8 drop-in: the prepared launch
+                fn = prepare_launch(pl, a, b, out, **kw).run
+            else:  # the dispatcher's fast path, as ours: the same host cost for every contender
+                fn = lambda: tritonblas.matmul(a, b, out=out, config=pl.config)  # noqa: E731
+            t = timer(fn)
             if ref is not None:
                 check_result(out, ref, p)  # what the timed launches left in out
             return t
@@ -379,8 +387,8 @@ def main(argv=None) -> int:
     ap.add_argument("--out", default=None)
     ap.add_argument("--fresh", action="store_true", help="ignore shapes already in --out")
     ap.add_argument("--budget-s", type=float, default=1e9, help="start no shape after this many seconds")
-    ap.add_argument("--timer", choices=("graph", "eager"), default="graph",
-                    help="graph: do_bench_cudagraph (the kernel's own time; default); eager: do_bench")
+    ap.add_argument("--timer", choices=("graph", "eager"), default="eager",
+                    help="eager (default): do_bench, L2 flushed between calls; graph: do_bench_cudagraph (warm L2)")
     ap.add_argument("--rep-ms", type=float, default=25)
     ap.add_argument("--rounds", type=int, default=2,
                     help="timing passes per shape, alternately forward and reversed; each time is the minimum")

@@ -76,7 +76,7 @@ import torch
 import origami
 from origami.config import Kind, TileConfig
 from origami.hardware import HardwareProfile
-from origami.problem import DType, GemmProblem, Layout, layout_order, stride_align_bytes
+from origami.problem import DType, GemmProblem, Layout
 from tritonblas import _device, _fastlaunch, _interpreter, tables
 from tritonblas import plan as _plan
 from tritonblas._device import ENV_PROFILE, DeviceError, DeviceInfo, clear_device_cache, profile_for_device
@@ -151,7 +151,7 @@ class GemmKey:
     def from_tensors(cls, a: torch.Tensor, b: torch.Tensor, out: torch.Tensor, *, profile: HardwareProfile,
                      tf32: bool = False, c: torch.Tensor | None = None,
                      config: TileConfig | None = None) -> "GemmKey":
-        (oa, la), (ob, lb), (oo, lo) = _order_align(a), _order_align(b), _order_align(out)
+        (oa, la, _), (ob, lb, _), (oo, lo, _) = _plan._layout_info(a), _plan._layout_info(b), _plan._layout_info(out)
         orders = (oa, ob, oo)
         align = _plan.align_class(min(la, lb, lo))
         batch = out.shape[0] if out.dim() == 3 else 1
@@ -170,14 +170,6 @@ class GemmKey:
         return GemmProblem(self.m, self.n, self.k, a_dtype=self.a_dtype, b_dtype=self.b_dtype,
                            c_dtype=self.c_dtype, a_layout=self.a_layout, b_layout=self.b_layout,
                            batch=self.batch, align_bytes=self.align)
-
-
-def _order_align(t: torch.Tensor) -> tuple[int, int]:
-    """``(plan._order(t), plan.alignment_bytes(t))`` with one read of the shape and strides: the
-    same two functions of origami.problem (``layout_order``, ``stride_align_bytes``)."""
-    (n0, n1), (s0, s1) = t.shape[-2:], t.stride()[-2:]
-    return (layout_order(n0, n1, s0, s1),
-            stride_align_bytes(n0, n1, s0, s1, _plan._batch_stride(t), t.element_size(), t.data_ptr()))
 
 
 # --- support and profiles --------------------------------------------------------------------

@@ -303,9 +303,18 @@ def alignment_bytes(t: torch.Tensor) -> int:
 def edge_alignment_bytes(t: torch.Tensor) -> int:
     """:func:`alignment_bytes`, also dividing the extent (in bytes) of the contiguous dim: what the
     kernels' ``*_EDGE`` hints promise (an edge mask along that dim is then constant over a vector)."""
-    e, order = t.element_size(), _order(t)
-    extent = t.shape[-1] if order == 0 else t.shape[-2] if order == 1 else 1
-    return _pow2_dividing([alignment_bytes(t), extent * e])
+    return _layout_info(t)[2]
+
+
+def _layout_info(t: torch.Tensor) -> tuple[int, int, int]:
+    """``(_order(t), alignment_bytes(t), edge_alignment_bytes(t))`` from one read of the shape and
+    strides (prepare_launch needs all three for each of its tensors)."""
+    (n0, n1), (s0, s1) = t.shape[-2:], t.stride()[-2:]
+    e = t.element_size()
+    order = layout_order(n0, n1, s0, s1)
+    align = stride_align_bytes(n0, n1, s0, s1, _batch_stride(t), e, t.data_ptr())
+    extent = n1 if order == 0 else n0 if order == 1 else 1
+    return order, align, _pow2_dividing((align, extent * e))
 
 
 def _layout(t: torch.Tensor) -> Layout:
@@ -400,14 +409,16 @@ def _round_up_pow2(n: int) -> int:
 
 
 # --- launch ----------------------------------------------------------------------------------
-def resolve_kernel_name(plan: LaunchPlan, a: torch.Tensor, b: torch.Tensor) -> str:
+def resolve_kernel_name(plan: LaunchPlan, a: torch.Tensor, b: torch.Tensor,
+                        orders: tuple[int, int] | None = None) -> str:
     """The kernel ``launch`` will run for these operands: a TMA plan falls back to its pointer kernel
     unless both operands pass the host's 16-byte alignment check (and K > 0). A staged plan's
     ``prepare_launch`` asks this for the operands it binds (its K-major buffers); it keeps the TMA
     kernel whenever the caller's operands would."""
     if plan.kernel_name not in TMA_KERNELS:
         return plan.kernel_name
-    if a.shape[-1] > 0 and _tma_ok(a, _order(a)) and _tma_ok(b, _order(b)):
+    oa, ob = orders if orders is not None else (_order(a), _order(b))  # orders: the caller's _order(a), _order(b)
+    if a.shape[-1] > 0 and _tma_ok(a, oa) and _tma_ok(b, ob):
         return plan.kernel_name
     return plan.pointer_kernel_name
 
@@ -595,10 +606,11 @@ def prepare_launch(plan: LaunchPlan, a: torch.Tensor, b: torch.Tensor, out: torc
 
     cfg = plan.config
     a, b, staged = _stage_operands(plan, a, b)
-    orders = {name: _order(t) for name, t in (("a", a), ("b", b), ("out", out))}
-    cls = align_class(min(alignment_bytes(a), alignment_bytes(b), alignment_bytes(out)))
-    edge = align_class(min(edge_alignment_bytes(a), edge_alignment_bytes(b), edge_alignment_bytes(out)))
-    kernel_name = resolve_kernel_name(plan, a, b)
+    (oa, la, ea), (ob, lb, eb), (oo, lo, eo) = _layout_info(a), _layout_info(b), _layout_info(out)
+    orders = {"a": oa, "b": ob, "out": oo}
+    cls = align_class(min(la, lb, lo))
+    edge = align_class(min(ea, eb, eo))
+    kernel_name = resolve_kernel_name(plan, a, b, (oa, ob))
     a_arg, b_arg, out_arg = a, b, out
     sab, sbb = _batch_stride(a), _batch_stride(b)
     tma_batched = False

@@ -34,7 +34,9 @@ def _console():
     try:
         from rich.console import Console
 
-        return Console(highlight=False, width=None if sys.stdout.isatty() else 140)
+        # not a terminal (a log, a pipe, a test): wide enough that no table ever folds a cell or a
+        # header, so every row and column name stays one greppable token (tables do not expand)
+        return Console(highlight=False, width=None if sys.stdout.isatty() else 1000)
     except ImportError:  # pragma: no cover - rich is a declared dependency
         return None
 

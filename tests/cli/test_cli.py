@@ -91,3 +91,21 @@ def test_demo_one_profile():
 ])
 def test_bad_arguments_one_line_exit_2(args, needles):
     assert_usage_error(run_cli(*args), *needles)
+
+
+def test_tables_never_fold_a_header_or_cell_outside_a_terminal(capsys):
+    """Piped or logged output (not a TTY) keeps every column name and cell on one line, however many
+    columns the table has: `bench` on the H200 once folded "ours/torch" into "ours/" + "torch"."""
+    from tritonblas.cli import _table
+
+    cols = ("problem", "config", "ours ms", "ours TFLOP/s", "torch ms", "torch TFLOP/s", "ours/torch",
+            "pred. ms", "pred. TFLOP/s", "pred/measured", "select us", "rel. error vs fp32")
+    row = ("1024x1024x1024 / 3", "streamk 128x128x64 w8 s3 g8 grid132", *(f"{i}.123456789" for i in range(10)))
+    _table("a wide table", cols, [row])
+    lines = capsys.readouterr().out.splitlines()
+    header = next(line for line in lines if "problem" in line)
+    body = next(line for line in lines if "1024x1024x1024" in line)
+    for c in cols:
+        assert c in header, (c, header)
+    for cell in row:
+        assert cell in body, (cell, body)

@@ -314,9 +314,10 @@ class _Spy:
 @pytest.mark.parametrize("dtype", [torch.float32, *FP8])
 @pytest.mark.parametrize("batch", [None, 3])
 @pytest.mark.parametrize("operand_name", ["a", "b"])
-def test_stage_copy_is_exact_through_the_transpose_kernel(dtype, batch, operand_name, monkeypatch):
+def test_stage_copy_is_exact_through_the_transpose_kernel(dtype, batch, operand_name, monkeypatch, device):
     """``plan.stage_copy`` copies a wrong-major operand into its K-major buffer bit for bit, through
-    the Triton transpose kernel (ragged sizes: edges of the 64 x 64 tiles; batched)."""
+    the Triton transpose kernel (ragged sizes: edges of the 64 x 64 tiles; batched), on the GPU when
+    there is one, else on CPU tensors under the interpreter."""
     from tritonblas import kernels
 
     spy = _Spy(kernels.transpose_copy_kernel)
@@ -324,11 +325,11 @@ def test_stage_copy_is_exact_through_the_transpose_kernel(dtype, batch, operand_
     lead = (batch,) if batch else ()
     for rows, cols in ((1, 1), (3, 130), (129, 65), (64, 64)):
         if operand_name == "b":  # (.., K, N), N contiguous -> a K-major buffer (stride(-2) == 1)
-            source = torch.randn(*lead, rows, cols).to(dtype)
-            buffer = torch.empty(*lead, cols, rows, dtype=dtype).mT
+            source = torch.randn(*lead, rows, cols, device=device).to(dtype)
+            buffer = torch.empty(*lead, cols, rows, dtype=dtype, device=device).mT
         else:  # (.., M, K), M contiguous -> a row-major buffer
-            source = torch.randn(*lead, cols, rows).to(dtype).mT
-            buffer = torch.empty(source.shape, dtype=dtype)
+            source = torch.randn(*lead, cols, rows, device=device).to(dtype).mT
+            buffer = torch.empty(source.shape, dtype=dtype, device=device)
         before = source.clone()
         planmod.stage_copy(buffer, source)
         assert torch.equal(buffer.float(), source.float()) and torch.equal(source, before)

@@ -95,7 +95,7 @@ def main(argv=None) -> int:
                              num_stages=int(s), group_m=8 if kind in ("dp", "persistent", "streamk") else 1,
                              grid=int(g), split_k=int(sk))
             try:
-                pl = make_plan(cfg, p, hw)
+                pl = make_plan(cfg, p, hw, tma=True)  # as the sweep does (its default)
             except ValueError as e:
                 print(f"{head} {spec}: make_plan: {e}")
                 continue

@@ -35,7 +35,7 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 import origami  # noqa: E402
-from origami.config import TileConfig  # noqa: E402
+from origami.config import Kind, TileConfig  # noqa: E402
 from origami.shapes import load_shapes  # noqa: E402
 
 PROBLEM_COLS = ["m", "n", "k", "batch", "a_dtype", "b_dtype", "c_dtype", "a_layout", "b_layout", "align_bytes"]
@@ -189,6 +189,8 @@ def _sweep_shapes(args, shapes, out: Path, device: str, hw, done: set, new_file:
                 kw = dict(scale_a=torch.ones((), device=device), scale_b=torch.ones((), device=device))
             kw["allow_tf32"] = p.a_dtype.value == "tf32"
             ref = a.float() @ b.float()  # every timed config's last output is checked against it
+            kept = [(x, x.clone()) for x in (a, b, ref)]  # must be unchanged after the shape (below)
+            rows_out = []
             for (cfg, pred, row), pl, err in zip(todo, plans, errors):
                 ms = ""
                 if err is None:
@@ -198,16 +200,29 @@ def _sweep_shapes(args, shapes, out: Path, device: str, hw, done: set, new_file:
                         c_out.fill_(float("nan"))
                         if args.timer == "graph":
                             fn()  # compile / load outside the capture
+                            # do_bench_cudagraph launches on a fresh side stream that does not wait for
+                            # this one: without the sync, this launch and its first ones overlap and
+                            # share the Stream-K / split-K counters (seen on the H200: counters left at
+                            # 108 instead of 0, and tiles never written, 2026-11-30)
+                            torch.cuda.synchronize()
                             t = triton.testing.do_bench_cudagraph(fn, rep=args.rep_ms, return_mode="median")
                         else:
                             t = triton.testing.do_bench(fn, warmup=args.warmup_ms, rep=args.rep_ms, return_mode="median")
                         if not t > 0:
                             raise RuntimeError(f"the timer returned {t} ms (the launch was not measured)")
                         check_result(c_out, ref, p)  # what the timed launches (graph replays) left in out
+                        if cfg.kind in (Kind.STREAMK, Kind.SPLITK):
+                            check_counters(device)
                         ms = f"{t:.6f}"
                     except Exception as e:  # noqa: BLE001 - recorded per config
                         err = f"{type(e).__name__}: {e}".splitlines()[0][:300]
                 row.update(median_ms=ms, error=err or "", predicted_ns=f"{pred:.1f}")
+                rows_out.append(row)
+            if not all(same_bits(x, y) for x, y in kept):
+                # something wrote into the inputs: no row of this shape can be trusted
+                for row in rows_out:
+                    row.update(median_ms="", error="RuntimeError: the shape's inputs changed during the sweep")
+            for row in rows_out:
                 w.writerow(row)
             f.flush()
             print(f"[{device}] {p.describe()}: {len(todo)} configs, compile {t1 - t0:.1f}s, time {time.time() - t1:.1f}s",
@@ -228,6 +243,32 @@ def check_result(out, ref, p) -> None:
     tol = _REL_TOL.get(p.a_dtype.value, 5e-2)
     if not err <= tol:  # NaN fails too
         raise RuntimeError(f"wrong result: relative error {err:.3g} > {tol:g} after timing")
+
+
+def same_bits(x, y) -> bool:
+    """Bitwise equality of two same-shaped tensors of any dtype (torch.equal has no fp8 kernels)."""
+    return bool(torch_equal_bytes(x.contiguous(), y.contiguous()))
+
+
+def torch_equal_bytes(x, y) -> bool:
+    import torch
+
+    return torch.equal(x.view(torch.uint8), y.view(torch.uint8))
+
+
+def check_counters(device) -> None:
+    """Raise (after re-zeroing them) if the cached Stream-K / split-K counters of this device's current
+    stream are not all zero: every launch must leave them zero (``plan._workspace``'s contract), and
+    a launch after one that did not would mis-count its contributors."""
+    import torch
+
+    from tritonblas import plan as planmod
+
+    _, counters = planmod._workspace(torch.device(device), 1, 1)
+    left = int(torch.count_nonzero(counters))
+    if left:
+        counters.zero_()
+        raise RuntimeError(f"{left} Stream-K/split-K counters left non-zero after timing")
 
 
 def add_shape_args(ap: argparse.ArgumentParser) -> None:

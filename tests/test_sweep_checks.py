@@ -11,6 +11,7 @@ import torch
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
+from benchmarks import sweep  # noqa: E402
 from benchmarks.sweep import _REL_TOL, check_result  # noqa: E402
 from origami import GemmProblem  # noqa: E402
 
@@ -34,3 +35,30 @@ def test_check_result_rejects_unwritten_partial_and_wrong_outputs():
     for bad in (nan, half, off, torch.zeros_like(ref)):
         with pytest.raises(RuntimeError, match="wrong result"):
             check_result(bad.to(torch.bfloat16), ref, p)
+
+
+def test_same_bits_compares_fp8_and_fp32_bit_for_bit():
+    import torch
+
+    x = torch.randn(5, 7)
+    for t in (x, x.to(torch.float8_e4m3fn), x.T):
+        assert sweep.same_bits(t, t.clone())
+        y = t.contiguous().clone()
+        y.view(torch.uint8).view(-1)[3] ^= 1  # one flipped bit
+        assert not sweep.same_bits(t, y)
+
+
+def test_check_counters_rejects_and_rearms_counters_left_non_zero():
+    import torch
+
+    from tritonblas import plan as planmod
+
+    planmod.clear_workspaces()
+    _, counters = planmod._workspace(torch.device("cpu"), 1, 4)
+    sweep.check_counters("cpu")  # fresh: zero
+    counters[3] = 2
+    with pytest.raises(RuntimeError, match="1 Stream-K/split-K counters left non-zero"):
+        sweep.check_counters("cpu")
+    assert int(torch.count_nonzero(counters)) == 0
+    sweep.check_counters("cpu")
+    planmod.clear_workspaces()

@@ -65,7 +65,7 @@ def _final(total, floor):
 # hw vector layout (built by select._hw_vector)
 HW_CUS, HW_CHIPLETS, HW_RR, HW_CU_RATE, HW_IM, HW_IN, HW_IK, HW_L2_BYTES, HW_L2_BW, HW_LLC_BYTES, \
     HW_LLC_BW, HW_HBM_BW, HW_LAUNCH, HW_PEAK, HW_MMA_EFF, HW_SMALL_EFF, HW_SK_EFF, HW_KITER, HW_TILE, \
-    HW_UNALIGNED, HW_FIXUP, HW_LAT, HW_OVERLAP, HW_SK_SPLIT, HW_LEN = range(25)
+    HW_UNALIGNED, HW_FIXUP, HW_LAT, HW_OVERLAP, HW_SK_SPLIT, HW_WG1_EFF, HW_LEN = range(26)
 
 # term indices
 T_COMPUTE, T_L2, T_LLC, T_HBM, T_LATENCY, T_EPILOGUE, T_FIXUP, T_LAUNCH, T_WAVES, T_LEN = range(10)
@@ -235,6 +235,11 @@ def tile_efficiencies(base, hw):
     out = np.empty(base.shape[0])
     for i in range(base.shape[0]):
         out[i] = _tile_eff(base[i, R_BM], base[i, R_BN], hw)
+        # NVIDIA fp8 with promoted accumulation: a one-warpgroup (4-warp) program cannot overlap its
+        # promotion adds with another warpgroup's MMAs (HW_WG1_EFF is 1 for every other dtype and
+        # vendor, select._hw_vector)
+        if base[i, R_WARPS] <= 4:
+            out[i] *= hw[HW_WG1_EFF]
     return out
 
 

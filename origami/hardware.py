@@ -85,6 +85,12 @@ MODEL_PARAMS: dict[str, tuple[float, float, str]] = {
     "streamk_efficiency": (0.05, 1.0, "main-loop efficiency of the Stream-K kernel relative to data-parallel"),
     "streamk_split_efficiency": (0.05, 1.0, "extra main-loop efficiency of a Stream-K grid with no data-parallel "
                                             "phase (fewer tiles than programs: every tile split), x streamk_efficiency"),
+    "fp8_promote_efficiency": (0.05, 1.0, "NVIDIA fp8 main-loop rate with fp32 promotion of the accumulator every 32 K "
+                                          "(the default, fp8_fast_accum off), as a fraction of the profile's fp8 peak "
+                                          "(measured with fast accumulation)"),
+    "fp8_single_warpgroup_efficiency": (0.05, 1.0, "extra NVIDIA fp8 main-loop efficiency of a 4-warp program (one "
+                                                   "warpgroup: its promotion adds cannot overlap another warpgroup's "
+                                                   "MMAs), x fp8_promote_efficiency"),
     "k_iter_overhead_ns": (0.0, 1000.0, "fixed cost per K-iteration of one program (address math, barriers)"),
     "tile_overhead_ns": (0.0, 100_000.0, "fixed cost per output tile (prologue fill + epilogue issue)"),
     "hbm_efficiency": (0.05, 1.0, "achievable fraction of peak HBM bandwidth"),

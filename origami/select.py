@@ -48,6 +48,12 @@ def _hw_vector(hw: HardwareProfile, rate_key: str) -> np.ndarray:
     v[_core.HW_CHIPLETS] = c["chiplets"]
     v[_core.HW_RR] = 1.0 if c["dispatch"] == "round_robin" else 0.0
     v[_core.HW_CU_RATE] = hw.sustained_peak_flops(rate_key) / c["compute_units"] / 1e9
+    v[_core.HW_WG1_EFF] = 1.0
+    if rate_key == "fp8" and not hw.is_amd:
+        # Hopper fp8 with the accumulator promoted to fp32 every 32 K (our kernels' default): the
+        # promotion adds run on the FP32 pipes next to the MMAs (hardware.MODEL_PARAMS)
+        v[_core.HW_CU_RATE] *= mp["fp8_promote_efficiency"]
+        v[_core.HW_WG1_EFF] = mp["fp8_single_warpgroup_efficiency"]
     im, in_, ik = hw.matrix_instr_shape[rate_key]
     v[_core.HW_IM], v[_core.HW_IN], v[_core.HW_IK] = im, in_, ik
     v[_core.HW_L2_BYTES] = mem["l2_bytes_per_chiplet"]

@@ -438,3 +438,33 @@ def test_streamk_split_efficiency_touches_only_all_split_streamk_rows(name):
         full = np.where(np.isfinite(lat_slow), lat_slow, np.inf)
         assert origami.select(p, slow).latency_ns == pytest.approx(float(full.min()))
     assert slowed > 0
+
+
+@pytest.mark.parametrize("name", ["h200", "mi300x"])
+def test_fp8_promotion_parameters_touch_only_nvidia_fp8(name):
+    """``fp8_promote_efficiency`` and ``fp8_single_warpgroup_efficiency`` model Hopper's promoted fp8
+    accumulation: on an NVIDIA profile they slow fp8 problems only (every compute-bound row by the
+    first, only 4-warp rows by the second) and never a bf16 or tf32 one; on an AMD profile they change
+    nothing. select stays the exact minimum (the model-twin and family keys split 4-warp rows off)."""
+    from origami.select import score_problem
+
+    hw = origami.load_profile(name)
+    one = hw.replace_model(fp8_promote_efficiency=1.0, fp8_single_warpgroup_efficiency=1.0)
+    rate = one.replace_model(fp8_promote_efficiency=0.5)
+    wg1 = one.replace_model(fp8_single_warpgroup_efficiency=0.5)
+    for dtype in ("fp8_e4m3", "bf16", "tf32"):
+        for m, n, k in ((4096, 4096, 4096), (3072, 896, 3968), (128, 7296, 5504)):
+            p = origami.GemmProblem(m, n, k, a_dtype=dtype, b_dtype=dtype, c_dtype="fp32" if dtype == "tf32" else "bf16")
+            base, lat, _ = score_problem(p, one)
+            _, lat_rate, _ = score_problem(p, rate)
+            _, lat_wg1, _ = score_problem(p, wg1)
+            ok = np.isfinite(lat)
+            if hw.is_amd or not dtype.startswith("fp8"):
+                assert np.array_equal(lat, lat_rate) and np.array_equal(lat, lat_wg1), (name, dtype)
+                continue
+            assert (lat_rate[ok] >= lat[ok]).all() and (lat_rate[ok] > lat[ok]).any()
+            four = base[:, C["num_warps"]] <= 4
+            assert np.array_equal(lat[ok & ~four], lat_wg1[ok & ~four])
+            assert (lat_wg1[ok & four] >= lat[ok & four]).all() and (lat_wg1[ok & four] > lat[ok & four]).any()
+            for slow, lats in ((rate, lat_rate), (wg1, lat_wg1)):
+                assert origami.select(p, slow).latency_ns == pytest.approx(float(np.where(ok, lats, np.inf).min()))

@@ -469,6 +469,13 @@ class PreparedLaunch:
     """A validated launch bound to its tensors (and workspace). ``run()`` launches it with no further
     checks (benchmarks; same stream as prepared), ``compile()`` compiles it without launching.
 
+    The workspace (Stream-K / split-K partials and counters) is the one cached for the stream that
+    was current at prepare time. Two launches that overlap in time must not share it: running a
+    prepared Stream-K / split-K launch on another stream while one on the preparing stream is still
+    in flight corrupts the counters (``triton.testing.do_bench_cudagraph`` starts on a fresh side
+    stream: synchronise before it, as benchmarks/sweep.py does). The dispatcher (``tritonblas.matmul``)
+    looks the workspace up per call and stream, so it is not exposed to this.
+
     ``staged``: (buffer, source) pairs of the K-major operand copies the kernel is bound to
     (``LaunchPlan.stage_a`` / ``stage_b``); every launch first copies each source into its buffer on
     the current stream, so a re-run sees the operands' current values and a timed ``run`` includes

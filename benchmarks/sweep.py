@@ -247,13 +247,9 @@ def check_result(out, ref, p) -> None:
 
 def same_bits(x, y) -> bool:
     """Bitwise equality of two same-shaped tensors of any dtype (torch.equal has no fp8 kernels)."""
-    return bool(torch_equal_bytes(x.contiguous(), y.contiguous()))
-
-
-def torch_equal_bytes(x, y) -> bool:
     import torch
 
-    return torch.equal(x.view(torch.uint8), y.view(torch.uint8))
+    return torch.equal(x.contiguous().view(torch.uint8), y.contiguous().view(torch.uint8))
 
 
 def check_counters(device) -> None:

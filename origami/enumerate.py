@@ -126,17 +126,17 @@ _DP, _PERSISTENT, _STREAMK, _SPLITK = (KIND_CODE[k] for k in (Kind.DP, Kind.PERS
 
 def _model_key(r: tuple) -> tuple:
     """What the scorer (origami._core.score_row) reads of an encoded row, as it reads it: rows with
-    equal keys get bit-identical scores and terms for every problem. Not read at all: the AMD knobs,
-    and num_warps except through the occupancy column and whether the program is one warpgroup
-    (4 warps or fewer: the NVIDIA fp8 factor of _core.tile_efficiencies); num_stages only through max(1, stages − 1), so 1 and 2 are alike; chunk only
-    with a remap (num_chiplets > 1); a persistent grid is min(CUs·occupancy, CUs·grid_mult), which
-    is the data-parallel grid when grid_mult ≥ occupancy, so such a row is scored as the DP row
-    with its GROUP_M. tests/origami/test_model_properties.py checks the twins against a full
+    equal keys get bit-identical scores and terms for every problem. Not read at all: the AMD knobs.
+    num_warps only through the occupancy column and whether the program is one warpgroup (4 warps
+    or fewer: the NVIDIA fp8 factor of _core.tile_efficiencies); num_stages only through
+    max(1, stages − 1), so 1 and 2 are alike; chunk only with a remap (num_chiplets > 1); a
+    persistent grid is min(CUs·occupancy, CUs·grid_mult), which is the data-parallel grid when
+    grid_mult ≥ occupancy, so such a row is scored as the DP row with its GROUP_M. tests/origami/test_model_properties.py checks the twins against a full
     scoring."""
-    kind, bm, bn, bk, _warps, stages, group, nchip, chunk, gmult, split, _wpe, _mi, _kpack, occ = r[:15]
+    kind, bm, bn, bk, warps, stages, group, nchip, chunk, gmult, split, _wpe, _mi, _kpack, occ = r[:15]
     if kind == _PERSISTENT and gmult >= occ:
         kind, gmult = _DP, 0
-    one_wg = _warps <= 4
+    one_wg = warps <= 4
     return (kind, bm, bn, bk, max(stages, 2), group, nchip > 1, chunk if nchip > 1 else 1, gmult, split, occ, one_wg)
 
 

@@ -29,7 +29,7 @@ def _cfg(kind: str, b: int | None = None):
     bm = b or BIG["block"]
     if kind in ("dp", "tma-dp"):
         return config("dp", bm, bm, 64, num_warps=4, num_stages=3, group_m=8)
-    if kind in ("persistent", "tma-persistent", "flat-persistent", "ws-persistent"):
+    if kind in ("persistent", "tma-persistent", "flat-persistent"):
         return config("persistent", bm, bm, 64, grid=132, num_warps=4, num_stages=3, group_m=8)
     if kind in ("streamk", "tma-streamk"):
         return config("streamk", bm, bm, 64, grid=132, num_warps=4, num_stages=3, group_m=8)
@@ -40,22 +40,21 @@ def _cfg(kind: str, b: int | None = None):
 
 @pytest.mark.timeout(600)
 @pytest.mark.parametrize("kind", ["dp", "persistent", "streamk", "splitk", "tma-dp", "tma-persistent", "tma-streamk",
-                                  "tma-splitk", "flat-persistent", "ws-persistent"])
+                                  "tma-splitk", "flat-persistent"])
 @pytest.mark.parametrize("ta, tb", TRANSPOSES)
 def test_gpu_matrix_bf16(kind, ta, tb, h200):
     from tritonblas.plan import launch, make_plan, problem_from_tensors
 
     s = SIZE
     m, n, k = (s["skinny_m"], s["skinny_n"], s["long_k"]) if kind.endswith("splitk") else (s["square"],) * 3
-    if kind.startswith(("tma", "flat", "ws")):
+    if kind.startswith(("tma", "flat")):
         m, n, k = m + 8, n + 24, k + 8  # ragged tiles, 16-byte-aligned rows (TMA-legal)
     a = operand(m, k, torch.bfloat16, ta, DEV)
     b = operand(k, n, torch.bfloat16, tb, DEV)
-    if kind in ("flat-persistent", "ws-persistent"):
+    if kind == "flat-persistent":
         out = torch.full((m, n), float("nan"), device=DEV).bfloat16()
-        flat = kind.startswith("flat")
-        plan = make_plan(_cfg(kind), problem_from_tensors(a, b, out), h200, tma=True, flat=flat, ws=not flat)
-        assert plan.kernel_name == ("gemm_tma_flat_kernel" if flat else "gemm_tma_ws_kernel")
+        plan = make_plan(_cfg(kind), problem_from_tensors(a, b, out), h200, tma=True, flat=True)
+        assert plan.kernel_name == "gemm_tma_flat_kernel"
         launch(plan, a, b, out)
     else:
         out, plan = run_gemm(_cfg(kind), a, b, h200, tma=kind.startswith("tma"))

@@ -6,8 +6,7 @@
 For six bf16 row-major shapes (4096³, 8192³, 4096×1000×7000, 16×4096×4096, 1×8192×8192 and
 1536×3584×8192, whose best 128×256 DP tiling is 168 tiles = 1.27 waves on 132 SMs) it times
 torch.matmul and ≤ 8 hand-picked configs of ours (DP / persistent / TMA / the flattened TMA kernel
-with a TMA-store epilogue — ``flat-``, ``make_plan(..., flat=True)`` —, the warp-specialised TMA kernel —
-``ws-``, ``make_plan(..., ws=True)`` —, split-K and split-K TMA for the
+with a TMA-store epilogue — ``flat-``, ``make_plan(..., flat=True)`` —, split-K and split-K TMA for the
 skinny shapes, Stream-K and Stream-K TMA for the wave-quantised one), each with ``triton.testing.do_bench(...,
 return_mode="median")`` on random inputs, checks every result against torch (max |diff|) and
 against an fp32 reference (relative Frobenius error, next to torch's own), and writes
@@ -64,29 +63,21 @@ class Variant:
     tma: bool = False
     no_hints: bool = False
     flat: bool = False
-    ws: bool = False
 
 
-def _v(kind, bm, bn, bk, warps, stages, *, grid=0, split=1, tma=False, no_hints=False, group_m=8, flat=False,
-       ws=False):
-    tma = tma or flat or ws
-    label = f"{'flat-' if flat else 'ws-' if ws else 'tma-' if tma else ''}{kind} {bm}x{bn}x{bk} w{warps} s{stages}"
+def _v(kind, bm, bn, bk, warps, stages, *, grid=0, split=1, tma=False, no_hints=False, group_m=8, flat=False):
+    tma = tma or flat
+    label = f"{'flat-' if flat else 'tma-' if tma else ''}{kind} {bm}x{bn}x{bk} w{warps} s{stages}"
     label += f" grid{grid}" if grid else ""
     label += f" split{split}" if split > 1 else ""
     label += " no-hints" if no_hints else ""
-    return Variant(label, kind, bm, bn, bk, warps, stages, group_m, grid, split, tma, no_hints, flat, ws)
-
-
-# the warp-specialised TMA kernel (make_plan(..., ws=True), 4 warps: Triton 3.6 specialises the sm_90
-# K loop at 4 warps only), not yet measured when added (2026-11-30)
-WS = [_v("dp", 128, 128, 64, 4, 3, ws=True), _v("dp", 128, 128, 64, 4, 4, ws=True),
-      _v("persistent", 128, 128, 64, 4, 4, grid=132, ws=True)]
+    return Variant(label, kind, bm, bn, bk, warps, stages, group_m, grid, split, tma, no_hints, flat)
 
 
 SQUARE = [
     _v("dp", 128, 256, 64, 8, 3), _v("dp", 128, 256, 64, 8, 3, tma=True), _v("dp", 128, 256, 64, 8, 4, tma=True),
     _v("dp", 256, 128, 64, 8, 3, tma=True), _v("persistent", 128, 256, 64, 8, 3, grid=132, tma=True),
-    _v("dp", 128, 256, 64, 8, 3, flat=True), _v("persistent", 128, 256, 64, 8, 3, grid=132, flat=True), *WS,
+    _v("dp", 128, 256, 64, 8, 3, flat=True), _v("persistent", 128, 256, 64, 8, 3, grid=132, flat=True),
 ]
 VARIANTS = {
     "square-4096": SQUARE,
@@ -96,7 +87,6 @@ VARIANTS = {
         _v("persistent", 128, 256, 64, 8, 3, grid=132, flat=True),
         _v("streamk", 128, 256, 64, 8, 3, grid=132, tma=True), _v("dp", 128, 128, 64, 4, 4, no_hints=True),
         _v("dp", 256, 128, 64, 8, 4, tma=True, group_m=1),  # the exhaustive sweep's best (issue4.csv)
-        *WS,
     ],
     "skinny-16": [
         _v("dp", 16, 64, 128, 4, 5), _v("dp", 16, 64, 128, 4, 5, tma=True),
@@ -116,7 +106,7 @@ VARIANTS = {
         _v("persistent", 128, 256, 64, 8, 3, grid=132, flat=True),
         _v("streamk", 128, 256, 64, 8, 3, grid=132), _v("streamk", 128, 256, 64, 8, 3, grid=132, tma=True),
         _v("streamk", 128, 256, 64, 8, 4, grid=132, tma=True), _v("streamk", 128, 128, 64, 4, 4, grid=132, tma=True),
-        _v("streamk", 128, 128, 64, 8, 3, grid=264, tma=True), *WS,
+        _v("streamk", 128, 128, 64, 8, 3, grid=264, tma=True),
     ],
 }
 COLUMNS = ["shape", "m", "n", "k", "dtype", "variant", "kind", "tma", "kernel", "block_m", "block_n", "block_k",
@@ -178,7 +168,7 @@ def main(argv=None) -> int:
                  _v("streamk", 32, 32, 32, 4, 2, grid=5), _v("splitk", 32, 32, 32, 4, 2, split=2),
                  _v("dp", 32, 32, 32, 4, 2, tma=True), _v("dp", 32, 32, 32, 4, 2, no_hints=True),
                  _v("streamk", 32, 32, 32, 4, 2, grid=5, tma=True), _v("splitk", 32, 32, 32, 4, 2, split=2, tma=True),
-                 _v("persistent", 32, 32, 32, 4, 2, grid=3, flat=True), _v("persistent", 32, 32, 32, 4, 2, grid=3, ws=True)]
+                 _v("persistent", 32, 32, 32, 4, 2, grid=3, flat=True)]
         return small
 
     # 1. plans (invalid ones are recorded now) -------------------------------------------------
@@ -193,7 +183,7 @@ def main(argv=None) -> int:
                 cfg = origami.TileConfig(kind=var.kind, block_m=var.bm, block_n=var.bn, block_k=var.bk,
                                          num_warps=var.warps, num_stages=var.stages, group_m=var.group_m,
                                          grid=var.grid, split_k=var.split_k)
-                plan = make_plan(cfg, p, hw, tma=var.tma, flat=var.flat, ws=var.ws)
+                plan = make_plan(cfg, p, hw, tma=var.tma, flat=var.flat)
                 jobs.append((row, var, plan))
             except Exception as e:  # noqa: BLE001 - recorded, not fatal
                 row["error"] = f"plan: {type(e).__name__}: {e}"

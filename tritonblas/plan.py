@@ -61,12 +61,7 @@ _KERNELS = {
     Kind.SPLITK: ("gemm_splitk_tma_kernel", "gemm_splitk_kernel"),
 }
 _FLAT_KERNEL = "gemm_tma_flat_kernel"  # dp / persistent with make_plan(..., flat=True)
-_WS_KERNEL = "gemm_tma_ws_kernel"  # dp / persistent with make_plan(..., ws=True)
-# Shared memory the warp-specialised kernel takes beyond the operand pipeline (origami's smem_bytes):
-# 16480-16616 bytes for five bf16 configs (64x128 to 128x128, BLOCK_K 32-64, 3-4 stages) of the
-# sm_90 builds of tests/kernels/_aot_compile.py (Triton 3.6, 2026-11-30), whatever the tile.
-_WS_EXTRA_SMEM = 17 * 1024
-TMA_KERNELS = frozenset([*(tma for tma, _ in _KERNELS.values()), _FLAT_KERNEL, _WS_KERNEL])
+TMA_KERNELS = frozenset([*(tma for tma, _ in _KERNELS.values()), _FLAT_KERNEL])
 # Operand staging (staging_for): the dtypes whose Hopper wgmma reads its shared-memory operands
 # K-major only (16-bit dtypes take either major; IEEE fp32 does not use wgmma).
 _STAGED_DTYPES = frozenset({DType.TF32, DType.FP8_E4M3, DType.FP8_E5M2})
@@ -215,7 +210,7 @@ def _flat_smem_ok(cfg: TileConfig, problem: GemmProblem, hw: HardwareProfile) ->
 
 
 def make_plan(cfg: TileConfig, problem: GemmProblem, hw: HardwareProfile, *, tma: bool = False,
-              flat: bool = False, ws: bool = False, checked: bool = False) -> LaunchPlan:
+              flat: bool = False, checked: bool = False) -> LaunchPlan:
     """Map a config to a kernel launch. Raises ValueError naming every violated predicate.
 
     ``tma=True`` asks for the Hopper tensor-descriptor kernel of the kind (every kind has one); when the
@@ -225,9 +220,7 @@ def make_plan(cfg: TileConfig, problem: GemmProblem, hw: HardwareProfile, *, tma
     ``flat=True`` (with ``tma=True``; dp and persistent kinds) asks for ``gemm_tma_flat_kernel``:
     the tile loop flattened into the K loop (the next tile's loads overlap this tile's epilogue)
     and a TMA-store epilogue. The TileConfig is the same; the plan keeps ``gemm_tma_kernel`` when
-    the extra staging would not fit in shared memory. ``ws=True`` (with ``tma=True``; dp and
-    persistent kinds; 4-warp configs, else ValueError) asks for ``gemm_tma_ws_kernel``, whose K loop
-    Triton warp-specialises (a benchmark option; not with ``flat``). ``checked=True`` skips the predicates for a
+    the extra staging would not fit in shared memory. ``checked=True`` skips the predicates for a
     config that ``origami.select`` just chose for this problem and profile.
 
     A TMA plan (``plan.tma``) also says which operands the launch copies to K-major first
@@ -249,19 +242,8 @@ def make_plan(cfg: TileConfig, problem: GemmProblem, hw: HardwareProfile, *, tma
     if kind not in _KERNELS:  # pragma: no cover - a Kind added to origami without a kernel
         raise ValueError(f"make_plan: no kernel for kind {kind.value!r}")
     name = _KERNELS[kind][0 if use_tma else 1]
-    if flat and ws:
-        raise ValueError("make_plan: flat and ws are two different kernels; ask for one")
     if use_tma and flat and kind in (Kind.DP, Kind.PERSISTENT) and _flat_smem_ok(cfg, problem, hw):
         name = _FLAT_KERNEL
-    if use_tma and ws and kind in (Kind.DP, Kind.PERSISTENT):
-        if cfg.num_warps != 4:
-            raise ValueError(f"make_plan: ws=True needs num_warps=4 (Triton 3.6 warp-specialises the sm_90 K loop "
-                             f"at 4 warps only), got {cfg.short()}")
-        need = smem_bytes(cfg, problem, hw) + _WS_EXTRA_SMEM
-        if need > hw.compute["smem_bytes_per_block"]:
-            raise ValueError(f"make_plan: ws=True: {cfg.short()} needs about {need} bytes of shared memory with the "
-                             f"warp-specialised kernel, {hw.name} allows {hw.compute['smem_bytes_per_block']}")
-        name = _WS_KERNEL
     ws_tiles = counters = 0
     if kind is Kind.DP:
         grid = tiles

@@ -48,11 +48,11 @@ class _StubDriver:
 
 
 def _case(kind, bm, bn, bk, warps, stages, m, n, k, dtype=torch.bfloat16, layout="NN", tma=False, batch=None,
-          ld=None, hints=True, grid=132, split=2, flat=False, out_t=False, ws=False,
+          ld=None, hints=True, grid=132, split=2, flat=False, out_t=False,
           **launch_kwargs):
     return dict(kind=kind, bm=bm, bn=bn, bk=bk, warps=warps, stages=stages, m=m, n=n, k=k, dtype=dtype,
                 layout=layout, tma=tma, batch=batch, ld=ld, hints=hints, grid=grid, split=split, flat=flat, out_t=out_t,
-                ws=ws, kw=launch_kwargs)
+                kw=launch_kwargs)
 
 
 BF16, FP16, FP32, E4M3 = torch.bfloat16, torch.float16, torch.float32, torch.float8_e4m3fn
@@ -83,10 +83,6 @@ CASES = {
                                                  flat=True, batch=3, out_t=True),
     "tma-persistent-batched-NT": _case("persistent", 128, 128, 64, 4, 4, 512, 512, 1024, BF16, "NT", tma=True,
                                        batch=3),
-    "tma-ws-dp-128x128x64-w4-s3": _case("dp", 128, 128, 64, 4, 3, 4096, 4096, 4096, BF16, tma=True, ws=True),
-    "tma-ws-persistent-128x128x64-w4-s4-TN-epilogue": _case("persistent", 128, 128, 64, 4, 4, 4096, 1000, 7000, BF16,
-                                                            "TN", tma=True, ws=True, bias=True, activation="gelu",
-                                                            c=True),
     "fp32-tf32": _case("dp", 128, 128, 32, 4, 3, 2048, 2048, 2048, FP32, allow_tf32=True),
     # Hopper's wgmma reads 32-bit (tf32) and 8-bit operands only K-major from shared memory: an
     # N-major B (layout N) is staged through registers into a transposed copy every K-step
@@ -143,7 +139,7 @@ def compile_case(name: str, hw) -> dict:
         kw.update(scale_a=torch.empty(c["m"]), scale_b=torch.empty(c["n"]))
     elif scales == "tensor":
         kw.update(scale_a=torch.empty(()), scale_b=torch.empty(()))
-    plan = P.make_plan(cfg, P.problem_from_tensors(a, b, out), hw, tma=c["tma"], flat=c["flat"], ws=c["ws"])
+    plan = P.make_plan(cfg, P.problem_from_tensors(a, b, out), hw, tma=c["tma"], flat=c["flat"])
     real = _interpreter.interpreting
     _interpreter.interpreting = lambda: True  # past launch's "CPU tensors need the interpreter" guard
     try:
@@ -179,8 +175,6 @@ def compile_case(name: str, hw) -> dict:
         # a tensor), and whether every wgmma is waited for before the next is issued (pendings = 0 only)
         smem_from_regs=len(re.findall(r"ttg\.local_alloc %", compiled.asm["ttgir"])),
         wgmma_sync=not re.search(r"warp_group_dot_wait[^\n]*pendings = [1-9]", compiled.asm["ttgir"]),
-        # Triton's warp specialisation: the loop split into partitions, and the warps the kernel runs
-        warp_specialized="ttg.warp_specialize" in compiled.asm["ttgir"], num_warps=compiled.metadata.num_warps,
         align={k: prepared.kwargs[k] for k in ("A_ALIGN", "B_ALIGN", "OUT_ALIGN", "A_EDGE", "B_EDGE", "OUT_EDGE")},
     )
 

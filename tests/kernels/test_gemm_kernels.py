@@ -136,60 +136,6 @@ def test_tma_flat_kernel_batched_and_pointer_store(device, h200):
     check_gemm(out, a_off, b[0], what="flat plan, unaligned a")
 
 
-@pytest.mark.parametrize("kind", ["dp", "persistent"])
-@pytest.mark.parametrize("dtype", [torch.float16, torch.bfloat16])
-@pytest.mark.parametrize("ta, tb", TRANSPOSES)
-def test_tma_ws_kernel(kind, dtype, ta, tb, device, h200):
-    """make_plan(..., ws=True): the warp-specialised TMA kernel computes the same GEMM (ragged edges,
-    K tail, all four transposes; the full epilogue too), and falls back to the pointer kernel for an
-    unaligned operand. Under the interpreter the warp_specialize hint is inert: this checks the math
-    and the plumbing; tests/kernels/test_aot_compile.py checks that sm_90 builds specialise."""
-    from tritonblas.plan import make_plan, prepare_launch, problem_from_tensors, resolve_kernel_name
-
-    m, n, k = 40, 72, 88
-    a = operand(m, k, dtype, ta, device)
-    b = operand(k, n, dtype, tb, device)
-    out = torch.full((m, n), float("nan"), dtype=dtype, device=device)
-    cfg = config(kind, **KINDS[kind])
-    plan = make_plan(cfg, problem_from_tensors(a, b, out), h200, tma=True, ws=True)
-    assert plan.kernel_name == "gemm_tma_ws_kernel" and plan.pointer_kernel_name == POINTER_NAMES[kind]
-    ep = dict(c=operand(m, n, torch.float32, False, device), beta=0.5,
-              bias=operand(1, n, torch.float32, False, device).reshape(n), activation="gelu", alpha=1.5)
-    for kw in ({}, ep):
-        out.fill_(float("nan"))
-        prepare_launch(plan, a, b, out, **kw).run()
-        check_gemm(out, a, b, what=f"ws {kind} {sorted(kw)}", **kw)
-    base = torch.randn(m * k + 1, device=device).to(dtype)
-    a_off = base[1:].view(m, k)
-    assert resolve_kernel_name(plan, a_off, b) == POINTER_NAMES[kind]
-    out.fill_(float("nan"))
-    prepare_launch(plan, a_off, b, out).run()
-    check_gemm(out, a_off, b, what="ws plan, unaligned a")
-
-
-def test_tma_ws_plan_rules(h200):
-    """ws=True: 4-warp dp/persistent configs only (8 warps: a ValueError naming num_warps), not with
-    flat; Stream-K, split-K and pointer plans keep their own kernels."""
-    from origami import GemmProblem
-    from tritonblas.plan import make_plan
-
-    p = GemmProblem(4096, 4096, 4096, a_dtype="bf16", b_dtype="bf16", c_dtype="bf16")
-    assert make_plan(config("persistent", 128, 128, 64, grid=132, num_stages=3), p, h200, tma=True,
-                     ws=True).kernel_name == "gemm_tma_ws_kernel"
-    with pytest.raises(ValueError, match="num_warps=4"):
-        make_plan(config("dp", 128, 256, 64, num_warps=8, num_stages=3), p, h200, tma=True, ws=True)
-    seven = config("dp", 128, 128, 64, num_stages=7)  # 224 KB of pipeline: valid, but not with the scratch
-    assert make_plan(seven, p, h200, tma=True).kernel_name == "gemm_tma_kernel"
-    with pytest.raises(ValueError, match="ws=True: .* shared memory"):
-        make_plan(seven, p, h200, tma=True, ws=True)
-    with pytest.raises(ValueError, match="flat and ws"):
-        make_plan(config("dp", 128, 128, 64, num_stages=3), p, h200, tma=True, ws=True, flat=True)
-    assert make_plan(config("streamk", 128, 128, 64, grid=132, num_stages=3), p, h200, tma=True,
-                     ws=True).kernel_name == "gemm_streamk_tma_kernel"
-    assert make_plan(config("dp", 128, 128, 64, num_stages=3), p, h200, tma=False,
-                     ws=True).kernel_name == "gemm_kernel"
-
-
 def test_tma_flat_needs_shared_memory(h200):
     """The flat kernel's staging must fit next to the pipeline: otherwise the plan keeps gemm_tma_kernel."""
     from origami import GemmProblem

@@ -110,24 +110,6 @@ def epilogue(acc, Out, C, Bias, ScaleA, ScaleB, bid, pid_m, pid_n, M, N,
 
 
 @triton.jit
-def epilogue_masked(acc, Out, C, Bias, ScaleA, ScaleB, bid, pid_m, pid_n, M, N,
-                    stride_cb, stride_cm, stride_cn, stride_ob, stride_om, stride_on, stride_bias,
-                    alpha, beta, BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr,
-                    OUT_ORDER: tl.constexpr, OUT_ALIGN: tl.constexpr, OUT_EDGE: tl.constexpr,
-                    HAS_C: tl.constexpr, HAS_BIAS: tl.constexpr, SCALE_A: tl.constexpr, SCALE_B: tl.constexpr,
-                    ACTIVATION: tl.constexpr):
-    """:func:`epilogue` with every tile's accesses masked: no interior/edge branch, an ``scf.if``
-    that stops Triton 3.6 from warp-specialising a K loop in the same loop body (the masks keep the
-    alignment hints, so interior stores stay vectorised)."""
-    rm = pid_m * BLOCK_M + tl.arange(0, BLOCK_M)
-    rn = pid_n * BLOCK_N + tl.arange(0, BLOCK_N)
-    _epilogue_block(acc, Out, C, Bias, ScaleA, ScaleB, bid, rm, rn, M, N,
-                    stride_cb, stride_cm, stride_cn, stride_ob, stride_om, stride_on, stride_bias,
-                    alpha, beta, OUT_ORDER, OUT_ALIGN, OUT_EDGE, HAS_C, HAS_BIAS, SCALE_A, SCALE_B, ACTIVATION,
-                    True)
-
-
-@triton.jit
 def epilogue_values(acc, C, Bias, ScaleA, ScaleB, bid, pid_m, pid_n, M, N,
                     stride_cb, stride_cm, stride_cn, stride_bias, alpha, beta,
                     BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, HAS_C: tl.constexpr, HAS_BIAS: tl.constexpr,

@@ -19,12 +19,12 @@ Sizes and operand strides are ``do_not_specialize``: Triton would otherwise comp
 import triton
 import triton.language as tl
 
-from tritonblas.kernels._epilogue import epilogue, epilogue_masked, epilogue_values
+from tritonblas.kernels._epilogue import epilogue, epilogue_values
 from tritonblas.kernels._tiles import operand_offsets, tile_acc, tile_position
 from tritonblas.kernels.pid import chiplet_remap
 
 __all__ = ["RUNTIME_INTS", "gemm_kernel", "gemm_persistent_kernel", "gemm_tma_kernel", "tma_tile_acc", "any_tile_acc",
-           "gemm_tma_flat_kernel", "gemm_tma_ws_kernel"]
+           "gemm_tma_flat_kernel"]
 
 RUNTIME_INTS = [
     "M", "N", "K", "BATCH", "split_k",
@@ -102,13 +102,12 @@ def _tma_load(desc, b, r0, r1, R0: tl.constexpr, R1: tl.constexpr, BATCHED: tl.c
 def tma_tile_acc(A, B, ba, bb, off_m, off_n, k_lo, k_hi,
                  BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr,
                  A_ORDER: tl.constexpr, B_ORDER: tl.constexpr, TMA_BATCHED: tl.constexpr,
-                 INPUT_PRECISION: tl.constexpr, MAX_IMPRECISE: tl.constexpr, WARP_SPEC: tl.constexpr):
+                 INPUT_PRECISION: tl.constexpr, MAX_IMPRECISE: tl.constexpr):
     """fp32 sum over K-iterations [k_lo, k_hi) of one tile, A and B through tensor descriptors
     (out-of-bounds rows, columns and the K tail are zero-filled by the TMA unit: no masks, no
-    interior/edge split). ``ba`` / ``bb`` are the batch coordinates (TMA_BATCHED only).
-    WARP_SPEC asks Triton to warp-specialise the K loop (see :func:`gemm_tma_ws_kernel`)."""
+    interior/edge split). ``ba`` / ``bb`` are the batch coordinates (TMA_BATCHED only)."""
     acc = tl.zeros((BLOCK_M, BLOCK_N), dtype=tl.float32)
-    for ki in tl.range(k_lo, k_hi, warp_specialize=WARP_SPEC):
+    for ki in range(k_lo, k_hi):
         off_k = ki * BLOCK_K
         if A_ORDER == 0:
             a = _tma_load(A, ba, off_m, off_k, BLOCK_M, BLOCK_K, TMA_BATCHED)
@@ -134,49 +133,13 @@ def any_tile_acc(A, B, bid, pid_m, pid_n, k_lo, k_hi, M, N, K,
     share between their pointer and TMA variants."""
     if TMA:
         acc = tma_tile_acc(A, B, bid * stride_ab, bid * stride_bb, pid_m * BLOCK_M, pid_n * BLOCK_N, k_lo, k_hi,
-                           BLOCK_M, BLOCK_N, BLOCK_K, A_ORDER, B_ORDER, TMA_BATCHED, INPUT_PRECISION, MAX_IMPRECISE,
-                           False)
+                           BLOCK_M, BLOCK_N, BLOCK_K, A_ORDER, B_ORDER, TMA_BATCHED, INPUT_PRECISION, MAX_IMPRECISE)
     else:
         acc = tile_acc(A, B, bid, pid_m, pid_n, k_lo, k_hi, M, N, K,
                        stride_ab, stride_am, stride_ak, stride_bb, stride_bk, stride_bn,
                        BLOCK_M, BLOCK_N, BLOCK_K, A_ORDER, B_ORDER, A_ALIGN, B_ALIGN, A_EDGE, B_EDGE,
                        INPUT_PRECISION, MAX_IMPRECISE)
     return acc
-
-
-@triton.jit
-def _tma_tiles(A, B, C, Out, Bias, ScaleA, ScaleB, Workspace, Counters,
-               M, N, K, BATCH, split_k,
-               stride_ab, stride_am, stride_ak, stride_bb, stride_bk, stride_bn,
-               stride_cb, stride_cm, stride_cn, stride_ob, stride_om, stride_on, stride_bias,
-               alpha, beta,
-               BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr, GROUP_M: tl.constexpr,
-               NUM_CHIPLETS: tl.constexpr, CHUNK: tl.constexpr,
-               A_ORDER: tl.constexpr, B_ORDER: tl.constexpr, OUT_ORDER: tl.constexpr,
-               A_ALIGN: tl.constexpr, B_ALIGN: tl.constexpr, OUT_ALIGN: tl.constexpr,
-               A_EDGE: tl.constexpr, B_EDGE: tl.constexpr, OUT_EDGE: tl.constexpr,
-               HAS_C: tl.constexpr, HAS_BIAS: tl.constexpr, SCALE_A: tl.constexpr, SCALE_B: tl.constexpr,
-               ACTIVATION: tl.constexpr, INPUT_PRECISION: tl.constexpr, MAX_IMPRECISE: tl.constexpr,
-               TMA_BATCHED: tl.constexpr, WARP_SPEC: tl.constexpr):
-    """The body of :func:`gemm_tma_kernel` and :func:`gemm_tma_ws_kernel`."""
-    grid = tl.num_programs(0)
-    pid = chiplet_remap(tl.program_id(0), grid, NUM_CHIPLETS, CHUNK)
-    num_tiles = BATCH * tl.cdiv(M, BLOCK_M) * tl.cdiv(N, BLOCK_N)
-    iters = tl.cdiv(K, BLOCK_K)
-    for tile in range(pid, num_tiles, grid):
-        bid, pid_m, pid_n = tile_position(tile, M, N, BLOCK_M, BLOCK_N, GROUP_M)
-        acc = tma_tile_acc(A, B, bid * stride_ab, bid * stride_bb, pid_m * BLOCK_M, pid_n * BLOCK_N, 0, iters,
-                           BLOCK_M, BLOCK_N, BLOCK_K, A_ORDER, B_ORDER, TMA_BATCHED, INPUT_PRECISION, MAX_IMPRECISE,
-                           WARP_SPEC)
-        if WARP_SPEC:  # no interior/edge branch: it would stop the K loop's specialisation
-            epilogue_masked(acc, Out, C, Bias, ScaleA, ScaleB, bid, pid_m, pid_n, M, N,
-                            stride_cb, stride_cm, stride_cn, stride_ob, stride_om, stride_on, stride_bias, alpha, beta,
-                            BLOCK_M, BLOCK_N, OUT_ORDER, OUT_ALIGN, OUT_EDGE, HAS_C, HAS_BIAS, SCALE_A, SCALE_B,
-                            ACTIVATION)
-        else:
-            epilogue(acc, Out, C, Bias, ScaleA, ScaleB, bid, pid_m, pid_n, M, N,
-                     stride_cb, stride_cm, stride_cn, stride_ob, stride_om, stride_on, stride_bias, alpha, beta,
-                     BLOCK_M, BLOCK_N, OUT_ORDER, OUT_ALIGN, OUT_EDGE, HAS_C, HAS_BIAS, SCALE_A, SCALE_B, ACTIVATION)
 
 
 @triton.jit(do_not_specialize=RUNTIME_INTS)
@@ -201,42 +164,17 @@ def gemm_tma_kernel(A, B, C, Out, Bias, ScaleA, ScaleB, Workspace, Counters,
     stride_bb carry the batch-index multiplier (1, or 0 for a broadcast operand). The host only
     builds descriptors after checking 16-byte alignment of base and strides: an unaligned descriptor
     gives silently wrong results on the H200. The epilogue is the pointer one (masked at edges)."""
-    _tma_tiles(A, B, C, Out, Bias, ScaleA, ScaleB, Workspace, Counters, M, N, K, BATCH, split_k, stride_ab,
-               stride_am, stride_ak, stride_bb, stride_bk, stride_bn, stride_cb, stride_cm, stride_cn,
-               stride_ob, stride_om, stride_on, stride_bias, alpha, beta, BLOCK_M, BLOCK_N, BLOCK_K, GROUP_M,
-               NUM_CHIPLETS, CHUNK, A_ORDER, B_ORDER, OUT_ORDER, A_ALIGN, B_ALIGN, OUT_ALIGN, A_EDGE, B_EDGE,
-               OUT_EDGE, HAS_C, HAS_BIAS, SCALE_A, SCALE_B, ACTIVATION, INPUT_PRECISION, MAX_IMPRECISE,
-               TMA_BATCHED, False)
-
-
-@triton.jit(do_not_specialize=RUNTIME_INTS)
-def gemm_tma_ws_kernel(A, B, C, Out, Bias, ScaleA, ScaleB, Workspace, Counters,
-                       M, N, K, BATCH, split_k,
-                       stride_ab, stride_am, stride_ak, stride_bb, stride_bk, stride_bn,
-                       stride_cb, stride_cm, stride_cn, stride_ob, stride_om, stride_on, stride_bias,
-                       alpha, beta,
-                       BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr, GROUP_M: tl.constexpr,
-                       NUM_CHIPLETS: tl.constexpr, CHUNK: tl.constexpr,
-                       A_ORDER: tl.constexpr, B_ORDER: tl.constexpr, OUT_ORDER: tl.constexpr,
-                       A_ALIGN: tl.constexpr, B_ALIGN: tl.constexpr, OUT_ALIGN: tl.constexpr,
-                       A_EDGE: tl.constexpr, B_EDGE: tl.constexpr, OUT_EDGE: tl.constexpr,
-                       HAS_C: tl.constexpr, HAS_BIAS: tl.constexpr, SCALE_A: tl.constexpr, SCALE_B: tl.constexpr,
-                       ACTIVATION: tl.constexpr, INPUT_PRECISION: tl.constexpr, MAX_IMPRECISE: tl.constexpr,
-                       TMA_BATCHED: tl.constexpr):
-    """:func:`gemm_tma_kernel` with its K loop warp-specialised (``tl.range(..., warp_specialize=True)``):
-    Triton 3.6 splits the loop into a TMA-load producer partition and the MMA consumer warps, which
-    hand shared-memory stages over through barriers, as cuBLAS's Hopper kernels do. Compiled on the
-    CPU for sm_90 (tests/kernels/_aot_compile.py, 2026-11-30): at ``num_warps=4`` the TTGIR holds a
-    ``ttg.warp_specialize`` and the kernel runs 12 warps; at 8 warps Triton leaves the loop as it is,
-    so ``make_plan(..., ws=True)`` takes 4-warp configs only. The epilogue is always the masked one
-    (:func:`epilogue_masked`: the shared epilogue's interior/edge branch stops the specialisation). Opt-in (benchmarks), not in
-    the model's space until measured on the H200."""
-    _tma_tiles(A, B, C, Out, Bias, ScaleA, ScaleB, Workspace, Counters, M, N, K, BATCH, split_k, stride_ab,
-               stride_am, stride_ak, stride_bb, stride_bk, stride_bn, stride_cb, stride_cm, stride_cn,
-               stride_ob, stride_om, stride_on, stride_bias, alpha, beta, BLOCK_M, BLOCK_N, BLOCK_K, GROUP_M,
-               NUM_CHIPLETS, CHUNK, A_ORDER, B_ORDER, OUT_ORDER, A_ALIGN, B_ALIGN, OUT_ALIGN, A_EDGE, B_EDGE,
-               OUT_EDGE, HAS_C, HAS_BIAS, SCALE_A, SCALE_B, ACTIVATION, INPUT_PRECISION, MAX_IMPRECISE,
-               TMA_BATCHED, True)
+    grid = tl.num_programs(0)
+    pid = chiplet_remap(tl.program_id(0), grid, NUM_CHIPLETS, CHUNK)
+    num_tiles = BATCH * tl.cdiv(M, BLOCK_M) * tl.cdiv(N, BLOCK_N)
+    iters = tl.cdiv(K, BLOCK_K)
+    for tile in range(pid, num_tiles, grid):
+        bid, pid_m, pid_n = tile_position(tile, M, N, BLOCK_M, BLOCK_N, GROUP_M)
+        acc = tma_tile_acc(A, B, bid * stride_ab, bid * stride_bb, pid_m * BLOCK_M, pid_n * BLOCK_N, 0, iters,
+                           BLOCK_M, BLOCK_N, BLOCK_K, A_ORDER, B_ORDER, TMA_BATCHED, INPUT_PRECISION, MAX_IMPRECISE)
+        epilogue(acc, Out, C, Bias, ScaleA, ScaleB, bid, pid_m, pid_n, M, N,
+                 stride_cb, stride_cm, stride_cn, stride_ob, stride_om, stride_on, stride_bias, alpha, beta,
+                 BLOCK_M, BLOCK_N, OUT_ORDER, OUT_ALIGN, OUT_EDGE, HAS_C, HAS_BIAS, SCALE_A, SCALE_B, ACTIVATION)
 
 
 @triton.jit
@@ -270,9 +208,8 @@ def gemm_tma_flat_kernel(A, B, C, Out, Bias, ScaleA, ScaleB, Workspace, Counters
     row-major) one masked pointer store (the tile-loop fusion pass of Triton 3.6 fails on the
     shared epilogue's interior/edge branch). Serves dp (grid = tiles) and persistent (grid = G) plans.
 
-    Warp specialisation (``warp_specialize=True``) is not used here: on this flattened tile loop
-    Triton 3.6 ignores it on sm_90 (no ``ttg.warp_specialize`` in the TTGIR; checked by compiling on
-    the CPU). On the K loop it applies at 4 warps: :func:`gemm_tma_ws_kernel`."""
+    Warp specialisation (``warp_specialize=True``) is not used: Triton 3.6 ignores it on sm_90
+    (no ``ttg.warp_specialize`` in the TTGIR; checked by compiling on the CPU)."""
     grid = tl.num_programs(0)
     pid = chiplet_remap(tl.program_id(0), grid, NUM_CHIPLETS, CHUNK)
     num_tiles = BATCH * tl.cdiv(M, BLOCK_M) * tl.cdiv(N, BLOCK_N)
@@ -282,8 +219,7 @@ def gemm_tma_flat_kernel(A, B, C, Out, Bias, ScaleA, ScaleB, Workspace, Counters
         off_m = pid_m * BLOCK_M
         off_n = pid_n * BLOCK_N
         acc = tma_tile_acc(A, B, bid * stride_ab, bid * stride_bb, off_m, off_n, 0, iters,
-                           BLOCK_M, BLOCK_N, BLOCK_K, A_ORDER, B_ORDER, TMA_BATCHED, INPUT_PRECISION, MAX_IMPRECISE,
-                           False)
+                           BLOCK_M, BLOCK_N, BLOCK_K, A_ORDER, B_ORDER, TMA_BATCHED, INPUT_PRECISION, MAX_IMPRECISE)
         acc = epilogue_values(acc, C, Bias, ScaleA, ScaleB, bid, pid_m, pid_n, M, N,
                               stride_cb, stride_cm, stride_cn, stride_bias, alpha, beta,
                               BLOCK_M, BLOCK_N, HAS_C, HAS_BIAS, SCALE_A, SCALE_B, ACTIVATION)

@@ -247,7 +247,8 @@ def run_shape(p, args, ctx) -> dict:
     from origami.problem import DType
     from tritonblas import dispatch
     from benchmarks.sweep import check_result
-    from tritonblas.plan import _example_tensors, make_plan, precompile, prepare_launch, resolve_kernel_name
+    from tritonblas.plan import (_example_tensors, make_plan, precompile, prepare_launch, resolve_kernel_name,
+                                 staging_copy_ns)
 
     hw, device, timer = ctx["hw"], ctx["device"], ctx["timer"]
     notes = []
@@ -300,7 +301,12 @@ def run_shape(p, args, ctx) -> dict:
     else:
         our_plan = dispatch.plan_for(a, b)
         ours_fn = lambda: tritonblas.matmul(a, b)  # noqa: E731
-    if our_plan is not None:
+    if our_plan is not None and our_plan.problem != dp:  # alignment staging: the kernel runs the aligned problem
+        staged = "+".join(n for n, s in (("a", our_plan.stage_a), ("b", our_plan.stage_b)) if s)
+        row.update(our_config=our_plan.config.short(), our_kernel=f"{our_plan.kernel_name} (staged {staged})",
+                   predicted_ms=cell((origami.select(our_plan.problem, hw).latency_ns + staging_copy_ns(
+                       dp, hw, (our_plan.stage_a, our_plan.stage_b))) / 1e6))
+    elif our_plan is not None:
         row.update(our_config=our_plan.config.short(), our_kernel=resolve_kernel_name(our_plan, a, b))
     else:
         row.update(our_config="torch fallback")

@@ -12,7 +12,7 @@
 #   compare   benchmarks/compare.py $COMPARE_ARGS (needs the nvMMH wheel in .whl/, carried)
 #   compares  compare.py over whole shape sets, one process per GPU in parallel: the sets of
 #             $COMPARE_SETS0 on GPU 0, $COMPARE_SETS1 on GPU 1 (one deadline, $COMPARE_BUDGET s);
-#             CSVs and logs tarred into $OUT/compares.tgz
+#             CSVs and logs tarred into $OUT/compares.tgz; $COMPARE_EXTRA is passed to every compare.py
 #   demo      python -m tritonblas demo --profile h200
 # Each step has its own timeout (env *_TIMEOUT) and log ($OUT/<step>.log); a step's failure does not
 # stop the next.
@@ -51,7 +51,8 @@ for step in $STEPS; do
                      name=${s%%:*}; dt=$([ "$name" = "$s" ] || echo "--dtype ${s#*:}")   # SET or SET:DTYPE
                      CUDA_VISIBLE_DEVICES=$g timeout $(( left + 60 )) python3 benchmarks/compare.py --set $name $dt \
                        --limit ${COMPARE_LIMIT:-0} \
-                       --rep-ms ${COMPARE_REP_MS:-5} --workers 14 --budget-s $left --out "$OUT/cmp/compare_${s/:/_}.csv"
+                       --rep-ms ${COMPARE_REP_MS:-5} --workers 14 --budget-s $left ${COMPARE_EXTRA:-} \
+                       --out "$OUT/cmp/compare_${s/:/_}.csv"
                    done ) > "$OUT/cmp/compare_gpu$g.log" 2>&1 &
                done
                wait; tar czf "$OUT/compares.tgz" -C "$OUT" cmp && rm -rf "$OUT/cmp"; echo done > "$log" ;;

@@ -61,6 +61,7 @@ Semantics that the dispatcher owns:
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import inspect
 import operator
 import os
@@ -127,6 +128,7 @@ class GemmKey:
     ``align`` is the alignment class (16, 4 or 1 bytes) of all three. ``device`` is the CUDA index
     (-1 for CPU under the interpreter). ``profile`` is the profile's content hash. ``c`` names the
     dtype of an addmm input (``""``: none). ``config`` is a forced TileConfig (None: the model's).
+    ``ab_align``: the alignment classes of a and b alone (which operands alignment staging copies).
     """
 
     m: int
@@ -146,6 +148,7 @@ class GemmKey:
     c: str = ""
     config: TileConfig | None = None
     table: tuple = (0, None)  # tables.table_token(): which tile table (if any) may override the model
+    ab_align: tuple[int, int] = (16, 16)
 
     @classmethod
     def from_tensors(cls, a: torch.Tensor, b: torch.Tensor, out: torch.Tensor, *, profile: HardwareProfile,
@@ -164,7 +167,8 @@ class GemmKey:
                    b_layout=Layout.T if orders[1] == 1 else Layout.N,
                    align=align, device=-1 if idx is None else idx, profile=profile.content_hash,
                    allow_tf32=tf32, orders=orders, c="" if c is None else str(c.dtype).removeprefix("torch."),
-                   config=config, table=tables.table_token())
+                   config=config, table=tables.table_token(),
+                   ab_align=(_plan.align_class(la), _plan.align_class(lb)))
 
     def problem(self) -> GemmProblem:
         return GemmProblem(self.m, self.n, self.k, a_dtype=self.a_dtype, b_dtype=self.b_dtype,
@@ -256,6 +260,7 @@ def _build(key: GemmKey, hw: HardwareProfile, device: torch.device, op: str):
                 "is unaffected.")
     problem = key.problem()
     from_model = False
+    stage = (False, False)
     if key.config is not None:
         cfg = key.config
     elif (hit := tables.lookup(problem, hw)) is not None:
@@ -263,8 +268,11 @@ def _build(key: GemmKey, hw: HardwareProfile, device: torch.device, op: str):
         _STATS["table_hits"] += 1
     else:
         try:
-            cfg = origami.select(problem, hw).config
+            est = origami.select(problem, hw)
+            cfg = est.config
             from_model = True
+            if (staged := _align_staged(key, problem, hw, est.latency_ns)) is not None:
+                problem, cfg, stage = staged
         except ValueError as e:
             warnings.warn(f"tritonblas.{op}: {e}; torch runs this problem", RuntimeWarning, stacklevel=4)
             return _store(key, _FALLBACK)
@@ -274,9 +282,29 @@ def _build(key: GemmKey, hw: HardwareProfile, device: torch.device, op: str):
         if not torch.is_deterministic_algorithms_warn_only_enabled():
             raise RuntimeError(msg)
         warnings.warn(msg, UserWarning, stacklevel=4)
-    lp = _plan.make_plan(cfg, problem, hw, tma=True, checked=from_model)
+    lp = _plan.make_plan(cfg, problem, hw, tma=True, checked=from_model, stage=stage)
     _STATS["plans"] += 1
     return _store(key, lp)
+
+
+def _align_staged(key: GemmKey, problem: GemmProblem, hw: HardwareProfile, unstaged_ns: float):
+    """(aligned problem, its config, (stage A?, stage B?)) when copying the operands under 16-byte
+    alignment into padded buffers (``plan.align_staging_for``) and running the model's pick for the
+    aligned problem is predicted faster than the model's pick for the problem as it is; else None.
+    The aligned problem keeps everything but ``align_bytes`` (an unaligned ``out`` only loses its
+    vector stores, which the model does not charge). Prediction: the aligned pick's estimate plus
+    ``plan.staging_copy_ns``; never under ``plan.ALIGN_STAGING_MIN_NS`` unstaged. Model picks only: a
+    forced config or a tile-table entry runs as it is."""
+    if key.align >= 16 or unstaged_ns < _plan.ALIGN_STAGING_MIN_NS:
+        return None
+    stage = _plan.align_staging_for(problem, hw, key.ab_align, key.orders[:2])
+    if not any(stage):
+        return None
+    aligned = dataclasses.replace(problem, align_bytes=16)
+    est = origami.select(aligned, hw)
+    if est.latency_ns + _plan.staging_copy_ns(problem, hw, stage) >= unstaged_ns:
+        return None
+    return aligned, est.config, stage
 
 
 def _store(key: GemmKey, value):
@@ -952,8 +980,15 @@ def explain(a: torch.Tensor, b: torch.Tensor, *, profile: Any = None, config: Ti
         lines.append("  the model found no valid config: torch runs it")
         return "\n".join(lines)
     cached = "forced by config=" if config is not None else "model's pick"
-    lines.append(f"  config: {lp.config.short()} ({cached}) -> {_plan.resolve_kernel_name(lp, a, b)} "
-                 f"grid {lp.grid[0]}")
+    kernel = lp.kernel_name if lp.problem != problem else _plan.resolve_kernel_name(lp, a, b)
+    lines.append(f"  config: {lp.config.short()} ({cached}) -> {kernel} grid {lp.grid[0]}")
+    if lp.problem != problem:  # alignment staging (_align_staged): the kernel runs the aligned problem
+        which = " and ".join(n for n, s in (("a", lp.stage_a), ("b", lp.stage_b)) if s)
+        copy_us = _plan.staging_copy_ns(problem, hw, (lp.stage_a, lp.stage_b)) / 1e3
+        lines.append(f"  staging: {which} copied into 16-byte-aligned buffers before each launch (predicted "
+                     f"{copy_us:.2f} us; unstaged pick {origami.select(problem, hw).config.short()} predicted "
+                     f"{origami.select(problem, hw).latency_ns / 1e3:.2f} us)")
+        problem = lp.problem
     if config is None:
         est = origami.select(problem, hw)
         terms = ", ".join(f"{n} {v / 1e3:.2f}" for n, v in est.terms.items() if v > 0)

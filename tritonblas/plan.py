@@ -29,7 +29,7 @@ from tritonblas import _interpreter
 
 __all__ = [
     "LaunchPlan", "PreparedLaunch", "make_plan", "launch", "prepare_launch", "precompile", "clear_workspaces",
-    "resolve_kernel_name", "tma_supported", "staging_for", "STAGING_MIN_DIM", "TMA_KERNELS", "problem_from_tensors",
+    "resolve_kernel_name", "tma_supported", "staging_for", "align_staging_for", "staging_copy_ns", "STAGING_MIN_DIM", "TMA_KERNELS", "problem_from_tensors",
     "alignment_bytes", "edge_alignment_bytes",
     "align_class", "CONSTEXPR_FIELDS", "OPTION_FIELDS", "AMD_OPTION_FIELDS", "GRID_FIELDS", "TORCH_DTYPES",
 ]
@@ -77,6 +77,14 @@ _STAGED_DTYPES = frozenset({DType.TF32, DType.FP8_E4M3, DType.FP8_E5M2})
 # 512x8192x8192 158 vs 109. Both estimates round to the tile multiple 3·128. (A tiled Triton
 # transpose measured 3.5-4.0 TB/s fp32, 3.0-3.4 fp8: with it the break-even would be M ≈ 120.)
 STAGING_MIN_DIM = 384
+# Alignment staging (align_staging_for, staging_copy_ns): a copy into a buffer whose leading
+# dimension is padded to 16 bytes runs at this share of the profile's HBM bandwidth (read + write
+# counted). torch's copy_ into a padded (non-contiguous) destination; first estimate, to be measured.
+STAGE_COPY_EFFICIENCY = 0.5
+# ... and the dispatcher stages only problems whose unstaged pick is predicted to take at least this
+# long: each copy is one more host launch (torch's copy_, several us of host time), which a GEMM
+# that short would not hide.
+ALIGN_STAGING_MIN_NS = 20_000.0
 # fp8 tl.dot's max_num_imprecise_acc unless fast accumulation is asked for: promote the MMA's
 # reduced-precision sum into the fp32 accumulator after every K = 32 (one Hopper wgmma). Values
 # below 32 make Triton 3.6 give up wgmma for fp16 mma.sync (seen in the sm_90 PTX); None = never.
@@ -194,6 +202,35 @@ def staging_for(problem: GemmProblem, hw: HardwareProfile) -> tuple[bool, bool]:
     return stage_a, stage_b
 
 
+def align_staging_for(problem: GemmProblem, hw: HardwareProfile, ab_align: tuple[int, int],
+                      orders: tuple[int, int]) -> tuple[bool, bool]:
+    """(stage A?, stage B?): which operands a TMA launch could bind to a 16-byte-aligned copy.
+
+    ``ab_align``: the operands' alignment in bytes (:func:`alignment_bytes`), ``orders``: their
+    :func:`_order`. An operand under 16 bytes rules out TMA (and under 4 bytes, cp.async: origami's
+    ``register_staged``), and such problems ran at 100-130 TFLOP/s bf16 on the H200 for torch and
+    for our pointer kernels alike (benchmarks/results/compare_dlrm.csv, 2026-11-30), against 500+
+    for the aligned TMA kernels. A copy whose leading dimension is padded to 16 bytes (same major,
+    or K-major for the dtypes :func:`staging_for` stages) makes the operand TMA-legal at the cost of
+    one read and one write of it (:func:`staging_copy_ns`); whether that pays is the caller's
+    decision (the dispatcher compares the model's two estimates). Only on NVIDIA TMA architectures,
+    for operands contiguous along one of their last two dims (orders 0 and 1), with K > 0.
+    """
+    if hw.is_amd or hw.arch not in _TMA_ARCHS or problem.k == 0:
+        return False, False
+    return tuple(align < 16 and order in (0, 1) for align, order in zip(ab_align, orders))
+
+
+def staging_copy_ns(problem: GemmProblem, hw: HardwareProfile, stage: tuple[bool, bool]) -> float:
+    """Estimated GPU time of the staging copies of ``stage`` = (A?, B?): each reads and writes its
+    operand once (batch included) at STAGE_COPY_EFFICIENCY of the profile's HBM bandwidth, plus one
+    kernel start (``launch_overhead_ns``) per copy."""
+    elems = (problem.m * problem.k * problem.a_dtype.bytes if stage[0] else 0) + \
+        (problem.k * problem.n * problem.b_dtype.bytes if stage[1] else 0)
+    bw = hw.memory["hbm_bytes_per_s"] * STAGE_COPY_EFFICIENCY
+    return 2.0 * problem.batch * elems / bw * 1e9 + sum(stage) * hw.launch_overhead_ns
+
+
 def _k_major_tma_ok(k: int, dtype: DType) -> bool:
     """Whether a fresh K-major copy of an operand with K = ``k`` is K-major (K > 1) and TMA-legal:
     its row stride, K elements, and so its batch stride, are 16-byte multiples."""
@@ -210,7 +247,7 @@ def _flat_smem_ok(cfg: TileConfig, problem: GemmProblem, hw: HardwareProfile) ->
 
 
 def make_plan(cfg: TileConfig, problem: GemmProblem, hw: HardwareProfile, *, tma: bool = False,
-              flat: bool = False, checked: bool = False) -> LaunchPlan:
+              flat: bool = False, checked: bool = False, stage: tuple[bool, bool] = (False, False)) -> LaunchPlan:
     """Map a config to a kernel launch. Raises ValueError naming every violated predicate.
 
     ``tma=True`` asks for the Hopper tensor-descriptor kernel of the kind (every kind has one); when the
@@ -225,6 +262,8 @@ def make_plan(cfg: TileConfig, problem: GemmProblem, hw: HardwareProfile, *, tma
 
     A TMA plan (``plan.tma``) also says which operands the launch copies to K-major first
     (``stage_a`` / ``stage_b``, from :func:`staging_for`); a pointer plan stages nothing.
+    ``stage`` = (A?, B?) adds operands to stage (alignment staging, :func:`align_staging_for`):
+    ``problem`` is then the problem as the kernel sees it (16-byte aligned), not the caller's.
     """
     if not isinstance(cfg, TileConfig):
         raise TypeError(f"make_plan: cfg must be a TileConfig, got {type(cfg).__name__}")
@@ -257,6 +296,7 @@ def make_plan(cfg: TileConfig, problem: GemmProblem, hw: HardwareProfile, *, tma
         grid = tiles * cfg.split_k
         ws_tiles, counters = tiles * cfg.split_k, tiles
     stage_a, stage_b = staging_for(problem, hw) if use_tma else (False, False)
+    stage_a, stage_b = use_tma and (stage_a or bool(stage[0])), use_tma and (stage_b or bool(stage[1]))
     return LaunchPlan(config=cfg, problem=problem, kernel_name=name, grid=(grid,), workspace_tiles=ws_tiles,
                       counters=counters, tma=use_tma, is_amd=hw.is_amd, stage_a=stage_a, stage_b=stage_b)
 
@@ -708,32 +748,47 @@ def stage_copy(buffer: torch.Tensor, source: torch.Tensor) -> None:
 
 
 def _stage_operands(plan: LaunchPlan, a: torch.Tensor, b: torch.Tensor) -> tuple:
-    """(a, b, staged): the operands to bind, the caller's or K-major buffers for those the plan
-    stages, and the (buffer, source) copies that fill the buffers. Stages nothing unless the launch
-    keeps its TMA kernel with the buffers bound (and every buffer passes :func:`_tma_ok`)."""
+    """(a, b, staged): the operands to bind, the caller's or staging buffers for those the plan
+    stages, and the (buffer, source) copies that fill the buffers. An operand is staged unless it
+    already is what its buffer would be (its target major, :func:`_stage_order`, and TMA-legal).
+    Stages nothing unless the launch keeps its TMA kernel with the buffers bound (and every buffer
+    passes :func:`_tma_ok`)."""
     if not (plan.stage_a or plan.stage_b) or plan.kernel_name not in TMA_KERNELS:
         return a, b, ()
     staged = []
-    a_op = _staging_buffer(a, "a", staged) if plan.stage_a and _order(a) != 0 else a
-    b_op = _staging_buffer(b, "b", staged) if plan.stage_b and _order(b) != 1 else b
+    a_op, b_op = a, b
+    if plan.stage_a and not ((oa := _stage_order(plan, a, 0)) == _order(a) and _tma_ok(a, oa)):
+        a_op = _staging_buffer(a, oa, staged)
+    if plan.stage_b and not ((ob := _stage_order(plan, b, 1)) == _order(b) and _tma_ok(b, ob)):
+        b_op = _staging_buffer(b, ob, staged)
     if not staged or resolve_kernel_name(plan, a_op, b_op) not in TMA_KERNELS:
         return a, b, ()
     return a_op, b_op, tuple(staged)
 
 
-def _staging_buffer(t: torch.Tensor, operand: str, staged: list) -> torch.Tensor:
-    """A K-major buffer shaped like operand ``t`` (a: row-major (.., M, K); b: (.., K, N) with
-    stride(-2) == 1) and, appended to ``staged``, its (buffer, source) copy; ``t`` itself when the
-    buffer would not be K-major or TMA-legal. A batch broadcast through stride 0 stays broadcast
-    (one matrix is copied)."""
+def _stage_order(plan: LaunchPlan, t: torch.Tensor, k_major: int) -> int:
+    """The major of operand ``t``'s staging buffer: K-major (``k_major``: 0 for a, 1 for b) for the
+    dtypes wgmma reads K-major only (:func:`staging_for`) or when ``t`` is contiguous along neither
+    dim, else ``t``'s own (an alignment copy keeps the layout: the cheapest copy)."""
+    dtype = plan.problem.a_dtype if k_major == 0 else plan.problem.b_dtype
+    order = _order(t)
+    return k_major if dtype in _STAGED_DTYPES or order not in (0, 1) else order
+
+
+def _staging_buffer(t: torch.Tensor, order: int, staged: list) -> torch.Tensor:
+    """A buffer shaped like operand ``t``, contiguous along its last dim (``order`` 0) or the one
+    before (1), its leading dimension padded to a 16-byte multiple, and, appended to ``staged``, its
+    (buffer, source) copy; ``t`` itself when the buffer would not be TMA-legal. A batch broadcast
+    through stride 0 stays broadcast (one matrix is copied)."""
     source = t[:1] if t.dim() == 3 and t.shape[0] > 1 and t.stride(0) == 0 else t
     rows, cols = source.shape[-2:]
-    if operand == "a":
-        buffer = torch.empty(source.shape, dtype=t.dtype, device=t.device)
-        order = 0
+    per16 = max(1, 16 // t.element_size())
+    if order == 0:
+        lead = -(-cols // per16) * per16
+        buffer = torch.empty((*source.shape[:-2], rows, lead), dtype=t.dtype, device=t.device)[..., :cols]
     else:
-        buffer = torch.empty((*source.shape[:-2], cols, rows), dtype=t.dtype, device=t.device).mT
-        order = 1
+        lead = -(-rows // per16) * per16
+        buffer = torch.empty((*source.shape[:-2], cols, lead), dtype=t.dtype, device=t.device)[..., :rows].mT
     bound = buffer.expand(t.shape)
     if _order(bound) != order or not _tma_ok(bound, order):
         return t

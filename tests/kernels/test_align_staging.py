@@ -1,0 +1,205 @@
+"""Alignment staging: operands under 16-byte alignment copied into padded buffers for a TMA launch.
+
+The predicate (``plan.align_staging_for``) and copy estimate (``plan.staging_copy_ns``), the
+dispatcher's decision (``dispatch._align_staged``: the model's aligned pick plus the copy against
+its unaligned pick), and launches of forced staged plans on small ragged unaligned problems under
+the interpreter, against the float64 reference with the bounds of RELIABILITY.md §4.2. The GPU test
+(``-m gpu``) runs real sizes through ``tritonblas.matmul``.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+
+import pytest
+import torch
+
+from _check import check_gemm, config, operand
+from tritonblas import dispatch
+from tritonblas.plan import (ALIGN_STAGING_MIN_NS, TMA_KERNELS, _order, _tma_ok, align_staging_for, make_plan,
+                             prepare_launch, problem_from_tensors, staging_copy_ns)
+
+
+def _problem(m, n, k, dtype="bf16", align=2, **kw):
+    from origami import GemmProblem
+
+    return GemmProblem(m, n, k, a_dtype=dtype, b_dtype=dtype, c_dtype=dtype, align_bytes=align, **kw)
+
+
+# --- the predicate and the copy estimate -----------------------------------------------------
+def test_align_staging_for_picks_the_unaligned_operands(h200, mi300x):
+    p = _problem(4097, 4097, 4097)
+    assert align_staging_for(p, h200, (2, 2), (0, 0)) == (True, True)
+    assert align_staging_for(p, h200, (2, 16), (0, 1)) == (True, False)
+    assert align_staging_for(p, h200, (16, 4), (1, 0)) == (False, True)
+    assert align_staging_for(p, h200, (16, 16), (0, 0)) == (False, False)
+    assert align_staging_for(p, h200, (2, 2), (2, 0)) == (False, True)  # contiguous along neither dim: not staged
+    assert align_staging_for(p, mi300x, (2, 2), (0, 0)) == (False, False)  # AMD: no TMA
+    assert align_staging_for(dataclasses.replace(p, k=0), h200, (2, 2), (0, 0)) == (False, False)
+
+
+def test_staging_copy_ns_reads_and_writes_each_staged_operand(h200):
+    p = _problem(4000, 1000, 3000, batch=2)
+    bw = h200.memory["hbm_bytes_per_s"]
+    a_only = staging_copy_ns(p, h200, (True, False))
+    b_only = staging_copy_ns(p, h200, (False, True))
+    assert staging_copy_ns(p, h200, (False, False)) == 0
+    assert a_only > b_only > 0  # A is 4000x3000, B 3000x1000
+    assert staging_copy_ns(p, h200, (True, True)) == pytest.approx(a_only + b_only)
+    # at least the time to read and write A once at the full HBM bandwidth
+    assert a_only >= 2 * 2 * 4000 * 3000 * 2 / bw * 1e9
+
+
+# --- the dispatcher's decision (CPU tensors are never launched here: plan_for only plans) -------
+def _plan_for(m, n, k, profile, *, interpret):
+    a = torch.empty(m, k, dtype=torch.bfloat16)
+    b = torch.empty(k, n, dtype=torch.bfloat16)
+    return dispatch.plan_for(a, b, profile=profile), a, b
+
+
+@pytest.fixture
+def interpret(monkeypatch):
+    monkeypatch.setenv("TRITON_INTERPRET", "1")
+    dispatch.clear_caches()
+    yield
+    dispatch.clear_caches()
+
+
+@pytest.mark.parametrize("shape, want", [((4097, 4097, 4097), (True, True)), ((32768, 1000, 3333), (True, False)),
+                                         ((4096, 479, 1024), (False, True))])
+def test_dispatcher_stages_large_unaligned_problems(shape, want, interpret, h200):
+    """The H200 ran these at 100-130 TFLOP/s unaligned (ours and cuBLAS alike); the model predicts the
+    aligned TMA kernels with the copies well under that, so the plan stages the unaligned operands and
+    describes the aligned problem the kernel runs."""
+    import origami
+
+    lp, a, b = _plan_for(*shape, h200, interpret=True)
+    assert (lp.stage_a, lp.stage_b) == want
+    assert lp.kernel_name in TMA_KERNELS and lp.problem.align_bytes == 16
+    unaligned = dispatch.GemmKey.from_tensors(a, b, torch.empty(shape[0], shape[1], dtype=torch.bfloat16),
+                                              profile=h200).problem()
+    assert unaligned.align_bytes < 16
+    staged_ns = origami.select(lp.problem, h200).latency_ns + staging_copy_ns(unaligned, h200, want)
+    assert staged_ns < origami.select(unaligned, h200).latency_ns
+    text = dispatch.explain(a, b, profile=h200)
+    assert "staging:" in text and "16-byte-aligned" in text and lp.kernel_name in text
+
+
+def test_dispatcher_does_not_stage_short_or_aligned_problems(interpret, h200, mi300x):
+    import origami
+
+    lp, a, b = _plan_for(255, 255, 255, h200, interpret=True)  # predicted under ALIGN_STAGING_MIN_NS
+    assert origami.select(dispatch.GemmKey.from_tensors(a, b, torch.empty(255, 255, dtype=torch.bfloat16),
+                                                        profile=h200).problem(), h200).latency_ns < ALIGN_STAGING_MIN_NS
+    assert not (lp.stage_a or lp.stage_b) and lp.problem.align_bytes < 16
+    lp, _, _ = _plan_for(4096, 4096, 4096, h200, interpret=True)  # aligned: nothing to stage
+    assert not (lp.stage_a or lp.stage_b)
+    lp, _, _ = _plan_for(4097, 4097, 4097, mi300x, interpret=True)  # AMD: no TMA, never staged
+    assert not (lp.stage_a or lp.stage_b) and lp.kernel_name not in TMA_KERNELS
+
+
+def test_forced_configs_are_not_staged(interpret, h200):
+    a = torch.empty(4097, 4097, dtype=torch.bfloat16)
+    cfg = config("dp", 128, 128, 32, num_warps=8, num_stages=3, group_m=8)
+    lp = dispatch.plan_for(a, a, profile=h200, config=cfg)
+    assert not (lp.stage_a or lp.stage_b) and lp.problem.align_bytes < 16
+
+
+# --- launches under the interpreter (staging forced on small problems) ---------------------------
+def _unaligned(rows, cols, dtype, transposed, device):
+    """A random operand whose leading stride is odd (2-byte aligned for 16-bit dtypes): a column
+    slice of a wider tensor."""
+    src = operand(rows + (1 if transposed else 0), cols + (0 if transposed else 1), dtype, transposed, device)
+    t = src[:rows, :cols]
+    assert _order(t) == (1 if transposed else 0) and not _tma_ok(t, _order(t))
+    return t
+
+
+def _staged_plan(cfg, a, b, out, hw, stage):
+    p = problem_from_tensors(a, b, out)
+    assert p.align_bytes < 16
+    lp = make_plan(cfg, dataclasses.replace(p, align_bytes=16), hw, tma=True, stage=stage)
+    assert lp.tma and (lp.stage_a, lp.stage_b) == stage
+    return lp
+
+
+@pytest.mark.timeout(180)
+@pytest.mark.parametrize("kind, kw", [("dp", {}), ("streamk", dict(grid=3)), ("splitk", dict(split_k=2))])
+@pytest.mark.parametrize("layouts", ["NN", "TN", "NT"])
+def test_staged_unaligned_operands_match_reference(kind, kw, layouts, device, h200):
+    """Ragged M, N, K with odd leading strides: both operands copied into padded buffers of their own
+    major, bound through TMA descriptors; the caller's tensors are read, never written, and a re-run
+    copies their current values."""
+    m, n, k = 37, 29, 75
+    a = _unaligned(m, k, torch.bfloat16, layouts[0] == "T", device)
+    b = _unaligned(k, n, torch.bfloat16, layouts[1] == "T", device)
+    a_before, b_before = a.clone(), b.clone()
+    out = torch.full((m, n), float("nan"), dtype=torch.bfloat16, device=device)
+    lp = _staged_plan(config(kind, **kw), a, b, out, h200, (True, True))
+    prepared = prepare_launch(lp, a, b, out)
+    assert prepared.kernel.fn.__name__ == lp.kernel_name and len(prepared.staged) == 2
+    for pos, user in ((0, a), (1, b)):
+        bound = prepared.args[pos].base
+        assert bound.data_ptr() != user.data_ptr() and _order(bound) == _order(user) and _tma_ok(bound, _order(bound))
+        assert (max(bound.stride()) * bound.element_size()) % 16 == 0  # the padded leading dimension
+    prepared.run()
+    assert torch.equal(a, a_before) and torch.equal(b, b_before)
+    check_gemm(out, a, b, what=f"aligned-staged {kind} {layouts}")
+    a.mul_(-1.5)
+    prepared.run()
+    check_gemm(out, a, b, what=f"aligned-staged {kind} {layouts}, re-run")
+
+
+@pytest.mark.timeout(120)
+def test_staged_only_the_unaligned_operand(device, h200):
+    """An aligned operand is bound as it is; the unaligned one is copied (fp16, batched B)."""
+    batch, m, n, k = 2, 40, 33, 64
+    a = operand(m, k, torch.float16, False, device)
+    b = torch.empty(batch, k, n + 1, dtype=torch.float16, device=device)[:, :, :n]
+    b.copy_(operand(k, n, torch.float16, False, device, batch=batch))  # rows of 33 halves: 2-byte aligned
+    out = torch.full((batch, m, n), float("nan"), dtype=torch.float16, device=device)
+    lp = _staged_plan(config("persistent", grid=3), a, b, out, h200, (False, True))
+    prepared = prepare_launch(lp, a, b, out)
+    assert len(prepared.staged) == 1 and prepared.args[0].base is a
+    prepared.run()
+    check_gemm(out, a, b, what="aligned-staged B, batched fp16")
+
+
+@pytest.mark.timeout(120)
+def test_staged_tf32_unaligned_b_is_copied_k_major(device, h200):
+    """tf32 with an N-major, unaligned B: one copy both pads and transposes (wgmma reads tf32 K-major)."""
+    m, n, k = 40, 24, 37
+    a = operand(m, k, torch.float32, False, device)
+    a = torch.empty(m, k + 1, device=device)[:, :k].copy_(a)
+    b = _unaligned(k, n, torch.float32, False, device)
+    out = torch.full((m, n), float("nan"), device=device)
+    p = dataclasses.replace(problem_from_tensors(a, b, out), a_dtype="tf32", b_dtype="tf32", align_bytes=16)
+    lp = make_plan(config("dp"), p, h200, tma=True, stage=(True, True))
+    prepared = prepare_launch(lp, a, b, out, allow_tf32=True)
+    assert len(prepared.staged) == 2
+    assert _order(prepared.args[1].base) == 1  # K-major B
+    prepared.run()
+    check_gemm(out, a, b, tf32=True, what="aligned-staged tf32")
+
+
+# --- GPU -------------------------------------------------------------------------------------
+@pytest.mark.gpu
+@pytest.mark.timeout(600)
+@pytest.mark.parametrize("shape", [(4097, 4097, 4097), (4096, 1000, 3333), (2048, 511, 4099)])
+def test_gpu_matmul_stages_unaligned_problems(shape):
+    """Real sizes through the drop-in: the plan stages, the result meets the bf16 bound, twice (the
+    second call reuses the plan), and the caller's tensors are unchanged."""
+    import tritonblas
+
+    m, n, k = shape
+    gen = torch.Generator(device="cuda").manual_seed(m + n + k)
+    a = torch.randn(m, k, device="cuda", generator=gen).bfloat16()
+    b = torch.randn(k, n, device="cuda", generator=gen).bfloat16()
+    a0, b0 = a.clone(), b.clone()
+    lp = dispatch.plan_for(a, b)
+    assert lp is not None and (lp.stage_a or lp.stage_b) and lp.kernel_name in TMA_KERNELS, lp
+    for _ in range(2):
+        out = tritonblas.matmul(a, b)
+        torch.cuda.synchronize()
+        check_gemm(out, a, b, what=f"staged {m}x{n}x{k}")
+    assert torch.equal(a, a0) and torch.equal(b, b0)

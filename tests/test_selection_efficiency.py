@@ -20,7 +20,15 @@ the H200 on 2026-11-30 (benchmarks/sweep.py --jobs ... --max-configs 32 --rep-ms
 of that day they gave bf16 geomean 0.804, p10 0.570: 2-byte-aligned shapes (dlrm 0.52, square 0.53)
 picked configs that spill (origami.space.MAX_STAGED_REGS_PER_THREAD). With that predicate: 0.907 /
 0.771; after refitting h200's model parameters on 70% of the shapes (held-out 100 shapes: 0.896 ->
-0.937, p10 0.749 -> 0.823): 0.937 / 0.816, the floors below.
+0.937, p10 0.749 -> 0.823): 0.937 / 0.816.
+
+Those sweeps were recorded before sweep.py's race fix (f2be2a0: the graph timer's side stream could
+overlap the untimed launch and share the Stream-K / split-K counters), and their rows were never
+checked. Re-recorded with the fix on 2026-11-30 (14dbf27, same sets, same 32-config sample rule,
+every timed output checked, 0 error rows): Stream-K / split-K rows of skinny and longk came out
+1.2-1.4x slower than before (the old ones had skipped their fix-up), square's 1.03-1.14x, the rest
+within 1-6%. h200 was then refitted on them with unaligned_penalty held (held-out 101 shapes: 0.923
+-> 0.937, p10 0.800 -> 0.829); bf16 pooled 0.941 / 0.833: the floors below.
 """
 
 from pathlib import Path
@@ -32,24 +40,28 @@ from origami.fit import read_sweep, selection_efficiency
 DATA = Path(__file__).resolve().parents[1] / "benchmarks" / "data" / "h200"
 # file name -> floors of the geometric-mean and 10th-percentile efficiency, and the fewest shapes
 FLOORS = {
-    "calib.csv": {"geomean": 0.958, "p10": 0.920, "min_shapes": 16},  # achieved 0.978 / 0.940
-    "dlrm.csv": {"geomean": 0.940, "p10": 0.897, "min_shapes": 30},  # 0.960 / 0.917
-    "grid.csv": {"geomean": 0.903, "p10": 0.781, "min_shapes": 100},  # 0.923 / 0.801
-    "grid_fp16.csv": {"geomean": 0.918, "p10": 0.806, "min_shapes": 60},  # 0.938 / 0.826
-    "llm.csv": {"geomean": 0.938, "p10": 0.885, "min_shapes": 48},  # 0.958 / 0.905
-    "llm_fp16.csv": {"geomean": 0.935, "p10": 0.842, "min_shapes": 48},  # 0.955 / 0.862
-    "longk.csv": {"geomean": 0.831, "p10": 0.688, "min_shapes": 12},  # 0.851 / 0.708
-    "skinny.csv": {"geomean": 0.945, "p10": 0.891, "min_shapes": 21},  # 0.965 / 0.911
-    "square.csv": {"geomean": 0.928, "p10": 0.831, "min_shapes": 17},  # 0.948 / 0.851
-    "issue4.csv": {"geomean": 0.960, "p10": 0.935, "min_shapes": 6},  # 0.980 / 0.955 (exhaustive: every candidate)
+    # bf16/fp16: re-recorded 2026-11-30 (14dbf27) with the race-fixed sweep.py; h200 refitted on them
+    "calib.csv": {"geomean": 0.947, "p10": 0.922, "min_shapes": 16},  # achieved 0.967 / 0.942
+    "dlrm.csv": {"geomean": 0.885, "p10": 0.778, "min_shapes": 30},  # 0.905 / 0.798
+    "grid.csv": {"geomean": 0.926, "p10": 0.838, "min_shapes": 100},  # 0.946 / 0.858
+    "grid_fp16.csv": {"geomean": 0.943, "p10": 0.879, "min_shapes": 60},  # 0.963 / 0.899
+    "llm.csv": {"geomean": 0.941, "p10": 0.892, "min_shapes": 48},  # 0.961 / 0.912
+    "llm_fp16.csv": {"geomean": 0.931, "p10": 0.826, "min_shapes": 48},  # 0.951 / 0.846
+    "longk.csv": {"geomean": 0.926, "p10": 0.880, "min_shapes": 12},  # 0.946 / 0.900
+    "skinny.csv": {"geomean": 0.905, "p10": 0.820, "min_shapes": 21},  # 0.925 / 0.840
+    "square.csv": {"geomean": 0.905, "p10": 0.789, "min_shapes": 17},  # 0.925 / 0.809
+    "issue4.csv": {"geomean": 0.950, "p10": 0.917, "min_shapes": 6},  # 0.970 / 0.937 (exhaustive: every candidate)
     # tf32 and fp8 (grid sample, 48 shapes each, f2be2a0, 2026-11-30; N-major B staged K-major where M >= 384).
     # fp8 before the fp8 promotion parameters (origami.hardware.MODEL_PARAMS): 0.841 / 0.725, median |log err| 0.614;
-    # after them (held out in their fit: 0.821 -> 0.874, p10 0.720 -> 0.854): 0.895 / 0.828, |log err| 0.166
-    "grid_tf32.csv": {"geomean": 0.926, "p10": 0.819, "min_shapes": 48},  # 0.946 / 0.839
-    "grid_fp8_e4m3.csv": {"geomean": 0.875, "p10": 0.808, "min_shapes": 48},  # 0.895 / 0.828
+    # after them (held out in their fit: 0.821 -> 0.874, p10 0.720 -> 0.854): 0.895 / 0.828, |log err| 0.166.
+    # The 16-bit refit of session 5 (shared parameters: tile/K-step overheads, fix-up, latency) moved fp8 to
+    # 0.881 / 0.806 on unchanged fp8 data; refitting the two fp8 parameters on top was rejected by its held-out
+    # shapes (0.880 -> 0.843), and a joint fit of all 12 sweeps too (0.928 -> 0.927): the floors follow.
+    "grid_tf32.csv": {"geomean": 0.929, "p10": 0.861, "min_shapes": 48},  # 0.949 / 0.881
+    "grid_fp8_e4m3.csv": {"geomean": 0.861, "p10": 0.786, "min_shapes": 48},  # 0.881 / 0.806
 }
 # every bf16 sweep pooled (the issue-6 bar: geomean >= 0.93, p10 >= 0.80 over >= 200 shapes)
-BF16_FLOORS = {"geomean": 0.917, "p10": 0.796, "min_shapes": 200}  # achieved 0.937 / 0.816 (227 shapes)
+BF16_FLOORS = {"geomean": 0.921, "p10": 0.813, "min_shapes": 200}  # achieved 0.941 / 0.833 (228 shapes)
 
 
 def _sweeps():

@@ -82,9 +82,10 @@ STAGING_MIN_DIM = 384
 # counted). torch's copy_ into a padded (non-contiguous) destination; first estimate, to be measured.
 STAGE_COPY_EFFICIENCY = 0.5
 # ... and the dispatcher stages only problems whose unstaged pick is predicted to take at least this
-# long: each copy is one more host launch (torch's copy_, several us of host time), which a GEMM
-# that short would not hide.
-ALIGN_STAGING_MIN_NS = 20_000.0
+# long: a staged launch takes the checked host path every call (no fast entry: prepare_launch's
+# ~28 us on the H200 host, one torch copy_ launch per copy, the Triton launch: ~60 us in all, against
+# ~16 us for a fast entry), which back-to-back calls of a shorter GEMM would wait on.
+ALIGN_STAGING_MIN_NS = 50_000.0
 # fp8 tl.dot's max_num_imprecise_acc unless fast accumulation is asked for: promote the MMA's
 # reduced-precision sum into the fp32 accumulator after every K = 32 (one Hopper wgmma). Values
 # below 32 make Triton 3.6 give up wgmma for fp16 mma.sync (seen in the sm_90 PTX); None = never.

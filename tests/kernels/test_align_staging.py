@@ -66,7 +66,7 @@ def interpret(monkeypatch):
 
 
 @pytest.mark.parametrize("shape, want", [((4097, 4097, 4097), (True, True)), ((32768, 1000, 3333), (True, False)),
-                                         ((4096, 479, 1024), (False, True))])
+                                         ((32768, 479, 1024), (False, True))])
 def test_dispatcher_stages_large_unaligned_problems(shape, want, interpret, h200):
     """The H200 ran these at 100-130 TFLOP/s unaligned (ours and cuBLAS alike); the model predicts the
     aligned TMA kernels with the copies well under that, so the plan stages the unaligned operands and
@@ -88,10 +88,12 @@ def test_dispatcher_stages_large_unaligned_problems(shape, want, interpret, h200
 def test_dispatcher_does_not_stage_short_or_aligned_problems(interpret, h200, mi300x):
     import origami
 
-    lp, a, b = _plan_for(255, 255, 255, h200, interpret=True)  # predicted under ALIGN_STAGING_MIN_NS
+    lp, a, b = _plan_for(255, 255, 255, h200, interpret=True)  # predicted far under ALIGN_STAGING_MIN_NS
     assert origami.select(dispatch.GemmKey.from_tensors(a, b, torch.empty(255, 255, dtype=torch.bfloat16),
                                                         profile=h200).problem(), h200).latency_ns < ALIGN_STAGING_MIN_NS
     assert not (lp.stage_a or lp.stage_b) and lp.problem.align_bytes < 16
+    lp, a, b = _plan_for(1023, 1023, 1023, h200, interpret=True)  # ~30 us: the host path would not pay
+    assert not (lp.stage_a or lp.stage_b)
     lp, _, _ = _plan_for(4096, 4096, 4096, h200, interpret=True)  # aligned: nothing to stage
     assert not (lp.stage_a or lp.stage_b)
     lp, _, _ = _plan_for(4097, 4097, 4097, mi300x, interpret=True)  # AMD: no TMA, never staged

@@ -293,16 +293,16 @@ def _align_staged(key: GemmKey, problem: GemmProblem, hw: HardwareProfile, unsta
     aligned problem is predicted faster than the model's pick for the problem as it is; else None.
     The aligned problem keeps everything but ``align_bytes`` (an unaligned ``out`` only loses its
     vector stores, which the model does not charge). Prediction: the aligned pick's estimate plus
-    ``plan.staging_copy_ns``; never under ``plan.ALIGN_STAGING_MIN_NS`` unstaged. Model picks only: a
-    forced config or a tile-table entry runs as it is."""
-    if key.align >= 16 or unstaged_ns < _plan.ALIGN_STAGING_MIN_NS:
+    ``plan.staging_copy_ns``, and never under ``plan.STAGED_HOST_NS`` (the staged launch's host time
+    per call). Model picks only: a forced config or a tile-table entry runs as it is."""
+    if key.align >= 16 or unstaged_ns <= _plan.STAGED_HOST_NS:
         return None
     stage = _plan.align_staging_for(problem, hw, key.ab_align, key.orders[:2])
     if not any(stage):
         return None
     aligned = dataclasses.replace(problem, align_bytes=16)
     est = origami.select(aligned, hw)
-    if est.latency_ns + _plan.staging_copy_ns(problem, hw, stage) >= unstaged_ns:
+    if max(_plan.STAGED_HOST_NS, est.latency_ns + _plan.staging_copy_ns(problem, hw, stage)) >= unstaged_ns:
         return None
     return aligned, est.config, stage
 

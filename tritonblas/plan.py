@@ -81,11 +81,15 @@ STAGING_MIN_DIM = 384
 # dimension is padded to 16 bytes runs at this share of the profile's HBM bandwidth (read + write
 # counted). torch's copy_ into a padded (non-contiguous) destination; first estimate, to be measured.
 STAGE_COPY_EFFICIENCY = 0.5
-# ... and the dispatcher stages only problems whose unstaged pick is predicted to take at least this
-# long: a staged launch takes the checked host path every call (no fast entry: prepare_launch's
-# ~28 us on the H200 host, one torch copy_ launch per copy, the Triton launch: ~60 us in all, against
-# ~16 us for a fast entry), which back-to-back calls of a shorter GEMM would wait on.
-ALIGN_STAGING_MIN_NS = 50_000.0
+# ... and a staged launch costs up to this much host time per call: it takes the checked path every
+# call (no fast entry: prepare_launch, one torch copy_ per copy, Triton's generic launch with tensor
+# descriptors). Measured on the H200 machine's host (benchmarks/diag_staging.py, Triton 3.6, torch
+# 2.11, 2026-11-30): 336-338 us per tritonblas.matmul call for 1999^3 and 4096x1057x479 and 544 us
+# for 4096x1000x3333, each far above the GPU time of its copies and kernel (66-104 us), and compare.py
+# saw up to ~600 us (4096x2051x3333). Not yet explained (the size-dependence included). The
+# dispatcher stages only when the unstaged pick is predicted slower than both this and the staged
+# launch's GPU time (a host property, not the profile's: a staged fast entry would lower it).
+STAGED_HOST_NS = 600_000.0
 # fp8 tl.dot's max_num_imprecise_acc unless fast accumulation is asked for: promote the MMA's
 # reduced-precision sum into the fp32 accumulator after every K = 32 (one Hopper wgmma). Values
 # below 32 make Triton 3.6 give up wgmma for fp16 mma.sync (seen in the sm_90 PTX); None = never.

@@ -13,7 +13,10 @@ compiled first in parallel (``tritonblas.plan.precompile``), every timed output 
 an fp32 product (relative Frobenius error ≤ 2e-2, RELIABILITY.md's bf16 bar) and a wrong or failing
 config is recorded with its error, never timed as a result. Times are
 ``triton.testing.do_bench(return_mode="median")`` medians on random bf16 inputs. Writes
-``$OUT/kernel_probe.csv`` with ``#`` provenance lines.
+``$OUT/kernel_probe.csv`` with ``#`` provenance lines, rewritten after every shape.
+
+Status (2026-11-30): its only H200 run so far had the (since reverted) warp-specialised variants in
+VARIANTS and hung on the first aligned shape, so this variant list has not produced a result yet.
 """
 
 from __future__ import annotations

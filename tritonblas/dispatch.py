@@ -985,9 +985,10 @@ def explain(a: torch.Tensor, b: torch.Tensor, *, profile: Any = None, config: Ti
     if lp.problem != problem:  # alignment staging (_align_staged): the kernel runs the aligned problem
         which = " and ".join(n for n, s in (("a", lp.stage_a), ("b", lp.stage_b)) if s)
         copy_us = _plan.staging_copy_ns(problem, hw, (lp.stage_a, lp.stage_b)) / 1e3
+        unstaged = origami.select(problem, hw)
         lines.append(f"  staging: {which} copied into 16-byte-aligned buffers before each launch (predicted "
-                     f"{copy_us:.2f} us; unstaged pick {origami.select(problem, hw).config.short()} predicted "
-                     f"{origami.select(problem, hw).latency_ns / 1e3:.2f} us)")
+                     f"{copy_us:.2f} us; unstaged pick {unstaged.config.short()} predicted "
+                     f"{unstaged.latency_ns / 1e3:.2f} us)")
         problem = lp.problem
     if config is None:
         est = origami.select(problem, hw)

@@ -79,8 +79,10 @@ _STAGED_DTYPES = frozenset({DType.TF32, DType.FP8_E4M3, DType.FP8_E5M2})
 STAGING_MIN_DIM = 384
 # Alignment staging (align_staging_for, staging_copy_ns): a copy into a buffer whose leading
 # dimension is padded to 16 bytes runs at this share of the profile's HBM bandwidth (read + write
-# counted). torch's copy_ into a padded (non-contiguous) destination; first estimate, to be measured.
-STAGE_COPY_EFFICIENCY = 0.5
+# counted). torch's copy_ into a padded (non-contiguous) destination, measured on the H200
+# (benchmarks/diag_staging.py, CUDA-graph medians, 2026-11-30): 1.6-2.1 TB/s for 4-67 MB moved,
+# 0.38-0.48 of the profile's 4.3 TB/s.
+STAGE_COPY_EFFICIENCY = 0.4
 # ... and a staged launch costs up to this much host time per call: it takes the checked path every
 # call (no fast entry: prepare_launch, one torch copy_ per copy, Triton's generic launch with tensor
 # descriptors). Measured on the H200 machine's host (benchmarks/diag_staging.py, Triton 3.6, torch

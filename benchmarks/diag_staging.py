@@ -79,9 +79,11 @@ def main(argv=None) -> int:
             prof.disable()
             torch.cuda.synchronize()
             pstats.Stats(prof).sort_stats("tottime").print_stats(15)
-        print(f"{spec}: plan {lp.config.short()} stage a={lp.stage_a} b={lp.stage_b} {lp.kernel_name}; rel err {err:.2e}\n"
+        copies_us = " + ".join(us(c).strip() for c in copies)
+        print(f"{spec}: plan {lp.config.short()} stage a={lp.stage_a} b={lp.stage_b} {lp.kernel_name}; "
+              f"rel err {err:.2e}\n"
               f"  us: matmul do_bench {us(t_mm)} | run do_bench {us(t_run)} | run graph {us(t_run_g)} | "
-              f"copies graph {' + '.join(us(c).strip() for c in copies)} | kernel on aligned copies graph {us(t_kern)} | "
+              f"copies graph {copies_us} | kernel on aligned copies graph {us(t_kern)} | "
               f"torch {us(t_torch)} | host per matmul call {us(t_host)} (with the GPU: {us(t_all)})", flush=True)
     return 0
 

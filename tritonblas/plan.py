@@ -29,7 +29,8 @@ from tritonblas import _interpreter
 
 __all__ = [
     "LaunchPlan", "PreparedLaunch", "make_plan", "launch", "prepare_launch", "precompile", "clear_workspaces",
-    "resolve_kernel_name", "tma_supported", "staging_for", "align_staging_for", "staging_copy_ns", "STAGING_MIN_DIM", "TMA_KERNELS", "problem_from_tensors",
+    "resolve_kernel_name", "tma_supported", "staging_for", "align_staging_for", "staging_copy_ns", "STAGING_MIN_DIM",
+    "TMA_KERNELS", "problem_from_tensors",
     "alignment_bytes", "edge_alignment_bytes",
     "align_class", "CONSTEXPR_FIELDS", "OPTION_FIELDS", "AMD_OPTION_FIELDS", "GRID_FIELDS", "TORCH_DTYPES",
 ]

@@ -28,11 +28,15 @@ inputs of the shape's dtypes and layouts:
   nvMMH is not installed (``pip install 'tritonblas[nvmmh]'``).
 
 Timing (``--timer``): ``eager`` (default, the project's rule for reported ratios) is
-``triton.testing.do_bench(return_mode="median")``: L2 flushed before every call; every contender but
-fp8 goes through a ~15 us host path (the dispatcher's fast path or torch.matmul), under the flush's
-GPU time, so the kernels' times are what is measured. ``graph`` is
-``triton.testing.do_bench_cudagraph(return_mode="median")``: warm L2, host cost excluded, as the
-sweep oracle is recorded (benchmarks/results/compare_<set>.csv of 2026-11-30 used it). Without a GPU the script runs the kernels under
+``triton.testing.do_bench(return_mode="median")``: L2 flushed before every call. Its events also
+take in the host's launch cost wherever that exceeds the flush's GPU time (~20 us on the H200):
+measured there (benchmarks/diag_forced.py, 2026-11-30) a call reads about max(kernel, host - 20 us),
+so a contender's host path counts on small shapes (``tritonblas.matmul`` 15-28 us, torch.matmul
+14-17 us, a forced config with ``out=`` 24-52 us). ``cold`` (sweep.cold_graph_ms) is the same
+flushed-L2 kernel time without the host: CUDA graphs of flush + call minus flush alone; the
+difference between the two is what the host path costs. ``graph`` is
+``triton.testing.do_bench_cudagraph(return_mode="median")``: warm L2, host cost excluded.
+Without a GPU the script runs the kernels under
 Triton's interpreter on CPU tensors (``TRITON_INTERPRET=1`` is set for you) and times with
 ``time.perf_counter`` medians (``cpu``): only a check that the script works, the numbers mean nothing.
 
@@ -211,6 +215,10 @@ class Timer:
         import triton
 
         fn()  # compile / load / plan outside the capture
+        if self.mode == "cold":
+            from benchmarks.sweep import cold_graph_ms
+
+            return cold_graph_ms(fn, self.rep_ms)
         if self.mode == "graph":
             return triton.testing.do_bench_cudagraph(fn, rep=self.rep_ms, return_mode="median")
         return triton.testing.do_bench(fn, warmup=self.warmup_ms, rep=self.rep_ms, return_mode="median")
@@ -393,8 +401,9 @@ def main(argv=None) -> int:
     ap.add_argument("--out", default=None)
     ap.add_argument("--fresh", action="store_true", help="ignore shapes already in --out")
     ap.add_argument("--budget-s", type=float, default=1e9, help="start no shape after this many seconds")
-    ap.add_argument("--timer", choices=("graph", "eager"), default="eager",
-                    help="eager (default): do_bench, L2 flushed between calls; graph: do_bench_cudagraph (warm L2)")
+    ap.add_argument("--timer", choices=("graph", "eager", "cold"), default="eager",
+                    help="eager (default): do_bench, L2 flushed between calls; cold: flushed L2, host cost excluded "
+                         "(CUDA graphs); graph: do_bench_cudagraph (warm L2)")
     ap.add_argument("--rep-ms", type=float, default=25)
     ap.add_argument("--rounds", type=int, default=2,
                     help="timing passes per shape, alternately forward and reversed; each time is the minimum")

@@ -842,6 +842,19 @@ def run_fast(f: _Fast, a: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
     return out
 
 
+def run_fast_out(f: _Fast, a: torch.Tensor, b: torch.Tensor, out: torch.Tensor) -> torch.Tensor | None:
+    """``gemm(a, b, out)``'s warm path for an entry ``f`` that :func:`_fast_hit` returned for
+    (a, b, out), with the out= bookkeeping of ``tritonblas.matmul(..., out=)`` (the version counter
+    bumped, as the op's ADInplaceOrView kernel does); None when ``out`` overlaps ``a`` or ``b``
+    (the checked path computes into a temporary and copies)."""
+    if _shares_memory(out, a) or _shares_memory(out, b):
+        return None
+    f.call(a, b, out, None, 1.0, 0.0)
+    _STATS["launches"] += 1
+    torch.autograd.graph.increment_version(out)
+    return out
+
+
 def _out_shape(a: torch.Tensor, b: torch.Tensor) -> tuple[int, ...]:
     m, n = a.shape[-2], b.shape[-1]
     if a.dim() == 2 and b.dim() == 2:

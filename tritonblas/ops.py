@@ -321,19 +321,32 @@ def _direct(*tensors: Tensor | None) -> bool:
                 or _tracing() is not None)
 
 
-def _warm_matmul(a: Tensor, b: Tensor) -> Tensor | None:
-    """``matmul(a, b)`` when the dispatcher already holds a fast entry for exactly these operands
-    (shapes, strides, dtypes, devices, alignment: see ``dispatch._fast_key``) and the call may skip
-    the custom op (:func:`_direct`); None otherwise. A fast entry for (a, b) exists only after a
-    call with these very tensors as the kernel operands passed every check, and the kernel's output
-    shape is then torch.matmul's (2-D @ 2-D, or 3-D with one batch), so the checks and the views
-    would give the same launch again. Saves ~5 µs per warm call (H200 host, 2026-11-30)."""
+def _warm_matmul(a: Tensor, b: Tensor, out: Tensor | None = None, config: Any = None) -> Tensor | None:
+    """``matmul(a, b[, out=out][, config=config])`` when the dispatcher already holds a fast entry for
+    exactly these operands (shapes, strides, dtypes, devices, alignment: see ``dispatch._fast_key``;
+    the output and the forced config are part of that key) and the call may skip the custom op
+    (:func:`_direct`); None otherwise. A fast entry for (a, b[, out]) exists only after a call with
+    these very tensors as the kernel operands passed every check (the config's predicates
+    included), and the kernel's output shape is then torch.matmul's (2-D @ 2-D, or 3-D with one
+    batch), so the checks and the views would give the same launch again. An ``out`` that overlaps
+    ``a`` or ``b`` goes the checked way (compute, then copy). Saves ~5 µs per warm call without
+    ``out`` and ~20 µs with it (H200 host, 2026-11-30: ``out=`` read 46 µs against 25 µs,
+    benchmarks/diag_forced.py)."""
     if type(a) not in _PLAIN or type(b) not in _PLAIN or a.dtype is not b.dtype:
         return None
-    f = dispatch._fast_hit(dispatch._fast_key(a, b, None, None, None, None))
-    if f is None or not _direct(a, b):
+    if config is not None and type(config) is not TileConfig:
         return None
-    return dispatch.run_fast(f, a, b)
+    if out is None:
+        f = dispatch._fast_hit(dispatch._fast_key(a, b, None, None, None, config))
+        if f is None or not _direct(a, b):
+            return None
+        return dispatch.run_fast(f, a, b)
+    if type(out) not in _PLAIN:
+        return None
+    f = dispatch._fast_hit(dispatch._fast_key(a, b, out, None, None, config))
+    if f is None or not _direct(a, b, out):
+        return None
+    return dispatch.run_fast_out(f, a, b, out)
 
 
 def _run(name: str, v: _Views, out: Tensor | None, *, c: Tensor | None = None, alpha: float = 1.0,
@@ -379,8 +392,8 @@ def matmul(a: Tensor, b: Tensor, *, out: Tensor | None = None, config: TileConfi
     violation); ``profile`` (a name or YAML path) overrides $TRITONBLAS_PROFILE and the device.
     Dtypes other than fp32/fp16/bf16, and CPU tensors outside the interpreter, run torch.matmul.
     """
-    if out is None and config is None and profile is None and not _is_compiling():
-        r = _warm_matmul(a, b)
+    if profile is None and not _is_compiling():
+        r = _warm_matmul(a, b, out, config)
         if r is not None:
             return r
     _check_tensors("matmul", input=a, other=b)

@@ -181,6 +181,50 @@ def test_shared_memory_out_takes_the_checked_path(device, fast_launches):
     torch.testing.assert_close(out, ref, rtol=1.3e-6, atol=1e-5)
 
 
+def test_warm_out_and_config_calls_skip_the_ops_layer(device, fast_launches, monkeypatch):
+    """matmul(out=) and matmul(config=) take the ops layer's warm path (``ops._warm_matmul``) once
+    an entry exists: no argument encoding, no ``dispatch.gemm``; the same bits, the version bump."""
+    a, b = _rand(37, 64, device=device), _rand(64, 48, device=device, seed=1)
+    cfg = CASES["splitk"][3]
+    out, out_cfg = torch.empty(37, 48, device=device), torch.empty(37, 48, device=device)
+    first = tritonblas.matmul(a, b, out=out).clone()  # checked: records the entries
+    first_cfg = tritonblas.matmul(a, b, out=out_cfg, config=cfg).clone()
+    forced = tritonblas.matmul(a, b, config=cfg)
+
+    def no_gemm(*args, **kwargs):
+        raise AssertionError("the warm call went through dispatch.gemm")
+
+    gemm = dispatch.gemm
+    monkeypatch.setattr(dispatch, "gemm", no_gemm)
+    version = out._version
+    out.zero_()
+    out_cfg.zero_()
+    assert tritonblas.matmul(a, b, out=out) is out and torch.equal(out, first)
+    assert out._version > version + 1, "out= must bump the version counter like the checked path"
+    assert tritonblas.matmul(a, b, out=out_cfg, config=cfg) is out_cfg and torch.equal(out_cfg, first_cfg)
+    assert torch.equal(tritonblas.matmul(a, b, config=cfg), forced)
+    assert len(fast_launches) == 3
+    torch.testing.assert_close(first, (a.double() @ b.double()).float(), rtol=1e-5, atol=1e-5)
+    torch.testing.assert_close(first_cfg, first, rtol=1e-5, atol=1e-5)
+    # what the warm path must not take: an out overlapping an input, autograd, another config
+    monkeypatch.setattr(dispatch, "gemm", gemm)
+    big = _rand(37, 64 + 48, device=device, seed=2)
+    a2, o2 = big[:, :64], big[:, 64:]
+    other_buf = _rand(37, 64 + 48, device=device, seed=3)  # the same key without the overlap: an entry exists
+    tritonblas.matmul(other_buf[:, :64], b, out=_rand(37, 64 + 48, device=device, seed=4)[:, 64:])
+    assert dispatch._fast_hit(dispatch._fast_key(a2, b, o2, None, None, None)) is not None
+    ref = a2 @ b
+    tritonblas.matmul(a2, b, out=o2)
+    torch.testing.assert_close(o2, ref, rtol=1.3e-6, atol=1e-5)
+    with pytest.raises(RuntimeError, match="automatic differentiation"):
+        tritonblas.matmul(a.detach().requires_grad_(), b, out=out)
+    other = TileConfig("splitk", 16, 32, 16, 4, 2, split_k=3)
+    n = len(fast_launches)
+    tritonblas.matmul(a, b, out=out_cfg, config=other)
+    assert len(fast_launches) == n, "another config is another key: the checked path"
+    torch.testing.assert_close(out_cfg, first, rtol=1e-5, atol=1e-5)
+
+
 # --- the direct call (no torch.library dispatch) ------------------------------------------------
 def test_direct_call_conditions(device):
     a, b = _rand(4, 4, device=device), _rand(4, 4, device=device)

@@ -103,6 +103,50 @@ def test_selection_efficiency_on_every_bf16_sweep_pooled():
     assert s.geomean >= BF16_FLOORS["geomean"] and s.p10 >= BF16_FLOORS["p10"], f"{got} < floors {BF16_FLOORS}"
 
 
+COLD = DATA.parent / "h200_cold"
+# the same bf16 sets (and calib), re-timed with sweep.py --timer cold: each config's time right after an
+# L2 flush, host launch cost excluded — DESIGN.md §8's do_bench definition, where the sets above are
+# CUDA-graph (warm L2) times. Recorded at abe6408 on nvidia-h200-x2, 2026-11-30, 0 error rows. The model
+# was not refitted on them (a fit was rejected by its held-out shapes, 0.948 -> 0.940): these floors
+# guard that selection holds under the timing rule the reported ratios use. Achieved values in comments.
+COLD_FLOORS = {
+    "calib.csv": {"geomean": 0.930, "p10": 0.847, "min_shapes": 16},  # 0.950 / 0.867
+    "dlrm.csv": {"geomean": 0.888, "p10": 0.792, "min_shapes": 30},  # 0.908 / 0.812
+    "grid.csv": {"geomean": 0.929, "p10": 0.833, "min_shapes": 100},  # 0.949 / 0.853
+    "llm.csv": {"geomean": 0.950, "p10": 0.915, "min_shapes": 48},  # 0.970 / 0.935
+    "longk.csv": {"geomean": 0.940, "p10": 0.889, "min_shapes": 12},  # 0.960 / 0.909
+    "skinny.csv": {"geomean": 0.924, "p10": 0.859, "min_shapes": 21},  # 0.944 / 0.879
+    "square.csv": {"geomean": 0.909, "p10": 0.819, "min_shapes": 17},  # 0.929 / 0.839
+}
+COLD_POOLED_FLOORS = {"geomean": 0.926, "p10": 0.831, "min_shapes": 200}  # 0.946 / 0.851 (223 distinct bf16 shapes)
+
+
+@pytest.mark.parametrize("name", sorted(COLD_FLOORS))
+def test_selection_efficiency_on_cold_l2_sweeps(name):
+    path = COLD / name
+    assert path.exists(), f"{path} is missing (COLD_FLOORS names it)"
+    s = selection_efficiency(read_sweep(path), "h200")
+    floors = COLD_FLOORS[name]
+    got = f"cold {name}: {len(s.per_shape)} shapes, geomean {s.geomean:.3f}, p10 {s.p10:.3f}"
+    print(got)
+    assert len(s.per_shape) >= floors["min_shapes"], got
+    assert s.geomean >= floors["geomean"] and s.p10 >= floors["p10"], f"{got} < floors {floors}"
+
+
+def test_selection_efficiency_on_cold_l2_sweeps_pooled():
+    paths = sorted(COLD / n for n in COLD_FLOORS if n != "calib.csv")
+    s = selection_efficiency(read_sweep(paths), "h200")
+    got = f"cold bf16 pooled: {len(s.per_shape)} shapes, geomean {s.geomean:.3f}, p10 {s.p10:.3f}"
+    print(got)
+    assert len(s.per_shape) >= COLD_POOLED_FLOORS["min_shapes"], got
+    assert s.geomean >= COLD_POOLED_FLOORS["geomean"] and s.p10 >= COLD_POOLED_FLOORS["p10"], got
+
+
+def test_every_cold_sweep_has_floors():
+    unguarded = sorted({p.name for p in COLD.glob("*.csv") if ".shard" not in p.name} - set(COLD_FLOORS))
+    assert not unguarded, f"cold sweeps without floors in COLD_FLOORS: {unguarded}"
+
+
 def test_every_floor_has_its_sweep():
     """A floor whose file is gone (renamed, moved) would silently stop guarding anything."""
     missing = sorted(set(FLOORS) - {p.name for p in _sweeps()})

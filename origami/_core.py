@@ -20,7 +20,8 @@ Model, per candidate (T tiles, kI K-iterations, S = CUs × occupancy resident pr
 - waves: the full waves (alike), then the partial last wave with its real program count;
 - Stream-K: full waves data-parallel, the remainder's K-iterations spread over the grid, plus
   fp32 partial traffic and a fix-up per split tile; split-K: T·s programs of kI/s iterations plus
-  the ordered reduction;
+  the ordered reduction, its partials at L2 bandwidth while they fit in half the L2 and beyond that
+  at LLC/HBM bandwidth (``_partial_time``);
 - epilogue (C write, once per tile, and tile overhead), launch overhead;
 - the result is never below the roofline floor max(FLOPs / peak, compulsory bytes / HBM):
   ``_final(total, floor) = max(total, floor) + FLOOR_TIE · total``. The small second term keeps the
@@ -281,6 +282,24 @@ def _phase(nprog_total, kiters, grid_cap, bm, bn, bk, stages, eff, cus, nchip, c
     return total
 
 
+@njit(cache=True, fastmath=FASTMATH, inline="always")
+def _partial_time(part_bytes, hw):
+    """Time of split-K's fp32 partial traffic (``part_bytes`` = written + read back): at L2 bandwidth
+    while the written partials fit in half the L2 (all chiplets'; the other half streams A and B); the share beyond
+    it is evicted before the tile's last program reads it back, so it goes at the LLC's bandwidth
+    where an LLC holds it, else at HBM's. Never below part_bytes / L2 bandwidth, so screen_bounds'
+    L2-only fix-up stays a lower bound.
+
+    Evidence (H200 sweeps of 2026-11-30, warm and cold L2): split-K picks whose partials exceed the
+    L2 (3000x1000x7000 and 8192x384x7040, 128x256 tiles x 4 splits: 50 and 67 MB written) measured
+    1.3-1.4x the data-parallel config the model ranked behind them; with this term the model picks
+    that config, and no recorded sweep's selection efficiency drops (bf16 pooled 0.940 -> 0.943)."""
+    written = 0.5 * part_bytes
+    spill = max(0.0, written - 0.5 * hw[HW_L2_BYTES] * hw[HW_CHIPLETS]) / max(written, 1.0)  # every chiplet's L2
+    far_bw = hw[HW_LLC_BW] if hw[HW_LLC_BYTES] >= written else hw[HW_HBM_BW]
+    return part_bytes * (1.0 - spill) / hw[HW_L2_BW] + part_bytes * spill / min(far_bw, hw[HW_L2_BW])
+
+
 @njit(cache=True, fastmath=FASTMATH)
 def score_row(base, i, effs, m, n, k, batch, ab, bb, cb, align, hw, terms, tmp):
     """Predicted latency (ns) of one candidate; fills terms[0:T_LEN]."""
@@ -351,7 +370,7 @@ def score_row(base, i, effs, m, n, k, batch, ab, bb, cb, align, hw, terms, tmp):
                           ab, bb, hw, num_pid_m, num_pid_n, 1, align_pen, terms, tmp)
         total += t
         part_bytes = progs * bm * bn * 4.0 * 2.0
-        fix = hw[HW_FIXUP] + part_bytes / hw[HW_L2_BW] + (s - 1) * bm * bn * 4.0 * cus / hw[HW_L2_BW]
+        fix = hw[HW_FIXUP] + _partial_time(part_bytes, hw) + (s - 1) * bm * bn * 4.0 * cus / hw[HW_L2_BW]
         terms[T_FIXUP] += fix
         total += fix
     # epilogue: C written once (bias/beta·C reads ride along), spread over the machine

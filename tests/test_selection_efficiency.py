@@ -42,8 +42,8 @@ DATA = Path(__file__).resolve().parents[1] / "benchmarks" / "data" / "h200"
 FLOORS = {
     # bf16/fp16: re-recorded 2026-11-30 (14dbf27) with the race-fixed sweep.py; h200 refitted on them
     "calib.csv": {"geomean": 0.947, "p10": 0.922, "min_shapes": 16},  # achieved 0.967 / 0.942
-    "dlrm.csv": {"geomean": 0.885, "p10": 0.778, "min_shapes": 30},  # 0.905 / 0.798
-    "grid.csv": {"geomean": 0.926, "p10": 0.838, "min_shapes": 100},  # 0.946 / 0.858
+    "dlrm.csv": {"geomean": 0.895, "p10": 0.799, "min_shapes": 30},  # 0.915 / 0.819 (split-K spill term; was 0.905 / 0.798)
+    "grid.csv": {"geomean": 0.929, "p10": 0.847, "min_shapes": 100},  # 0.949 / 0.867 (spill term; was 0.946 / 0.858)
     "grid_fp16.csv": {"geomean": 0.943, "p10": 0.879, "min_shapes": 60},  # 0.963 / 0.899
     "llm.csv": {"geomean": 0.941, "p10": 0.892, "min_shapes": 48},  # 0.961 / 0.912
     "llm_fp16.csv": {"geomean": 0.931, "p10": 0.826, "min_shapes": 48},  # 0.951 / 0.846
@@ -57,11 +57,12 @@ FLOORS = {
     # The 16-bit refit of session 5 (shared parameters: tile/K-step overheads, fix-up, latency) moved fp8 to
     # 0.881 / 0.806 on unchanged fp8 data; refitting the two fp8 parameters on top was rejected by its held-out
     # shapes (0.880 -> 0.843), and a joint fit of all 12 sweeps too (0.928 -> 0.927): the floors follow.
-    "grid_tf32.csv": {"geomean": 0.929, "p10": 0.861, "min_shapes": 48},  # 0.949 / 0.881
+    "grid_tf32.csv": {"geomean": 0.944, "p10": 0.879, "min_shapes": 48},  # 0.964 / 0.899 (spill term; was 0.949 / 0.881)
     "grid_fp8_e4m3.csv": {"geomean": 0.861, "p10": 0.786, "min_shapes": 48},  # 0.881 / 0.806
 }
 # every bf16 sweep pooled (the issue-6 bar: geomean >= 0.93, p10 >= 0.80 over >= 200 shapes)
-BF16_FLOORS = {"geomean": 0.921, "p10": 0.813, "min_shapes": 200}  # achieved 0.941 / 0.833 (228 shapes)
+BF16_FLOORS = {"geomean": 0.923, "p10": 0.821, "min_shapes": 200}  # achieved 0.943 / 0.841 (228 shapes; 0.941 / 0.833
+# before the split-K partial spill term, origami._core._partial_time)
 
 
 def _sweeps():
@@ -111,14 +112,15 @@ COLD = DATA.parent / "h200_cold"
 # guard that selection holds under the timing rule the reported ratios use. Achieved values in comments.
 COLD_FLOORS = {
     "calib.csv": {"geomean": 0.930, "p10": 0.847, "min_shapes": 16},  # 0.950 / 0.867
-    "dlrm.csv": {"geomean": 0.888, "p10": 0.792, "min_shapes": 30},  # 0.908 / 0.812
-    "grid.csv": {"geomean": 0.929, "p10": 0.833, "min_shapes": 100},  # 0.949 / 0.853
-    "llm.csv": {"geomean": 0.950, "p10": 0.915, "min_shapes": 48},  # 0.970 / 0.935
+    "dlrm.csv": {"geomean": 0.899, "p10": 0.796, "min_shapes": 30},  # 0.919 / 0.816 (0.908 / 0.812 before the spill term)
+    "grid.csv": {"geomean": 0.932, "p10": 0.836, "min_shapes": 100},  # 0.952 / 0.856 (0.949 / 0.853)
+    "llm.csv": {"geomean": 0.954, "p10": 0.915, "min_shapes": 48},  # 0.974 / 0.935 (0.970 / 0.935)
     "longk.csv": {"geomean": 0.940, "p10": 0.889, "min_shapes": 12},  # 0.960 / 0.909
     "skinny.csv": {"geomean": 0.924, "p10": 0.859, "min_shapes": 21},  # 0.944 / 0.879
     "square.csv": {"geomean": 0.909, "p10": 0.819, "min_shapes": 17},  # 0.929 / 0.839
 }
-COLD_POOLED_FLOORS = {"geomean": 0.926, "p10": 0.831, "min_shapes": 200}  # 0.946 / 0.851 (223 distinct bf16 shapes)
+COLD_POOLED_FLOORS = {"geomean": 0.929, "p10": 0.837, "min_shapes": 200}  # 0.949 / 0.857 (223 distinct bf16 shapes;
+# 0.946 / 0.851 before the spill term)
 
 
 @pytest.mark.parametrize("name", sorted(COLD_FLOORS))

@@ -84,15 +84,15 @@ STAGING_MIN_DIM = 384
 # (benchmarks/diag_staging.py, CUDA-graph medians, 2026-11-30): 1.6-2.1 TB/s for 4-67 MB moved,
 # 0.38-0.48 of the profile's 4.3 TB/s.
 STAGE_COPY_EFFICIENCY = 0.4
-# ... and a staged launch costs up to this much host time per call: it takes the checked path every
-# call (no fast entry: prepare_launch, one torch copy_ per copy, Triton's generic launch with tensor
-# descriptors). Measured on the H200 machine's host (benchmarks/diag_staging.py, Triton 3.6, torch
-# 2.11, 2026-11-30): 336-338 us per tritonblas.matmul call for 1999^3 and 4096x1057x479 and 544 us
-# for 4096x1000x3333, each far above the GPU time of its copies and kernel (66-104 us), and compare.py
-# saw up to ~600 us (4096x2051x3333). Not yet explained (the size-dependence included). The
-# dispatcher stages only when the unstaged pick is predicted slower than both this and the staged
-# launch's GPU time (a host property, not the profile's: a staged fast entry would lower it).
-STAGED_HOST_NS = 600_000.0
+# ... and a staged launch costs about this much host time per call. Until session 6 it took the checked
+# path every call (no fast entry): 336-555 us per call on the H200 host (benchmarks/diag_staging.py,
+# 2026-11-30), far above the GPU time of its copies and kernel (66-104 us), so the threshold was
+# 600 us and only 7 shapes staged. Now a staged key has a fast entry (dispatch._Fast.staged: fresh
+# buffers, the copies, the raw launch): ~20 us over an unstaged warm call on this CPU with the
+# launches stubbed, so ~50 us in all is assumed on the H200 host (to be checked with diag_staging).
+# The dispatcher stages only when the unstaged pick is predicted slower than both this and the staged
+# launch's GPU time (a host property, not the profile's).
+STAGED_HOST_NS = 60_000.0
 # fp8 tl.dot's max_num_imprecise_acc unless fast accumulation is asked for: promote the MMA's
 # reduced-precision sum into the fp32 accumulator after every K = 32 (one Hopper wgmma). Values
 # below 32 make Triton 3.6 give up wgmma for fp16 mma.sync (seen in the sm_90 PTX); None = never.

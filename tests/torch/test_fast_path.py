@@ -225,6 +225,35 @@ def test_warm_out_and_config_calls_skip_the_ops_layer(device, fast_launches, mon
     torch.testing.assert_close(out_cfg, first, rtol=1e-5, atol=1e-5)
 
 
+def test_staged_launch_gets_a_fast_entry(device, fast_launches, monkeypatch):
+    """An alignment-staged launch (operands under 16-byte alignment copied into padded buffers, then
+    the TMA kernel) is recorded as a fast entry; warm calls re-stage the operands' current values
+    into fresh buffers and launch on them, never writing the caller's tensors."""
+    monkeypatch.setattr(_plan, "STAGED_HOST_NS", 0.0)  # a tiny problem: make the dispatcher's rule stage it
+    monkeypatch.setattr(_plan, "staging_copy_ns", lambda *args: 0.0)
+    g = torch.Generator().manual_seed(5)
+    wide_a = torch.randn(37, 76, generator=g, dtype=torch.float64).to(torch.bfloat16).to(device)
+    wide_b = torch.randn(75, 30, generator=g, dtype=torch.float64).to(torch.bfloat16).to(device)
+    a, b = wide_a[:, :75], wide_b[:, :29]  # leading strides 76 and 30 elements: 8- and 4-byte aligned rows
+    lp = dispatch.plan_for(a, b)
+    assert lp.stage_a or lp.stage_b, "the model is expected to stage this unaligned problem"
+    a_before, b_before = a.clone(), b.clone()
+    first = tritonblas.matmul(a, b)
+    assert not fast_launches
+    f = dispatch._fast_hit(dispatch._fast_key(a, b, None, None, None, None))
+    assert f is not None and tuple(i for i, _ in f.staged) == tuple(i for i, s in enumerate((lp.stage_a, lp.stage_b)) if s)
+    second = tritonblas.matmul(a, b)
+    assert len(fast_launches) == 1 and torch.equal(first, second)
+    ref = a.double() @ b.double()
+    torch.testing.assert_close(second.double(), ref, rtol=2e-2, atol=2e-2 * ref.abs().max().item())
+    assert torch.equal(a, a_before) and torch.equal(b, b_before)
+    a.mul_(-2)  # the next warm call must copy the new values
+    third = tritonblas.matmul(a, b)
+    assert len(fast_launches) == 2
+    torch.testing.assert_close(third.double(), (a.double() @ b.double()), rtol=2e-2,
+                               atol=4e-2 * ref.abs().max().item())
+
+
 # --- the direct call (no torch.library dispatch) ------------------------------------------------
 def test_direct_call_conditions(device):
     a, b = _rand(4, 4, device=device), _rand(4, 4, device=device)

@@ -88,8 +88,11 @@ STAGE_COPY_EFFICIENCY = 0.4
 # path every call (no fast entry): 336-555 us per call on the H200 host (benchmarks/diag_staging.py,
 # 2026-11-30), far above the GPU time of its copies and kernel (66-104 us), so the threshold was
 # 600 us and only 7 shapes staged. Now a staged key has a fast entry (dispatch._Fast.staged: fresh
-# buffers, the copies, the raw launch): ~20 us over an unstaged warm call on this CPU with the
-# launches stubbed, so ~50 us in all is assumed on the H200 host (to be checked with diag_staging).
+# buffers, the copies, the raw launch). Measured on the H200 host at a78d6e5 (diag_staging,
+# 2026-11-30): 46.5 us per call (one copy, 4096x1000x3333), 68.5 (two, 1999^3), 80.6 (two, 4097^3);
+# do_bench of the call then equals the GPU time (72 us for 1999^3 against torch's 137). A launch whose
+# GPU time is under its host time minus ~20 us reads host-bound in do_bench; this floor keeps the
+# shortest problems unstaged.
 # The dispatcher stages only when the unstaged pick is predicted slower than both this and the staged
 # launch's GPU time (a host property, not the profile's).
 STAGED_HOST_NS = 60_000.0

@@ -20,20 +20,7 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
-
-
-def per_call_us(fn, calls: int) -> float:
-    import torch
-
-    best = float("inf")
-    for _ in range(5):
-        torch.cuda.synchronize()
-        t0 = time.perf_counter()
-        for _ in range(calls):
-            fn()
-        best = min(best, (time.perf_counter() - t0) / calls * 1e6)
-    torch.cuda.synchronize()
-    return best
+sys.path.insert(0, str(ROOT / "benchmarks"))
 
 
 def main(argv=None) -> int:
@@ -44,6 +31,7 @@ def main(argv=None) -> int:
     import torch
 
     import tritonblas
+    from profile_dispatch import per_call_us  # best of 5 loops of --calls, after 50 warm-up calls
     from tritonblas import dispatch, ops
 
     big = torch.randn(8192, 8192, device="cuda").bfloat16()

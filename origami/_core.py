@@ -285,9 +285,9 @@ def _phase(nprog_total, kiters, grid_cap, bm, bn, bk, stages, eff, cus, nchip, c
 @njit(cache=True, fastmath=FASTMATH, inline="always")
 def _partial_time(part_bytes, hw):
     """Time of split-K's fp32 partial traffic (``part_bytes`` = written + read back): at L2 bandwidth
-    while the written partials fit in half the L2 (all chiplets'; the other half streams A and B); the share beyond
-    it is evicted before the tile's last program reads it back, so it goes at the LLC's bandwidth
-    where an LLC holds it, else at HBM's. Never below part_bytes / L2 bandwidth, so screen_bounds'
+    while the written partials fit in half the L2 (all chiplets'; the other half streams A and B);
+    the share beyond it is evicted before the tile's last program reads it back, so it goes at the
+    LLC's bandwidth where an LLC holds it, else at HBM's. Never below part_bytes / L2 bandwidth, so screen_bounds'
     L2-only fix-up stays a lower bound.
 
     Evidence (H200 sweeps of 2026-11-30, warm and cold L2): split-K picks whose partials exceed the

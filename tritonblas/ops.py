@@ -334,19 +334,12 @@ def _warm_matmul(a: Tensor, b: Tensor, out: Tensor | None = None, config: Any = 
     benchmarks/diag_forced.py)."""
     if type(a) not in _PLAIN or type(b) not in _PLAIN or a.dtype is not b.dtype:
         return None
-    if config is not None and type(config) is not TileConfig:
-        return None
-    if out is None:
-        f = dispatch._fast_hit(dispatch._fast_key(a, b, None, None, None, config))
-        if f is None or not _direct(a, b):
-            return None
-        return dispatch.run_fast(f, a, b)
-    if type(out) not in _PLAIN:
+    if (config is not None and type(config) is not TileConfig) or (out is not None and type(out) not in _PLAIN):
         return None
     f = dispatch._fast_hit(dispatch._fast_key(a, b, out, None, None, config))
     if f is None or not _direct(a, b, out):
         return None
-    return dispatch.run_fast_out(f, a, b, out)
+    return dispatch.run_fast(f, a, b) if out is None else dispatch.run_fast_out(f, a, b, out)
 
 
 def _run(name: str, v: _Views, out: Tensor | None, *, c: Tensor | None = None, alpha: float = 1.0,

@@ -5,8 +5,9 @@
 
 Why: compare.py times forced configs (the oracle, nvMMH) through ``tritonblas.matmul(a, b, out=out,
 config=cfg)`` and our pick through ``tritonblas.matmul(a, b)``; on some shapes under ~50 us the
-forced timings came out 2-5x ours for neighbouring configs (compare 4f2aa7a), and cold_probe.py's
-``PreparedLaunch.run`` (Triton's JIT launch) measured 75 us for a 3 us kernel. Per shape and path
+forced timings came out 2-5x ours for neighbouring configs (compare 4f2aa7a), and a first probe
+(cold_probe.py, 740f31b, since removed) measured 75 us for a 3 us kernel through
+``PreparedLaunch.run`` (Triton's JIT launch). Per shape and path
 this prints the host time per call (1000 back-to-back calls, perf_counter, no sync inside), the
 ``do_bench`` median (L2 flushed) and which dispatcher counters moved (fast hits vs plans), and
 whether the fast entry is bound to the raw launcher.

@@ -27,8 +27,8 @@ if ls .whl/*.whl >/dev/null 2>&1; then
 fi
 STEPS=${STEPS:-"tests serial"}
 # timing-sensitive GPU tests (bandwidth, sharded-vs-single sweep timings) run alone in `serial`
-SERIAL="tests/torch/test_multi_gpu.py tests/cli/test_calibrate_gpu.py::test_calibrate_quick_writes_a_plausible_profile"
-IGNORE="--ignore=tests/torch/test_multi_gpu.py --deselect=tests/cli/test_calibrate_gpu.py::test_calibrate_quick_writes_a_plausible_profile"
+SERIAL="tests/dropin/test_multi_gpu.py tests/cli/test_calibrate_gpu.py::test_calibrate_quick_writes_a_plausible_profile"
+IGNORE="--ignore=tests/dropin/test_multi_gpu.py --deselect=tests/cli/test_calibrate_gpu.py::test_calibrate_quick_writes_a_plausible_profile"
 nvidia-smi --query-gpu=index,name,clocks.sm,clocks.max.sm,power.draw,temperature.gpu --format=csv | tee "$OUT/gpu.txt"
 python3 -c "import torch, triton, numba, numpy; print('torch', torch.__version__, 'triton', triton.__version__, 'numba', numba.__version__, 'numpy', numpy.__version__, 'gpus', torch.cuda.device_count())" | tee -a "$OUT/gpu.txt"
 for step in $STEPS; do

@@ -21,7 +21,7 @@ from origami.config import TileConfig
 from tritonblas import _fastlaunch, dispatch
 from tritonblas import plan as _plan
 
-pytestmark = pytest.mark.usefixtures("cpu_profile")  # tests/torch/conftest.py
+pytestmark = pytest.mark.usefixtures("cpu_profile")  # tests/dropin/conftest.py
 
 DP = TileConfig("dp", 32, 32, 32, 4, 2)
 

@@ -11,7 +11,7 @@ import tritonblas
 from tritonblas import dispatch
 
 
-pytestmark = pytest.mark.usefixtures("cpu_profile")  # tests/torch/conftest.py
+pytestmark = pytest.mark.usefixtures("cpu_profile")  # tests/dropin/conftest.py
 
 
 def _rand(*shape, device, dtype=torch.float32):

@@ -17,7 +17,7 @@ import tritonblas
 from tritonblas import dispatch
 
 
-pytestmark = pytest.mark.usefixtures("cpu_profile")  # tests/torch/conftest.py
+pytestmark = pytest.mark.usefixtures("cpu_profile")  # tests/dropin/conftest.py
 
 
 def _operand(shape, device, noncontig=False, dtype=torch.float32, gen=None):

@@ -85,7 +85,8 @@ from tritonblas._device import ENV_PROFILE, DeviceError, DeviceInfo, clear_devic
 __all__ = [
     "DTYPES", "KERNEL_DTYPES", "DETERMINISTIC_KINDS", "MAX_PLANS", "GemmKey",
     "dtype_of", "allow_tf32", "fallback_reason", "device_info", "has_profile", "gemm", "plan_for", "explain",
-    "stats", "reset_stats", "clear_caches",
+    "stats", "reset_stats", "clear_caches", "fast_lookup", "fast_valid", "fast_context", "launch_fast",
+    "raw_ready", "count",
 ]
 
 # torch dtype → DType: the inverse of plan.TORCH_DTYPES (fp32 storage maps to FP32; TF32 is a
@@ -221,8 +222,11 @@ def stats() -> dict[str, int]:
     """Counters since the last :func:`reset_stats`: ``launches`` (kernel launches), ``plans``
     (cold-path plans built), ``empty`` (results made without a launch: empty output or K = 0),
     ``fallbacks`` (calls torch ran), ``routed`` (calls ``enable()`` sent to tritonblas),
-    ``table_hits`` (plans whose config came from a tile table)."""
-    return {k: _STATS[k] for k in ("launches", "plans", "empty", "fallbacks", "routed", "table_hits")}
+    ``table_hits`` (plans whose config came from a tile table), ``intercepted`` (GEMM calls that
+    reached ``enable()``'s routing, routed or not), ``fast_hits`` (calls served by the ops' warm path,
+    :mod:`tritonblas.fastpath`)."""
+    return {k: _STATS[k] for k in ("launches", "plans", "empty", "fallbacks", "routed", "table_hits",
+                                   "intercepted", "fast_hits")}
 
 
 def reset_stats() -> None:
@@ -449,7 +453,7 @@ class _Fast:
     def _workspace(self, idx: int, stream: int):
         """``plan._workspace`` for this device and stream, with its cache read directly when not
         capturing (what ``plan._workspace`` would return: same key, large enough)."""
-        if not _capturing():
+        if stream == 0 and not _capturing():
             ws = _plan._WORKSPACES.get(("cuda", idx, stream))
             if ws is not None and ws[0].numel() >= self.ws[0] and ws[1].numel() >= self.ws[1]:
                 return ws
@@ -887,6 +891,48 @@ def run_fast_out(f: _Fast, a: torch.Tensor, b: torch.Tensor, out: torch.Tensor) 
     return out
 
 
+def fast_lookup(a: torch.Tensor, b: torch.Tensor, out: torch.Tensor | None = None,
+                c: torch.Tensor | None = None) -> "_Fast | None":
+    """The warm entry :func:`gemm` would launch for exactly these kernel-level operands (model's
+    pick, default profile; ``out``/``c`` as given), or None when the next call would take the
+    checked path. The entry stays valid for operands with the same shapes, strides, dtypes,
+    devices and address classes (``data_ptr() % 16``) under the same environment."""
+    return _fast_hit(_fast_key(a, b, out, c, None, None))
+
+
+def fast_valid(f: "_Fast") -> bool:
+    """Whether a warm entry looked up earlier still holds: the device → profile mapping it was built
+    under is current (``clear_caches`` or a profile change invalidates it)."""
+    return _device._CACHE.get(f.devkey) is f.info
+
+
+def fast_context(dtype: torch.dtype) -> tuple:
+    """What besides the operands decides a warm entry, as one hashable value: the TF32 flag (fp32
+    only), the environment that picks the profile or table, and the tile-table generation."""
+    return (dtype is torch.float32 and allow_tf32(), _env_now(), tables._GENERATION[0])
+
+
+def launch_fast(f: "_Fast", a: torch.Tensor, b: torch.Tensor, out: torch.Tensor, c: torch.Tensor | None = None,
+                alpha: float = 1.0, beta: float = 0.0) -> torch.Tensor:
+    """Launch the warm entry ``f`` (from :func:`fast_lookup`) on operands of its key; returns out.
+    ``out`` must have ``f``'s output address class (a fresh torch allocation does)."""
+    f.call(a, b, out, c, alpha, beta)
+    _STATS["launches"] += 1
+    return out
+
+
+def raw_ready(f: "_Fast") -> bool:
+    """Whether ``f`` launches through the raw launcher with nothing but the operands' addresses
+    (no staging copy, no Triton launch hook, a GPU entry): then any tensors with the same base
+    addresses as the key's operands may stand in for them (e.g. an N-D activation for its 2-D view)."""
+    return f.raw is not None and not f.staged and not _hooks_on()
+
+
+def count(name: str, n: int = 1) -> None:
+    """Add ``n`` to the counter ``name`` of :func:`stats`."""
+    _STATS[name] += n
+
+
 def _out_shape(a: torch.Tensor, b: torch.Tensor) -> tuple[int, ...]:
     m, n = a.shape[-2], b.shape[-1]
     if a.dim() == 2 and b.dim() == 2:
@@ -894,6 +940,14 @@ def _out_shape(a: torch.Tensor, b: torch.Tensor) -> tuple[int, ...]:
     ba = a.shape[0] if a.dim() == 3 else 1
     bb = b.shape[0] if b.dim() == 3 else 1
     return (ba if bb == 1 else bb, m, n)
+
+
+def _partly_overlaps(out: torch.Tensor, c: torch.Tensor) -> bool:
+    """Whether ``out`` shares memory with ``c`` other than by being it (same address, shape, strides:
+    each element is then read before the same program writes it)."""
+    if not _shares_memory(out, c):
+        return False
+    return not (out.data_ptr() == c.data_ptr() and out.shape == c.shape and out.stride() == c.stride())
 
 
 def _shares_memory(x: torch.Tensor, y: torch.Tensor) -> bool:
@@ -932,7 +986,7 @@ def gemm(a: torch.Tensor, b: torch.Tensor, out: torch.Tensor | None = None, *, c
     if f is not None:
         if out is None:
             out = torch.empty(f.out_shape, dtype=a.dtype, device=a.device)
-        elif _shares_memory(out, a) or _shares_memory(out, b):
+        elif _shares_memory(out, a) or _shares_memory(out, b) or (c is not None and _partly_overlaps(out, c)):
             f = None
         if f is not None and out.data_ptr() & 15 == f.out_align:
             f.call(a, b, out, c, float(alpha), float(beta))
@@ -944,7 +998,7 @@ def gemm(a: torch.Tensor, b: torch.Tensor, out: torch.Tensor | None = None, *, c
         return _torch_gemm(a, b, out, c, alpha, beta)
     if out is None:
         out = torch.empty(_out_shape(a, b), dtype=a.dtype, device=a.device)
-    elif _shares_memory(out, a) or _shares_memory(out, b):
+    elif _shares_memory(out, a) or _shares_memory(out, b) or (c is not None and _partly_overlaps(out, c)):
         tmp = gemm(a, b, c=c, alpha=alpha, beta=beta, profile=profile, config=config, op=op)
         return out.copy_(tmp)
     if out.numel() == 0 or a.shape[-1] == 0:

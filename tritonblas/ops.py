@@ -24,7 +24,6 @@ torch's warning, a wrong dtype or device raises.
 
 from __future__ import annotations
 
-import inspect
 import json
 import math
 import os
@@ -33,13 +32,12 @@ from functools import lru_cache
 from typing import Any, NamedTuple, Optional
 
 import torch
-from torch.overrides import TorchFunctionMode
-
 from origami.config import TileConfig
 from origami.hardware import HardwareProfile
-from tritonblas import dispatch
+from tritonblas import dispatch, fastpath
 
-__all__ = ["matmul", "addmm", "bmm", "linear", "explain", "enable", "clear_caches"]
+__all__ = ["matmul", "addmm", "bmm", "baddbmm", "addbmm", "mv", "addmv", "linear", "explain", "enable",
+           "clear_caches"]
 
 Tensor = torch.Tensor
 
@@ -150,13 +148,21 @@ def _mm_setup(ctx, inputs, output):
     ctx.save_for_backward(a, b)
 
 
+def _grad_b(a: Tensor, grad: Tensor, b: Tensor, profile) -> Tensor:
+    """dL/db = a.T @ grad, produced in b's layout: when b is a transposed view (e.g. ``w.t()`` of a
+    row-major weight), as ``(grad.T @ a).T``, so the gradient reaches the weight without a copy."""
+    if b.dim() == 2 and b.stride(0) == 1 and b.stride(1) != 1 and b.shape[0] > 1 and b.shape[1] > 1:
+        return _reduce_like(torch.ops.tritonblas.mm(grad.mT, a, profile, None), b.mT).mT
+    return _reduce_like(torch.ops.tritonblas.mm(a.mT, grad, profile, None), b)
+
+
 def _mm_backward(ctx, grad):
     a, b = ctx.saved_tensors
     ga = gb = None
     if ctx.needs_input_grad[0]:
         ga = _reduce_like(torch.ops.tritonblas.mm(grad, b.mT, ctx.profile, None), a)
     if ctx.needs_input_grad[1]:
-        gb = _reduce_like(torch.ops.tritonblas.mm(a.mT, grad, ctx.profile, None), b)
+        gb = _grad_b(a, grad, b, ctx.profile)
     return ga, gb, None, None
 
 
@@ -179,7 +185,7 @@ def _addmm_backward(ctx, grad):
         ga = _reduce_like(torch.ops.tritonblas.mm(grad, b.mT, ctx.profile, None), a)
         ga = ga if ctx.alpha == 1 else ga * ctx.alpha
     if ctx.needs_input_grad[2]:
-        gb = _reduce_like(torch.ops.tritonblas.mm(a.mT, grad, ctx.profile, None), b)
+        gb = _grad_b(a, grad, b, ctx.profile)
         gb = gb if ctx.alpha == 1 else gb * ctx.alpha
     return gc, ga, gb, None, None, None, None
 
@@ -192,10 +198,16 @@ def _shape(t: Tensor) -> str:
     return str(tuple(t.shape))
 
 
+_OPTIONAL = frozenset(("bias",))
+
+
 def _check_tensors(name: str, **tensors: Any) -> None:
+    """TypeError (torch's wording) for an argument that is not a Tensor; None only where optional."""
     for arg, t in tensors.items():
-        if t is not None and not isinstance(t, torch.Tensor):
-            raise TypeError(f"{name}(): argument '{arg}' must be a Tensor, not {type(t).__name__}")
+        if t is None and arg in _OPTIONAL:
+            continue
+        if not isinstance(t, torch.Tensor):
+            raise TypeError(f"{name}(): argument '{arg}' must be Tensor, not {type(t).__name__}")
 
 
 def _check_same(name: str, **tensors: Tensor | None) -> None:
@@ -298,40 +310,26 @@ def _check_out(name: str, out: Tensor, shape: tuple, like: Tensor, *args: Tensor
 
 
 _PLAIN = (torch.Tensor, torch.nn.Parameter)
-_C = torch._C
 _is_compiling = torch.compiler.is_compiling
 _grad_enabled = torch.is_grad_enabled
-_tf_modes = _C._is_torch_function_mode_enabled
-_dispatch_modes = _C._len_torch_dispatch_stack
-_functorch_level = _C._functorch.peek_interpreter_stack
-_tracing = _C._get_tracing_state
 
 
 def _direct(*tensors: Tensor | None) -> bool:
-    """Whether calling :func:`dispatch.gemm` directly gives exactly what the custom op would: plain
-    tensors, no autograd to record (grad off, or no input requires grad), and nothing that
-    intercepts ops — not compiling (dynamo/export), no TorchFunctionMode or TorchDispatchMode
-    (FakeTensorMode, make_fx, FlopCounterMode, ...), no functorch transform (vmap, grad,
-    functionalize), no TorchScript tracing. Otherwise the op runs through ``torch.ops.tritonblas``."""
-    grad = _grad_enabled()
-    for t in tensors:
-        if t is not None and (type(t) not in _PLAIN or (grad and t.requires_grad)):
-            return False
-    return not (_is_compiling() or _tf_modes() or _dispatch_modes() or _functorch_level() is not None
-                or _tracing() is not None)
+    """Whether calling :func:`dispatch.gemm` directly gives exactly what the custom op would: no
+    autograd to record (grad off, or no input requires grad) and :func:`fastpath.direct` (plain
+    tensors, nothing intercepting ops). Otherwise the op runs through ``torch.ops.tritonblas``."""
+    return not fastpath.needs_grad(*tensors) and fastpath.direct(*tensors)
 
 
 def _warm_matmul(a: Tensor, b: Tensor, out: Tensor | None = None, config: Any = None) -> Tensor | None:
     """``matmul(a, b[, out=out][, config=config])`` when the dispatcher already holds a fast entry for
-    exactly these operands (shapes, strides, dtypes, devices, alignment: see ``dispatch._fast_key``;
+    exactly these operands (shapes, strides, dtypes, devices, alignment: see ``dispatch.fast_lookup``;
     the output and the forced config are part of that key) and the call may skip the custom op
     (:func:`_direct`); None otherwise. A fast entry for (a, b[, out]) exists only after a call with
     these very tensors as the kernel operands passed every check (the config's predicates
     included), and the kernel's output shape is then torch.matmul's (2-D @ 2-D, or 3-D with one
     batch), so the checks and the views would give the same launch again. An ``out`` that overlaps
-    ``a`` or ``b`` goes the checked way (compute, then copy). Saves ~5 µs per warm call without
-    ``out`` and ~20 µs with it (H200 host, 2026-11-30: ``out=`` read 46 µs against 25 µs,
-    benchmarks/diag_forced.py)."""
+    ``a`` or ``b`` goes the checked way (compute, then copy)."""
     if type(a) not in _PLAIN or type(b) not in _PLAIN or a.dtype is not b.dtype:
         return None
     if (config is not None and type(config) is not TileConfig) or (out is not None and type(out) not in _PLAIN):
@@ -340,6 +338,35 @@ def _warm_matmul(a: Tensor, b: Tensor, out: Tensor | None = None, config: Any = 
     if f is None or not _direct(a, b, out):
         return None
     return dispatch.run_fast(f, a, b) if out is None else dispatch.run_fast_out(f, a, b, out)
+
+
+def _overlap(x: Tensor, y: Tensor) -> str:
+    """torch's overlap classes of two tensors: "none", "full" (same elements in the same order:
+    same address, shape and strides) or "partial" (any other sharing of memory)."""
+    if x.numel() == 0 or y.numel() == 0:
+        return "none"
+    if x.untyped_storage().data_ptr() != y.untyped_storage().data_ptr():
+        return "none"
+    if x.data_ptr() == y.data_ptr() and x.shape == y.shape and x.stride() == y.stride():
+        return "full"
+
+    def span(t: Tensor) -> tuple[int, int]:
+        lo = t.data_ptr()
+        hi = lo + (1 + sum((n - 1) * abs(st) for n, st in zip(t.shape, t.stride()))) * t.element_size()
+        return lo, hi
+
+    (a0, a1), (b0, b1) = span(x), span(y)
+    return "partial" if a0 < b1 and b0 < a1 else "none"
+
+
+def _check_out_overlap(name: str, out: Tensor, c: Tensor | None) -> None:
+    """torch's error for an ``out`` that partly overlaps the accumulated input ``c`` (out being c
+    itself, as in an in-place addmm, is allowed; an ``out`` sharing memory with a or b is computed
+    into a temporary and copied by :func:`dispatch.gemm`)."""
+    if c is not None and _overlap(out, c) == "partial":
+        raise RuntimeError(f"{name}(): unsupported operation: some elements of the input tensor and the written-to "
+                           "tensor refer to a single memory location. Please clone() the tensor before performing "
+                           "the operation.")
 
 
 def _run(name: str, v: _Views, out: Tensor | None, *, c: Tensor | None = None, alpha: float = 1.0,
@@ -359,6 +386,7 @@ def _run(name: str, v: _Views, out: Tensor | None, *, c: Tensor | None = None, a
             r = torch.ops.tritonblas.addmm(c, v.a, v.b, float(alpha), float(beta), prof, cfg)
         return r.reshape(v.shape)
     _check_out(name, out, v.shape, v.a, *grad_args)
+    _check_out_overlap(name, out, c if beta != 0 else None)
     try:
         out_k = out.view(v.kernel_shape)
     except RuntimeError:  # not viewable as the kernel's output: compute, then copy
@@ -386,13 +414,20 @@ def matmul(a: Tensor, b: Tensor, *, out: Tensor | None = None, config: TileConfi
     Dtypes other than fp32/fp16/bf16, and CPU tensors outside the interpreter, run torch.matmul.
     """
     if profile is None and not _is_compiling():
+        if out is None and config is None:
+            r = fastpath.matmul(a, b)
+            if r is not None:
+                return r
         r = _warm_matmul(a, b, out, config)
         if r is not None:
             return r
     _check_tensors("matmul", input=a, other=b)
     _check_same("matmul", a=a, b=b)
     v = _matmul_views("matmul", a, b)
-    return _run("matmul", v, out, profile=profile, config=config, grad_args=(a, b))
+    r = _run("matmul", v, out, profile=profile, config=config, grad_args=(a, b))
+    if out is None and profile is None and config is None and _direct(a, b):
+        fastpath.record_matmul(a, b, v.a, v.b)
+    return r
 
 
 def bmm(a: Tensor, b: Tensor, *, out: Tensor | None = None, config: TileConfig | None = None,
@@ -438,26 +473,117 @@ def addmm(c: Tensor, a: Tensor, b: Tensor, *, alpha: float = 1, beta: float = 1,
                 config=config, grad_args=(a, b, c))
 
 
+def _check_batched(name: str, a: Tensor, b: Tensor) -> None:
+    for arg, t in (("batch1", a), ("batch2", b)):
+        if t.dim() != 3:
+            raise RuntimeError(f"{name}(): {arg} must be a 3D tensor, got a {t.dim()}-D tensor of shape {_shape(t)}")
+    if a.shape[0] != b.shape[0] or a.shape[2] != b.shape[1]:
+        raise RuntimeError(f"{name}(): expected batch2 of shape [{a.shape[0]}, {a.shape[2]}, *] for batch1 "
+                           f"{_shape(a)}, but got {_shape(b)}")
+
+
+def baddbmm(c: Tensor, a: Tensor, b: Tensor, *, alpha: float = 1, beta: float = 1, out: Tensor | None = None,
+            config: TileConfig | None = None, profile: Any = None) -> Tensor:
+    """``torch.baddbmm(c, a, b, beta=beta, alpha=alpha)`` = beta·c + alpha·(a @ b) per batch, with
+    a (B, M, K), b (B, K, N) and c broadcast to (B, M, N); beta = 0 ignores c."""
+    _check_tensors("baddbmm", input=c, batch1=a, batch2=b)
+    _check_batched("baddbmm", a, b)
+    _check_same("baddbmm", batch1=a, batch2=b, input=c)
+    shape = (a.shape[0], a.shape[1], b.shape[2])
+    if not _expands_to(tuple(c.shape), shape):
+        raise RuntimeError(f"baddbmm(): input {_shape(c)} does not broadcast to the result {shape}")
+    alpha, beta = _scalar("baddbmm", "alpha", alpha), _scalar("baddbmm", "beta", beta)
+    return _run("baddbmm", _Views(a, b, shape, shape), out, c=c, alpha=alpha, beta=beta, profile=profile,
+                config=config, grad_args=(a, b, c))
+
+
+def addbmm(c: Tensor, a: Tensor, b: Tensor, *, alpha: float = 1, beta: float = 1, out: Tensor | None = None,
+           config: TileConfig | None = None, profile: Any = None) -> Tensor:
+    """``torch.addbmm(c, a, b, beta=beta, alpha=alpha)`` = beta·c + alpha·Σ_i a[i] @ b[i], with
+    a (B, M, K), b (B, K, N), c broadcast to (M, N): one GEMM over the concatenated K (B·K), on a
+    (M, B·K) copy of a (a view where a's layout allows) and the (B·K, N) view of b."""
+    _check_tensors("addbmm", input=c, batch1=a, batch2=b)
+    _check_batched("addbmm", a, b)
+    _check_same("addbmm", batch1=a, batch2=b, input=c)
+    nb, m, k = a.shape
+    n = b.shape[2]
+    shape = (m, n)
+    if not _expands_to(tuple(c.shape), shape):
+        raise RuntimeError(f"addbmm(): input {_shape(c)} does not broadcast to the result {shape}")
+    alpha, beta = _scalar("addbmm", "alpha", alpha), _scalar("addbmm", "beta", beta)
+    a2 = a.transpose(0, 1).reshape(m, nb * k)
+    b2 = b.reshape(nb * k, n)
+    return _run("addbmm", _Views(a2, b2, shape, shape), out, c=c, alpha=alpha, beta=beta, profile=profile,
+                config=config, grad_args=(a, b, c))
+
+
+def mv(a: Tensor, v: Tensor, *, out: Tensor | None = None, config: TileConfig | None = None,
+       profile: Any = None) -> Tensor:
+    """``torch.mv(a, v)``: (N, M) @ (M,) -> (N,)."""
+    _check_tensors("mv", input=a, vec=v)
+    if a.dim() != 2 or v.dim() != 1:
+        raise RuntimeError(f"mv(): vector + matrix @ vector expected, got input {a.dim()}-D {_shape(a)} and "
+                           f"vec {v.dim()}-D {_shape(v)}")
+    _check_same("mv", input=a, vec=v)
+    if a.shape[1] != v.shape[0]:
+        raise RuntimeError(f"mv(): size mismatch, got input ({a.shape[0]}x{a.shape[1]}), vec ({v.shape[0]})")
+    shape = (a.shape[0],)
+    return _run("mv", _Views(a, v.unsqueeze(-1), (a.shape[0], 1), shape), out, profile=profile, config=config,
+                grad_args=(a, v))
+
+
+def addmv(c: Tensor, a: Tensor, v: Tensor, *, alpha: float = 1, beta: float = 1, out: Tensor | None = None,
+          config: TileConfig | None = None, profile: Any = None) -> Tensor:
+    """``torch.addmv(c, a, v, beta=beta, alpha=alpha)`` = beta·c + alpha·(a @ v), c broadcast to (N,)."""
+    _check_tensors("addmv", input=c, mat=a, vec=v)
+    if a.dim() != 2 or v.dim() != 1:
+        raise RuntimeError(f"addmv(): vector + matrix @ vector expected, got mat {a.dim()}-D {_shape(a)} and "
+                           f"vec {v.dim()}-D {_shape(v)}")
+    _check_same("addmv", mat=a, vec=v, input=c)
+    if a.shape[1] != v.shape[0]:
+        raise RuntimeError(f"addmv(): size mismatch, got mat ({a.shape[0]}x{a.shape[1]}), vec ({v.shape[0]})")
+    shape = (a.shape[0],)
+    if c.dim() > 1 or not _expands_to(tuple(c.shape), shape):
+        raise RuntimeError(f"addmv(): input {_shape(c)} does not broadcast to the result {shape}")
+    alpha, beta = _scalar("addmv", "alpha", alpha), _scalar("addmv", "beta", beta)
+    c2 = c.unsqueeze(-1) if c.dim() == 1 else c
+    return _run("addmv", _Views(a, v.unsqueeze(-1), (a.shape[0], 1), shape), out, c=c2, alpha=alpha, beta=beta,
+                profile=profile, config=config, grad_args=(a, v, c))
+
+
 def linear(x: Tensor, w: Tensor, bias: Tensor | None = None, profile: Any = None, *,
            config: TileConfig | None = None) -> Tensor:
     """``F.linear(x, w, bias)`` = x @ w.T + bias, with w (out, in) read through the w.t() view
-    (layout T, no copy) and bias (out,), () or (1, out) fused into the epilogue."""
+    (layout T, no copy) and bias (out,), () or (1, out) fused into the epilogue. N-D activations,
+    ``nn.Parameter`` weights and autograd take the warm path (:mod:`tritonblas.fastpath`) once a
+    call of the same signature has run."""
+    if profile is None and config is None:
+        r = fastpath.linear(x, w, bias)
+        if r is not None:
+            return r
     _check_tensors("linear", input=x, weight=w, bias=bias)
     if w.dim() not in (1, 2):
         raise RuntimeError(f"linear(): weight must be 2-D (out_features, in_features) or 1-D, got {_shape(w)}")
+    if w.dim() == 1 and bias is not None:
+        raise RuntimeError(f"linear(): mat2 must be a matrix: a 1-D weight {_shape(w)} takes no bias "
+                           f"(got bias {_shape(bias)}), as in F.linear")
     _check_same("linear", x=x, w=w, bias=bias)
     if x.dim() == 0 or x.shape[-1] != w.shape[-1]:
         raise RuntimeError(f"linear(): shapes cannot be multiplied: x {_shape(x)} and weight {_shape(w)} "
                            f"(x's last dim must equal in_features {w.shape[-1]}); dtype {x.dtype}")
     v = _matmul_views("linear", x, w.t() if w.dim() == 2 else w)
     if bias is None:
-        return _run("linear", v, None, profile=profile, config=config)
-    if _expands_to(tuple(bias.shape), v.kernel_shape):
-        return _run("linear", v, None, c=bias, alpha=1.0, beta=1.0, profile=profile, config=config)
-    if not _expands_to(tuple(bias.shape), v.shape):
+        r = _run("linear", v, None, profile=profile, config=config)
+    elif _expands_to(tuple(bias.shape), v.kernel_shape):
+        r = _run("linear", v, None, c=bias, alpha=1.0, beta=1.0, profile=profile, config=config)
+    elif not _expands_to(tuple(bias.shape), v.shape):
         raise RuntimeError(f"linear(): bias {_shape(bias)} does not broadcast to the result {v.shape} of "
                            f"x {_shape(x)} and weight {_shape(w)}")
-    return _run("linear", v, None, profile=profile, config=config) + bias
+    else:
+        return _run("linear", v, None, profile=profile, config=config) + bias
+    if profile is None and config is None and _direct(x, w, bias):
+        fastpath.record_linear(x, w, bias)
+    return r
 
 
 def explain(a: Tensor, b: Tensor, *, config: TileConfig | None = None, profile: Any = None) -> str:
@@ -471,133 +597,14 @@ def explain(a: Tensor, b: Tensor, *, config: TileConfig | None = None, profile: 
 
 
 def clear_caches() -> None:
-    """Drop every cached plan, workspace, device profile mapping and model selection."""
+    """Drop every cached plan, warm entry, workspace, device profile mapping and model selection."""
+    fastpath.clear()
     dispatch.clear_caches()
 
 
-# --- enable(): route torch's GEMMs here ------------------------------------------------------
-def _plain(t: Any) -> bool:
-    return type(t) in (torch.Tensor, torch.nn.Parameter)
+def enable(profile: Any = None):
+    """``with tritonblas.enable(profile=None):`` routes torch's GEMMs to tritonblas in this thread:
+    see :func:`tritonblas.routing.enable`."""
+    from tritonblas import routing
 
-
-class _Route(TorchFunctionMode):
-    """TorchFunctionMode that sends torch's GEMM entry points to tritonblas when it can run them."""
-
-    def __init__(self, profile: Any = None):
-        super().__init__()
-        self.profile = profile
-
-    def _ok(self, *tensors: Any) -> bool:
-        ts = [t for t in tensors if t is not None]
-        if not all(_plain(t) for t in ts):
-            return False
-        if dispatch.fallback_reason(*ts) is not None:
-            return False
-        return dispatch.has_profile(ts[0].device, self.profile)
-
-    def _autocast(self, *tensors: Tensor | None) -> tuple:
-        dev = next(t for t in tensors if t is not None).device.type
-        if not torch.is_autocast_enabled(dev):
-            return tensors
-        dt = torch.get_autocast_dtype(dev)
-        return tuple(t if t is None or t.dtype == dt else t.to(dt) for t in tensors)
-
-    def __torch_function__(self, func, types, args=(), kwargs=None):
-        kwargs = kwargs or {}
-        route = _ROUTES.get(func)
-        if route is not None:
-            try:
-                _SIGNATURES[route].bind(self, *args, **kwargs)
-            except TypeError:  # a signature we do not route (deprecated forms, new keywords)
-                route = None
-        if route is not None:
-            r = route(self, *args, **kwargs)
-            if r is not NotImplemented:
-                dispatch._STATS["routed"] += 1
-                return r
-        return func(*args, **kwargs)
-
-
-def _valid_matmul(a: Tensor, b: Tensor) -> bool:
-    if a.dim() == 0 or b.dim() == 0:
-        return False
-    kb = b.shape[0] if b.dim() == 1 else b.shape[-2]
-    if a.shape[-1] != kb:
-        return False
-    sa = a.shape[:-2] if a.dim() > 2 else ()
-    sb = b.shape[:-2] if b.dim() > 2 else ()
-    n = max(len(sa), len(sb))
-    sa, sb = (1,) * (n - len(sa)) + tuple(sa), (1,) * (n - len(sb)) + tuple(sb)
-    return all(p == q or p == 1 or q == 1 for p, q in zip(sa, sb))
-
-
-def _r_matmul(mode, a, b, *, out=None):
-    if not mode._ok(a, b, out) or not _valid_matmul(a, b):
-        return NotImplemented
-    a, b = mode._autocast(a, b)
-    return matmul(a, b, out=out, profile=mode.profile)
-
-
-def _r_rmatmul(mode, b, a):
-    return _r_matmul(mode, a, b)
-
-
-def _r_mm(mode, a, b, *, out=None):
-    if not mode._ok(a, b, out) or a.dim() != 2 or b.dim() != 2 or a.shape[1] != b.shape[0]:
-        return NotImplemented
-    a, b = mode._autocast(a, b)
-    return matmul(a, b, out=out, profile=mode.profile)
-
-
-def _r_bmm(mode, a, b, *, out=None):
-    if not mode._ok(a, b, out) or a.dim() != 3 or b.dim() != 3 or a.shape[0] != b.shape[0] or a.shape[2] != b.shape[1]:
-        return NotImplemented
-    a, b = mode._autocast(a, b)
-    return bmm(a, b, out=out, profile=mode.profile)
-
-
-def _r_addmm(mode, c, a, b, *, beta=1, alpha=1, out=None):
-    if (not mode._ok(c, a, b, out) or a.dim() != 2 or b.dim() != 2 or a.shape[1] != b.shape[0]
-            or not _expands_to(tuple(c.shape), (a.shape[0], b.shape[1]))
-            or isinstance(alpha, complex) or isinstance(beta, complex)):
-        return NotImplemented
-    c, a, b = mode._autocast(c, a, b)
-    return addmm(c, a, b, alpha=alpha, beta=beta, out=out, profile=mode.profile)
-
-
-def _linear_shape(x: Tensor, w: Tensor) -> tuple:
-    return (*x.shape[:-1], *w.shape[:-1])
-
-
-def _r_linear(mode, x, w, bias=None):
-    if (not mode._ok(x, w, bias) or w.dim() not in (1, 2) or x.dim() == 0 or x.shape[-1] != w.shape[-1]
-            or (bias is not None and not _expands_to(tuple(bias.shape), _linear_shape(x, w)))):
-        return NotImplemented
-    x, w, bias = mode._autocast(x, w, bias)
-    return linear(x, w, bias, profile=mode.profile)
-
-
-_ROUTES = {
-    torch.matmul: _r_matmul, torch.Tensor.matmul: _r_matmul, torch.Tensor.__matmul__: _r_matmul,
-    torch.Tensor.__rmatmul__: _r_rmatmul,
-    torch.mm: _r_mm, torch.Tensor.mm: _r_mm,
-    torch.bmm: _r_bmm, torch.Tensor.bmm: _r_bmm,
-    torch.addmm: _r_addmm, torch.Tensor.addmm: _r_addmm,
-    torch.nn.functional.linear: _r_linear,
-}
-_SIGNATURES = {r: inspect.signature(r) for r in set(_ROUTES.values())}
-for _f in (torch._C.TensorBase.matmul, torch._C.TensorBase.mm, torch._C.TensorBase.bmm, torch._C.TensorBase.addmm):
-    _ROUTES.setdefault(_f, _ROUTES[getattr(torch.Tensor, _f.__name__)])
-
-
-def enable(profile: Any = None) -> TorchFunctionMode:
-    """``with tritonblas.enable(profile=None):`` routes torch.matmul / mm / addmm / bmm, F.linear and
-    ``@`` (Tensor.matmul / mm / bmm / addmm) to tritonblas.
-
-    Calls our kernels cannot run — other dtypes (fp64, integers, complex), CPU tensors outside the
-    interpreter (or without a profile), tensor subclasses, mixed devices or dtypes and shapes torch
-    rejects — go to torch unchanged, so its results and errors are exactly torch's. Under
-    ``torch.autocast`` the inputs are cast to the autocast dtype first, as torch would.
-    ``tritonblas.dispatch.stats()['routed']`` counts the calls that were routed.
-    """
-    return _Route(profile)
+    return routing.enable(profile)

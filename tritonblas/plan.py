@@ -431,16 +431,21 @@ def _workspace(device: torch.device, partial_elems: int, counters: int) -> tuple
     """fp32 partials + int32 counters (zero, and zero again after every launch) for this device and
     its current stream. Cached per (device, stream), at most MAX_WORKSPACES entries, grown on demand.
 
-    During CUDA-graph capture nothing cached is used or grown: a fresh pair comes from the graph's
-    private pool (torch's caching allocator) and the counters' zero-fill is captured with it, so
-    every replay starts from zeroed counters and no two graphs share a workspace.
+    Only the default stream's workspace is cached. On any other stream, and during CUDA-graph
+    capture, a fresh pair comes from torch's caching allocator per call (so from a graph's private
+    pool while one is capturing or warming up) with its counters zero-filled on that stream, and it
+    is freed when the launch's references go: nothing allocated inside a graph pool outlives the
+    call. (``torch.compile(mode="reduce-overhead")`` warms up and records on a side stream inside
+    the pool; a cached workspace there failed its "tensors in the cudagraph pool not tracked as
+    outputs" check, H200, torch 2.11, 2026-12-01.)
     """
+    stream = 0
     if device.type == "cuda":
         with torch.cuda.device(device):  # capture state and stream of the tensors' device, not the current one
-            if torch.cuda.is_current_stream_capturing():
+            stream = torch.cuda.current_stream(device).cuda_stream
+            if stream != 0 or torch.cuda.is_current_stream_capturing():
                 return (torch.empty(max(1, partial_elems), device=device, dtype=torch.float32),
                         torch.zeros(max(1, counters), device=device, dtype=torch.int32))
-    stream = torch.cuda.current_stream(device).cuda_stream if device.type == "cuda" else 0
     key = (device.type, device.index, stream)
     with _WS_LOCK:
         ws = _WORKSPACES.get(key)

@@ -1,0 +1,355 @@
+"""The warm path for what models call: ``F.linear`` and ``matmul`` on N-D activations, ``nn.Parameter``
+weights, bias, under ``no_grad`` / ``inference_mode`` and under autograd.
+
+Contract: :func:`linear` and :func:`matmul` return the same tensor (values, shape, strides, dtype,
+autograd graph) as :func:`tritonblas.ops.linear` / :func:`tritonblas.ops.matmul` would, or None when
+they cannot serve the call warm (then the caller takes the checked path, which records what the
+next call needs). A call is served warm when
+
+- this exact operand signature (shapes, strides, dtypes, devices, address classes ``data_ptr() % 16``,
+  bias signature) ran through the checked path before and the dispatcher holds a fast entry for the
+  kernel-level views it reduced to (:func:`tritonblas.dispatch.fast_lookup`), under the same
+  :func:`tritonblas.dispatch.fast_context` (TF32 flag, environment, tile-table generation);
+- the call may skip the custom op (:func:`direct`: plain tensors, nothing intercepting torch's ops);
+- ``$TRITONBLAS_FAST`` is not ``0`` (the off switch: every call then takes the checked path).
+
+Under autograd (grad enabled and an input requiring grad) the call runs through :class:`_Linear` /
+:class:`_Matmul`, lean ``torch.autograd.Function`` s whose backward GEMMs go through the same warm path
+and produce each gradient in its input's own layout: for ``linear`` the weight gradient is computed as
+``grad.T @ x`` straight into an (out, in) row-major buffer, as torch's addmm backward does, so autograd
+adds no transposing copy before accumulating it (the custom op's backward produced ``x.T @ grad`` and
+AccumulateGrad copied it into the weight's layout: 69 strided-copy launches, 4.2 ms of a 2-layer
+Llama training step on the H200, 2026-12-01). ``torch.compile`` / export keep the ``torch.library``
+custom ops of :mod:`tritonblas.ops`.
+
+Host cost (what this module is for): one tuple of the operands' metadata, two dict lookups, the output
+allocation and the raw launch; on a GPU with the raw launcher bound the N-D activation and the
+weight are passed by address (the kernel's 2-D views share them), so no view is built.
+"""
+
+from __future__ import annotations
+
+import math
+import os
+import threading
+
+import torch
+
+from tritonblas import dispatch
+
+__all__ = ["ENV_FAST", "enabled", "direct", "linear", "matmul", "clear", "MAX_ENTRIES"]
+
+ENV_FAST = "TRITONBLAS_FAST"
+MAX_ENTRIES = 4096
+
+_PLAIN = (torch.Tensor, torch.nn.Parameter)
+_C = torch._C
+_is_compiling = torch.compiler.is_compiling
+_grad_enabled = torch.is_grad_enabled
+_tf_modes = _C._is_torch_function_mode_enabled
+_dispatch_modes = _C._len_torch_dispatch_stack
+_functorch_level = _C._functorch.peek_interpreter_stack
+_tracing = _C._get_tracing_state
+_empty = torch.empty
+_environ = os.environ
+
+# signature → (fast entry, output shape, rows of the 2-D view or 0 for a 2-D/3-D call as it is)
+_LINEAR: dict[tuple, tuple] = {}
+_MATMUL: dict[tuple, tuple] = {}
+_LOCK = threading.Lock()
+
+
+def enabled() -> bool:
+    """False when ``$TRITONBLAS_FAST`` is ``0`` (read per call)."""
+    return _environ.get(ENV_FAST) != "0"
+
+
+def clear() -> None:
+    """Forget every warm signature (the dispatcher's fast entries are cleared with its caches)."""
+    with _LOCK:
+        _LINEAR.clear()
+        _MATMUL.clear()
+
+
+def direct(*tensors) -> bool:
+    """Whether running the dispatcher directly gives exactly what the custom op would: plain tensors
+    (``Tensor`` / ``nn.Parameter``), and nothing that intercepts ops — not compiling (dynamo/export),
+    no TorchFunctionMode or TorchDispatchMode (FakeTensorMode, make_fx, FlopCounterMode, ...), no
+    functorch transform (vmap, grad, functionalize), no TorchScript tracing. Autograd is the
+    caller's concern (:func:`needs_grad`)."""
+    for t in tensors:
+        if t is not None and type(t) not in _PLAIN:
+            return False
+    return not (_is_compiling() or _tf_modes() or _dispatch_modes() or _functorch_level() is not None
+                or _tracing() is not None)
+
+
+def needs_grad(*tensors) -> bool:
+    if not _grad_enabled():
+        return False
+    for t in tensors:
+        if t is not None and t.requires_grad:
+            return True
+    return False
+
+
+def _sig(t) -> tuple:
+    return (t.shape, t.stride(), t.dtype, t.device, t.data_ptr() & 15)
+
+
+def _store(table: dict, key: tuple, value: tuple) -> None:
+    with _LOCK:
+        while len(table) >= MAX_ENTRIES:
+            table.pop(next(iter(table)))
+        table[key] = value
+
+
+# --- linear ----------------------------------------------------------------------------------
+def _linear_key(x, w, bias) -> tuple:
+    return (_sig(x), _sig(w), None if bias is None else _sig(bias), dispatch.fast_context(x.dtype))
+
+
+def _linear_views(x, w):
+    """The kernel operands of ``x @ w.T``: (rows, K) and the (K, N) view of w; None when x's leading
+    dims cannot be viewed as one."""
+    if x.dim() == 2:
+        return x, w.t()
+    try:
+        return x.view(-1, x.shape[-1]), w.t()
+    except RuntimeError:
+        return None
+
+
+def _linear_run(x, w, bias):
+    """``x @ w.T + bias`` warm (grad off, or inside the autograd Function); None on a miss."""
+    try:
+        key = _linear_key(x, w, bias)
+    except (RuntimeError, NotImplementedError):
+        return None
+    hit = _LINEAR.get(key)
+    if hit is None:
+        return None
+    f, out_shape = hit
+    if not dispatch.fast_valid(f):
+        return None
+    out = _empty(out_shape, dtype=x.dtype, device=x.device)
+    if dispatch.raw_ready(f):
+        dispatch.launch_fast(f, x, w, out, bias, 1.0, 1.0 if bias is not None else 0.0)
+    else:
+        a, b = _linear_views(x, w)
+        dispatch.launch_fast(f, a, b, out.view(-1, out_shape[-1]) if out.dim() != 2 else out, bias,
+                             1.0, 1.0 if bias is not None else 0.0)
+    dispatch.count("fast_hits")
+    return out
+
+
+def record_linear(x, w, bias) -> None:
+    """After a checked ``linear(x, w, bias)`` (grad off, default profile, no config): remember its
+    fast entry under the call's own signature, when the dispatcher holds one for its views and the
+    launch binds them as the kernel-level views of exactly these tensors."""
+    if not enabled() or w.dim() != 2 or x.dim() < 2:
+        return
+    views = _linear_views(x, w)
+    if views is None:
+        return
+    a, b = views
+    if bias is not None and (bias.dim() != 1 or bias.shape[0] != w.shape[0]):
+        return
+    try:
+        f = dispatch.fast_lookup(a, b, None, bias)
+        key = _linear_key(x, w, bias)
+    except (RuntimeError, NotImplementedError):
+        return
+    if f is None or tuple(f.out_shape) != (a.shape[0], w.shape[0]):
+        return
+    _store(_LINEAR, key, (f, (*x.shape[:-1], w.shape[0])))
+
+
+class _Linear(torch.autograd.Function):
+    """``F.linear`` on tritonblas kernels under autograd: forward warm, backward GEMMs warm, each
+    gradient in its input's layout (weight: (out, in) row-major from ``grad.T @ x``)."""
+
+    @staticmethod
+    def forward(ctx, x, w, bias):
+        from tritonblas import ops
+
+        out = _linear_run(x, w, bias)
+        if out is None:
+            out = ops.linear(x, w, bias)
+            record_linear(x, w, bias)
+        ctx.save_for_backward(x, w)
+        ctx.has_bias = bias is not None
+        return out
+
+    @staticmethod
+    def backward(ctx, grad):
+        x, w = ctx.saved_tensors
+        gx = gw = gb = None
+        g2 = grad.reshape(-1, grad.shape[-1])
+        if ctx.needs_input_grad[0]:
+            gx = _mm(g2, w).view(*x.shape[:-1], w.shape[1])
+        if ctx.needs_input_grad[1]:
+            gw = _mm(g2.t(), x.reshape(-1, x.shape[-1]))
+        if ctx.has_bias and ctx.needs_input_grad[2]:
+            gb = g2.sum(0)
+        return gx, gw, gb
+
+
+def _mm(a, b):
+    """a @ b for 2-D kernel-level operands, warm when the dispatcher holds the entry."""
+    f = dispatch.fast_lookup(a, b)
+    if f is not None:
+        out = _empty(f.out_shape, dtype=a.dtype, device=a.device)
+        dispatch.count("fast_hits")
+        return dispatch.launch_fast(f, a, b, out)
+    return dispatch.gemm(a, b, op="mm")
+
+
+def linear(x, w, bias=None):
+    """``F.linear(x, w, bias)`` warm, or None (see the module docstring)."""
+    if type(x) not in _PLAIN or type(w) not in _PLAIN or (bias is not None and type(bias) not in _PLAIN):
+        return None
+    if _environ.get(ENV_FAST) == "0" or not direct():
+        return None
+    if needs_grad(x, w, bias):
+        if x.dim() < 2 or w.dim() != 2 or x.shape[-1] != w.shape[1] or x.dtype != w.dtype:
+            return None
+        if bias is not None and (bias.dim() != 1 or bias.shape[0] != w.shape[0] or bias.dtype != x.dtype):
+            return None
+        if dispatch.fallback_reason(x, w, bias) is not None:
+            return None
+        return _Linear.apply(x, w, bias)
+    return _linear_run(x, w, bias)
+
+
+# --- matmul ----------------------------------------------------------------------------------
+def _matmul_key(a, b) -> tuple:
+    return (_sig(a), _sig(b), dispatch.fast_context(a.dtype))
+
+
+def _matmul_run(a, b):
+    try:
+        key = _matmul_key(a, b)
+    except (RuntimeError, NotImplementedError):
+        return None
+    hit = _MATMUL.get(key)
+    if hit is None:
+        return None
+    f, out_shape, va, vb = hit
+    if not dispatch.fast_valid(f):
+        return None
+    out = _empty(out_shape, dtype=a.dtype, device=a.device)
+    if dispatch.raw_ready(f):
+        dispatch.launch_fast(f, a, b, out)
+    else:
+        dispatch.launch_fast(f, a.view(va), b.view(vb), out.view(f.out_shape))
+    dispatch.count("fast_hits")
+    return out
+
+
+def record_matmul(a, b, ka, kb) -> None:
+    """After a checked ``matmul(a, b)`` whose kernel operands were ``ka``, ``kb``: remember the fast
+    entry under (a, b)'s signature when ``ka``/``kb`` are views of a/b at their own base address
+    (no copy) and the kernel's output is the result's storage in row-major order."""
+    if not enabled():
+        return
+    try:
+        if ka.data_ptr() != a.data_ptr() or kb.data_ptr() != b.data_ptr():
+            return
+        if not (ka._is_view() or ka is a) or not (kb._is_view() or kb is b):
+            return
+        f = dispatch.fast_lookup(ka, kb)
+        key = _matmul_key(a, b)
+    except (RuntimeError, NotImplementedError):
+        return
+    if f is None:
+        return
+    shape = _matmul_shape(a, b)
+    if shape is None or math.prod(shape) != math.prod(f.out_shape):
+        return
+    if not (_views_ok(a, ka) and _views_ok(b, kb)):
+        return
+    _store(_MATMUL, key, (f, shape, tuple(ka.shape), tuple(kb.shape)))
+
+
+def _views_ok(t, v) -> bool:
+    """Whether ``t.view(v.shape)`` is ``v`` element for element (same strides as a view gives)."""
+    try:
+        return t.view(v.shape).stride() == v.stride()
+    except RuntimeError:
+        return False
+
+
+def _matmul_shape(a, b):
+    da, db = a.dim(), b.dim()
+    if da == 0 or db == 0:
+        return None
+    if db == 1:
+        return tuple(a.shape[:-1])
+    if da == 1:
+        return (*b.shape[:-2], b.shape[-1])
+    if da >= 2 and db == 2:
+        return (*a.shape[:-1], b.shape[-1])
+    if da == db and a.shape[:-2] == b.shape[:-2]:
+        return (*a.shape[:-1], b.shape[-1])
+    return None
+
+
+class _Matmul(torch.autograd.Function):
+    """``torch.matmul`` on tritonblas kernels under autograd for the warm-able cases: a (..., M, K)
+    with b (K, N), or equal batch dims; gradients in their inputs' layouts."""
+
+    @staticmethod
+    def forward(ctx, a, b):
+        from tritonblas import ops
+
+        out = _matmul_run(a, b)
+        if out is None:
+            out = ops.matmul(a, b)
+        ctx.save_for_backward(a, b)
+        return out
+
+    @staticmethod
+    def backward(ctx, grad):
+        a, b = ctx.saved_tensors
+        ga = gb = None
+        if b.dim() == 2:
+            g2 = grad.reshape(-1, grad.shape[-1])
+            a2 = a.reshape(-1, a.shape[-1])
+            if ctx.needs_input_grad[0]:
+                ga = _mm(g2, b.t()).view(a.shape)
+            if ctx.needs_input_grad[1]:
+                gb = _mm_like(a2.t(), g2, b)
+            return ga, gb
+        from tritonblas import ops
+
+        if ctx.needs_input_grad[0]:
+            ga = ops.matmul(grad, b.mT)
+        if ctx.needs_input_grad[1]:
+            gb = ops.matmul(a.mT, grad)
+        return ga, gb
+
+
+def _mm_like(a, b, like):
+    """a @ b produced in ``like``'s layout: row-major, or (when ``like`` is a transposed view) as
+    ``(b.T @ a.T).T`` so the gradient needs no copy to match its input."""
+    if like.dim() == 2 and like.stride(0) == 1 and like.stride(1) != 1:
+        return _mm(b.t(), a.t()).t()
+    return _mm(a, b)
+
+
+def matmul(a, b):
+    """``torch.matmul(a, b)`` warm, or None (see the module docstring)."""
+    if type(a) not in _PLAIN or type(b) not in _PLAIN:
+        return None
+    if _environ.get(ENV_FAST) == "0" or not direct():
+        return None
+    if needs_grad(a, b):
+        if a.dtype != b.dtype or a.dim() < 2 or b.dim() < 2 or dispatch.fallback_reason(a, b) is not None:
+            return None
+        if a.shape[-1] != b.shape[-2]:
+            return None
+        if not (b.dim() == 2 or (a.dim() == b.dim() and a.shape[:-2] == b.shape[:-2])):
+            return None
+        return _Matmul.apply(a, b)
+    return _matmul_run(a, b)

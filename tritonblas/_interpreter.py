@@ -15,10 +15,59 @@
 from __future__ import annotations
 
 import os
+import threading
 
-__all__ = ["apply", "interpreting", "tensor_index"]
+__all__ = ["apply", "interpreting", "tensor_index", "serial"]
 
 _APPLIED = False
+_LAUNCH_LOCK = threading.RLock()
+
+
+class _NoLock:
+    __slots__ = ()
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        return None
+
+
+_NO_LOCK = _NoLock()
+
+
+class _InterpretedLaunch:
+    """The lock, and a profiler range (``INTERPRETER_RANGE``) around the interpreter's own tensor
+    copies (it copies every argument to host and back per launch), so tests can tell them apart
+    from the library's."""
+
+    __slots__ = ("_range",)
+
+    def __enter__(self):
+        import torch
+
+        _LAUNCH_LOCK.acquire()
+        self._range = torch.profiler.record_function(INTERPRETER_RANGE)
+        self._range.__enter__()
+        return self
+
+    def __exit__(self, *exc):
+        try:
+            self._range.__exit__(*exc)
+        finally:
+            _LAUNCH_LOCK.release()
+
+
+INTERPRETER_RANGE = "tritonblas.interpreter_launch"
+
+
+def serial():
+    """A context manager that serialises kernel launches under the interpreter (one process-wide
+    re-entrant lock, inside a profiler range named ``INTERPRETER_RANGE``) and does nothing otherwise.
+    Triton 3.6's interpreter keeps per-launch state in module globals (the grid index, the patched
+    builtins); two threads launching at once failed with ``InterpreterError`` in ~15% of calls
+    (2 threads, 2026-12-01). GPU launches are not serialised."""
+    return _InterpretedLaunch() if interpreting() else _NO_LOCK
 
 
 def interpreting() -> bool:

@@ -472,7 +472,8 @@ class _Fast:
     def launch(self, args: tuple) -> None:
         idx = self.cuda_index
         if idx is None:
-            self.kernel[self.grid](*args, **self.kwargs)
+            with _interpreter.serial():
+                self.kernel[self.grid](*args, **self.kwargs)
             return
         if torch.cuda.current_device() != idx:
             with torch.cuda.device(idx):

@@ -557,7 +557,7 @@ class PreparedLaunch:
         if self.kernel is None:
             return None
         guard = torch.cuda.device(self.device) if self.device.type == "cuda" else contextlib.nullcontext()
-        with guard:
+        with guard, _interpreter.serial():
             for buffer, source in self.staged:
                 stage_copy(buffer, source)
             return self.kernel[self.grid](*self.args, **self.kwargs)
@@ -757,6 +757,11 @@ def stage_copy(buffer: torch.Tensor, source: torch.Tensor) -> None:
     from tritonblas import kernels
 
     tiles = math.ceil(rows / _TRANSPOSE_BLOCK) * math.ceil(cols / _TRANSPOSE_BLOCK) * batch
+    with _interpreter.serial():
+        _transpose(kernels, tiles, src, dst, rows, cols)
+
+
+def _transpose(kernels, tiles: int, src: torch.Tensor, dst: torch.Tensor, rows: int, cols: int) -> None:
     kernels.transpose_copy_kernel[(tiles,)](
         src, dst, rows, cols, src.stride(0) if src.dim() == 3 else 0, src.stride(-2),
         dst.stride(0) if dst.dim() == 3 else 0, dst.stride(-2),

@@ -297,12 +297,22 @@ def _wrapper(orig: Callable, parse: Callable, route: Callable) -> Callable:
     return routed
 
 
+_WRAPPERS: dict = {}  # (owner, name, original) -> its wrapper: the same object every time it is installed,
+# so code compiled under one enable() block (dynamo guards on the function's identity) stays valid in the next
+
+
 def _install() -> None:
     for owner, name, parse, route in _TARGETS:
         own = name in vars(owner)
         orig = getattr(owner, name)
+        if getattr(orig, "_tritonblas_route", False):  # installed by a copy of this module: leave it
+            continue
         _SAVED.append((owner, name, own, orig))
-        setattr(owner, name, _wrapper(orig, parse, route))
+        key = (id(owner), name, id(orig))
+        w = _WRAPPERS.get(key)
+        if w is None or w.__wrapped__ is not orig:
+            w = _WRAPPERS[key] = _wrapper(orig, parse, route)
+        setattr(owner, name, w)
 
 
 def _uninstall() -> None:

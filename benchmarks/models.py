@@ -1,0 +1,701 @@
+"""End-to-end benchmark on real model code: torch alone vs ``with tritonblas.enable():``, one process.
+
+Models (``transformers`` and ``timm``, random weights, nothing downloaded): decoder LLMs with Llama-3-8B,
+Qwen2.5-7B and Llama-3.2-1B dimensions (fewer layers), BERT-large, ViT-L/16 and a DLRM-style MLP with
+irregular widths. Modes:
+
+- ``prefill``      inference forward of a batch of prompts (logits / hidden states / class scores);
+- ``decode``       greedy decoding with a KV cache (eager, DynamicCache): ms per generated token;
+- ``decode_graph`` one decode step on a StaticCache captured in a ``torch.cuda.graph``, replayed;
+- ``decode_compile`` the decode step under ``torch.compile(mode="reduce-overhead")`` (CUDA graphs);
+- ``train``        forward, backward and an AdamW step;
+- ``compile``      ``torch.compile`` (default mode) inference forward.
+
+Per row: ``model, mode, dtype, torch_ms, ours_ms, speedup`` (torch_ms / ours_ms), GEMM and non-GEMM GPU
+time of each (torch.profiler, one profiled iteration each), host µs per GEMM call of each (a timing
+shim around the GEMM entry points, outermost, the same for both), peak GPU memory of each
+(``torch.cuda.max_memory_allocated`` over the timed iterations: workspaces, staging buffers and cached
+plans count), routed calls and fallbacks per iteration, and the error of each against a float32 copy
+of the same model with torch's GEMMs (relative Frobenius error of the outputs, and of the gradients in
+``train``), with ``parity`` = ours ≤ 2 × torch's + 1e-4. Timing: the same run, torch and ours alternating
+(ABAB...), ``--reps`` repetitions each, medians of wall time per iteration with a device sync (eager
+host cost counts, as a user sees it); CUDA-graph modes time the replays.
+
+    PYTHONPATH=$PWD python3 benchmarks/models.py --out benchmarks/results/models_h200.csv [--models ...] [--modes ...]
+    python3 benchmarks/models.py --plot benchmarks/results/models_h200.csv   # -> models_h200.png
+
+``build(name, dtype, device, tiny=True)`` gives the tests the same model classes at toy sizes.
+"""
+
+from __future__ import annotations
+
+import argparse
+import csv
+import datetime
+import math
+import os
+import platform
+import re
+import statistics
+import subprocess
+import sys
+import time
+import traceback
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+if str(ROOT) not in sys.path:
+    sys.path.insert(0, str(ROOT))
+
+MODELS = ("llama3-8b", "qwen2.5-7b", "llama3.2-1b", "bert-large", "vit-l16", "dlrm-mlp")
+LLMS = ("llama3-8b", "qwen2.5-7b", "llama3.2-1b")
+MODES = ("prefill", "decode", "decode_graph", "decode_compile", "train", "compile")
+GEMM_KERNEL = re.compile(r"gemm|gemv|nvjet|cutlass|xmma|cublas|splitk|sm90_|sm80_|ampere_|hopper", re.I)
+FIELDS = ("model", "mode", "dtype", "torch_ms", "ours_ms", "speedup", "torch_gemm_gpu_ms", "ours_gemm_gpu_ms",
+          "torch_other_gpu_ms", "ours_other_gpu_ms", "torch_host_us_per_gemm", "ours_host_us_per_gemm",
+          "gemm_calls", "torch_peak_mb", "ours_peak_mb", "routed", "fallbacks", "torch_err", "ours_err",
+          "parity", "shape", "reps", "error")
+
+
+# --- models ----------------------------------------------------------------------------------
+@dataclass(frozen=True)
+class Spec:
+    """A workload's model and input sizes (``tiny`` ones for CPU tests under the interpreter)."""
+
+    name: str
+    batch: int
+    seq: int = 0
+    layers: int = 0
+    decode_prompt: int = 128
+    decode_tokens: int = 32
+
+
+def _llm_config(name: str, tiny: bool):
+    import transformers as tf
+
+    if tiny:
+        cls = tf.Qwen2Config if name.startswith("qwen") else tf.LlamaConfig
+        return cls(hidden_size=64, intermediate_size=96, num_attention_heads=4, num_key_value_heads=2,
+                   num_hidden_layers=2, vocab_size=128, max_position_embeddings=256, tie_word_embeddings=False)
+    if name == "llama3-8b":
+        return tf.LlamaConfig(hidden_size=4096, intermediate_size=14336, num_attention_heads=32, num_key_value_heads=8,
+                              num_hidden_layers=4, vocab_size=128256, max_position_embeddings=8192,
+                              rope_theta=500000.0, tie_word_embeddings=False)
+    if name == "qwen2.5-7b":
+        return tf.Qwen2Config(hidden_size=3584, intermediate_size=18944, num_attention_heads=28, num_key_value_heads=4,
+                              num_hidden_layers=4, vocab_size=152064, max_position_embeddings=8192,
+                              rope_theta=1000000.0, tie_word_embeddings=False)
+    if name == "llama3.2-1b":
+        return tf.LlamaConfig(hidden_size=2048, intermediate_size=8192, num_attention_heads=32, num_key_value_heads=8,
+                              num_hidden_layers=8, vocab_size=128256, max_position_embeddings=8192,
+                              rope_theta=500000.0, tie_word_embeddings=True)
+    raise ValueError(f"model: unknown LLM {name!r}")
+
+
+def _dlrm(tiny: bool):
+    import torch.nn as nn
+
+    # DLRM-style: bottom MLP over dense features, top MLP over the interaction vector; odd widths
+    widths = (13, 24, 40, 17, 1) if tiny else (1000, 1057, 479, 1024, 3333, 256, 1)
+    layers: list = []
+    for i, (a, b) in enumerate(zip(widths, widths[1:])):
+        layers.append(nn.Linear(a, b))
+        if i < len(widths) - 2:
+            layers.append(nn.ReLU())
+    return nn.Sequential(*layers)
+
+
+def build(name: str, dtype, device, *, tiny: bool = False):
+    """(model, inputs(mode) -> kwargs or tensor, spec) for ``name`` in ``dtype`` on ``device``,
+    random weights (seed 0)."""
+    import torch
+
+    torch.manual_seed(0)
+    if name in LLMS:
+        import transformers as tf
+
+        cfg = _llm_config(name, tiny)
+        cfg._attn_implementation = "sdpa"
+        model = tf.AutoModelForCausalLM.from_config(cfg, torch_dtype=dtype)
+        spec = Spec(name, batch=2 if tiny else 4, seq=8 if tiny else 512, decode_prompt=6 if tiny else 128,
+                    decode_tokens=3 if tiny else 32)
+        vocab = cfg.vocab_size
+    elif name == "bert-large":
+        import transformers as tf
+
+        cfg = (tf.BertConfig(hidden_size=64, num_hidden_layers=2, num_attention_heads=4, intermediate_size=96,
+                             vocab_size=128, max_position_embeddings=64) if tiny else
+               tf.BertConfig(hidden_size=1024, num_hidden_layers=24, num_attention_heads=16, intermediate_size=4096))
+        cfg._attn_implementation = "sdpa"
+        model = tf.BertModel(cfg).to(dtype)
+        spec = Spec(name, batch=2 if tiny else 8, seq=8 if tiny else 512)
+        vocab = cfg.vocab_size
+    elif name == "vit-l16":
+        if tiny:
+            import transformers as tf
+
+            cfg = tf.ViTConfig(hidden_size=64, num_hidden_layers=2, num_attention_heads=4, intermediate_size=96,
+                               image_size=32, patch_size=8, num_labels=10)
+            model = tf.ViTForImageClassification(cfg).to(dtype)
+        else:
+            import timm
+
+            model = timm.create_model("vit_large_patch16_224", pretrained=False).to(dtype)
+        spec = Spec(name, batch=2 if tiny else 64, seq=32 if tiny else 224)
+        vocab = 0
+    elif name == "dlrm-mlp":
+        model = _dlrm(tiny).to(dtype)
+        spec = Spec(name, batch=6 if tiny else 16384)
+        vocab = 0
+    else:
+        raise ValueError(f"model: unknown {name!r} (known: {', '.join(MODELS)})")
+    model = model.to(device).eval()  # no dropout: both sides compute the same function
+
+    def inputs(mode: str):
+        g = torch.Generator(device="cpu").manual_seed(1)
+        if name in LLMS or name == "bert-large":
+            ids = torch.randint(0, vocab, (spec.batch, spec.seq), generator=g).to(device)
+            return {"input_ids": ids}
+        if name == "vit-l16":
+            x = torch.randn(spec.batch, 3, spec.seq, spec.seq, generator=g).to(device, dtype)
+            return {"pixel_values": x} if tiny else {"x": x}
+        return {"input": torch.randn(spec.batch, 1000 if not tiny else 13, generator=g).to(device, dtype)}
+
+    return model, inputs, spec
+
+
+def _forward(model, kw: dict):
+    if "x" in kw:
+        return model(kw["x"])
+    if "input" in kw:
+        return model(kw["input"])
+    return model(**kw)
+
+
+def _primary(out):
+    """The tensor to compare: logits / last hidden state / the output itself."""
+    if hasattr(out, "logits") and out.logits is not None:
+        return out.logits
+    if hasattr(out, "last_hidden_state"):
+        return out.last_hidden_state
+    return out
+
+
+def _loss(model, kw: dict, out):
+    import torch
+
+    t = _primary(out).float()
+    if "input_ids" in kw and t.dim() == 3 and hasattr(out, "logits"):
+        ids = kw["input_ids"]
+        return torch.nn.functional.cross_entropy(t[:, :-1].reshape(-1, t.shape[-1]), ids[:, 1:].reshape(-1))
+    return t.pow(2).mean()
+
+
+# --- measurement helpers -----------------------------------------------------------------------
+class GemmShim:
+    """Counts and times (host, perf_counter) every call of torch's GEMM entry points; installed
+    outermost (after ``enable()``'s wrappers), so torch's and our calls are timed the same way."""
+
+    NAMES = (("torch.nn.functional", "linear"), ("torch", "matmul"), ("torch", "mm"), ("torch", "bmm"),
+             ("torch", "addmm"), ("torch", "baddbmm"), ("torch.Tensor", "__matmul__"), ("torch.Tensor", "matmul"))
+
+    def __init__(self):
+        self.calls = 0
+        self.ns = 0
+        self.saved = []
+
+    def __enter__(self):
+        import importlib
+
+        for mod, name in self.NAMES:
+            owner = importlib.import_module(mod) if mod != "torch.Tensor" else __import__("torch").Tensor
+            orig = getattr(owner, name)
+            own = name in vars(owner)
+            self.saved.append((owner, name, own, orig))
+            setattr(owner, name, self._wrap(orig))
+        return self
+
+    def _wrap(self, orig):
+        shim = self
+
+        def timed(*args, **kwargs):
+            if shim.depth:
+                return orig(*args, **kwargs)
+            shim.depth += 1
+            t0 = time.perf_counter_ns()
+            try:
+                return orig(*args, **kwargs)
+            finally:
+                shim.ns += time.perf_counter_ns() - t0
+                shim.calls += 1
+                shim.depth -= 1
+
+        return timed
+
+    depth = 0
+
+    def __exit__(self, *exc):
+        while self.saved:
+            owner, name, own, orig = self.saved.pop()
+            if own:
+                setattr(owner, name, orig)
+            else:
+                delattr(owner, name)
+
+
+def _sync():
+    import torch
+
+    torch.cuda.synchronize()
+
+
+def _gpu_split(fn) -> tuple[float, float]:
+    """(GEMM kernel ms, other kernel ms) of one call of ``fn`` under torch.profiler."""
+    import torch
+    from torch.profiler import ProfilerActivity, profile
+
+    _sync()
+    with profile(activities=[ProfilerActivity.CUDA]) as prof:
+        fn()
+        _sync()
+    gemm = other = 0.0
+    for e in prof.events():
+        if e.device_type != torch.autograd.DeviceType.CUDA:
+            continue
+        us = e.device_time if hasattr(e, "device_time") else e.cuda_time
+        if GEMM_KERNEL.search(e.name or ""):
+            gemm += us
+        else:
+            other += us
+    return gemm / 1e3, other / 1e3
+
+
+def _rel(x, ref) -> float:
+    import torch
+
+    x, ref = x.double(), ref.double()
+    den = torch.linalg.vector_norm(ref).item()
+    return torch.linalg.vector_norm(x - ref).item() / max(den, 1e-30)
+
+
+# --- one workload ------------------------------------------------------------------------------
+@dataclass
+class Row:
+    model: str
+    mode: str
+    dtype: str
+    torch_ms: float = math.nan
+    ours_ms: float = math.nan
+    speedup: float = math.nan
+    torch_gemm_gpu_ms: float = math.nan
+    ours_gemm_gpu_ms: float = math.nan
+    torch_other_gpu_ms: float = math.nan
+    ours_other_gpu_ms: float = math.nan
+    torch_host_us_per_gemm: float = math.nan
+    ours_host_us_per_gemm: float = math.nan
+    gemm_calls: int = 0
+    torch_peak_mb: float = math.nan
+    ours_peak_mb: float = math.nan
+    routed: int = 0
+    fallbacks: int = 0
+    torch_err: float = math.nan
+    ours_err: float = math.nan
+    parity: str = ""
+    shape: str = ""
+    reps: int = 0
+    error: str = ""
+
+
+class Side:
+    """One side of a comparison: ``ctx()`` enters torch-alone or tritonblas routing."""
+
+    def __init__(self, name: str, profile=None):
+        self.name = name
+        self.profile = profile
+
+    def ctx(self):
+        import contextlib
+
+        if self.name == "torch":
+            return contextlib.nullcontext()
+        import tritonblas
+
+        return tritonblas.enable(self.profile)
+
+
+def _timeit(step_by_side: dict, reps: int) -> dict:
+    """Alternating ABAB timing of each side's ``step()`` (wall ms with a device sync), medians;
+    peak memory per side over its repetitions."""
+    import torch
+
+    times = {k: [] for k in step_by_side}
+    peaks = {k: 0 for k in step_by_side}
+    order = list(step_by_side)
+    for r in range(reps):
+        for k in (order if r % 2 == 0 else order[::-1]):
+            side, step = step_by_side[k]
+            with side.ctx():
+                _sync()
+                torch.cuda.reset_peak_memory_stats()
+                t0 = time.perf_counter()
+                step()
+                _sync()
+                times[k].append((time.perf_counter() - t0) * 1e3)
+                peaks[k] = max(peaks[k], torch.cuda.max_memory_allocated())
+    return {k: (statistics.median(v), peaks[k] / 2**20) for k, v in times.items()}
+
+
+def _profile_side(side: Side, step) -> tuple:
+    """(gemm gpu ms, other gpu ms, host us per gemm call, gemm calls, routed, fallbacks) of one step."""
+    from tritonblas import dispatch
+
+    with side.ctx():
+        g, o = _gpu_split(step)
+        dispatch.reset_stats()
+        with GemmShim() as shim:
+            step()
+            _sync()
+        st = dispatch.stats()
+    per = shim.ns / 1e3 / shim.calls if shim.calls else math.nan
+    return g, o, per, shim.calls, st["routed"], st["fallbacks"]
+
+
+def run_workload(name: str, mode: str, dtype_name: str, reps: int, device: str = "cuda") -> Row:
+    import torch
+
+    dtype = {"bf16": torch.bfloat16, "fp16": torch.float16}[dtype_name]
+    row = Row(name, mode, dtype_name, reps=reps)
+    sides = {"torch": Side("torch"), "ours": Side("ours")}
+    model, inputs, spec = build(name, dtype, device)
+    try:
+        if mode in ("prefill", "compile"):
+            steps, ref_out, outs = _infer_steps(model, inputs, sides, compiled=(mode == "compile"))
+            row.shape = _shape_of(inputs(mode))
+        elif mode == "train":
+            steps, ref_out, outs = _train_steps(name, model, inputs, sides)
+            row.shape = _shape_of(inputs(mode))
+        elif mode.startswith("decode"):
+            if name not in LLMS:
+                raise ValueError(f"mode {mode}: only for decoder LLMs")
+            steps, ref_out, outs = _decode_steps(model, inputs, spec, sides, mode)
+            row.shape = f"batch {spec.batch} prompt {spec.decode_prompt} tokens {spec.decode_tokens}"
+        else:
+            raise ValueError(f"mode: unknown {mode!r}")
+        timed = _timeit(steps, reps)
+        row.torch_ms, row.torch_peak_mb = timed["torch"]
+        row.ours_ms, row.ours_peak_mb = timed["ours"]
+        row.speedup = row.torch_ms / row.ours_ms
+        for k in ("torch", "ours"):
+            g, o, per, calls, routed, fb = _profile_side(*steps[k])
+            setattr(row, f"{k}_gemm_gpu_ms", g)
+            setattr(row, f"{k}_other_gpu_ms", o)
+            setattr(row, f"{k}_host_us_per_gemm", per)
+            if k == "ours":
+                row.gemm_calls, row.routed, row.fallbacks = calls, routed, fb
+        if ref_out is not None:
+            row.torch_err = _err(outs["torch"], ref_out)
+            row.ours_err = _err(outs["ours"], ref_out)
+            row.parity = "ok" if row.ours_err <= 2 * row.torch_err + 1e-4 else "FAIL"
+    except Exception as e:  # noqa: BLE001 - one workload's failure is a row, not the end of the run
+        row.error = f"{type(e).__name__}: {str(e).splitlines()[0][:300] if str(e) else ''}"
+        traceback.print_exc()
+    finally:
+        del model
+        torch.cuda.empty_cache()
+        torch._dynamo.reset()
+    return row
+
+
+def _shape_of(kw: dict) -> str:
+    return " ".join(f"{k}{tuple(v.shape)}" for k, v in kw.items())
+
+
+def _err(out, ref) -> float:
+    if isinstance(out, (list, tuple)):
+        return max(_rel(o, r) for o, r in zip(out, ref))
+    return _rel(out, ref)
+
+
+def _fp32_copy(model):
+    import copy
+
+    import torch
+
+    return copy.deepcopy(model).to(torch.float32)
+
+
+def _infer_steps(model, inputs, sides, compiled: bool):
+    import torch
+
+    kw = inputs("prefill")
+    ref = None
+    with torch.inference_mode():
+        m32 = _fp32_copy(model)
+        kw32 = {k: (v.float() if v.is_floating_point() else v) for k, v in kw.items()}
+        ref = _primary(_forward(m32, kw32)).float()
+        del m32
+    torch.cuda.empty_cache()
+    outs = {}
+    steps = {}
+    for k, side in sides.items():
+        fn = torch.compile(model) if compiled else model
+
+        def step(fn=fn):
+            with torch.inference_mode():
+                return _forward(fn, kw)
+
+        with side.ctx():
+            for _ in range(3):  # warm-up: plans, compiles, autotune caches
+                out = step()
+            outs[k] = _primary(out).float()
+        steps[k] = (side, step)
+    return steps, ref, outs
+
+
+def _train_steps(name, model, inputs, sides):
+    import copy
+
+    import torch
+
+    kw = inputs("train")
+    # the reference: one fp32 forward/backward from the same initial weights
+    m32 = _fp32_copy(model)
+    kw32 = {k: (v.float() if v.is_floating_point() else v) for k, v in kw.items()}
+    _loss(m32, kw32, _forward(m32, kw32)).backward()
+    ref = [p.grad.float() for p in m32.parameters() if p.grad is not None]
+    del m32
+    torch.cuda.empty_cache()
+    outs, steps = {}, {}
+    for k, side in sides.items():
+        m = copy.deepcopy(model)
+        m.train()
+        with side.ctx():
+            _loss(m, kw, _forward(m, kw)).backward()
+            outs[k] = [p.grad.float().clone() for p in m.parameters() if p.grad is not None]
+        m.zero_grad(set_to_none=True)
+        opt = torch.optim.AdamW(m.parameters(), lr=1e-5, foreach=True)
+
+        def step(m=m, opt=opt):
+            loss = _loss(m, kw, _forward(m, kw))
+            loss.backward()
+            opt.step()
+            opt.zero_grad(set_to_none=True)
+
+        with side.ctx():
+            for _ in range(2):
+                step()
+        steps[k] = (side, step)
+    model.to("cpu")  # the two training copies hold their own weights
+    return steps, ref, outs
+
+
+def _decode_steps(model, inputs, spec, sides, mode):
+    import torch
+    import transformers as tf
+
+    g = torch.Generator(device="cpu").manual_seed(2)
+    dev = next(model.parameters()).device
+    prompt = torch.randint(0, model.config.vocab_size, (1, spec.decode_prompt), generator=g).to(dev)
+    steps, outs = {}, {}
+    if mode == "decode":
+        def make(side):
+            def step():
+                with torch.inference_mode():
+                    cache = tf.DynamicCache(config=model.config)
+                    out = model(input_ids=prompt, past_key_values=cache, use_cache=True)
+                    tok = out.logits[:, -1:].argmax(-1)
+                    toks = [tok]
+                    for _ in range(spec.decode_tokens - 1):
+                        out = model(input_ids=tok, past_key_values=cache, use_cache=True)
+                        tok = out.logits[:, -1:].argmax(-1)
+                        toks.append(tok)
+                    return torch.cat(toks, 1)
+            return step
+
+        for k, side in sides.items():
+            step = make(side)
+            with side.ctx():
+                outs[k] = step()
+                step()
+            steps[k] = (side, step)
+        # greedy tokens: report agreement as the error (fraction of differing tokens)
+        agree = (outs["torch"] == outs["ours"]).float().mean().item()
+        print(f"  decode: torch and ours agree on {agree:.3f} of the greedy tokens")
+        return steps, None, outs
+
+    # one decode step on a StaticCache at a fixed position, captured or compiled
+    max_len = spec.decode_prompt + spec.decode_tokens + 8
+    for k, side in sides.items():
+        with side.ctx(), torch.inference_mode():
+            cache = tf.StaticCache(config=model.config, max_cache_len=max_len)
+            pos = torch.arange(spec.decode_prompt, device=dev)
+            model(input_ids=prompt, past_key_values=cache, cache_position=pos, use_cache=True)
+            tok = torch.zeros((1, 1), dtype=torch.long, device=dev)
+            cpos = torch.tensor([spec.decode_prompt], device=dev)
+            if mode == "decode_compile":
+                fwd = torch.compile(model.forward, mode="reduce-overhead", fullgraph=False)
+
+                def step(fwd=fwd, cache=cache, tok=tok, cpos=cpos):
+                    with torch.inference_mode():
+                        return fwd(input_ids=tok, past_key_values=cache, cache_position=cpos, use_cache=True).logits
+
+                for _ in range(4):
+                    out = step()
+                outs[k] = out.float().clone()
+                steps[k] = (side, step)
+            else:
+                for _ in range(2):
+                    model(input_ids=tok, past_key_values=cache, cache_position=cpos, use_cache=True)
+                graph = torch.cuda.graph
+                g_ = torch.cuda.CUDAGraph()
+                with graph(g_):
+                    static = model(input_ids=tok, past_key_values=cache, cache_position=cpos, use_cache=True).logits
+
+                def step(g_=g_):
+                    g_.replay()
+
+                step()
+                _sync()
+                outs[k] = static.float().clone()
+                steps[k] = (side, step)
+    return steps, None, outs
+
+
+# --- run / csv / plot ---------------------------------------------------------------------------
+def provenance() -> dict:
+    import torch
+    import triton
+
+    sha = os.environ.get("GIT_SHA", "")
+    if not sha:
+        try:
+            sha = subprocess.run(["git", "rev-parse", "--short", "HEAD"], cwd=ROOT, capture_output=True, text=True,
+                                 timeout=10).stdout.strip()
+        except (OSError, subprocess.SubprocessError):
+            sha = ""
+    try:
+        import transformers
+        tfv = transformers.__version__
+    except ImportError:
+        tfv = "none"
+    try:
+        import timm
+        tv = timm.__version__
+    except ImportError:
+        tv = "none"
+    gpu = torch.cuda.get_device_name() if torch.cuda.is_available() else "cpu"
+    return {"git_sha": sha or "unknown", "gpu": gpu, "torch": torch.__version__, "triton": triton.__version__,
+            "transformers": tfv, "timm": tv, "python": platform.python_version(),
+            "date": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds")}
+
+
+def write_rows(path: Path, rows: list, prov: dict) -> None:
+    """Atomic write: header comment lines with provenance, then the CSV."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_suffix(path.suffix + ".tmp")
+    with open(tmp, "w", newline="") as fh:
+        for k, v in prov.items():
+            fh.write(f"# {k}: {v}\n")
+        w = csv.DictWriter(fh, fieldnames=FIELDS)
+        w.writeheader()
+        for r in rows:
+            d = asdict(r)
+            w.writerow({k: (f"{v:.4g}" if isinstance(v, float) else v) for k, v in d.items()})
+    os.replace(tmp, path)
+
+
+def read_rows(path: Path) -> list[dict]:
+    with open(path) as fh:
+        return list(csv.DictReader(line for line in fh if not line.startswith("#")))
+
+
+def summary(rows: list[dict]) -> str:
+    ok = [r for r in rows if not r["error"] and r["speedup"] not in ("", "nan")]
+    lines = [f"{'model':12} {'mode':15} {'dtype':5} {'torch_ms':>9} {'ours_ms':>9} {'x':>6} {'gemm t/o':>13} "
+             f"{'other t/o':>13} {'host us t/o':>12} {'peak MB t/o':>15} {'err t/o':>17}"]
+    for r in rows:
+        if r["error"]:
+            lines.append(f"{r['model']:12} {r['mode']:15} {r['dtype']:5} ERROR {r['error'][:90]}")
+            continue
+        lines.append(f"{r['model']:12} {r['mode']:15} {r['dtype']:5} {float(r['torch_ms']):9.3f} {float(r['ours_ms']):9.3f} "
+                     f"{float(r['speedup']):6.3f} {float(r['torch_gemm_gpu_ms']):6.2f}/{float(r['ours_gemm_gpu_ms']):<6.2f} "
+                     f"{float(r['torch_other_gpu_ms']):6.2f}/{float(r['ours_other_gpu_ms']):<6.2f} "
+                     f"{float(r['torch_host_us_per_gemm']):5.1f}/{float(r['ours_host_us_per_gemm']):<6.1f} "
+                     f"{float(r['torch_peak_mb']):7.0f}/{float(r['ours_peak_mb']):<7.0f} "
+                     f"{r['torch_err']}/{r['ours_err']} {r['parity']}")
+    if ok:
+        gm = math.exp(statistics.fmean(math.log(float(r["speedup"])) for r in ok))
+        lines.append(f"geomean speedup over {len(ok)} workloads: {gm:.3f}; min {min(float(r['speedup']) for r in ok):.3f}")
+    return "\n".join(lines)
+
+
+def plot(path: Path) -> Path:
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    rows = [r for r in read_rows(path) if not r["error"]]
+    labels = [f"{r['model']}\n{r['mode']} {r['dtype']}" for r in rows]
+    sp = [float(r["speedup"]) for r in rows]
+    fig, ax = plt.subplots(figsize=(max(6, 0.55 * len(rows) + 2), 4.2))
+    colours = ["#0072B2" if s >= 1 else "#D55E00" for s in sp]
+    ax.bar(range(len(sp)), sp, color=colours)
+    ax.axhline(1.0, color="black", lw=0.8)
+    ax.set_xticks(range(len(sp)), labels, rotation=70, fontsize=7)
+    ax.set_ylabel("torch time / tritonblas time")
+    ax.set_title(f"Real models on the H200, torch alone vs tritonblas.enable() ({path.name})", fontsize=9)
+    fig.tight_layout()
+    out = path.with_suffix(".png")
+    fig.savefig(out, dpi=110)
+    return out
+
+
+def main(argv=None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--models", nargs="+", default=list(MODELS), choices=MODELS)
+    ap.add_argument("--modes", nargs="+", default=list(MODES), choices=MODES)
+    ap.add_argument("--dtypes", nargs="+", default=["bf16"], choices=("bf16", "fp16"))
+    ap.add_argument("--jobs", nargs="+", default=None, help="explicit MODEL:MODE:DTYPE list (overrides the above)")
+    ap.add_argument("--reps", type=int, default=10)
+    ap.add_argument("--budget-s", type=float, default=1e9, help="stop starting new workloads after this")
+    ap.add_argument("--out", type=Path, default=None)
+    ap.add_argument("--plot", type=Path, default=None, help="draw the plot of an existing CSV and exit")
+    args = ap.parse_args(argv)
+    if args.plot is not None:
+        print(summary(read_rows(args.plot)))
+        print("plot:", plot(args.plot))
+        return 0
+    import torch
+
+    if not torch.cuda.is_available():
+        print("models.py: needs a CUDA GPU (the tests run the same model classes at toy sizes on CPU)", file=sys.stderr)
+        return 2
+    if args.jobs:
+        jobs = [tuple(j.split(":")) for j in args.jobs]
+    else:
+        jobs = [(m, mo, d) for d in args.dtypes for m in args.models for mo in args.modes
+                if not (mo.startswith("decode") and m not in LLMS)]
+    prov = provenance()
+    print(prov)
+    rows = []
+    start = time.time()
+    for (m, mo, d) in jobs:
+        if time.time() - start > args.budget_s:
+            print(f"budget reached: skipping {m} {mo} {d}")
+            continue
+        t0 = time.time()
+        r = run_workload(m, mo, d, args.reps)
+        rows.append(r)
+        print(f"{m} {mo} {d}: torch {r.torch_ms:.3f} ms ours {r.ours_ms:.3f} ms x{r.speedup:.3f} "
+              f"({time.time() - t0:.0f} s) {r.error}", flush=True)
+        if args.out:
+            write_rows(args.out, rows, prov)
+    print(summary([{k: (str(v) if not isinstance(v, float) else f"{v:.4g}") for k, v in asdict(r).items()}
+                   for r in rows]))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

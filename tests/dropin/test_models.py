@@ -1,0 +1,210 @@
+"""Real model code through ``enable()``: tiny configurations of the benchmark's model classes
+(benchmarks/models.py ``build(..., tiny=True)``: transformers Llama, Qwen2, BERT, ViT and a DLRM MLP).
+
+Outputs and gradients match torch, the routed count proves the GEMMs reached tritonblas, the warm path
+serves the repeated calls, and the fall-through cost is checked by counting: with every GEMM falling
+through, ``enable()`` intercepts exactly the GEMM calls torch makes and nothing else (no mode, every
+other torch function is torch's own object).
+"""
+
+from __future__ import annotations
+
+import sys
+import threading
+from pathlib import Path
+
+import pytest
+import torch
+
+import tritonblas
+from tritonblas import dispatch
+
+transformers = pytest.importorskip("transformers", reason="the test extra installs transformers")
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "benchmarks"))
+import models  # noqa: E402
+
+pytestmark = pytest.mark.usefixtures("cpu_profile")  # tests/dropin/conftest.py
+
+GEMM_OPS = {"aten::mm", "aten::addmm", "aten::bmm", "aten::baddbmm", "aten::matmul", "aten::linear"}
+
+
+def _aten_gemms(fn) -> int:
+    """Leaf GEMM calls torch makes for ``fn()`` (profiler, which does not change dispatch)."""
+    from torch.profiler import ProfilerActivity, profile
+
+    with profile(activities=[ProfilerActivity.CPU]) as prof:
+        fn()
+    return sum(1 for e in prof.events() if e.name in ("aten::mm", "aten::addmm", "aten::bmm", "aten::baddbmm"))
+
+
+def _rel(x, y) -> float:
+    x, y = x.double(), y.double()
+    return (torch.linalg.vector_norm(x - y) / torch.linalg.vector_norm(y).clamp_min(1e-30)).item()
+
+
+@pytest.mark.parametrize("name", ["llama3-8b", "qwen2.5-7b", "bert-large", "vit-l16", "dlrm-mlp"])
+def test_inference_matches_torch_and_routes_every_gemm(name, device):
+    model, inputs, _ = models.build(name, torch.float32, device, tiny=True)
+    kw = inputs("prefill")
+    with torch.inference_mode():
+        ref = models._primary(models._forward(model, kw))
+        gemms = _aten_gemms(lambda: models._forward(model, kw))
+        assert gemms > 0
+        dispatch.reset_stats()
+        with tritonblas.enable():
+            out = models._primary(models._forward(model, kw))
+        first = dispatch.stats()
+        dispatch.reset_stats()
+        with tritonblas.enable():
+            again = models._primary(models._forward(model, kw))
+        second = dispatch.stats()
+    assert _rel(out, ref) < 1e-5 and _rel(again, ref) < 1e-5
+    assert first["fallbacks"] == 0 and first["routed"] >= 1
+    # every GEMM torch ran is a launch of ours (a routed call may be one linear = one GEMM)
+    assert second["launches"] == gemms, (second, gemms)
+    assert second["fallbacks"] == 0
+    # the repeated forward takes the warm path for its linears: no plan is built, most calls hit
+    assert second["plans"] == 0
+    assert second["fast_hits"] >= second["routed"] // 2, second
+
+
+def test_training_gradients_match_torch_in_the_weights_layout(device):
+    model, inputs, _ = models.build("llama3-8b", torch.float32, device, tiny=True)
+    kw = inputs("train")
+    import copy
+
+    ours = copy.deepcopy(model)
+    models._loss(model, kw, models._forward(model, kw)).backward()
+    with tritonblas.enable():
+        for _ in range(2):  # the second step runs warm
+            ours.zero_grad(set_to_none=True)
+            dispatch.reset_stats()
+            models._loss(ours, kw, models._forward(ours, kw)).backward()
+    st = dispatch.stats()
+    assert st["fallbacks"] == 0 and st["routed"] > 0 and st["fast_hits"] > 0 and st["plans"] == 0
+    for (n, p), q in zip(model.named_parameters(), ours.parameters()):
+        if p.grad is None:
+            assert q.grad is None, n
+            continue
+        assert q.grad.stride() == p.grad.stride(), n  # no layout AccumulateGrad would have to copy
+        assert _rel(q.grad, p.grad) < 1e-4, n
+
+
+def _copies(fn) -> int:
+    """Tensor copies made by ``fn()``, not counting the interpreter's own argument copies (they run
+    inside its launch range, ``_interpreter.INTERPRETER_RANGE``; a GPU launch makes none)."""
+    from torch.profiler import ProfilerActivity, profile
+
+    from tritonblas._interpreter import INTERPRETER_RANGE
+
+    with profile(activities=[ProfilerActivity.CPU]) as prof:
+        fn()
+    events = prof.events()
+
+    def inside_launch(e) -> bool:
+        p = e.cpu_parent
+        while p is not None:
+            if p.name == INTERPRETER_RANGE:
+                return True
+            p = p.cpu_parent
+        return False
+
+    return sum(1 for e in events if e.name in ("aten::copy_", "aten::clone", "aten::contiguous")
+               and not inside_launch(e))
+
+
+def test_training_step_adds_no_copies(device):
+    """Backward GEMMs take their operands in place and write each gradient in its input's layout:
+    a training step of ours makes no more copies than torch's (the custom op's backward made one
+    transposing copy per weight)."""
+    model, inputs, _ = models.build("llama3-8b", torch.float32, device, tiny=True)
+    kw = inputs("train")
+
+    def step():
+        model.zero_grad(set_to_none=True)
+        models._loss(model, kw, models._forward(model, kw)).backward()
+
+    step()
+    theirs = _copies(step)
+    with tritonblas.enable():
+        step()
+        step()
+        mine = _copies(step)
+    assert mine <= theirs, (mine, theirs)
+
+
+def test_fall_through_touches_only_gemm_calls(device):
+    """With every GEMM falling through (fp64: not a kernel dtype), enable() intercepts exactly the
+    GEMM calls and nothing else: no TorchFunctionMode, every other torch function unchanged."""
+    model, inputs, _ = models.build("llama3-8b", torch.float64, device, tiny=True)
+    kw = inputs("prefill")
+    add, softmax, rms = torch.add, torch.nn.functional.softmax, torch.Tensor.pow
+    with torch.inference_mode():
+        ref = models._primary(models._forward(model, kw))
+        dispatch.reset_stats()
+        with tritonblas.enable():
+            assert not torch._C._is_torch_function_mode_enabled()
+            assert torch.add is add and torch.nn.functional.softmax is softmax and torch.Tensor.pow is rms
+            assert torch.nn.functional.linear is not torch._C._nn.linear  # the GEMM entry point is wrapped
+            out = models._primary(models._forward(model, kw))
+        st = dispatch.stats()
+    linears = sum(1 for m in model.modules() if isinstance(m, torch.nn.Linear))
+    assert torch.equal(out, ref)
+    assert st["routed"] == 0 and st["launches"] == 0
+    assert st["intercepted"] == linears, (st, linears)  # one interception per nn.Linear call, nothing more
+    assert torch.nn.functional.linear is torch._C._nn.linear  # restored on exit
+
+
+def test_enable_is_scoped_to_its_thread(device):
+    a, b = torch.randn(24, 16, device=device), torch.randn(16, 8, device=device)
+    seen = {}
+
+    def other():
+        before = dispatch.stats()["intercepted"]
+        seen["r"] = torch.mm(a, b)
+        seen["intercepted"] = dispatch.stats()["intercepted"] - before
+
+    dispatch.reset_stats()
+    with tritonblas.enable():
+        t = threading.Thread(target=other)
+        t.start()
+        t.join()
+        mine = torch.mm(a, b)
+    assert seen["intercepted"] == 0  # the other thread ran torch's own mm
+    assert dispatch.stats()["routed"] == 1
+    torch.testing.assert_close(mine, a @ b)
+    torch.testing.assert_close(seen["r"], a @ b)
+
+
+def test_nested_enable_and_reentry(device):
+    a, b = torch.randn(9, 7, device=device), torch.randn(7, 5, device=device)
+    ctx = tritonblas.enable()
+    dispatch.reset_stats()
+    with ctx:
+        with tritonblas.enable():
+            torch.mm(a, b)
+        torch.mm(a, b)  # still routed: the outer block is open
+        with ctx:       # the same object re-entered
+            torch.mm(a, b)
+    assert dispatch.stats()["routed"] == 3
+    assert torch.mm is torch._C._VariableFunctions.mm
+    with pytest.raises(RuntimeError, match="without a matching"):
+        ctx.__exit__(None, None, None)
+
+
+def test_off_switch_takes_the_checked_path(device, monkeypatch):
+    w = torch.nn.Linear(16, 12).to(device)
+    x = torch.randn(2, 3, 16, device=device)
+    with torch.no_grad(), tritonblas.enable():
+        w(x)
+        monkeypatch.setenv("TRITONBLAS_FAST", "0")
+        dispatch.reset_stats()
+        y = w(x)
+        assert dispatch.stats()["fast_hits"] == 0 and dispatch.stats()["launches"] == 1
+        monkeypatch.delenv("TRITONBLAS_FAST")
+        dispatch.reset_stats()
+        z = w(x)
+        assert dispatch.stats()["fast_hits"] == 1
+    torch.testing.assert_close(y, z)
+    torch.testing.assert_close(y, torch.nn.functional.linear(x, w.weight, w.bias))

@@ -54,7 +54,7 @@ MODES = ("prefill", "decode", "decode_graph", "decode_compile", "train", "compil
 GEMM_KERNEL = re.compile(r"gemm|gemv|nvjet|cutlass|xmma|cublas|splitk|sm90_|sm80_|ampere_|hopper", re.I)
 FIELDS = ("model", "mode", "dtype", "torch_ms", "ours_ms", "speedup", "torch_gemm_gpu_ms", "ours_gemm_gpu_ms",
           "torch_other_gpu_ms", "ours_other_gpu_ms", "torch_host_us_per_gemm", "ours_host_us_per_gemm",
-          "gemm_calls", "torch_peak_mb", "ours_peak_mb", "routed", "fallbacks", "torch_err", "ours_err",
+          "gemm_calls", "fast_hits", "torch_peak_mb", "ours_peak_mb", "routed", "fallbacks", "torch_err", "ours_err",
           "parity", "shape", "reps", "error")
 
 
@@ -117,7 +117,7 @@ def build(name: str, dtype, device, *, tiny: bool = False):
 
         cfg = _llm_config(name, tiny)
         cfg._attn_implementation = "sdpa"
-        model = tf.AutoModelForCausalLM.from_config(cfg, torch_dtype=dtype)
+        model = tf.AutoModelForCausalLM.from_config(cfg, dtype=dtype)
         spec = Spec(name, batch=2 if tiny else 4, seq=8 if tiny else 512, decode_prompt=6 if tiny else 128,
                     decode_tokens=3 if tiny else 32)
         vocab = cfg.vocab_size
@@ -260,6 +260,7 @@ def _gpu_split(fn) -> tuple[float, float]:
         fn()
         _sync()
     gemm = other = 0.0
+    by: dict = {}
     for e in prof.events():
         if e.device_type != torch.autograd.DeviceType.CUDA:
             continue
@@ -268,6 +269,11 @@ def _gpu_split(fn) -> tuple[float, float]:
             gemm += us
         else:
             other += us
+        n, t = by.get(e.name, (0, 0.0))
+        by[e.name] = (n + 1, t + us)
+    top = sorted(by.items(), key=lambda kv: -kv[1][1])[:8]
+    for name, (n, t) in top:
+        print(f"    kernel {t / 1e3:8.3f} ms {n:5d}x  {name[:110]}")
     return gemm / 1e3, other / 1e3
 
 
@@ -295,6 +301,7 @@ class Row:
     torch_host_us_per_gemm: float = math.nan
     ours_host_us_per_gemm: float = math.nan
     gemm_calls: int = 0
+    fast_hits: int = 0
     torch_peak_mb: float = math.nan
     ours_peak_mb: float = math.nan
     routed: int = 0
@@ -347,9 +354,10 @@ def _timeit(step_by_side: dict, reps: int) -> dict:
 
 
 def _profile_side(side: Side, step) -> tuple:
-    """(gemm gpu ms, other gpu ms, host us per gemm call, gemm calls, routed, fallbacks) of one step."""
+    """(gemm gpu ms, other gpu ms, host us per gemm call, gemm calls, routed, fallbacks, warm hits) of one step."""
     from tritonblas import dispatch
 
+    print(f"  profile of {side.name}:")
     with side.ctx():
         g, o = _gpu_split(step)
         dispatch.reset_stats()
@@ -358,7 +366,7 @@ def _profile_side(side: Side, step) -> tuple:
             _sync()
         st = dispatch.stats()
     per = shim.ns / 1e3 / shim.calls if shim.calls else math.nan
-    return g, o, per, shim.calls, st["routed"], st["fallbacks"]
+    return g, o, per, shim.calls, st["routed"], st["fallbacks"], st["fast_hits"]
 
 
 def run_workload(name: str, mode: str, dtype_name: str, reps: int, device: str = "cuda") -> Row:
@@ -379,7 +387,7 @@ def run_workload(name: str, mode: str, dtype_name: str, reps: int, device: str =
             if name not in LLMS:
                 raise ValueError(f"mode {mode}: only for decoder LLMs")
             steps, ref_out, outs = _decode_steps(model, inputs, spec, sides, mode)
-            row.shape = f"batch {spec.batch} prompt {spec.decode_prompt} tokens {spec.decode_tokens}"
+            row.shape = f"batch 1 prompt {spec.decode_prompt} tokens {spec.decode_tokens}"
         else:
             raise ValueError(f"mode: unknown {mode!r}")
         timed = _timeit(steps, reps)
@@ -387,12 +395,12 @@ def run_workload(name: str, mode: str, dtype_name: str, reps: int, device: str =
         row.ours_ms, row.ours_peak_mb = timed["ours"]
         row.speedup = row.torch_ms / row.ours_ms
         for k in ("torch", "ours"):
-            g, o, per, calls, routed, fb = _profile_side(*steps[k])
+            g, o, per, calls, routed, fb, hits = _profile_side(*steps[k])
             setattr(row, f"{k}_gemm_gpu_ms", g)
             setattr(row, f"{k}_other_gpu_ms", o)
             setattr(row, f"{k}_host_us_per_gemm", per)
             if k == "ours":
-                row.gemm_calls, row.routed, row.fallbacks = calls, routed, fb
+                row.gemm_calls, row.routed, row.fallbacks, row.fast_hits = calls, routed, fb, hits
         if ref_out is not None:
             row.torch_err = _err(outs["torch"], ref_out)
             row.ours_err = _err(outs["ours"], ref_out)
@@ -652,6 +660,24 @@ def plot(path: Path) -> Path:
     return out
 
 
+def _isolated(model: str, mode: str, dtype: str, reps: int, timeout_s: float) -> Row:
+    """One workload in its own process: a device-side assert, a hang or a leak ends only its row."""
+    import json
+
+    cmd = [sys.executable, __file__, "--one", model, mode, dtype, "--reps", str(reps)]
+    try:
+        p = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout_s, cwd=ROOT)
+    except subprocess.TimeoutExpired:
+        return Row(model, mode, dtype, reps=reps, error=f"timeout after {timeout_s:.0f} s")
+    sys.stdout.write("".join(line + "\n" for line in p.stdout.splitlines()[-60:] if not line.startswith("ROW ")))
+    sys.stderr.write(p.stderr[-3000:] if p.returncode or "Traceback" in p.stderr else "")
+    for line in p.stdout.splitlines():
+        if line.startswith("ROW "):
+            return Row(**json.loads(line[4:]))
+    tail = (p.stderr.strip().splitlines() or ["no output"])[-1]
+    return Row(model, mode, dtype, reps=reps, error=f"process exited {p.returncode}: {tail[:300]}")
+
+
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--models", nargs="+", default=list(MODELS), choices=MODELS)
@@ -662,7 +688,15 @@ def main(argv=None) -> int:
     ap.add_argument("--budget-s", type=float, default=1e9, help="stop starting new workloads after this")
     ap.add_argument("--out", type=Path, default=None)
     ap.add_argument("--plot", type=Path, default=None, help="draw the plot of an existing CSV and exit")
+    ap.add_argument("--one", nargs=3, metavar=("MODEL", "MODE", "DTYPE"), help=argparse.SUPPRESS)
+    ap.add_argument("--job-timeout-s", type=float, default=240)
     args = ap.parse_args(argv)
+    if args.one:
+        import json
+
+        r = run_workload(*args.one, args.reps)
+        print("ROW " + json.dumps(asdict(r)), flush=True)
+        return 0
     if args.plot is not None:
         print(summary(read_rows(args.plot)))
         print("plot:", plot(args.plot))
@@ -686,7 +720,7 @@ def main(argv=None) -> int:
             print(f"budget reached: skipping {m} {mo} {d}")
             continue
         t0 = time.time()
-        r = run_workload(m, mo, d, args.reps)
+        r = _isolated(m, mo, d, args.reps, min(args.job_timeout_s, max(30.0, args.budget_s - (t0 - start) + 30)))
         rows.append(r)
         print(f"{m} {mo} {d}: torch {r.torch_ms:.3f} ms ours {r.ours_ms:.3f} ms x{r.speedup:.3f} "
               f"({time.time() - t0:.0f} s) {r.error}", flush=True)

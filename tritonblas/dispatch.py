@@ -86,7 +86,7 @@ __all__ = [
     "DTYPES", "KERNEL_DTYPES", "DETERMINISTIC_KINDS", "MAX_PLANS", "GemmKey",
     "dtype_of", "allow_tf32", "fallback_reason", "device_info", "has_profile", "gemm", "plan_for", "explain",
     "stats", "reset_stats", "clear_caches", "fast_lookup", "fast_valid", "fast_context", "launch_fast",
-    "raw_ready", "count",
+    "raw_ready", "count", "count_all",
 ]
 
 # torch dtype → DType: the inverse of plan.TORCH_DTYPES (fp32 storage maps to FP32; TF32 is a
@@ -932,6 +932,12 @@ def raw_ready(f: "_Fast") -> bool:
 def count(name: str, n: int = 1) -> None:
     """Add ``n`` to the counter ``name`` of :func:`stats`."""
     _STATS[name] += n
+
+
+def count_all(names: tuple) -> None:
+    """Add one to each counter in ``names``."""
+    for name in names:
+        _STATS[name] += 1
 
 
 def _out_shape(a: torch.Tensor, b: torch.Tensor) -> tuple[int, ...]:

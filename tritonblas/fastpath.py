@@ -80,7 +80,7 @@ def direct(*tensors) -> bool:
     for t in tensors:
         if t is not None and type(t) not in _PLAIN:
             return False
-    return not (_is_compiling() or _tf_modes() or _dispatch_modes() or _functorch_level() is not None
+    return not (_tf_modes() or _dispatch_modes() or _is_compiling() or _functorch_level() is not None
                 or _tracing() is not None)
 
 
@@ -132,7 +132,7 @@ def _linear_run(x, w, bias):
     f, out_shape = hit
     if not dispatch.fast_valid(f):
         return None
-    out = _empty(out_shape, dtype=x.dtype, device=x.device)
+    out = _empty(out_shape, dtype=x.dtype, device=key[0][3])
     if dispatch.raw_ready(f):
         dispatch.launch_fast(f, x, w, out, bias, 1.0, 1.0 if bias is not None else 0.0)
     else:
@@ -211,7 +211,7 @@ def linear(x, w, bias=None):
         return None
     if _environ.get(ENV_FAST) == "0" or not direct():
         return None
-    if needs_grad(x, w, bias):
+    if _grad_enabled() and (x.requires_grad or w.requires_grad or (bias is not None and bias.requires_grad)):
         if x.dim() < 2 or w.dim() != 2 or x.shape[-1] != w.shape[1] or x.dtype != w.dtype:
             return None
         if bias is not None and (bias.dim() != 1 or bias.shape[0] != w.shape[0] or bias.dtype != x.dtype):

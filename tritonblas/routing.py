@@ -124,10 +124,13 @@ def _tensors(*xs: Any) -> bool:
     return all(isinstance(x, torch.Tensor) for x in xs)
 
 
+_autocast_on = torch.is_autocast_enabled
+
+
 def _r_linear(profile, x, w, bias):
-    if not _tensors(x, w) or (bias is not None and not isinstance(bias, torch.Tensor)):
+    if not isinstance(x, Tensor) or not isinstance(w, Tensor) or (bias is not None and not isinstance(bias, Tensor)):
         return NotImplemented
-    if profile is None and not _is_compiling() and not torch.is_autocast_enabled(x.device.type):
+    if profile is None and not _is_compiling() and not _autocast_on(x.device.type):
         r = fastpath.linear(x, w, bias)
         if r is not None:
             return r
@@ -155,9 +158,9 @@ def _matmul_shapes_ok(a: Tensor, b: Tensor) -> bool:
 
 
 def _r_matmul(profile, a, b, out):
-    if not _tensors(a, b) or (out is not None and not isinstance(out, torch.Tensor)):
+    if not isinstance(a, Tensor) or not isinstance(b, Tensor) or (out is not None and not isinstance(out, Tensor)):
         return NotImplemented
-    if out is None and profile is None and not _is_compiling() and not torch.is_autocast_enabled(a.device.type):
+    if out is None and profile is None and not _is_compiling() and not _autocast_on(a.device.type):
         r = fastpath.matmul(a, b)
         if r is not None:
             return r
@@ -262,6 +265,11 @@ ROUTED = tuple(f"{'Tensor.' if owner is torch.Tensor else owner.__name__ + '.'}{
 _SAVED: list = []  # (owner, name, had its own attribute, original) while installed
 
 
+_INTERCEPTED = ("intercepted",)
+_ROUTED_BOTH = ("intercepted", "routed")
+count = dispatch.count_all
+
+
 def _wrapper(orig: Callable, parse: Callable, route: Callable) -> Callable:
     def routed(*args, **kwargs):
         if _ACTIVE[0]:
@@ -278,15 +286,15 @@ def _wrapper(orig: Callable, parse: Callable, route: Callable) -> Callable:
                     bound = parse(*args, **kwargs)
                 except TypeError:  # a signature we do not route (deprecated forms, new keywords)
                     return orig(*args, **kwargs)
-                dispatch.count("intercepted")
                 tls.busy = True
                 try:
                     r = route(tls.stack[-1], *bound)
                 finally:
                     tls.busy = False
                 if r is not NotImplemented:
-                    dispatch.count("routed")
+                    count(_ROUTED_BOTH)
                     return r
+                count(_INTERCEPTED)
         return orig(*args, **kwargs)
 
     routed.__name__ = getattr(orig, "__name__", "routed")

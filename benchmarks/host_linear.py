@@ -1,0 +1,99 @@
+"""Host time per call of what models call, stage by stage (H200; needs CUDA).
+
+For decode- and prefill-sized ``F.linear`` calls (3-D activation, ``nn.Parameter`` weight, bias or not,
+no_grad): torch's ``F.linear``; ``tritonblas.linear``; ``F.linear`` under ``enable()``; and the warm
+path's stages alone (the key, the entry lookup, the output allocation, the raw launch). Medians of
+``--n`` back-to-back calls timed with perf_counter (the GPU queue is drained between batches, so the
+host never waits on a full launch queue). Prints a table; ``--profile`` adds a cProfile of the
+``enable()`` path.
+
+    PYTHONPATH=$PWD python3 benchmarks/host_linear.py [--n 2000] [--profile]
+"""
+
+from __future__ import annotations
+
+import argparse
+import statistics
+import sys
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+if str(ROOT) not in sys.path:
+    sys.path.insert(0, str(ROOT))
+
+
+def per_call_us(fn, n: int, batches: int = 5) -> float:
+    import torch
+
+    out = []
+    for _ in range(batches):
+        torch.cuda.synchronize()
+        t0 = time.perf_counter()
+        for _ in range(n):
+            fn()
+        out.append((time.perf_counter() - t0) / n * 1e6)
+        torch.cuda.synchronize()
+    return statistics.median(out)
+
+
+def main(argv=None) -> int:
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--n", type=int, default=1000)
+    ap.add_argument("--profile", action="store_true")
+    args = ap.parse_args(argv)
+    import torch
+    import torch.nn.functional as F
+
+    import tritonblas
+    from tritonblas import dispatch, fastpath
+
+    dev = "cuda"
+    cases = [("decode 1x1x2048 @ 8192x2048", (1, 1, 2048), 8192, 2048, False),
+             ("decode+bias 1x1x3584 @ 4608x3584", (1, 1, 3584), 4608, 3584, True),
+             ("prefill 4x512x2048 @ 2048x2048", (4, 512, 2048), 2048, 2048, False)]
+    print(f"{'case':36} {'stage':34} {'us/call':>8}")
+    for name, xs, n_out, k, has_bias in cases:
+        lin = torch.nn.Linear(k, n_out, bias=has_bias, device=dev, dtype=torch.bfloat16)
+        x = torch.randn(*xs, device=dev, dtype=torch.bfloat16)
+        w, b = lin.weight, lin.bias
+        with torch.no_grad():
+            rows = {}
+            rows["torch F.linear"] = per_call_us(lambda: F.linear(x, w, b), args.n)
+            tritonblas.linear(x, w, b)
+            tritonblas.linear(x, w, b)
+            rows["tritonblas.linear"] = per_call_us(lambda: tritonblas.linear(x, w, b), args.n)
+            rows["fastpath.linear"] = per_call_us(lambda: fastpath.linear(x, w, b), args.n)
+            with tritonblas.enable():
+                F.linear(x, w, b)
+                rows["F.linear under enable()"] = per_call_us(lambda: F.linear(x, w, b), args.n)
+            rows["  key (_linear_key)"] = per_call_us(lambda: fastpath._linear_key(x, w, b), args.n)
+            key = fastpath._linear_key(x, w, b)
+            hit = fastpath._LINEAR.get(key)
+            rows["  lookup"] = per_call_us(lambda: fastpath._LINEAR.get(key), args.n)
+            rows["  direct()"] = per_call_us(fastpath.direct, args.n)
+            rows["  torch.empty"] = per_call_us(lambda: torch.empty(hit[1], dtype=x.dtype, device=x.device), args.n)
+            f = hit[0]
+            out = torch.empty(hit[1], dtype=x.dtype, device=x.device)
+            rows["  launch_fast (raw)"] = per_call_us(lambda: dispatch.launch_fast(f, x, w, out, b, 1.0, 1.0 if b is not None else 0.0), args.n)
+            rows["  raw_ready"] = per_call_us(lambda: dispatch.raw_ready(f), args.n)
+            rows["  fast_context"] = per_call_us(lambda: dispatch.fast_context(x.dtype), args.n)
+            print(f"  (entry: {f.plan.config.short()}, raw bound: {f.raw is not None}, staged: {bool(f.staged)})")
+        for stage, us in rows.items():
+            print(f"{name:36} {stage:34} {us:8.2f}")
+        if args.profile:
+            import cProfile
+            import pstats
+
+            with torch.no_grad(), tritonblas.enable():
+                pr = cProfile.Profile()
+                pr.enable()
+                for _ in range(args.n):
+                    F.linear(x, w, b)
+                pr.disable()
+            pstats.Stats(pr).sort_stats("tottime").print_stats(18)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

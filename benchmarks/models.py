@@ -6,8 +6,9 @@ irregular widths. Modes:
 
 - ``prefill``      inference forward of a batch of prompts (logits / hidden states / class scores);
 - ``decode``       greedy decoding with a KV cache (eager, DynamicCache): ms per generated token;
-- ``decode_graph`` one decode step on a StaticCache captured in a ``torch.cuda.graph``, replayed;
-- ``decode_compile`` the decode step under ``torch.compile(mode="reduce-overhead")`` (CUDA graphs);
+- ``decode_graph`` a decode-sized step (batch 1, one token, no KV context: the decode GEMMs at M = 1)
+  captured in a ``torch.cuda.graph``, replayed;
+- ``decode_compile`` the same step under ``torch.compile(mode="reduce-overhead")`` (CUDA graphs);
 - ``train``        forward, backward and an AdamW step;
 - ``compile``      ``torch.compile`` (default mode) inference forward.
 
@@ -387,7 +388,8 @@ def run_workload(name: str, mode: str, dtype_name: str, reps: int, device: str =
             if name not in LLMS:
                 raise ValueError(f"mode {mode}: only for decoder LLMs")
             steps, ref_out, outs = _decode_steps(model, inputs, spec, sides, mode)
-            row.shape = f"batch 1 prompt {spec.decode_prompt} tokens {spec.decode_tokens}"
+            row.shape = (f"batch 1 prompt {spec.decode_prompt} tokens {spec.decode_tokens}" if mode == "decode"
+                         else "batch 1, one token, no KV context")
         else:
             raise ValueError(f"mode: unknown {mode!r}")
         timed = _timeit(steps, reps)
@@ -532,21 +534,18 @@ def _decode_steps(model, inputs, spec, sides, mode):
         print(f"  decode: torch and ours agree on {agree:.3f} of the greedy tokens")
         return steps, None, outs
 
-    # one decode step on a StaticCache at a fixed position, captured or compiled
-    max_len = spec.decode_prompt + spec.decode_tokens + 8
+    # one decode-sized step (batch 1, one token, no KV context: the GEMMs of a decode step, M = 1)
+    # captured in a CUDA graph or compiled with reduce-overhead. (A StaticCache step hit an
+    # index_copy_ bounds assert under capture with transformers 5.17, 2026-12-01.)
+    tok = torch.randint(0, model.config.vocab_size, (1, 1), generator=g).to(dev)
     for k, side in sides.items():
         with side.ctx(), torch.inference_mode():
-            cache = tf.StaticCache(config=model.config, max_cache_len=max_len)
-            pos = torch.arange(spec.decode_prompt, device=dev)
-            model(input_ids=prompt, past_key_values=cache, cache_position=pos, use_cache=True)
-            tok = torch.zeros((1, 1), dtype=torch.long, device=dev)
-            cpos = torch.tensor([spec.decode_prompt], device=dev)
             if mode == "decode_compile":
-                fwd = torch.compile(model.forward, mode="reduce-overhead", fullgraph=False)
+                fwd = torch.compile(model.forward, mode="reduce-overhead")
 
-                def step(fwd=fwd, cache=cache, tok=tok, cpos=cpos):
+                def step(fwd=fwd):
                     with torch.inference_mode():
-                        return fwd(input_ids=tok, past_key_values=cache, cache_position=cpos, use_cache=True).logits
+                        return fwd(input_ids=tok, use_cache=False).logits
 
                 for _ in range(4):
                     out = step()
@@ -554,11 +553,11 @@ def _decode_steps(model, inputs, spec, sides, mode):
                 steps[k] = (side, step)
             else:
                 for _ in range(2):
-                    model(input_ids=tok, past_key_values=cache, cache_position=cpos, use_cache=True)
-                graph = torch.cuda.graph
+                    model(input_ids=tok, use_cache=False)
+                _sync()
                 g_ = torch.cuda.CUDAGraph()
-                with graph(g_):
-                    static = model(input_ids=tok, past_key_values=cache, cache_position=cpos, use_cache=True).logits
+                with torch.cuda.graph(g_):
+                    static = model(input_ids=tok, use_cache=False).logits
 
                 def step(g_=g_):
                     g_.replay()
@@ -567,7 +566,12 @@ def _decode_steps(model, inputs, spec, sides, mode):
                 _sync()
                 outs[k] = static.float().clone()
                 steps[k] = (side, step)
-    return steps, None, outs
+    ref = None
+    with torch.inference_mode():
+        m32 = _fp32_copy(model)
+        ref = m32(input_ids=tok, use_cache=False).logits.float()
+        del m32
+    return steps, ref, outs
 
 
 # --- run / csv / plot ---------------------------------------------------------------------------

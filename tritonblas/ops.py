@@ -34,7 +34,7 @@ from typing import Any, NamedTuple, Optional
 import torch
 from origami.config import TileConfig
 from origami.hardware import HardwareProfile
-from tritonblas import dispatch, fastpath
+from tritonblas import _compat, dispatch, fastpath
 
 __all__ = ["matmul", "addmm", "bmm", "baddbmm", "addbmm", "mv", "addmv", "linear", "explain", "enable",
            "clear_caches"]
@@ -557,7 +557,7 @@ def linear(x: Tensor, w: Tensor, bias: Tensor | None = None, profile: Any = None
     (layout T, no copy) and bias (out,), () or (1, out) fused into the epilogue. N-D activations,
     ``nn.Parameter`` weights and autograd take the warm path (:mod:`tritonblas.fastpath`) once a
     call of the same signature has run."""
-    if profile is None and config is None:
+    if profile is None and config is None and not _is_compiling():
         r = fastpath.linear(x, w, bias)
         if r is not None:
             return r
@@ -600,6 +600,11 @@ def clear_caches() -> None:
     """Drop every cached plan, warm entry, workspace, device profile mapping and model selection."""
     fastpath.clear()
     dispatch.clear_caches()
+
+
+_compat.dynamo_eager_only(matmul, bmm, addmm, baddbmm, addbmm, mv, addmv, linear, dispatch.gemm,
+                          fastpath.linear, fastpath.matmul, fastpath._Linear.forward, fastpath._Linear.backward,
+                          fastpath._Matmul.forward, fastpath._Matmul.backward)
 
 
 def enable(profile: Any = None):

@@ -29,7 +29,7 @@ from typing import Any, Callable
 
 import torch
 
-from tritonblas import dispatch, fastpath, ops
+from tritonblas import _compat, dispatch, fastpath, ops
 
 __all__ = ["enable", "active", "ROUTED"]
 
@@ -297,6 +297,7 @@ def _wrapper(orig: Callable, parse: Callable, route: Callable) -> Callable:
                 count(_INTERCEPTED)
         return orig(*args, **kwargs)
 
+    _compat.dynamo_eager_only(routed)
     routed.__name__ = getattr(orig, "__name__", "routed")
     routed.__qualname__ = getattr(orig, "__qualname__", routed.__name__)
     routed.__doc__ = getattr(orig, "__doc__", None)

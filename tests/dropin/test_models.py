@@ -208,3 +208,24 @@ def test_off_switch_takes_the_checked_path(device, monkeypatch):
         assert dispatch.stats()["fast_hits"] == 1
     torch.testing.assert_close(y, z)
     torch.testing.assert_close(y, torch.nn.functional.linear(x, w.weight, w.bias))
+
+
+def test_compiled_region_with_a_graph_break_runs_cold_calls_eagerly(device):
+    """Between the graphs of a compiled function that breaks, model code runs eagerly with dynamo's
+    frame hook on; a cold call there (a new shape: the model selects) must run, not be traced
+    (_compat.dynamo_eager_only)."""
+    torch._dynamo.reset()
+    lin1, lin2 = torch.nn.Linear(24, 40).to(device), torch.nn.Linear(40, 8).to(device)
+
+    def f(x):
+        y = lin1(x)
+        torch._dynamo.graph_break()
+        return lin2(torch.relu(y))
+
+    x = torch.randn(7, 3, 24, device=device)  # shapes no other test uses: cold plans
+    ref = f(x)
+    dispatch.reset_stats()
+    with tritonblas.enable():
+        got = torch.compile(f, backend="aot_eager")(x)
+    assert dispatch.stats()["launches"] == 2
+    torch.testing.assert_close(got, ref)

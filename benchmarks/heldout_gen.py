@@ -38,14 +38,16 @@ PER_SET = {"bf16": 12, "fp16": 3, "tf32": 3, "fp8_e4m3": 3}
 
 
 def known_dims(root: Path = ROOT) -> set[tuple[int, int, int, int]]:
-    """(m, n, k, batch) of every shape in a recorded CSV (benchmarks/data, benchmarks/results) or a
-    training shape set (benchmarks/shapes/*.yaml), in any dtype."""
+    """(m, n, k, batch) of every shape in a recorded CSV (benchmarks/data but its ``*_heldout``
+    sweeps, benchmarks/results) or a training shape set (benchmarks/shapes/*.yaml), in any dtype."""
     from origami.shapes import load_shapes
 
     out = set()
     for path in sorted((root / "benchmarks").glob("shapes/*.yaml")):
         out |= {(p.m, p.n, p.k, p.batch) for p in load_shapes(path)}
     for path in sorted((root / "benchmarks").glob("data/**/*.csv")) + sorted((root / "benchmarks").glob("results/**/*.csv")):
+        if any(part.endswith("_heldout") for part in path.parts):
+            continue  # the held-out split's own sweeps
         with path.open() as f:
             rows = csv.DictReader(line for line in f if not line.startswith("#"))
             if not {"m", "n", "k"} <= set(rows.fieldnames or ()):

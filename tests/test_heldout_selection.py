@@ -35,7 +35,10 @@ def _case(stem: str):
 
 @pytest.mark.parametrize("stem", [_case(s) for s in heldout_stems()])
 def test_heldout_selection_efficiency(stem):
-    path = heldout_path(stem)
+    check_heldout(stem, heldout_path(stem))
+
+
+def check_heldout(stem: str, path: Path) -> None:
     name = f"{path.parent.name}/{path.name}"
     cmd = HELDOUT_SWEEP.format(stems=stem)
     assert path.exists(), f"{name}: not recorded; run {cmd}"
@@ -61,3 +64,45 @@ def test_heldout_selection_efficiency(stem):
 def test_every_heldout_floor_has_its_split_file():
     stems = {f"h200_heldout/{s}.csv" for s in heldout_stems()}
     assert not set(FLOORS) - stems, f"heldout floors for files not in the split: {sorted(set(FLOORS) - stems)}"
+
+
+def test_a_pick_missing_from_held_out_data_fails_naming_shape_pick_and_command(tmp_path):
+    """The guard on a (synthetic) held-out sweep of one split file that lacks select()'s picks."""
+    import csv
+
+    import origami
+    from benchmarks.sweep import COLS, CONFIG_COLS, PROBLEM_COLS, _scored, cell
+
+    hw = origami.load_profile("h200")
+    path = tmp_path / "h200_heldout" / "square.csv"
+    path.parent.mkdir()
+    with path.open("w", newline="") as f:
+        w = csv.DictWriter(f, fieldnames=COLS)
+        w.writeheader()
+        for p in SPLIT["square"]:
+            pick = origami.select(p, hw).config
+            for i, (c, pred) in enumerate([cp for cp in _scored(p, hw) if cp[0] != pick][:2]):
+                r = {k: cell(getattr(p, k)) for k in PROBLEM_COLS}
+                r.update({k: cell(getattr(c, k)) for k in CONFIG_COLS}, median_ms=f"{1 + i}", error="",
+                         predicted_ns=f"{pred:.1f}")
+                w.writerow(r)
+    first = SPLIT["square"][0]
+    with pytest.raises(AssertionError) as e:
+        check_heldout("square", path)
+    msg = str(e.value)
+    assert "picks of origami.select() are not in the data" in msg and "re-sweep" in msg
+    assert HELDOUT_SWEEP.format(stems="square") in msg
+    assert f"{first.describe()}: pick {origami.select(first, hw).config.short()}" in msg
+
+
+def test_the_table_says_which_held_out_files_are_missing():
+    from benchmarks.selection import heldout_table, training_table
+
+    lines = heldout_table()
+    absent = [s for s in heldout_stems() if not heldout_path(s).exists()]
+    for s in absent:
+        assert any(line.startswith(f"h200_heldout/{s}.csv") and "not recorded" in line for line in lines)
+    if absent:
+        assert HELDOUT_SWEEP.format(stems=" ".join(absent)) in lines[-1]
+    train = training_table()
+    assert train[0].startswith("training split (fitted data") and any(x.startswith("h200/grid.csv ") for x in train)

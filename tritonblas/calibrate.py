@@ -434,11 +434,6 @@ def read_heldout_sweeps(paths: "Sequence[str | os.PathLike[str]]", *,
     return read_sweep(list(paths)) if paths else []
 
 
-def _shape_key(problem: GemmProblem) -> tuple:
-    return (problem.m, problem.n, problem.k, problem.batch, problem.a_dtype.value, problem.b_dtype.value,
-            problem.c_dtype.value, problem.a_layout.value, problem.b_layout.value, problem.align_bytes)
-
-
 HELDOUT_SWEEP_COMMAND = "python benchmarks/sweep.py --heldout --gpus all"
 
 

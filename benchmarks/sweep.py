@@ -16,6 +16,24 @@ shards shapes over GPUs (one process each, shape i on GPU i mod n) and merges th
 runs several sets in one go (``SET[:DTYPE[:LIMIT]]`` each, one CSV per job named as above, under
 ``--out-dir`` or benchmarks/data/<profile>/), with one compile pool and one time budget for all:
 the spawned compile workers import torch and Triton once (~10 s) instead of once per set.
+
+Sampling (``--max-configs N``): ``--sample uniform`` (default) times the model's pick
+(``origami.select()``) plus N - 1 configs drawn uniformly from the whole space (a stable hash of the
+config orders it, so the same configs recur across shapes and compiled kernels are reused); the
+legacy ``--sample top16`` (the model's top 16 plus a hashed sample: an oracle biased to the model)
+only reproduces the sweeps recorded that way.
+
+    python benchmarks/sweep.py --heldout [--jobs STEM ...] [--gpus all] [--estimate]
+
+times EVERY candidate of ``origami.candidates(problem, profile)`` (plus nvMatmulHeuristics' top-1
+where nvMMH is installed, marked ``nvmmh_rank`` = 1) for the committed held-out split
+(benchmarks/shapes/heldout/STEM.yaml, all files by default) into benchmarks/data/<profile>_heldout/
+STEM.csv. ``--estimate`` prints the candidate counts and the GPU time they imply, and exits (CPU).
+
+    python benchmarks/sweep.py --rows JOBS.csv [--gpus all]
+
+times exactly the (shape, config) rows of a job file (problem columns, config columns and ``out``,
+the CSV to append to; benchmarks/missing_picks.py writes one for the picks a sweep lacks).
 """
 
 from __future__ import annotations
@@ -64,6 +82,12 @@ def row_key(row: dict) -> tuple:
     return tuple(row.get(c) or "" for c in PROBLEM_COLS + CONFIG_COLS)  # rows of older files lack align_bytes
 
 
+def file_columns(path: Path) -> list[str]:
+    """The header of an existing sweep CSV (rows are appended under the file's own columns)."""
+    with path.open() as f:
+        return next(csv.reader(line for line in f if not line.startswith("#")), None) or COLS
+
+
 def read_rows(path: Path) -> list[dict]:
     if not path.exists():
         return []
@@ -84,10 +108,9 @@ def _stable_hash(cfg: TileConfig) -> int:
     return int(hashlib.sha1(cfg.short().encode()).hexdigest()[:8], 16)
 
 
-def configs_for(p, hw, max_configs: int, seed: int) -> list[tuple[TileConfig, float]]:
-    """Every candidate (max_configs = 0), or the model's top 16 plus a sample chosen by a stable
-    hash of the config, so that the same configs recur across shapes and their compiled kernels
-    are reused from Triton's cache."""
+def _scored(p, hw) -> list[tuple[TileConfig, float]]:
+    """Every config the model scores finite for ``p``, with its predicted ns, best first (ties in
+    enumeration order)."""
     import numpy as np
 
     from origami.enumerate import row_to_config
@@ -103,12 +126,80 @@ def configs_for(p, hw, max_configs: int, seed: int) -> list[tuple[TileConfig, fl
         if cfg not in seen:
             seen.add(cfg)
             cands.append((cfg, float(lat[i])))
+    return cands
+
+
+def configs_for(p, hw, max_configs: int, seed: int, sample: str = "uniform") -> list[tuple[TileConfig, float]]:
+    """Every candidate (max_configs = 0), or a sample of ``max_configs``: ``uniform`` = the model's
+    pick (``origami.select``) plus configs in stable-hash order over the whole space; ``top16`` (legacy)
+    = the model's top 16 plus configs in stable-hash order. The hash makes the same configs recur
+    across shapes, so their compiled kernels are reused from Triton's cache."""
+    cands = _scored(p, hw)
     if not max_configs or len(cands) <= max_configs:
         return cands
-    n_top = min(16, max_configs)
-    top, rest = cands[:n_top], cands[n_top:]
+    if sample == "top16":
+        n_top = min(16, max_configs)
+        top, rest = cands[:n_top], cands[n_top:]
+    elif sample == "uniform":
+        pick = origami.select(p, hw).config
+        top = [cp for cp in cands if cp[0] == pick][:1]
+        rest = [cp for cp in cands if cp[0] != pick]
+    else:
+        raise SystemExit(f"--sample: expected uniform or top16, got {sample!r}")
     rest.sort(key=lambda cp: (_stable_hash(cp[0]) ^ seed) % 1_000_003)
     return top + rest[: max_configs - len(top)]
+
+
+def exhaustive_configs(p, hw, extra: tuple = ()) -> list[tuple[TileConfig, float]]:
+    """Every config of ``origami.candidates(p, hw)`` (the held-out oracle), with its prediction (nan
+    where the model scores it infinite), plus ``extra`` configs not among them."""
+    pred = dict(_scored(p, hw))
+    cfgs = list(dict.fromkeys(list(origami.candidates(p, hw)) + list(extra)))
+    return [(c, pred.get(c, float("nan"))) for c in cfgs]
+
+
+def nvmmh_top1(p, hw):
+    """nvMatmulHeuristics' top-1 config on our space, or None where nvMMH is not installed / has none."""
+    try:
+        from benchmarks import nvmmh
+
+        if not nvmmh.available():
+            return None
+        top = nvmmh.top_configs(p, 1, hw)
+        return top[0] if top else None
+    except Exception as e:  # noqa: BLE001 - a baseline only; the sweep goes on without it
+        print(f"nvmmh: {p.describe()}: {type(e).__name__}: {str(e)[:120]}", flush=True)
+        return None
+
+
+def heldout_files(stems=None) -> list[Path]:
+    d = ROOT / "benchmarks" / "shapes" / "heldout"
+    files = sorted(d.glob("*.yaml")) if not stems else [d / f"{s}.yaml" for s in stems]
+    missing = [str(f) for f in files if not f.exists()]
+    if missing or not files:
+        raise SystemExit(f"--heldout: no held-out shapes file {missing or d}")
+    return files
+
+
+SECONDS_PER_SHAPE = 16.0  # H200.md, 2026-12-01: exhaustive sweep, 24 shapes in 392 s incl. compiles
+CONFIGS_PER_SHAPE = 370  # that run timed 131-608 configs a shape (issue4's exhaustive sweep: 369)
+
+
+def estimate(jobs, hw) -> list[str]:
+    """Candidate counts per job and the GPU time they imply at H200.md's measured rate."""
+    lines, total_cfgs, total_shapes = [], 0, 0
+    for shapes, out, configs_of in jobs:
+        n = [len(configs_of(p, hw)) for p in shapes]
+        total_cfgs += sum(n)
+        total_shapes += len(n)
+        lines.append(f"{out.relative_to(ROOT) if out.is_relative_to(ROOT) else out}: {len(n)} shapes, "
+                     f"{sum(n)} configs ({min(n)}-{max(n)} a shape)")
+    per_cfg = SECONDS_PER_SHAPE / CONFIGS_PER_SHAPE
+    lines.append(f"total: {total_shapes} shapes, {total_cfgs} configs: ~{total_cfgs * per_cfg / 60:.0f} GPU-minutes at "
+                 f"{SECONDS_PER_SHAPE:.0f} s per {CONFIGS_PER_SHAPE}-config shape (H200.md; "
+                 f"{total_shapes * SECONDS_PER_SHAPE / 60:.0f} min at {SECONDS_PER_SHAPE:.0f} s a shape); "
+                 f"divide by the GPUs of --gpus")
+    return lines
 
 
 def run_shard(args, jobs: list[tuple[list, Path]], device: str) -> None:
@@ -126,11 +217,11 @@ def run_shard(args, jobs: list[tuple[list, Path]], device: str) -> None:
     t_start = time.time()
     pool = [compile_pool(args.workers) if args.workers else None]  # one set of workers for every shape
     try:
-        for shapes, out in jobs:
+        for shapes, out, configs_of in jobs:
             done = {row_key(r) for r in read_rows(out)}
             new_file = not out.exists()
             out.parent.mkdir(parents=True, exist_ok=True)
-            if not _sweep_shapes(args, shapes, out, device, hw, done, new_file, t_start, pool):
+            if not _sweep_shapes(args, shapes, out, device, hw, done, new_file, t_start, pool, configs_of):
                 break
     finally:
         if pool[0] is not None:
@@ -138,19 +229,21 @@ def run_shard(args, jobs: list[tuple[list, Path]], device: str) -> None:
 
 
 def _sweep_shapes(args, shapes, out: Path, device: str, hw, done: set, new_file: bool, t_start: float,
-                  pool: list) -> bool:
-    """Append ``shapes``' rows to ``out``; False when the time budget ran out. ``pool`` is a
-    one-element list holding the compile pool (replaced there when a worker dies)."""
+                  pool: list, configs_of) -> bool:
+    """Append ``shapes``' rows (the configs ``configs_of(p, hw)`` lists) to ``out``; False when the
+    time budget ran out. ``pool`` is a one-element list holding the compile pool (replaced there when
+    a worker dies). An existing file keeps its own columns; a new held-out file gets ``nvmmh_rank``."""
     import torch
     import triton
 
     from tritonblas.plan import _example_tensors, compile_pool, make_plan, precompile, prepare_launch
 
+    cols = file_columns(out) if not new_file else COLS + (["nvmmh_rank"] if getattr(args, "heldout", False) else [])
     with out.open("a", newline="") as f:
         if new_file:
             for line in provenance() + [f"profile={hw.name} hash={hw.content_hash}", f"args={' '.join(sys.argv[1:])}"]:
                 f.write(f"# {line}\n")
-        w = csv.DictWriter(f, fieldnames=COLS)
+        w = csv.DictWriter(f, fieldnames=cols, extrasaction="ignore")
         if new_file:
             w.writeheader()
         for p in shapes:
@@ -158,9 +251,12 @@ def _sweep_shapes(args, shapes, out: Path, device: str, hw, done: set, new_file:
                 print(f"[{device}] budget reached, stopping (resume later)", flush=True)
                 return False
             todo = []
-            for cfg, pred in configs_for(p, hw, args.max_configs, args.seed):
+            nv1 = nvmmh_top1(p, hw) if "nvmmh_rank" in cols else None
+            for cfg, pred in configs_of(p, hw, *([nv1] if nv1 is not None else [])):
                 row = {c: cell(getattr(p, c)) for c in PROBLEM_COLS}
                 row.update({c: cell(getattr(cfg, c)) for c in CONFIG_COLS})
+                if "nvmmh_rank" in cols:
+                    row["nvmmh_rank"] = "1" if cfg == nv1 else ""
                 if row_key(row) in done:
                     continue
                 todo.append((cfg, pred, row))
@@ -218,7 +314,7 @@ def _sweep_shapes(args, shapes, out: Path, device: str, hw, done: set, new_file:
                         ms = f"{t:.6f}"
                     except Exception as e:  # noqa: BLE001 - recorded per config
                         err = f"{type(e).__name__}: {e}".splitlines()[0][:300]
-                row.update(median_ms=ms, error=err or "", predicted_ns=f"{pred:.1f}")
+                row.update(median_ms=ms, error=err or "", predicted_ns="" if pred != pred else f"{pred:.1f}")
                 rows_out.append(row)
             if not all(same_bits(x, y) for x, y in kept):
                 # something wrote into the inputs: no row of this shape can be trusted
@@ -365,18 +461,38 @@ def main(argv=None) -> int:
     ap.add_argument("--jobs", nargs="+", default=None, metavar="SET[:DTYPE[:LIMIT]]",
                     help="several shape sets in one run (one CSV each; --set/--shapes/--dtype/--limit/--out unused)")
     ap.add_argument("--out-dir", default=None, help="where --jobs write (default benchmarks/data/<profile>/)")
+    ap.add_argument("--sample", choices=("uniform", "top16"), default="uniform",
+                    help="with --max-configs N: uniform = the model's pick + a uniform sample (default); top16 = "
+                         "the legacy sample (model's top 16 + hashed), only to reproduce old sweeps")
+    ap.add_argument("--heldout", action="store_true",
+                    help="the committed held-out split, exhaustively (--jobs names its files; default all)")
+    ap.add_argument("--rows", default=None, metavar="JOBS.csv",
+                    help="time exactly the (shape, config) rows of a job file (benchmarks/missing_picks.py)")
+    ap.add_argument("--estimate", action="store_true", help="print candidate counts and estimated GPU time; exit")
     ap.add_argument("--shard", default=None, help=argparse.SUPPRESS)
     args = ap.parse_args(argv)
-    if not (args.set or args.shapes or args.jobs):
-        ap.error("give --set NAME, --shapes FILE or --jobs SPEC ...")
-    jobs = [_job(args, spec) for spec in args.jobs] if args.jobs else [_job(args, None)]
+    if args.heldout and (args.max_configs or args.set or args.shapes or args.rows or args.dtype):
+        ap.error("--heldout is exhaustive over the committed split: no --max-configs/--set/--shapes/--rows/--dtype")
+    if args.rows and (args.jobs or args.set or args.shapes):
+        ap.error("--rows takes its shapes and configs from the job file: no --jobs/--set/--shapes")
+    if not (args.set or args.shapes or args.jobs or args.heldout or args.rows):
+        ap.error("give --set NAME, --shapes FILE, --jobs SPEC ..., --heldout or --rows JOBS.csv")
+    if args.heldout:
+        jobs = [_heldout_job(args, f) for f in heldout_files(args.jobs)]
+    elif args.rows:
+        jobs = row_jobs(Path(args.rows))
+    else:
+        jobs = [_job(args, spec) for spec in args.jobs] if args.jobs else [_job(args, None)]
+    if args.estimate:
+        print("\n".join(estimate(jobs, origami.load_profile(args.profile))))
+        return 0
 
     import torch
 
     if args.shard is not None:
         i, n = map(int, args.shard.split("/"))
         gpu = int(os.environ.get("TRITONBLAS_SWEEP_GPU", i))
-        run_shard(args, [(shapes[i::n], out.with_suffix(f".shard{i}.csv")) for shapes, out in jobs], f"cuda:{gpu}")
+        run_shard(args, [(shapes[i::n], out.with_suffix(f".shard{i}.csv"), c) for shapes, out, c in jobs], f"cuda:{gpu}")
         return 0
     gpus = list(range(torch.cuda.device_count())) if args.gpus == "all" else [int(g) for g in args.gpus.split(",")]
     if len(gpus) <= 1:
@@ -388,25 +504,70 @@ def main(argv=None) -> int:
         env = dict(os.environ, TRITONBLAS_SWEEP_GPU=str(g))
         procs.append(subprocess.Popen(cmd, env=env))
     rc = max(p.wait() for p in procs)
-    for _, out in jobs:
+    for _, out, _ in jobs:
         merge(out, [out.with_suffix(f".shard{i}.csv") for i in range(len(gpus))])
     return rc
 
 
 def _job(args, spec: str | None) -> tuple[list, Path]:
-    """(shapes, output CSV) for ``--jobs``' ``SET[:DTYPE[:LIMIT]]`` (None: the single-set options)."""
+    """(shapes, output CSV, configs_of) for ``--jobs``' ``SET[:DTYPE[:LIMIT]]`` (None: the single-set options)."""
     if spec is not None:
         name, dtype, limit = (spec.split(":") + ["", ""])[:3]
         if not name or not limit.isdigit() and limit:
             raise SystemExit(f"--jobs: expected SET[:DTYPE[:LIMIT]], got {spec!r}")
         args = argparse.Namespace(**{**vars(args), "set": name, "shapes": None, "dtype": dtype or None,
                                      "limit": int(limit or 0), "out": None})
-    name, _, shapes = shape_set(args)
+    name, src, shapes = shape_set(args)
+    if Path(src).resolve().parent == (ROOT / "benchmarks" / "shapes" / "heldout").resolve():
+        raise SystemExit(f"{src}: a held-out shapes file; sweep it with --heldout (exhaustive, to <profile>_heldout/)")
     fname = f"{name}.csv" if not args.dtype else f"{name}_{args.dtype}.csv"
+
+    def configs_of(p, hw, *extra):
+        return configs_for(p, hw, args.max_configs, args.seed, args.sample)
+
     if args.out:
-        return shapes, Path(args.out)
+        return shapes, Path(args.out), configs_of
     base = Path(args.out_dir) if getattr(args, "out_dir", None) else ROOT / "benchmarks" / "data" / args.profile
-    return shapes, base / fname
+    return shapes, base / fname, configs_of
+
+
+def _heldout_job(args, path: Path) -> tuple[list, Path, object]:
+    """(shapes, output CSV, configs_of) of one held-out split file: every candidate."""
+    shapes = load_shapes(path)
+    base = Path(args.out_dir) if args.out_dir else ROOT / "benchmarks" / "data" / f"{args.profile}_heldout"
+    return shapes, base / f"{path.stem}.csv", lambda p, hw, *extra: exhaustive_configs(p, hw, extra)
+
+
+def row_jobs(path: Path) -> list[tuple[list, Path, object]]:
+    """Jobs of a ``--rows`` file: per ``out`` CSV, its shapes in file order and exactly their listed
+    configs (with the model's prediction, blank where it has none). A bad row is one error naming it."""
+    from origami.fit import _config
+    from origami.problem import GemmProblem
+
+    if not path.is_file():
+        raise SystemExit(f"--rows {path}: no such file")
+    by_out: dict[Path, dict] = {}
+    for i, r in enumerate(read_rows(path), start=2):
+        try:
+            kw = {c: r[c] for c in PROBLEM_COLS}
+            for c in ("m", "n", "k", "batch", "align_bytes"):
+                kw[c] = int(kw[c])
+            prob, cfg = GemmProblem(**kw), _config(r)
+            out = ROOT / r["out"]
+        except (KeyError, TypeError, ValueError) as e:
+            raise SystemExit(f"--rows {path}: data row {i}: {type(e).__name__}: {e}") from None
+        by_out.setdefault(out, {}).setdefault(prob, []).append(cfg)
+
+    def job(table):
+        def configs_of(p, hw, *extra):
+            pred = dict(_scored(p, hw))
+            return [(c, pred.get(c, float("nan"))) for c in table[p]]
+        return configs_of
+
+    return [(list(t), out, job(t)) for out, t in by_out.items()]
+
+
+
 
 
 def merge(out: Path, shards: list[Path]) -> None:

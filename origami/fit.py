@@ -23,7 +23,7 @@ from origami.config import TileConfig
 from origami.hardware import MODEL_PARAMS, HardwareProfile, load_profile
 from origami.problem import GemmProblem
 
-__all__ = ["Measured", "read_sweep", "selection_efficiency", "fit", "FitReport"]
+__all__ = ["Measured", "read_sweep", "selection_efficiency", "pick_efficiency", "PickScore", "fit", "FitReport"]
 
 _PROBLEM = ("m", "n", "k", "batch", "a_dtype", "b_dtype", "c_dtype", "a_layout", "b_layout")
 _INT_FIELDS = {f.name for f in fields(TileConfig)} - {"kind"}
@@ -102,6 +102,46 @@ def selection_efficiency(data: Sequence[Measured], hw: "HardwareProfile | str") 
     e = np.array(effs)
     return Score(float(np.exp(np.mean(np.log(e)))) if e.size else float("nan"),
                  float(np.percentile(e, 10)) if e.size else float("nan"), tuple(e), float(np.median(errs)) if errs else float("nan"))
+
+
+@dataclass(frozen=True)
+class PickScore:
+    """``origami.select()``'s real pick scored against a sweep. ``per_shape`` holds best measured /
+    pick's measured time for the shapes whose pick was timed (``problems`` in the same order);
+    ``missing`` lists (problem, pick) for the shapes whose pick has no time in the sweep: those
+    cannot be scored and must be re-swept, never skipped silently."""
+
+    geomean: float
+    p10: float
+    per_shape: tuple[float, ...]
+    problems: tuple[GemmProblem, ...]
+    missing: tuple[tuple[GemmProblem, TileConfig], ...]
+
+    def worst(self, n: int = 1) -> list[tuple[float, GemmProblem]]:
+        return sorted(zip(self.per_shape, self.problems), key=lambda t: t[0])[:n]
+
+
+def pick_efficiency(data: Sequence[Measured], hw: "HardwareProfile | str") -> PickScore:
+    """Score the config ``origami.select(problem, hw)`` returns for each shape of ``data``:
+    efficiency = best measured time / measured time of that config. The oracle is the best config
+    the sweep timed (unbiased only for exhaustive sweeps). Unlike :func:`selection_efficiency` the
+    pick is not restricted to the measured configs, so a shape whose pick was never timed goes to
+    ``missing`` instead of being scored on a config the library would not run."""
+    from origami.select import select
+
+    hw = load_profile(hw)
+    effs, probs, missing = [], [], []
+    for meas in data:
+        pick = select(meas.problem, hw).config
+        times = dict(zip(meas.configs, meas.ms))
+        if pick not in times:
+            missing.append((meas.problem, pick))
+            continue
+        effs.append(min(meas.ms) / times[pick])
+        probs.append(meas.problem)
+    e = np.array(effs)
+    return PickScore(float(np.exp(np.mean(np.log(e)))) if e.size else float("nan"),
+                     float(np.percentile(e, 10)) if e.size else float("nan"), tuple(e), tuple(probs), tuple(missing))
 
 
 @dataclass(frozen=True)

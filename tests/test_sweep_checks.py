@@ -62,3 +62,74 @@ def test_check_counters_rejects_and_rearms_counters_left_non_zero():
     assert int(torch.count_nonzero(counters)) == 0
     sweep.check_counters("cpu")
     planmod.clear_workspaces()
+
+
+# --- sampling modes, the held-out mode and the --rows job file (CPU: no timing) -----------------
+def _h200():
+    import origami
+
+    return origami.load_profile("h200")
+
+
+def test_uniform_sample_holds_the_pick_and_is_not_the_top_k():
+    import origami
+
+    hw = _h200()
+    p = GemmProblem(3000, 1000, 7000)
+    cands = sweep._scored(p, hw)
+    got = sweep.configs_for(p, hw, 32, 0, "uniform")
+    assert len(got) == 32 and len({c for c, _ in got}) == 32
+    assert got[0][0] == origami.select(p, hw).config
+    top = {c for c, _ in cands[:32]}
+    assert len({c for c, _ in got} - top) >= 16, "a uniform sample must reach beyond the model's top configs"
+    legacy = sweep.configs_for(p, hw, 32, 0, "top16")
+    assert [c for c, _ in legacy[:16]] == [c for c, _ in cands[:16]]
+
+
+def test_exhaustive_configs_are_every_candidate_plus_extras():
+    import origami
+
+    hw = _h200()
+    p = GemmProblem(1000, 1000, 1000)
+    cands = origami.candidates(p, hw)
+    got = [c for c, _ in sweep.exhaustive_configs(p, hw)]
+    assert got == list(dict.fromkeys(cands))
+    extra = cands[0].__class__(**{**cands[0].to_dict(), "group_m": 3})
+    assert [c for c, _ in sweep.exhaustive_configs(p, hw, (extra,))][-1] == extra
+
+
+def test_rows_job_file_round_trip_and_bad_row(tmp_path):
+    import csv
+
+    from benchmarks.missing_picks import JOB_COLS
+
+    hw = _h200()
+    p = GemmProblem(2048, 511, 4099, align_bytes=2)
+    cfgs = [c for c, _ in sweep._scored(p, hw)[:3]]
+    rows = []
+    for c in cfgs:
+        r = {k: sweep.cell(getattr(p, k)) for k in sweep.PROBLEM_COLS}
+        r.update({k: sweep.cell(getattr(c, k)) for k in sweep.CONFIG_COLS}, out="benchmarks/data/x_repick/y.csv")
+        rows.append(r)
+    job = tmp_path / "jobs.csv"
+    with job.open("w", newline="") as f:
+        w = csv.DictWriter(f, fieldnames=JOB_COLS)
+        w.writeheader()
+        w.writerows(rows)
+    [(shapes, out, configs_of)] = sweep.row_jobs(job)
+    assert shapes == [p] and out.name == "y.csv" and [c for c, _ in configs_of(p, hw)] == cfgs
+    bad = tmp_path / "bad.csv"
+    bad.write_text(job.read_text().replace(",bf16,bf16,bf16,", ",bf16,bf17,bf16,", 1))
+    with pytest.raises(SystemExit, match="data row 2"):
+        sweep.row_jobs(bad)
+
+
+def test_heldout_mode_refuses_sampling_and_estimates_without_a_gpu(capsys):
+    with pytest.raises(SystemExit):
+        sweep.main(["--heldout", "--max-configs", "32"])
+    assert "exhaustive" in capsys.readouterr().err
+    assert sweep.main(["--heldout", "--jobs", "square", "--estimate"]) == 0
+    out = capsys.readouterr().out
+    assert "h200_heldout/square.csv: 12 shapes" in out and "GPU-minutes" in out
+    with pytest.raises(SystemExit, match="--heldout"):
+        sweep.main(["--shapes", "benchmarks/shapes/heldout/square.yaml", "--estimate"])

@@ -31,13 +31,16 @@ base value and source. A measurement outside the schema's plausible range is dro
 warning (the base value stays). The profile is validated with ``origami.load_profile`` before it
 is published, then written atomically (``tables.AtomicFile``), or printed without ``-o``.
 
-``--fit SWEEP.csv`` (pure CPU; with ``--no-measure`` no GPU is needed): the sweep's shapes are split
-deterministically (``random.Random(seed)`` over the shapes in a fixed order; 30% held out), the
-model parameters are fitted on the rest (``origami.fit.fit``), and the held-out selection
-efficiency (geomean, p10) is reported before and after. A fit that lowers either on the held-out
-shapes is **rejected**: the profile keeps the base parameters, the report says so, and the exit
-code is still 0 (the measured fields are valid either way; scripts read the report line
-``fit: accepted`` / ``fit: rejected``).
+``--fit SWEEP.csv`` (pure CPU; with ``--no-measure`` no GPU is needed) fits the model parameters
+(``origami.fit.fit``) on training data only and validates them on the committed held-out split
+(DESIGN.md §8, benchmarks/shapes/heldout/, drawn once by benchmarks/heldout_gen.py). A sweep row
+whose shape (m, n, k, batch; any dtype) is in the split is refused with an error naming the file and
+line. The guard scores ``origami.select()``'s real pick on the held-out sweeps
+(``benchmarks/data/<base>_heldout/*.csv``, exhaustive) before and after the fit; a fit that lowers
+the held-out geomean or p10, or whose picks are not all in the held-out data, is **rejected**. With
+no held-out sweep recorded the report says so and the fit is rejected (it cannot be validated):
+the profile keeps the base parameters and the exit code is still 0 (the measured fields are valid
+either way; scripts read the report line ``fit: accepted`` / ``fit: rejected``).
 
 **bench** times ``tritonblas.matmul`` (the model's pick) and torch on random inputs with
 ``do_bench`` medians and prints TFLOP/s, the ratio, and the model's predicted time for the config
@@ -53,7 +56,6 @@ import contextlib
 import datetime as _dt
 import math
 import os
-import random
 import shutil
 import statistics
 import subprocess
@@ -79,7 +81,7 @@ except ImportError:  # pragma: no cover - triton is a dependency of the kernels 
 __all__ = [
     "CalibrationError", "Measurement", "Measurements", "FitOutcome", "STAMP",
     "measure", "build_profile", "render_profile", "check_profile_text", "write_profile",
-    "read_sweep_file", "split_shapes", "fit_model", "apply_fit", "l2_knee",
+    "read_sweep_file", "heldout_split", "heldout_dims", "read_heldout_sweeps", "fit_model", "apply_fit", "l2_knee",
     "calibrate_command", "bench", "bench_command",
 ]
 
@@ -328,8 +330,55 @@ def _sweep_names(paths) -> str:
     return names[0] if len(names) == 1 else f"{len(names)} sweeps ({', '.join(names)})"
 
 
-def read_sweep_file(path: "str | os.PathLike[str]") -> list:
-    """``origami.fit.read_sweep`` with every failure as one CalibrationError naming the file."""
+ROOT = Path(__file__).resolve().parents[1]
+HELDOUT_SHAPES = ROOT / "benchmarks" / "shapes" / "heldout"
+
+
+def heldout_split(directory: "str | os.PathLike[str]" = HELDOUT_SHAPES) -> dict[str, list[GemmProblem]]:
+    """The committed held-out split: {file stem: problems} of every ``*.yaml`` in ``directory``.
+    A missing or empty directory is a CalibrationError: without the split, a fit cannot know which
+    shapes it must not read."""
+    from origami.shapes import ShapesError, load_shapes
+
+    d = Path(directory)
+    files = sorted(d.glob("*.yaml")) if d.is_dir() else []
+    if not files:
+        raise CalibrationError(f"held-out split: no shapes under {d} (benchmarks/heldout_gen.py draws it); "
+                               "a fit must know which shapes it may not read")
+    try:
+        return {f.stem: load_shapes(f) for f in files}
+    except ShapesError as e:
+        raise CalibrationError(f"held-out split: {e}") from None
+
+
+def heldout_dims(directory: "str | os.PathLike[str]" = HELDOUT_SHAPES) -> dict[tuple[int, int, int, int], str]:
+    """(m, n, k, batch) of every held-out shape -> the split file naming it. Dims only: a held-out
+    shape stays held out in every dtype and layout."""
+    d = Path(directory)
+    label = d.relative_to(ROOT) if d.is_absolute() and d.is_relative_to(ROOT) else d
+    return {(p.m, p.n, p.k, p.batch): f"{label}/{stem}.yaml" for stem, ps in heldout_split(d).items() for p in ps}
+
+
+def _refuse_heldout_rows(p: Path, held: Mapping[tuple, str]) -> None:
+    import csv
+
+    with open(p, newline="") as f:
+        lines = (line for line in f if not line.startswith("#"))
+        for i, row in enumerate(csv.DictReader(lines), start=2):
+            try:
+                dims = (int(row["m"]), int(row["n"]), int(row["k"]), int(row.get("batch") or 1))
+            except (KeyError, TypeError, ValueError):
+                continue  # read_sweep reports malformed rows
+            if dims in held:
+                raise CalibrationError(
+                    f"--fit {p}: data row {i}: {dims[0]}x{dims[1]}x{dims[2]} is a held-out shape ({held[dims]}); "
+                    "a fit reads training data only")
+
+
+def read_sweep_file(path: "str | os.PathLike[str]", *, heldout: "Mapping[tuple, str] | None" = None) -> list:
+    """``origami.fit.read_sweep`` with every failure as one CalibrationError naming the file. A row
+    of a held-out shape (``heldout``: :func:`heldout_dims` of the committed split by default) is
+    refused: this is the reader of training data."""
     import csv
 
     from origami.fit import read_sweep
@@ -345,59 +394,75 @@ def read_sweep_file(path: "str | os.PathLike[str]") -> list:
         missing = [c for c in _SWEEP_COLUMNS if c not in (header or ())]
         if missing:
             raise KeyError(", ".join(missing))
+        _refuse_heldout_rows(p, heldout_dims() if heldout is None else heldout)
         data = read_sweep(p)
     except KeyError as e:
         raise CalibrationError(f"--fit {p}: not a sweep CSV (missing column(s) {e.args[0]}; "
                                "see DESIGN.md section 8 for the columns)") from None
     except (OSError, UnicodeDecodeError, csv.Error, TypeError, ValueError) as e:
+        if isinstance(e, CalibrationError):
+            raise
         msg = " ".join(str(e).split())
         raise CalibrationError(f"--fit {p}: not a valid sweep CSV: {type(e).__name__}: {msg}") from None
     if len(data) < MIN_FIT_SHAPES:
         raise CalibrationError(f"--fit {p}: {len(data)} shape(s) with at least two timed configs; "
-                               f"a fit with a held-out split needs at least {MIN_FIT_SHAPES}")
+                               f"a fit needs at least {MIN_FIT_SHAPES}")
     return data
 
 
-def _shape_key(problem: GemmProblem) -> tuple:
-    return (problem.m, problem.n, problem.k, problem.batch, problem.a_dtype.value, problem.b_dtype.value,
-            problem.c_dtype.value, problem.a_layout.value, problem.b_layout.value, problem.align_bytes)
+def heldout_sweep_dir(profile_name: str) -> Path:
+    """Where the exhaustive held-out sweeps of a profile live (benchmarks/sweep.py --heldout)."""
+    return ROOT / "benchmarks" / "data" / f"{profile_name}_heldout"
 
 
-def split_shapes(data: Sequence, *, seed: int = 0, holdout: float = 0.3) -> tuple[list, list]:
-    """(train, held-out): a fixed share of the shapes, drawn by ``random.Random(seed)`` from the
-    shapes in a canonical order (so neither file order nor hashing changes the split); each part
-    keeps the input order. At least one shape on each side."""
-    if not 0 < holdout < 1:
-        raise CalibrationError(f"--holdout: expected a fraction in (0, 1), got {holdout}")
-    order = sorted(range(len(data)), key=lambda i: _shape_key(data[i].problem))
-    random.Random(seed).shuffle(order)
-    n_test = min(len(data) - 1, max(1, round(holdout * len(data))))
-    test = set(order[:n_test])
-    return ([d for i, d in enumerate(data) if i not in test], [d for i, d in enumerate(data) if i in test])
+def read_heldout_sweeps(paths: "Sequence[str | os.PathLike[str]]", *,
+                        heldout: "Mapping[tuple, str] | None" = None) -> list:
+    """The held-out validation data: every row must be a shape of the split (a training shape in a
+    held-out file would make the guard score fitted data)."""
+    import csv
+
+    from origami.fit import read_sweep
+
+    held = heldout_dims() if heldout is None else heldout
+    for path in paths:
+        with open(path, newline="") as f:
+            for i, row in enumerate(csv.DictReader(line for line in f if not line.startswith("#")), start=2):
+                dims = (int(row["m"]), int(row["n"]), int(row["k"]), int(row.get("batch") or 1))
+                if dims not in held:
+                    raise CalibrationError(f"held-out sweep {path}: data row {i}: {dims[0]}x{dims[1]}x{dims[2]} is "
+                                           "not in the held-out split (benchmarks/shapes/heldout)")
+    return read_sweep(list(paths)) if paths else []
+
+
+HELDOUT_SWEEP_COMMAND = "python benchmarks/sweep.py --heldout --gpus all"
 
 
 @dataclass(frozen=True, slots=True)
 class FitOutcome:
-    """A guarded fit. ``before``/``after`` are held-out (geomean, p10, median |log(predicted /
-    measured)|) selection scores; ``train_*`` the same on the fitted shapes. ``after`` is scored on
-    the parameters as written (rounded for YAML)."""
+    """A guarded fit. ``before``/``after`` are held-out (geomean, p10, picks missing from the data)
+    scores of ``origami.select()``'s real pick (None when no held-out sweep was recorded);
+    ``train_*`` are (geomean, p10, median |log(predicted / measured)|) on the fitted shapes.
+    ``after`` is scored on the parameters as written (rounded for YAML)."""
 
     sweep: str
     shapes: int
     train: int
     held_out: int
-    seed: int
+    heldout_source: str
     params_before: Mapping[str, float]
     params_after: Mapping[str, float]
-    before: tuple[float, float, float]
-    after: tuple[float, float, float]
+    before: "tuple[float, float, int] | None"
+    after: "tuple[float, float, int] | None"
     train_before: tuple[float, float, float]
     train_after: tuple[float, float, float]
 
     @property
     def accepted(self) -> bool:
-        """Neither the held-out geomean nor the held-out p10 may drop."""
-        return self.after[0] >= self.before[0] - 1e-9 and self.after[1] >= self.before[1] - 1e-9
+        """Held-out data exists, every fitted pick is in it, and neither its geomean nor its p10 drops."""
+        if self.before is None or self.after is None:
+            return False
+        return (self.after[2] == 0 and self.after[0] >= self.before[0] - 1e-9
+                and self.after[1] >= self.before[1] - 1e-9)
 
     @property
     def changed(self) -> dict[str, tuple[float, float]]:
@@ -406,15 +471,24 @@ class FitOutcome:
 
     def lines(self) -> list[str]:
         b, a, tb, ta = self.before, self.after, self.train_before, self.train_after
-        out = [f"fit: {self.sweep}: {self.shapes} shapes, {self.train} fitted, {self.held_out} held out "
-               f"(seed {self.seed})",
-               f"fit: held-out selection efficiency: geomean {b[0]:.3f} -> {a[0]:.3f}, p10 {b[1]:.3f} -> {a[1]:.3f} "
-               f"(median |log pred/meas| {b[2]:.3f} -> {a[2]:.3f})",
-               f"fit: fitted-shape selection efficiency: geomean {tb[0]:.3f} -> {ta[0]:.3f}, p10 {tb[1]:.3f} -> "
-               f"{ta[1]:.3f} (median |log pred/meas| {tb[2]:.3f} -> {ta[2]:.3f})"]
+        out = [f"fit: {self.sweep}: {self.shapes} training shapes fitted; held out: {self.held_out} shapes "
+               f"({self.heldout_source})"]
+        if b is None or a is None:
+            out.append(f"fit: no held-out sweep recorded ({self.heldout_source}): the fit cannot be validated; "
+                       f"record it with `{HELDOUT_SWEEP_COMMAND}`")
+        else:
+            out.append(f"fit: held-out selection efficiency: geomean {b[0]:.3f} -> {a[0]:.3f}, p10 {b[1]:.3f} -> "
+                       f"{a[1]:.3f} (select()'s pick; picks missing from the data {b[2]} -> {a[2]})")
+        out.append(f"fit: fitted-shape selection efficiency: geomean {tb[0]:.3f} -> {ta[0]:.3f}, p10 {tb[1]:.3f} -> "
+                   f"{ta[1]:.3f} (median |log pred/meas| {tb[2]:.3f} -> {ta[2]:.3f})")
         if self.accepted:
             ch = ", ".join(f"{k} {x:.4g} -> {y:.4g}" for k, (x, y) in self.changed.items()) or "none changed"
             out.append(f"fit: accepted: model parameters replaced ({ch})")
+        elif b is None or a is None:
+            out.append("fit: rejected: no held-out data to validate it; the profile keeps the base model parameters")
+        elif a[2]:
+            out.append(f"fit: rejected: {a[2]} held-out pick(s) of the fitted model are not in the held-out data "
+                       f"(re-sweep: `{HELDOUT_SWEEP_COMMAND}`); the profile keeps the base model parameters")
         else:
             out.append("fit: rejected: held-out selection efficiency would drop; the profile keeps the base "
                        "model parameters")
@@ -431,13 +505,24 @@ def _score(data: Sequence, hw: HardwareProfile) -> tuple[float, float, float]:
     return _triple(selection_efficiency(data, hw))
 
 
-def fit_model(hw: HardwareProfile, data: Sequence, *, sweep: str = "sweep", seed: int = 0,
-              holdout: float = 0.3, rounds: int = 3, params: Sequence[str] | None = None) -> tuple[FitOutcome, dict]:
-    """Fit ``hw``'s model parameters (all, or only ``params``) on the train split of ``data``; returns
-    the outcome and the whole fitted model section (rounded as written). Decide with ``outcome.accepted``."""
+def _heldout_score(data: Sequence, hw: HardwareProfile) -> "tuple[float, float, int] | None":
+    from origami.fit import pick_efficiency
+
+    if not data:
+        return None
+    s = pick_efficiency(data, hw)
+    return (s.geomean, s.p10, len(s.missing))
+
+
+def fit_model(hw: HardwareProfile, data: Sequence, *, heldout: Sequence = (), heldout_source: str = "none",
+              sweep: str = "sweep", rounds: int = 3,
+              params: Sequence[str] | None = None) -> tuple[FitOutcome, dict]:
+    """Fit ``hw``'s model parameters (all, or only ``params``) on every shape of ``data`` (training
+    data: :func:`read_sweep_file` has refused held-out rows) and score ``heldout`` (the held-out
+    sweeps, :func:`read_heldout_sweeps`) before and after; returns the outcome and the whole fitted
+    model section (rounded as written). Decide with ``outcome.accepted``."""
     from origami.fit import fit
 
-    train, test = split_shapes(data, seed=seed, holdout=holdout)
     names = [p for p in MODEL_PARAMS if not (p == "llc_efficiency" and hw.memory["llc_bytes"] == 0)]
     if params:
         unknown = [p for p in params if p not in MODEL_PARAMS]
@@ -445,14 +530,14 @@ def fit_model(hw: HardwareProfile, data: Sequence, *, sweep: str = "sweep", seed
             raise CalibrationError(f"--params: unknown model parameter(s) {', '.join(unknown)} "
                                    f"(known: {', '.join(MODEL_PARAMS)})")
         names = [p for p in names if p in params]
-    report = fit(hw, train, test, params=names, rounds=rounds)
+    report = fit(hw, data, [], params=names, rounds=rounds)
     params = {k: float(_float_text(v)) for k, v in report.params.items()}
     fitted = hw.replace_model(**params)
     outcome = FitOutcome(
-        sweep=sweep, shapes=len(data), train=len(train), held_out=len(test), seed=seed,
+        sweep=sweep, shapes=len(data), train=len(data), held_out=len(heldout), heldout_source=heldout_source,
         params_before=dict(hw.model), params_after=params,
-        before=_triple(report.test_before), after=_score(test, fitted),
-        train_before=_triple(report.train_before), train_after=_score(train, fitted))
+        before=_heldout_score(heldout, hw), after=_heldout_score(heldout, fitted),
+        train_before=_triple(report.train_before), train_after=_score(data, fitted))
     return outcome, params
 
 
@@ -465,9 +550,9 @@ def apply_fit(raw: dict, outcome: FitOutcome, params: Mapping[str, float], date:
         del raw["sources"][key]
     b, a = outcome.before, outcome.after
     raw["sources"]["model"] = (
-        f"fitted {date} {STAMP} --fit {outcome.sweep} (origami.fit coordinate descent on {outcome.train} of "
-        f"{outcome.shapes} shapes, seed {outcome.seed}): held-out selection efficiency geomean "
-        f"{b[0]:.3f} -> {a[0]:.3f}, p10 {b[1]:.3f} -> {a[1]:.3f}; before, in {base_name}: {old or 'no source'}")
+        f"fitted {date} {STAMP} --fit {outcome.sweep} (origami.fit coordinate descent on {outcome.train} "
+        f"training shapes; held out {outcome.held_out} shapes of {outcome.heldout_source}, select()'s pick): "
+        f"geomean {b[0]:.3f} -> {a[0]:.3f}, p10 {b[1]:.3f} -> {a[1]:.3f}; before, in {base_name}: {old or 'no source'}")
     return raw
 
 
@@ -941,6 +1026,22 @@ def _base_file(base_arg: str | None) -> str | None:
         return None
 
 
+def _heldout_paths(args, base_name: str) -> tuple[list[Path], str]:
+    """(held-out sweep CSVs, how to name them in the report): ``args.heldout_sweeps`` when given,
+    else every CSV of :func:`heldout_sweep_dir` of the base profile."""
+    given = getattr(args, "heldout_sweeps", None)
+    if given:
+        paths = [Path(x) for x in given]
+        for x in paths:
+            if not x.is_file():
+                raise CalibrationError(f"--heldout-sweeps {x}: no such file")
+        return paths, _sweep_names(paths)
+    d = heldout_sweep_dir(base_name)
+    paths = sorted(x for x in d.glob("*.csv") if ".shard" not in x.name)
+    rel = d.relative_to(ROOT) if d.is_relative_to(ROOT) else d
+    return paths, (f"{rel}/: {_sweep_names(paths)}" if paths else f"{rel}/ has no CSV")
+
+
 def calibrate_command(args, *, out: Callable[[str], None] | None = None) -> int:
     """The ``calibrate`` subcommand (argparse namespace from ``tritonblas.cli``). Raises
     CalibrationError on bad input before measuring or writing anything."""
@@ -962,9 +1063,10 @@ def calibrate_command(args, *, out: Callable[[str], None] | None = None) -> int:
     if unknown:  # now, not after minutes of measuring
         raise CalibrationError(f"--params: unknown model parameter(s) {', '.join(unknown)} "
                                f"(known: {', '.join(MODEL_PARAMS)})")
+    if args.fit and (getattr(args, "seed", 0) != 0 or getattr(args, "holdout", 0.3) != 0.3):
+        raise CalibrationError("--seed/--holdout: the held-out split is committed (benchmarks/shapes/heldout), "
+                               "not drawn per fit; drop the option")
     data = read_sweep_files(args.fit) if args.fit else None
-    if data is not None:
-        split_shapes(data, seed=args.seed, holdout=args.holdout)  # validates --holdout now
     base = _load_base(args.base) if args.base else None
 
     torch = None
@@ -1008,8 +1110,9 @@ def calibrate_command(args, *, out: Callable[[str], None] | None = None) -> int:
             hw_measured = check_profile_text(render_profile(raw), "calibrated.yaml")
         except ProfileError as e:
             raise CalibrationError(f"calibrate: the measured profile is invalid: {_profile_error(e)}") from None
-        fit_out, params = fit_model(hw_measured, data, sweep=_sweep_names(args.fit), seed=args.seed,
-                                    holdout=args.holdout, rounds=args.rounds,
+        held_paths, held_source = _heldout_paths(args, base.name)
+        fit_out, params = fit_model(hw_measured, data, heldout=read_heldout_sweeps(held_paths),
+                                    heldout_source=held_source, sweep=_sweep_names(args.fit), rounds=args.rounds,
                                     params=getattr(args, "params", None))
         if fit_out.accepted:
             raw = apply_fit(raw, fit_out, params, date, base.path)

@@ -1,0 +1,128 @@
+"""Which shapes of the recorded sweeps lack a time for ``origami.select()``'s current pick (CPU).
+
+    python benchmarks/missing_picks.py [--profile h200] [-o benchmarks/data/missing_picks.csv]
+    python benchmarks/sweep.py --rows benchmarks/data/missing_picks.csv --gpus all      # on the GPU
+    python benchmarks/missing_picks.py --apply                                          # CPU, after it
+
+Prints, per sweep CSV under benchmarks/data/<profile>/, <profile>_cold/ and <profile>_heldout/,
+the shapes, how many picks are missing, and each missing (shape, pick). With ``-o`` it writes a job
+file for ``sweep.py --rows``: per missing shape, the pick AND every config the file already timed
+for that shape, all into benchmarks/data/<dir>_repick/<file>.csv, so that the pick and the oracle it
+is compared with are timed in one run (times from different days differ by several percent,
+H200.md). Cold files are listed but not put in the job (sweep.py --rows times with its --timer:
+run a separate job with --timer cold for them). ``--apply`` replaces, in each original file, the rows
+of the shapes a repick file holds with the repick rows (atomic write; provenance lines kept and the
+repick's appended); the file's hash then changes, so its floors entry must be re-scored.
+"""
+
+from __future__ import annotations
+
+import argparse
+import csv
+import os
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+
+from benchmarks.sweep import COLS, CONFIG_COLS, PROBLEM_COLS, cell, read_rows  # noqa: E402
+from origami.fit import read_sweep, pick_efficiency  # noqa: E402
+
+DATA = ROOT / "benchmarks" / "data"
+JOB_COLS = PROBLEM_COLS + CONFIG_COLS + ["out"]
+
+
+def sweeps(profile: str) -> list[Path]:
+    return sorted(p for d in (profile, f"{profile}_cold", f"{profile}_heldout") for p in (DATA / d).glob("*.csv")
+                  if ".shard" not in p.name)
+
+
+def repick_path(path: Path) -> Path:
+    return path.parent.parent / f"{path.parent.name}_repick" / path.name
+
+
+def missing(path: Path, profile: str):
+    data = read_sweep(path)
+    return data, pick_efficiency(data, profile).missing
+
+
+def job_rows(path: Path, data, miss) -> list[dict]:
+    out = repick_path(path).relative_to(ROOT).as_posix()
+    timed = {m.problem: m.configs for m in data}
+    rows = []
+    for prob, pick in miss:
+        for cfg in dict.fromkeys((pick, *timed[prob])):
+            r = {c: cell(getattr(prob, c)) for c in PROBLEM_COLS}
+            r.update({c: cell(getattr(cfg, c)) for c in CONFIG_COLS})
+            r["out"] = out
+            rows.append(r)
+    return rows
+
+
+def _key(r: dict) -> tuple:
+    return tuple(r.get(c) or "" for c in PROBLEM_COLS[:-1])  # the shape (align_bytes may be absent in old files)
+
+
+def apply(profile: str) -> list[str]:
+    """Replace each original file's rows of the shapes its repick file holds; returns what it did."""
+    done = []
+    for rp in sorted(p for d in (f"{profile}_repick", f"{profile}_cold_repick") for p in (DATA / d).glob("*.csv")):
+        orig = DATA / rp.parent.name[: -len("_repick")] / rp.name
+        if not orig.exists():
+            raise SystemExit(f"--apply: {rp} has no original {orig}")
+        new = read_rows(rp)
+        shapes = {_key(r) for r in new}
+        with orig.open() as f:
+            header = [line.rstrip("\n") for line in f if line.startswith("#")]
+        with rp.open() as f:
+            header += [f"# repick {rp.relative_to(ROOT)}: {line[1:].strip()}" for line in f if line.startswith("#")]
+        kept = [r for r in read_rows(orig) if _key(r) not in shapes]
+        cols = list(dict.fromkeys(COLS + [c for r in kept[:1] for c in r]))
+        tmp = orig.with_suffix(".tmp")
+        with tmp.open("w", newline="") as f:
+            f.write("".join(line + "\n" for line in header))
+            w = csv.DictWriter(f, fieldnames=cols, extrasaction="ignore")
+            w.writeheader()
+            w.writerows(kept + new)
+        os.replace(tmp, orig)
+        done.append(f"{orig.relative_to(ROOT)}: {len(shapes)} shapes replaced by {rp.relative_to(ROOT)} "
+                    f"({len(new)} rows); re-score its entry in benchmarks/data/floors.yaml")
+    return done
+
+
+def main(argv=None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--profile", default="h200")
+    ap.add_argument("-o", "--output", default=None, help="job file for sweep.py --rows")
+    ap.add_argument("--apply", action="store_true", help="merge recorded repick files into their originals")
+    ap.add_argument("-v", "--verbose", action="store_true", help="list every missing (shape, pick)")
+    args = ap.parse_args(argv)
+    if args.apply:
+        print("\n".join(apply(args.profile)) or "nothing to apply")
+        return 0
+    jobs, total = [], 0
+    for path in sweeps(args.profile):
+        data, miss = missing(path, args.profile)
+        total += len(miss)
+        print(f"{path.relative_to(DATA)}: {len(data)} shapes, {len(miss)} picks missing")
+        for prob, pick in miss if args.verbose else ():
+            print(f"  {prob.describe()}: pick {pick.short()}")
+        if miss and not path.parent.name.endswith("_cold"):
+            jobs += job_rows(path, data, miss)
+    print(f"total: {total} picks missing; job: {len(jobs)} (shape, config) rows")
+    if args.output:
+        out = Path(args.output)
+        tmp = out.with_suffix(".tmp")
+        with tmp.open("w", newline="") as f:
+            w = csv.DictWriter(f, fieldnames=JOB_COLS)
+            w.writeheader()
+            w.writerows(jobs)
+        os.replace(tmp, out)
+        print(f"wrote {out} ({len(jobs)} rows); time them with: python benchmarks/sweep.py --rows {out} --gpus all "
+              "--rep-ms 3, then python benchmarks/missing_picks.py --apply")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

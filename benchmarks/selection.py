@@ -1,0 +1,180 @@
+"""Selection efficiency of ``origami.select()``'s real pick: the held-out table beside the training one.
+
+    python benchmarks/selection.py [--profile h200]
+
+Held-out (DESIGN.md §8): per file of the committed split (benchmarks/shapes/heldout/: bf16 one file
+per set, fp16/tf32/fp8_e4m3 one file per dtype) its exhaustive sweep benchmarks/data/<profile>_heldout/
+<file>.csv; per file and dtype: shapes scored, geomean and p10 of best measured / pick's time, the
+worst shape, how often our pick beat nvMatmulHeuristics' top-1 (where the sweep has the
+``nvmmh_rank`` column), and picks missing from the data. A file not recorded says so, with the
+command that records it. Training split (fitted data): the same for every sweep the floors file
+names under ``training`` (h200 was fitted on these; their oracle is the best of a sample biased to
+the model's own top 16, so these numbers flatter the model).
+
+Also the one home of the floors file (benchmarks/data/floors.yaml): :func:`load_floors`,
+:func:`file_sha256`, and the re-sweep commands the guards print.
+"""
+
+from __future__ import annotations
+
+import argparse
+import csv
+import hashlib
+import sys
+from pathlib import Path
+
+import yaml
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+
+from origami.fit import PickScore, read_sweep, pick_efficiency  # noqa: E402
+
+DATA = ROOT / "benchmarks" / "data"
+FLOORS_FILE = DATA / "floors.yaml"
+SECTIONS = ("training", "pooled", "heldout")
+_KEYS = {"training": {"geomean", "p10", "min_shapes", "max_missing", "sha256"},
+         "heldout": {"geomean", "p10", "min_shapes", "max_missing", "sha256"},
+         "pooled": {"geomean", "p10", "min_shapes", "max_missing", "files", "sha256"}}
+HELDOUT_SWEEP = "python benchmarks/sweep.py --heldout --jobs {stems} --gpus all"
+MISSING_SWEEP = ("python benchmarks/missing_picks.py -o benchmarks/data/missing_picks.csv && "
+                 "python benchmarks/sweep.py --rows benchmarks/data/missing_picks.csv --gpus all")
+
+
+class FloorsError(ValueError):
+    """The floors file is unreadable or malformed (the message names the file and the entry)."""
+
+
+def file_sha256(path: Path) -> str:
+    return hashlib.sha256(Path(path).read_bytes()).hexdigest()
+
+
+def pooled_sha256(paths) -> str:
+    """One hash for a pooled entry: sha256 over its files' names and hashes, in sorted order."""
+    text = "\n".join(f"{Path(p).relative_to(DATA)} {file_sha256(p)}" for p in sorted(map(Path, paths)))
+    return hashlib.sha256(text.encode()).hexdigest()
+
+
+def load_floors(text: str | None = None, where: str = "benchmarks/data/floors.yaml") -> dict:
+    """{section: {entry: floors}} of the floors file (or of ``text``, an older version of it).
+    Entries are paths relative to benchmarks/data (pooled: a label with a ``files`` list)."""
+    try:
+        raw = yaml.safe_load(FLOORS_FILE.read_text() if text is None else text)
+    except (OSError, yaml.YAMLError) as e:
+        raise FloorsError(f"{where}: cannot read: {' '.join(str(e).split())}") from None
+    if not isinstance(raw, dict) or set(raw) - set(SECTIONS):
+        raise FloorsError(f"{where}: expected a mapping with sections {', '.join(SECTIONS)}")
+    out = {}
+    for sec in SECTIONS:
+        entries = raw.get(sec) or {}
+        if not isinstance(entries, dict):
+            raise FloorsError(f"{where}: {sec}: expected a mapping of entries")
+        for name, e in entries.items():
+            if not isinstance(e, dict) or set(e) != _KEYS[sec]:
+                raise FloorsError(f"{where}: {sec}.{name}: expected keys {', '.join(sorted(_KEYS[sec]))}")
+        out[sec] = entries
+    return out
+
+
+def heldout_stems() -> list[str]:
+    from tritonblas.calibrate import heldout_split
+
+    return list(heldout_split())
+
+
+def heldout_path(stem: str, profile: str = "h200") -> Path:
+    return DATA / f"{profile}_heldout" / f"{stem}.csv"
+
+
+def nvmmh_top1_ms(path: Path) -> dict:
+    """{(m, n, k, batch, a_dtype): time of the row the sweep marked nvMMH's top-1}; empty without the column."""
+    out = {}
+    with open(path) as f:
+        rows = csv.DictReader(line for line in f if not line.startswith("#"))
+        if "nvmmh_rank" not in (rows.fieldnames or ()):
+            return out
+        for r in rows:
+            if r.get("nvmmh_rank") == "1" and r.get("median_ms"):
+                out[(int(r["m"]), int(r["n"]), int(r["k"]), int(r["batch"]), r["a_dtype"])] = float(r["median_ms"])
+    return out
+
+
+def score(paths, profile: str = "h200") -> tuple[list, PickScore]:
+    data = read_sweep(paths)
+    return data, pick_efficiency(data, profile)
+
+
+def _row(label: str, paths: list[Path], profile: str) -> list[str]:
+    import numpy as np
+
+    data, s = score(paths, profile)
+    out = []
+    for dtype in sorted({m.problem.a_dtype.value for m in data}):
+        sub = [m for m in data if m.problem.a_dtype.value == dtype]
+        sd = pick_efficiency(sub, profile) if len({m.problem.a_dtype.value for m in data}) > 1 else s
+        worst = sd.worst(1)
+        nv = {}
+        for p in paths:
+            nv.update(nvmmh_top1_ms(p))
+        beats = []
+        if nv:
+            times = {m.problem: dict(zip(m.configs, m.ms)) for m in sub}
+            for prob in sd.problems:
+                key = (prob.m, prob.n, prob.k, prob.batch, prob.a_dtype.value)
+                if key in nv:
+                    from origami import select
+
+                    beats.append(times[prob][select(prob, profile).config] < nv[key])
+        out.append(
+            f"{label:<28} {dtype:<9} {len(sd.per_shape):>4} {sd.geomean:>7.3f} {sd.p10:>6.3f}  "
+            f"{(f'{100 * np.mean(beats):.0f}% of {len(beats)}' if beats else '-'):>10}  {len(sd.missing):>7}  "
+            + (f"{worst[0][0]:.2f} {worst[0][1].describe()}" if worst else "-"))
+    return out
+
+
+HEADER = f"{'file':<28} {'dtype':<9} {'n':>4} {'geomean':>7} {'p10':>6}  {'>nvMMH-1':>10}  {'missing':>7}  worst"
+
+
+def heldout_table(profile: str = "h200") -> list[str]:
+    lines = [f"held-out split ({profile}, exhaustive sweeps, benchmarks/data/{profile}_heldout/): "
+             "select()'s pick / best measured", HEADER]
+    absent = []
+    stems = heldout_stems()
+    for stem in stems:
+        path = heldout_path(stem, profile)
+        if path.exists():
+            lines += _row(f"{profile}_heldout/{stem}.csv", [path], profile)
+        else:
+            absent.append(stem)
+            lines.append(f"{f'{profile}_heldout/{stem}.csv':<28} not recorded")
+    if absent:
+        lines.append(f"held-out data missing for {len(absent)} of {len(stems)} files; "
+                     f"record with: {HELDOUT_SWEEP.format(stems=' '.join(absent))}")
+    return lines
+
+
+def training_table(profile: str = "h200") -> list[str]:
+    floors = load_floors()
+    lines = ["training split (fitted data; sampled sweeps, oracle biased to the model's top 16): "
+             "select()'s pick where it was measured", HEADER]
+    for name in floors["training"]:
+        lines += _row(name, [DATA / name], profile)
+    for name, e in floors["pooled"].items():
+        lines += _row(f"pooled {name}", [DATA / f for f in e["files"]], profile)
+    return lines
+
+
+def main(argv=None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--profile", default="h200")
+    ap.add_argument("--training-only", action="store_true")
+    args = ap.parse_args(argv)
+    if not args.training_only:
+        print("\n".join(heldout_table(args.profile)))
+        print()
+    print("\n".join(training_table(args.profile)))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

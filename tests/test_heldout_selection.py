@@ -1,0 +1,108 @@
+"""Held-out guard: ``origami.select()``'s real pick on the exhaustive sweeps of the committed
+held-out split (benchmarks/shapes/heldout/ -> benchmarks/data/h200_heldout/<file>.csv), CPU, CI.
+
+No fit reads these shapes (tritonblas.calibrate refuses them), so this is the number to report.
+Every shape of the split file must be in its sweep, and every pick must have been timed: a pick
+missing from the data fails with the shape, the pick and the re-sweep command, never a skip. Floors
+are benchmarks/data/floors.yaml's ``heldout`` section. A file not yet recorded (no GPU in the
+session that drew the split) is a strict xfail naming the command that records it, so it cannot
+pass silently and turns into a failure the day the file exists without floors.
+"""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+import pytest
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+from benchmarks.selection import HELDOUT_SWEEP, file_sha256, heldout_path, heldout_stems, load_floors, score  # noqa: E402
+from tritonblas.calibrate import heldout_split  # noqa: E402
+
+FLOORS = load_floors()["heldout"]
+SPLIT = heldout_split()
+
+
+def _case(stem: str):
+    path = heldout_path(stem)
+    if path.exists():
+        return pytest.param(stem, id=stem)
+    return pytest.param(stem, id=stem, marks=pytest.mark.xfail(
+        strict=True, reason=f"held-out sweep not recorded: run {HELDOUT_SWEEP.format(stems=stem)}"))
+
+
+@pytest.mark.parametrize("stem", [_case(s) for s in heldout_stems()])
+def test_heldout_selection_efficiency(stem):
+    check_heldout(stem, heldout_path(stem))
+
+
+def check_heldout(stem: str, path: Path) -> None:
+    name = f"{path.parent.name}/{path.name}"
+    cmd = HELDOUT_SWEEP.format(stems=stem)
+    assert path.exists(), f"{name}: not recorded; run {cmd}"
+    data, s = score([path])
+    swept = {m.problem for m in data}
+    unswept = [p.describe() for p in SPLIT[stem] if p not in swept]
+    assert not unswept, f"{name}: {len(unswept)} shapes of the split have no sweep, e.g. {unswept[:3]}; run {cmd}"
+    assert not s.missing, "\n".join(
+        [f"{name}: {len(s.missing)} picks of origami.select() are not in the data; re-sweep with {cmd}:"]
+        + [f"  {p.describe()}: pick {c.short()}" for p, c in s.missing[:10]])
+    got = (f"held-out {name}: {len(s.per_shape)} shapes, geomean {s.geomean:.3f}, p10 {s.p10:.3f}, worst "
+           f"{[(round(float(e), 2), p.describe()) for e, p in s.worst(3)]}")
+    print(got)
+    floors = FLOORS.get(name)
+    assert floors is not None, (f"{got}\nno floors for {name}: add it to benchmarks/data/floors.yaml (section "
+                                f"heldout): geomean {s.geomean - 0.02:.3f}, p10 {s.p10 - 0.02:.3f}, min_shapes "
+                                f"{len(s.per_shape)}, max_missing 0, sha256 {file_sha256(path)}")
+    assert file_sha256(path) == floors["sha256"], f"{got}\n{name} changed: re-score it and update its floors entry"
+    assert len(s.per_shape) >= floors["min_shapes"], got
+    assert s.geomean >= floors["geomean"] and s.p10 >= floors["p10"], f"{got} < floors {floors}"
+
+
+def test_every_heldout_floor_has_its_split_file():
+    stems = {f"h200_heldout/{s}.csv" for s in heldout_stems()}
+    assert not set(FLOORS) - stems, f"heldout floors for files not in the split: {sorted(set(FLOORS) - stems)}"
+
+
+def test_a_pick_missing_from_held_out_data_fails_naming_shape_pick_and_command(tmp_path):
+    """The guard on a (synthetic) held-out sweep of one split file that lacks select()'s picks."""
+    import csv
+
+    import origami
+    from benchmarks.sweep import COLS, CONFIG_COLS, PROBLEM_COLS, _scored, cell
+
+    hw = origami.load_profile("h200")
+    path = tmp_path / "h200_heldout" / "square.csv"
+    path.parent.mkdir()
+    with path.open("w", newline="") as f:
+        w = csv.DictWriter(f, fieldnames=COLS)
+        w.writeheader()
+        for p in SPLIT["square"]:
+            pick = origami.select(p, hw).config
+            for i, (c, pred) in enumerate([cp for cp in _scored(p, hw) if cp[0] != pick][:2]):
+                r = {k: cell(getattr(p, k)) for k in PROBLEM_COLS}
+                r.update({k: cell(getattr(c, k)) for k in CONFIG_COLS}, median_ms=f"{1 + i}", error="",
+                         predicted_ns=f"{pred:.1f}")
+                w.writerow(r)
+    first = SPLIT["square"][0]
+    with pytest.raises(AssertionError) as e:
+        check_heldout("square", path)
+    msg = str(e.value)
+    assert "picks of origami.select() are not in the data" in msg and "re-sweep" in msg
+    assert HELDOUT_SWEEP.format(stems="square") in msg
+    assert f"{first.describe()}: pick {origami.select(first, hw).config.short()}" in msg
+
+
+def test_the_table_says_which_held_out_files_are_missing():
+    from benchmarks.selection import heldout_table, training_table
+
+    lines = heldout_table()
+    absent = [s for s in heldout_stems() if not heldout_path(s).exists()]
+    for s in absent:
+        assert any(line.startswith(f"h200_heldout/{s}.csv") and "not recorded" in line for line in lines)
+    if absent:
+        assert HELDOUT_SWEEP.format(stems=" ".join(absent)) in lines[-1]
+    train = training_table()
+    assert train[0].startswith("training split (fitted data") and any(x.startswith("h200/grid.csv ") for x in train)

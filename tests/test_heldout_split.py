@@ -1,0 +1,77 @@
+"""The committed held-out split (benchmarks/shapes/heldout/) is held out: no fitted file holds one of
+its shapes, and it is the split DESIGN.md §8 asks for (sizes, dtypes, sets, alignment classes). CPU."""
+
+from __future__ import annotations
+
+import csv
+import re
+import sys
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+from benchmarks.heldout_gen import SETS, known_dims  # noqa: E402
+from origami import GemmProblem  # noqa: E402
+from tritonblas.calibrate import heldout_dims, heldout_split  # noqa: E402
+
+ROOT = Path(__file__).resolve().parents[1]
+DATA = ROOT / "benchmarks" / "data"
+
+
+def _fittable_csvs() -> list[Path]:
+    """Every CSV under benchmarks/data that calibrate --fit may read: all but the held-out sweeps."""
+    return sorted(p for p in DATA.rglob("*.csv") if not any(part.endswith("_heldout") for part in p.parts))
+
+
+def _profile_header_sweeps(profile: Path = ROOT / "hwprofiles" / "h200.yaml") -> list[Path]:
+    """The sweep files named in the profile's header comments (globs and {a,b} lists expanded)."""
+    text = " ".join(line[1:].strip() for line in profile.read_text().splitlines() if line.startswith("#"))
+    text = re.sub(r"\{([^}]*)\}", lambda m: "{" + re.sub(r"\s+", "", m.group(1)) + "}", text)
+    out = []
+    for ref in re.findall(r"benchmarks/data/[\w./*{},-]+?\.csv", text):
+        m = re.search(r"\{([^}]*)\}", ref)
+        names = [ref[:m.start()] + x + ref[m.end():] for x in m.group(1).split(",")] if m else [ref]
+        for n in names:
+            out += sorted(ROOT.glob(n)) if "*" in n else [ROOT / n]
+    return out
+
+
+def _rows(path: Path):
+    with path.open() as f:
+        for i, r in enumerate(csv.DictReader(line for line in f if not line.startswith("#")), start=2):
+            yield i, (int(r["m"]), int(r["n"]), int(r["k"]), int(r.get("batch") or 1))
+
+
+def test_no_held_out_shape_in_any_fitted_file():
+    held = heldout_dims()
+    files = sorted(set(_fittable_csvs()) | set(_profile_header_sweeps()))
+    assert len(files) >= 19, files
+    leaks = [f"{p.relative_to(ROOT)} data row {i}: {d[0]}x{d[1]}x{d[2]} ({held[d]})"
+             for p in files if p.exists() for i, d in _rows(p) if d in held]
+    assert not leaks, f"held-out shapes in fitted data: {leaks[:10]}"
+
+
+def test_profile_header_names_existing_sweeps():
+    named = _profile_header_sweeps()
+    assert {"calib.csv", "grid_fp8_e4m3.csv", "square.csv", "issue4.csv"} <= {p.name for p in named}, named
+    missing = sorted({str(p.relative_to(ROOT)) for p in named if not p.exists()})
+    assert not missing, f"hwprofiles/h200.yaml names sweeps that are gone: {missing}"
+
+
+def test_split_is_new_disjoint_and_stratified():
+    split = heldout_split()
+    probs = [p for ps in split.values() for p in ps]
+    dims = [(p.m, p.n, p.k, p.batch) for p in probs]
+    assert len(set(dims)) == len(dims), "a shape is in the split twice"
+    seen = set(dims) & known_dims()
+    assert not seen, f"held-out shapes that a training set or recorded sweep already holds: {sorted(seen)[:5]}"
+    by_dtype: dict[str, list[GemmProblem]] = {}
+    for p in probs:
+        by_dtype.setdefault(p.a_dtype.value, []).append(p)
+    need = {"bf16": 64, "fp16": 16, "tf32": 16, "fp8_e4m3": 16}
+    for dtype, n in need.items():
+        ps = by_dtype.get(dtype, [])
+        assert len(ps) >= n, f"{dtype}: {len(ps)} held-out shapes < {n}"
+        aligned = sum(p.align_bytes == 16 for p in ps)
+        assert 0 < aligned < len(ps), f"{dtype}: both alignment classes must be held out ({aligned} of {len(ps)} aligned)"
+    assert set(split) >= set(SETS) and all(len(split[s]) >= 10 for s in SETS)

@@ -367,12 +367,14 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--base", default=None,
                    help="profile (name or YAML path) for what is not measured (default: the one this GPU maps to)")
     p.add_argument("--fit", default=None, nargs="+", metavar="SWEEP.csv",
-                   help="fit the model parameters to these sweep CSVs (shapes pooled, then split train/held-out)")
+                   help="fit the model parameters to these training sweep CSVs (held-out shapes are refused)")
     p.add_argument("--quick", action="store_true", help="smaller buffers, fewer repeats (about a minute on an H200)")
     p.add_argument("--no-measure", action="store_true", help="no microbenchmarks (no GPU needed): only --fit on --base")
     p.add_argument("--name", default=None, help="name of the written profile (default: the base's)")
-    p.add_argument("--seed", type=int, default=0, help="seed of the train/held-out split of the sweep's shapes")
-    p.add_argument("--holdout", type=float, default=0.3, help="share of shapes held out from the fit (default 0.3)")
+    p.add_argument("--seed", type=int, default=0, help=argparse.SUPPRESS)  # refused with a message (removed split)
+    p.add_argument("--holdout", type=float, default=0.3, help=argparse.SUPPRESS)
+    p.add_argument("--heldout-sweeps", nargs="+", default=None, metavar="SWEEP.csv",
+                   help="held-out sweeps to validate the fit on (default: benchmarks/data/<base>_heldout/*.csv)")
     p.add_argument("--rounds", type=int, default=3, help="coordinate-descent rounds of the fit (default 3)")
     p.add_argument("--params", nargs="+", default=None, metavar="NAME",
                    help="fit only these model parameters (default: all; see hwprofiles/README.md)")

@@ -57,6 +57,7 @@ import datetime as _dt
 import hashlib
 import io
 import json
+import logging
 import os
 import re
 import tempfile
@@ -73,6 +74,7 @@ import numpy as np
 from origami.config import Kind, TileConfig
 from origami.hardware import HardwareProfile, ProfileError, load_profile
 from origami.problem import DType, GemmProblem, Layout
+from tritonblas.log import TableWarning, logger
 
 __all__ = [
     "FORMAT", "FORMAT_VERSION", "ENV_TABLE", "KEY_FIELDS", "CONFIG_FIELDS", "FORMATS",
@@ -89,10 +91,6 @@ CONFIG_FIELDS = tuple(f.name for f in fields(TileConfig))
 FORMATS = ("json", "csv", "inductor")
 CHUNK = 1 << 14  # problems per select_many_arrays call (progress granularity; costs nothing measurable)
 _MAX_LISTED = 5  # bad entries named in one warning
-
-
-class TableWarning(UserWarning):
-    """A tile table (or some of its entries) was ignored; the model decides the affected shapes."""
 
 
 class TableError(ValueError):
@@ -676,8 +674,9 @@ def _parse_csv(text: str) -> tuple[dict, dict]:
 def _fail(path: str, reason: str, strict: bool, stacklevel: int) -> TileTable:
     if strict:
         raise TableError(f"{path}: {reason}")
-    warnings.warn(f"ignoring tile table {path}: {reason}; the model decides every shape",
-                  TableWarning, stacklevel=stacklevel + 1)
+    msg = f"ignoring tile table {path}: {reason}; the model decides every shape"
+    logger.warning("%s", msg)
+    warnings.warn(msg, TableWarning, stacklevel=stacklevel + 1)
     return TileTable.empty(path, reason)
 
 
@@ -743,9 +742,11 @@ def _load(path: str, strict: bool, profile) -> TileTable:
     if rejected:
         listed = "; ".join(f"{k!r}: {w}" for k, w in rejected[:_MAX_LISTED])
         more = f"; and {len(rejected) - _MAX_LISTED} more" if len(rejected) > _MAX_LISTED else ""
-        warnings.warn(f"tile table {path}: dropped {len(rejected)} of {len(entries)} entries that fail the "
-                      f"model's checks (the model decides those shapes): {listed}{more}",
-                      TableWarning, stacklevel=3)
+        msg = (f"tile table {path}: dropped {len(rejected)} of {len(entries)} entries that fail the "
+               f"model's checks (the model decides those shapes): {listed}{more}")
+        logger.warning("%s", msg)
+        warnings.warn(msg, TableWarning, stacklevel=3)
+    logger.info("tile table %s: %d entries for profile %s (%s)", path, len(good), prof["name"], prof["content_hash"])
     return table
 
 
@@ -857,11 +858,16 @@ def lookup(problem: GemmProblem, profile: "HardwareProfile | str") -> TileConfig
             fresh = tag not in _WARNED
             _WARNED.add(tag)
         if fresh:
-            warnings.warn(f"tile table {table.path or '(in memory)'} was made for profile {table.profile_name} "
-                          f"({table.profile_hash}), not {hw.name} ({hw.content_hash}): not used for it; "
-                          "the model decides", TableWarning, stacklevel=2)
+            msg = (f"tile table {table.path or '(in memory)'} was made for profile {table.profile_name} "
+                   f"({table.profile_hash}), not {hw.name} ({hw.content_hash}): not used for it; the model decides")
+            logger.warning("%s", msg)
+            warnings.warn(msg, TableWarning, stacklevel=2)
         return None
-    return table.entries.get(problem)
+    cfg = table.entries.get(problem)
+    if logger.isEnabledFor(logging.DEBUG):
+        logger.debug("tile table %s: %s %s", table.path or "(in memory)", "hit" if cfg else "miss, the model decides",
+                     f"{problem.describe()} -> {cfg.short()}" if cfg else problem.describe())
+    return cfg
 
 
 def clear_cache() -> None:

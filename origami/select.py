@@ -23,7 +23,7 @@ from origami.enumerate import KIND_CODE, base_array, config_for_tiles, row_tiles
 from origami.hardware import HardwareProfile, load_profile
 from origami.problem import GemmProblem
 
-__all__ = ["Estimate", "rank", "select", "predict", "explain", "select_many", "score_problem", "warmup",
+__all__ = ["Estimate", "rank", "select", "select_among", "predict", "explain", "select_many", "score_problem", "warmup",
            "clear_cache"]
 
 MAIN_TERMS = ("compute", "l2", "llc", "hbm", "latency")
@@ -225,6 +225,28 @@ def _select_uncached(problem: GemmProblem, hw: HardwareProfile) -> Estimate:
     if i < 0:
         raise ValueError(f"no valid kernel configuration for {problem.describe()} on {hw.name}")
     return _estimate(sp, i, lat, terms, problem)
+
+
+def select_among(problem: GemmProblem, hw: "HardwareProfile | str", kinds: Sequence[Kind], *,
+                 chiplet_remap: bool = True) -> Estimate:
+    """The best candidate of the given kinds (and, with ``chiplet_remap=False``, without a chiplet
+    remap): what a consumer that can express only part of the space should run, chosen by the same
+    scores as :func:`rank` (ties to the earlier row, as there). E.g. Inductor's ``triton::mm``
+    template is data-parallel with GROUP_M and no remap (``tritonblas.tables.render_inductor``).
+    Scores every row of the problem's class (~10-130 µs; :func:`select` prunes instead)."""
+    hw = load_profile(hw)
+    if problem.m == 0 or problem.n == 0 or problem.batch == 0:
+        raise ValueError(f"{problem.describe()}: empty output, nothing to select")
+    base, lat, terms = score_problem(problem, hw)
+    ok = np.isin(base[:, _core.R_KIND], [KIND_CODE[Kind(k)] for k in kinds]) & np.isfinite(lat)
+    if not chiplet_remap:
+        ok &= base[:, _core.R_NCHIP] == 1
+    rows = np.nonzero(ok)[0]
+    if rows.size == 0:
+        raise ValueError(f"no valid {'/'.join(Kind(k).value for k in kinds)} configuration for "
+                         f"{problem.describe()} on {hw.name}")
+    i = int(rows[np.argmin(lat[rows])])
+    return _estimate(_space(problem, hw), i, lat[i], terms[i].tolist(), problem)
 
 
 def _encode(config: TileConfig, problem: GemmProblem, hw: HardwareProfile) -> np.ndarray:

@@ -244,7 +244,7 @@ def cmd_table(args) -> int:
             dt = time.perf_counter() - t
             skipped_ind = None
             if args.format == "inductor":
-                doc, skipped_ind = tables.render_inductor(table, device_key=args.device_key)
+                doc, skipped_ind = tables.render_inductor(table, device_key=args.device_key, profile=hw)
                 f.write(tables.dump_inductor(doc))
             else:
                 f.write(tables.render(table, args.format))

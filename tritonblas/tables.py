@@ -442,7 +442,8 @@ def _inductor_operands(p: GemmProblem) -> tuple[str, bool]:
     return key, implied == p.align_bytes
 
 
-def render_inductor(table: TileTable, *, device_key: str | None = None) -> tuple[dict[str, list[dict]], int]:
+def render_inductor(table: TileTable, *, device_key: str | None = None,
+                    profile: "HardwareProfile | str | None" = None) -> tuple[dict[str, list[dict]], int]:
     """PyTorch Inductor's template lookup table (``torch._inductor.config.lookup_table.table``, read by
     ``torch._inductor.lookup_table.LookupTableChoices``, installed with
     ``torch._inductor.virtualized.V.set_choices_handler(LookupTableChoices())``; Inductor has no file
@@ -459,23 +460,39 @@ def render_inductor(table: TileTable, *, device_key: str | None = None) -> tuple
       ``hint_override`` (None) on NVIDIA or ``matrix_instr_nonkdim``, ``waves_per_eu``, ``kpack`` on AMD.
       The full set matters: torch 2.13 merges a hit over its base kwargs (``{**base, **entry}``), but
       earlier versions of ``LookupTableChoices._create_lookup_choices`` (pytorch/pytorch history, likely
-      the 2.11 line) pass the entry alone as the template's kwargs. Inductor's mm templates are
-      data-parallel: persistent, Stream-K and split-K picks keep their tile, warps, stages and GROUP_M
-      and run data-parallel there.
+      the 2.11 line) pass the entry alone as the template's kwargs.
+    - Inductor's mm templates are data-parallel (GROUP_M swizzle, no chiplet remap). An entry the
+      template cannot express (persistent, Stream-K, split-K, or a chiplet remap) is replaced by the
+      model's best data-parallel config without remap (:func:`origami.select.select_among`), not by
+      the same tile run data-parallel: on h200 128x1024x65536 bf16 the split-K pick's tile runs a
+      predicted 299 us data-parallel, the best data-parallel config 155 us (16x4096x4096: 15.4 vs
+      10.9 us). The provenance counts them (``dp_substituted_entries``). ``profile``: the table's
+      profile (default: loaded by the table's profile name; its content hash must match).
     - Only what Inductor keys by dtype alone: a_dtype == b_dtype == c_dtype in fp32/fp16/bf16 (fp8 and
       int8 go through other ops; TF32 is a mode of fp32 that the key cannot tell apart). Several
       entries of one key (differing in ``align_bytes``): the one whose alignment the strides imply.
     - Provenance rides along as key ``tritonblas:provenance`` with one config whose ``template_id``
       (``tritonblas::provenance``) matches no template, so Inductor never applies it.
     """
+    from origami.select import select_among
+
     prefix = f"{device_key}+" if device_key else ""
     out: dict[str, list[dict]] = {}
     exact: set[str] = set()
-    skipped = 0
+    skipped = substituted = 0
+    hw = None
     for p, cfg in table.entries.items():
         if p.a_dtype not in _TORCH_DTYPE or not p.a_dtype == p.b_dtype == p.c_dtype:
             skipped += 1
             continue
+        if cfg.kind is not Kind.DP or cfg.num_chiplets != 1:
+            if hw is None:
+                hw = load_profile(profile if profile is not None else table.profile_name)
+                if hw.content_hash != table.profile_hash:
+                    raise ValueError(f"profile: {hw.name} has content hash {hw.content_hash}, the table was made "
+                                     f"for {table.profile_name} ({table.profile_hash}); pass the table's profile")
+            cfg = select_among(p, hw, (Kind.DP,), chiplet_remap=False).config
+            substituted += 1
         inputs, implied = _inductor_operands(p)
         op = "bmm" if p.batch > 1 else "mm"
         key = f"{prefix}{inputs}+{op}"
@@ -496,7 +513,7 @@ def render_inductor(table: TileTable, *, device_key: str | None = None) -> tuple
         out[key] = [c]
     prov = {"template_id": "tritonblas::provenance", **table.meta(),
             "source_checksum": table.digest(),
-            "skipped_entries": skipped}
+            "skipped_entries": skipped, "dp_substituted_entries": substituted}
     return {INDUCTOR_PROVENANCE_KEY: [prov], **out}, skipped
 
 

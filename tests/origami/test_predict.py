@@ -82,3 +82,13 @@ def test_predict_argument_errors():
         origami.predict(p, "h200", dataclasses.asdict(cfg))
     with pytest.raises(ValueError, match="empty output"):
         origami.predict(GemmProblem(0, 64, 64), "h200", cfg)
+
+
+@pytest.mark.parametrize("name", ["h200", "mi300x"])
+@pytest.mark.parametrize("problem", PROBLEMS[:5], ids=lambda p: p.describe())
+def test_select_among_every_kind_is_select(name, problem):
+    assert origami.select_among(problem, name, list(Kind)) == origami.select(problem, name)
+    dp = origami.select_among(problem, name, [Kind.DP], chiplet_remap=False)
+    assert dp.config.kind is Kind.DP and dp.config.num_chiplets == 1
+    assert dp == origami.predict(problem, name, dp.config)
+    assert dp.latency_ns >= origami.select(problem, name).latency_ns

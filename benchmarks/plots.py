@@ -7,10 +7,12 @@
 
 ``plot`` (the default) writes PNGs to ``--out-dir``:
 
-- ``efficiency_hist.png``: per-shape % of the oracle: ``pct_of_oracle`` of compare CSVs (measured in
-  one run) and the current model's selection efficiency on each sweep (``origami.fit``: the pick
-  among the measured configs vs the best of them);
-- ``ours_vs_torch.png``: torch_ms / ours_ms per shape, sorted (> 1: ours faster);
+- ``selection_efficiency_ecdf.png``: is the model's pick close to the best config? ECDFs per shape
+  set of the current model's selection efficiency on each sweep (``origami.fit``: the pick among
+  the measured configs vs the best of them): bf16 sets in one panel, the other dtypes in another;
+  a third panel has the compare CSVs' ``pct_of_oracle`` (our pick and the oracle re-timed in one run);
+- ``ours_vs_torch_ecdf.png``: are we faster than torch.matmul? ECDFs per compare set of
+  torch_ms / ours_ms (> 1: ours faster), log axis, with geomean and the share of shapes at >= 1;
 - ``predicted_vs_measured.png``: log-log, the model's prediction against the measured time: every
   config of the sweeps (the current model's prediction) and our pick in compare CSVs;
 - ``roofline.png``: arithmetic intensity (FLOPs / compulsory HBM bytes) against achieved TFLOP/s
@@ -19,7 +21,8 @@
 
 ``summary`` prints, per sweep CSV (one per shape set and dtype), the selection efficiency of the
 current model (geomean, p10, median |log prediction error|), and the summary of each compare CSV.
-Without arguments both modes read every ``benchmarks/data/<profile>/*.csv`` and
+Colours are the Okabe-Ito palette (colour-blind safe, 8 colours) with a line style per series, so
+no two series of a panel look alike. Without arguments both modes read every ``benchmarks/data/<profile>/*.csv`` and
 ``benchmarks/results/compare_*.csv``. ``summary`` needs no matplotlib.
 """
 
@@ -102,11 +105,41 @@ def _sweep_points(paths, hw):
     return pred, meas, best
 
 
+# Okabe & Ito (2008), "Color Universal Design": distinguishable under the common colour-vision
+# deficiencies; black last (used for reference lines too). Line styles cycle with a different period.
+PALETTE = ("#0072B2", "#E69F00", "#009E73", "#D55E00", "#56B4E9", "#CC79A7", "#F0E442", "#000000")
+LINESTYLES = ("-", "--", "-.", ":")
+
+
+def _style(i: int) -> dict:
+    return {"color": PALETTE[i % len(PALETTE)], "linestyle": LINESTYLES[(i // 2) % len(LINESTYLES)]}
+
+
+def _ecdf(ax, values, i: int, label: str) -> None:
+    xs = sorted(values)
+    n = len(xs)
+    ax.step([xs[0], *xs], [0.0, *[(j + 1) / n for j in range(n)]], where="post", linewidth=1.6, label=label, **_style(i))
+
+
+def _label(name: str) -> str:
+    """A set's name from its CSV file name: compare_llm.csv -> llm, calib.csv -> calib."""
+    return Path(name).stem.removeprefix("compare_").replace("_h200", "")
+
+
+def _by_set(compares) -> dict[str, list]:
+    """{compare CSV file name: its rows}: one set per file."""
+    return {Path(path).name: read_csv(Path(path)) for path in compares}
+
+
 def plot(sweeps, compares, hw, out_dir: Path) -> list[Path]:
     import matplotlib
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
+    import matplotlib.ticker
+    from cycler import cycler
+
+    plt.rcParams["axes.prop_cycle"] = cycler(color=PALETTE)
 
     out_dir.mkdir(parents=True, exist_ok=True)
     rows = [r for path in compares for r in read_csv(Path(path))]
@@ -119,39 +152,55 @@ def plot(sweeps, compares, hw, out_dir: Path) -> list[Path]:
         plt.close(fig)
         written.append(path)
 
-    # 1. efficiency histogram
-    fig, ax = plt.subplots(figsize=(7, 4))
-    pct = [v for r in rows if (v := fnum(r.get("pct_of_oracle"))) is not None]
+    # 1. selection efficiency, per set
     effs = sweep_efficiency(sweeps, hw)
-    bins = [i * 5 for i in range(0, 23)]
-    if pct:
-        ax.hist([min(p, 110) for p in pct], bins=bins, alpha=0.6,
-                label=f"compare: ours / re-timed oracle (n={len(pct)}, geomean {geomean(pct):.1f}%)")
-    for name, (s, _) in effs.items():
-        ax.hist([100 * e for e in s.per_shape], bins=bins, alpha=0.5, histtype="step", linewidth=2,
-                label=f"{name}: model pick among measured (n={len(s.per_shape)}, geomean {100 * s.geomean:.1f}%)")
-    ax.set_xlabel("% of the best measured config (values above 110 shown at 110)")
-    ax.set_ylabel("shapes")
-    ax.set_title(f"selection efficiency ({hw.name})")
-    if pct or effs:
-        ax.legend(fontsize=7)
-    save(fig, "efficiency_hist.png")
+    bf16 = {n: s for n, (s, data) in effs.items() if data and data[0].problem.a_dtype.value == "bf16"}
+    other = {n: s for n, (s, _) in effs.items() if n not in bf16}
+    by_set = _by_set(compares)
+    pct = {name: [v / 100 for r in rs if (v := fnum(r.get("pct_of_oracle"))) is not None] for name, rs in by_set.items()}
+    pct = {k: v for k, v in pct.items() if v}
+    panels = [(t, d) for t, d in (("sweeps, bf16: model pick among measured", bf16),
+                                  ("sweeps, other dtypes", other),
+                                  ("compare: our pick / oracle re-timed in one run", pct)) if d]
+    fig, axes = plt.subplots(1, max(1, len(panels)), figsize=(5.2 * max(1, len(panels)), 4.6), squeeze=False)
+    for ax, (title, series) in zip(axes[0], panels):
+        for i, (name, vals) in enumerate(series.items()):
+            vals = list(vals.per_shape) if hasattr(vals, "per_shape") else vals
+            _ecdf(ax, [min(v, 1.1) for v in vals], i,
+                  f"{_label(name)} (n={len(vals)}, geomean {geomean(vals):.3f}, p10 {percentile(vals, 10):.2f})")
+        ax.set_xlim(0.3, 1.1)
+        ax.set_xlabel("fraction of the best measured config's speed (values above 1.1 at 1.1)")
+        ax.set_title(title, fontsize=10)
+        ax.grid(alpha=0.3)
+        ax.legend(fontsize=7, loc="upper left")
+    axes[0][0].set_ylabel("share of shapes at or below x")
+    if not panels:
+        axes[0][0].text(0.5, 0.5, "no sweep or compare data", ha="center", transform=axes[0][0].transAxes)
+    fig.suptitle(f"Is the model's pick close to the best config? ({hw.name}; curves further right are better)")
+    save(fig, "selection_efficiency_ecdf.png")
 
-    # 2. ours vs torch per shape
-    several = len({r.get("dtype") for r in rows}) > 1
-    pairs = sorted(((v, f"{r['m']}x{r['n']}x{r['k']}" + (f" {r.get('dtype')}" if several else ""))
-                    for r in rows if (v := fnum(r.get("ratio_to_torch")))), key=lambda t: t[0])
-    fig, ax = plt.subplots(figsize=(max(6, 0.3 * len(pairs) + 2), 4))
-    if pairs:
-        ax.bar(range(len(pairs)), [v for v, _ in pairs],
-               color=["tab:green" if v >= 1 else "tab:red" for v, _ in pairs])
-        ax.set_xticks(range(len(pairs)), [s for _, s in pairs], rotation=90, fontsize=6)
-        ax.axhline(1.0, color="k", linewidth=0.8)
-        ax.set_title(f"torch_ms / ours_ms per shape, sorted (geomean {geomean([v for v, _ in pairs]):.3f})")
+    # 2. ours vs torch, per set
+    ratios = {name: [v for r in rs if (v := fnum(r.get("ratio_to_torch")))] for name, rs in by_set.items()}
+    ratios = {k: v for k, v in ratios.items() if v}
+    fig, ax = plt.subplots(figsize=(7.5, 4.8))
+    for i, (name, vals) in enumerate(ratios.items()):
+        ahead = sum(v >= 1 for v in vals) / len(vals)
+        _ecdf(ax, vals, i, f"{_label(name)} (n={len(vals)}, geomean {geomean(vals):.2f}, {100 * ahead:.0f}% >= 1)")
+    if ratios:
+        ax.set_xscale("log")
+        lo, hi = min(min(v) for v in ratios.values()), max(max(v) for v in ratios.values())
+        ticks = [t for t in (0.1, 0.2, 0.3, 0.5, 0.7, 1, 1.5, 2, 3, 5, 10) if lo / 1.5 <= t <= hi * 1.5]
+        ax.set_xticks(ticks, [f"{t:g}" for t in ticks])
+        ax.xaxis.set_minor_formatter(matplotlib.ticker.NullFormatter())
+        ax.axvline(1.0, color="k", linewidth=0.8)
+        ax.legend(fontsize=7, loc="upper left")
+        ax.grid(alpha=0.3, which="both")
     else:
         ax.text(0.5, 0.5, "no compare rows with torch timings", ha="center", transform=ax.transAxes)
-    ax.set_ylabel("speed relative to torch.matmul")
-    save(fig, "ours_vs_torch.png")
+    ax.set_xlabel("torch_ms / ours_ms (> 1: tritonblas faster)")
+    ax.set_ylabel("share of shapes at or below x")
+    ax.set_title(f"Are we faster than torch.matmul? ({hw.name}; curves further right are better)", fontsize=10)
+    save(fig, "ours_vs_torch_ecdf.png")
 
     # 3. predicted vs measured
     s_pred, s_meas, best = _sweep_points(sweeps, hw) if sweeps else ([], [], [])
@@ -160,7 +209,7 @@ def plot(sweeps, compares, hw, out_dir: Path) -> list[Path]:
         ax.scatter(s_meas, s_pred, s=4, alpha=0.25, label=f"sweep configs (n={len(s_pred)}), current model")
     c = [(m, p) for r in rows if (m := fnum(r.get("ours_ms"))) and (p := fnum(r.get("predicted_ms")))]
     if c:
-        ax.scatter([m for m, _ in c], [p for _, p in c], s=18, color="tab:red", label=f"compare: our pick (n={len(c)})")
+        ax.scatter([m for m, _ in c], [p for _, p in c], s=18, color=PALETTE[3], label=f"compare: our pick (n={len(c)})")
     pts = s_meas + s_pred + [x for t in c for x in t]
     if pts:
         lo, hi = min(pts) / 1.5, max(pts) * 1.5
@@ -196,10 +245,11 @@ def plot(sweeps, compares, hw, out_dir: Path) -> list[Path]:
     if xs:
         lo, hi = min(xs) / 2, max(xs) * 2
         grid = [lo * (hi / lo) ** (i / 200) for i in range(201)]
-        for d in sorted(dtypes, key=lambda d: d.value):
+        for j, d in enumerate(sorted(dtypes, key=lambda d: d.value)):
             peak = hw.matrix_peak_flops.get(d.rate_key, 0.0)
             if peak > 0:
-                ax.plot(grid, [min(peak, x * bw) / 1e12 for x in grid], linewidth=1,
+                ax.plot(grid, [min(peak, x * bw) / 1e12 for x in grid], linewidth=1, color="0.3",
+                        linestyle=LINESTYLES[j % len(LINESTYLES)],
                         label=f"roofline {d.value}: peak {peak / 1e12:.0f} TFLOP/s, HBM {bw / 1e12:.1f} TB/s")
         ax.set_xscale("log")
         ax.set_yscale("log")

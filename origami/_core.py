@@ -46,12 +46,13 @@ import numpy as np
 from numba import njit, prange
 
 from origami import pidmap
+from origami._jitcache import CACHE
 
 FASTMATH = False  # IEEE semantics: rankings must be identical with NUMBA_DISABLE_JIT=1
 FLOOR_TIE = 1e-3  # weight of the unclamped total in _final
 
 
-@njit(cache=True, fastmath=FASTMATH, inline="always")
+@njit(cache=CACHE, fastmath=FASTMATH, inline="always")
 def _final(total, floor):
     """The score: the total clamped to the roofline floor, plus FLOOR_TIE · total.
 
@@ -80,18 +81,18 @@ K_DP, K_PERSISTENT, K_STREAMK, K_SPLITK = 0, 1, 2, 3
 SKEW_KSTEPS = 16.0  # how many K-steps apart concurrent programs drift; bounds reuse by L2 capacity
 
 
-@njit(cache=True, fastmath=FASTMATH)
+@njit(cache=CACHE, fastmath=FASTMATH)
 def _cdiv(a, b):
     return -(-a // b)
 
 
 # The kernels' own program→tile mappings (origami/pidmap.py mirrors tritonblas/kernels/pid.py
 # bit for bit), compiled here so the model sees exactly what the kernels do.
-remap_tile = njit(cache=True, fastmath=FASTMATH)(pidmap.chiplet_remap)
-group_coords = njit(cache=True, fastmath=FASTMATH)(pidmap.tile_coords)
+remap_tile = njit(cache=CACHE, fastmath=FASTMATH)(pidmap.chiplet_remap)
+group_coords = njit(cache=CACHE, fastmath=FASTMATH)(pidmap.tile_coords)
 
 
-@njit(cache=True, fastmath=FASTMATH)
+@njit(cache=CACHE, fastmath=FASTMATH)
 def problem_valid(row, m, n, kiters, tiles, cus):
     """Problem-dependent predicates; mirrors origami.space.check_problem exactly."""
     if row[R_KIND] == K_SPLITK:
@@ -104,7 +105,7 @@ def problem_valid(row, m, n, kiters, tiles, cus):
     return True
 
 
-@njit(cache=True, fastmath=FASTMATH)
+@njit(cache=CACHE, fastmath=FASTMATH)
 def _contiguous(first, count, num_pid_m, num_pid_n, group_m):
     """Distinct (row-blocks, col-blocks) of ``count`` consecutive tile ids from tile 0 under GROUP_M
     (closed form, exact: whole groups of gm rows, then the last, possibly shorter, group walked
@@ -122,14 +123,14 @@ def _contiguous(first, count, num_pid_m, num_pid_n, group_m):
     return max(1, min(num_pid_m, rows)), max(1, cols)
 
 
-@njit(cache=True, fastmath=FASTMATH)
+@njit(cache=CACHE, fastmath=FASTMATH)
 def _gcd(a, b):
     while b:
         a, b = b, a % b
     return a
 
 
-@njit(cache=True, fastmath=FASTMATH)
+@njit(cache=CACHE, fastmath=FASTMATH)
 def _runs(count, run, stride, num_pid_m, num_pid_n, group_m):
     """Distinct (row-blocks, col-blocks) of ``count`` tile ids laid out as runs of ``run``
     consecutive ids whose starts are ``stride`` apart (closed form under GROUP_M)."""
@@ -150,7 +151,7 @@ def _runs(count, run, stride, num_pid_m, num_pid_n, group_m):
     return max(1, rows), max(1, min(num_pid_n, cols))
 
 
-@njit(cache=True, fastmath=FASTMATH)
+@njit(cache=CACHE, fastmath=FASTMATH)
 def _distinct(count, nchip, chunk, rr, num_pid_m, num_pid_n, group_m):
     """Distinct (row-blocks, col-blocks) touched by one chiplet's share of ``count`` concurrent
     programs: the tiles that share one L2. Linear dispatch: one contiguous run. Round-robin
@@ -161,7 +162,7 @@ def _distinct(count, nchip, chunk, rr, num_pid_m, num_pid_n, group_m):
     return _runs(_cdiv(count, nchip), chunk, nchip * chunk, num_pid_m, num_pid_n, group_m)
 
 
-@njit(cache=True, fastmath=FASTMATH)
+@njit(cache=CACHE, fastmath=FASTMATH)
 def distinct_exact(first_pid, count, grid, nchip, chunk, rr, num_pid_m, num_pid_n, group_m):
     """Reference for _distinct (tests): count chiplet 0's rows/cols by walking the real mapping."""
     rows_seen = np.zeros(num_pid_m, dtype=np.bool_)
@@ -180,7 +181,7 @@ NARROW_MMA_M = 16.0     # the narrow MMA's M (mma.sync m16nNk) used when BLOCK_M
 NARROW_MMA_RATE = 0.5   # estimate: its rate relative to the wide instruction's (Hopper mma.sync vs wgmma)
 
 
-@njit(cache=True, fastmath=FASTMATH, inline="always")
+@njit(cache=CACHE, fastmath=FASTMATH, inline="always")
 def mma_work(bm, bn, bk, hw):
     """FLOPs one program's K-step costs on the matrix units, padding included. A tile narrower than
     the profile's instruction M (wgmma's 64 on Hopper) cannot use that instruction: Triton issues
@@ -195,7 +196,7 @@ def mma_work(bm, bn, bk, hw):
     return 2.0 * bm * bnc * bk
 
 
-@njit(cache=True, fastmath=FASTMATH, inline="always")
+@njit(cache=CACHE, fastmath=FASTMATH, inline="always")
 def _kstep(nprog, bm, bn, bk, stages, eff, cus, nchip, ab, bb, hw, rows, cols, align_pen, out):
     """Cost of one K-step of a wave of ``nprog`` concurrent programs; fills out[0:5] with the
     per-term times and returns their max + the per-iteration overhead."""
@@ -230,7 +231,7 @@ def _kstep(nprog, bm, bn, bk, stages, eff, cus, nchip, ab, bb, hw, rows, cols, a
     return max(max(compute, mem), lat) + hw[HW_OVERLAP] * min(compute, mem) + hw[HW_KITER]
 
 
-@njit(cache=True, fastmath=FASTMATH)
+@njit(cache=CACHE, fastmath=FASTMATH)
 def tile_efficiencies(base, hw):
     """Main-loop efficiency of every row's tile (precomputed once per candidate array)."""
     out = np.empty(base.shape[0])
@@ -244,7 +245,7 @@ def tile_efficiencies(base, hw):
     return out
 
 
-@njit(cache=True, fastmath=FASTMATH)
+@njit(cache=CACHE, fastmath=FASTMATH)
 def _tile_eff(bm, bn, hw):
     lo = math.log2(64.0 * 64.0)
     hi = math.log2(128.0 * 256.0)
@@ -256,7 +257,7 @@ def _tile_eff(bm, bn, hw):
     return hw[HW_MMA_EFF] * (small + (1.0 - small) * x)
 
 
-@njit(cache=True, fastmath=FASTMATH)
+@njit(cache=CACHE, fastmath=FASTMATH)
 def _phase(nprog_total, kiters, grid_cap, bm, bn, bk, stages, eff, cus, nchip, chunk, rr,
            ab, bb, hw, num_pid_m, num_pid_n, group_m, align_pen, acc, tmp):
     """Cost of ``nprog_total`` programs of ``kiters`` K-steps each, at most ``grid_cap`` at a time:
@@ -282,7 +283,7 @@ def _phase(nprog_total, kiters, grid_cap, bm, bn, bk, stages, eff, cus, nchip, c
     return total
 
 
-@njit(cache=True, fastmath=FASTMATH, inline="always")
+@njit(cache=CACHE, fastmath=FASTMATH, inline="always")
 def _partial_time(part_bytes, hw):
     """Time of split-K's fp32 partial traffic (``part_bytes`` = written + read back): at L2 bandwidth
     while the written partials fit in half the L2 (all chiplets'; the other half streams A and B);
@@ -300,7 +301,7 @@ def _partial_time(part_bytes, hw):
     return part_bytes * (1.0 - spill) / hw[HW_L2_BW] + part_bytes * spill / min(far_bw, hw[HW_L2_BW])
 
 
-@njit(cache=True, fastmath=FASTMATH)
+@njit(cache=CACHE, fastmath=FASTMATH)
 def score_row(base, i, effs, m, n, k, batch, ab, bb, cb, align, hw, terms, tmp):
     """Predicted latency (ns) of one candidate; fills terms[0:T_LEN]."""
     for t in range(T_LEN):
@@ -387,7 +388,7 @@ def score_row(base, i, effs, m, n, k, batch, ab, bb, cb, align, hw, terms, tmp):
     return _final(total, floor)
 
 
-@njit(cache=True, fastmath=FASTMATH)
+@njit(cache=CACHE, fastmath=FASTMATH)
 def score_all(base, effs, m, n, k, batch, ab, bb, cb, align, hw, out_lat, out_terms):
     """Score every row of ``base`` for one problem; invalid rows get +inf."""
     tmp = np.zeros(8)
@@ -434,7 +435,7 @@ def group_constants(base, effs, fams, ab, bb, hw):
     return out
 
 
-@njit(cache=True, fastmath=FASTMATH, inline="always")
+@njit(cache=CACHE, fastmath=FASTMATH, inline="always")
 def _step_lb(per_cu, nprog, compute1, l2_1, lat, hw):
     """_kstep with the memory time taken as its L2 time (LLC and HBM omitted)."""
     compute = per_cu * compute1
@@ -442,7 +443,7 @@ def _step_lb(per_cu, nprog, compute1, l2_1, lat, hw):
     return max(max(compute, l2), lat) + hw[HW_OVERLAP] * min(compute, l2) + hw[HW_KITER]
 
 
-@njit(cache=True, fastmath=FASTMATH, inline="always")
+@njit(cache=CACHE, fastmath=FASTMATH, inline="always")
 def _phase_lb(full, rest, ksteps, per_cu, cus, compute1, l2_1, lat, hw):
     """_phase with _step_lb for _kstep: ``full`` waves of a grid of ``per_cu`` programs per CU,
     then a last wave of ``rest`` programs (divisions are what the screen spends its time on: the
@@ -456,7 +457,7 @@ def _phase_lb(full, rest, ksteps, per_cu, cus, compute1, l2_1, lat, hw):
     return t
 
 
-@njit(cache=True, fastmath=FASTMATH, inline="always")
+@njit(cache=CACHE, fastmath=FASTMATH, inline="always")
 def _screen_streamk(tiles, kiters, per_cu, cus, bm, bn, compute1, l2_1, lat, hw):
     """score_row's Stream-K time (before epilogue and launch), as _step_lb sees a K-step; +inf when
     nothing is left to stream. contrib is 1 (kiters = 1) or ≥ 2 (grid > sk_tiles), so
@@ -474,7 +475,7 @@ def _screen_streamk(tiles, kiters, per_cu, cus, bm, bn, compute1, l2_1, lat, hw)
     return t + hw[HW_FIXUP] + fixup_bytes / hw[HW_L2_BW]
 
 
-@njit(cache=True, fastmath=FASTMATH, inline="always")
+@njit(cache=CACHE, fastmath=FASTMATH, inline="always")
 def _screen_splitk(tiles, kiters, split, occ, cus, bm, bn, compute1, l2_1, lat, hw):
     """score_row's split-K time (before epilogue and launch), as _step_lb sees a K-step."""
     progs = tiles * split
@@ -483,7 +484,7 @@ def _screen_splitk(tiles, kiters, split, occ, cus, bm, bn, compute1, l2_1, lat, 
     return t + hw[HW_FIXUP] + (progs * bm * bn * 8.0 + (split - 1) * bm * bn * 4.0 * cus) / hw[HW_L2_BW]
 
 
-@njit(cache=True, fastmath=FASTMATH)
+@njit(cache=CACHE, fastmath=FASTMATH)
 def screen_bounds(base, fams, gconst, m, n, k, batch, cb, align, hw, floor, out):
     """out[f] = a lower bound of the score of every row of family f (+inf: none is valid).
 
@@ -545,7 +546,7 @@ def screen_bounds(base, fams, gconst, m, n, k, batch, cb, align, hw, floor, out)
         f = gend
 
 
-@njit(cache=True, fastmath=FASTMATH)
+@njit(cache=CACHE, fastmath=FASTMATH)
 def _scan_family(f, screen, base, effs, fams, fam_rows, m, n, k, batch, ab, bb, cb, align, hw, terms, tmp,
                  best, best_lat):
     """Score family f's rows that can still beat (best, best_lat); returns the new (best, best_lat)."""
@@ -560,7 +561,7 @@ def _scan_family(f, screen, base, effs, fams, fam_rows, m, n, k, batch, ab, bb, 
     return best, best_lat
 
 
-@njit(cache=True, fastmath=FASTMATH)
+@njit(cache=CACHE, fastmath=FASTMATH)
 def best_row(base, effs, fams, fam_rows, gconst, m, n, k, batch, ab, bb, cb, align, hw):
     """Index and latency of the best row for one problem (ties: lowest index); (-1, inf) if none.
 
@@ -605,7 +606,7 @@ def best_row(base, effs, fams, fam_rows, gconst, m, n, k, batch, ab, bb, cb, ali
     return best, best_lat
 
 
-@njit(cache=True, fastmath=FASTMATH)
+@njit(cache=CACHE, fastmath=FASTMATH)
 def select_row(base, effs, fams, fam_rows, gconst, m, n, k, batch, ab, bb, cb, align, hw):
     """best_row, and the best row's terms: (row, latency, terms as a tuple). One call for select;
     a tuple comes back to Python ~0.5 µs faster than an array filled in place."""
@@ -619,7 +620,7 @@ def select_row(base, effs, fams, fam_rows, gconst, m, n, k, batch, ab, bb, cb, a
 assert T_LEN == 9, "select_row returns T_LEN terms"
 
 
-@njit(cache=True, fastmath=FASTMATH, parallel=True)
+@njit(cache=CACHE, fastmath=FASTMATH, parallel=True)
 def best_rows_many(base, effs, fams, fam_rows, gconst, dims, sizes, align, hw, out_idx, out_lat):
     """select for many problems of one dtype/layout class: dims is (P, 4) int64 [m, n, k, batch]."""
     for p in prange(dims.shape[0]):

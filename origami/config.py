@@ -8,8 +8,16 @@ from __future__ import annotations
 
 import enum
 from dataclasses import asdict, dataclass, fields
+from typing import Any, Mapping
 
-__all__ = ["Kind", "TileConfig"]
+__all__ = ["Kind", "TileConfig", "TRITON_NAMES"]
+
+# TileConfig field -> the constexpr a Triton kernel takes it as (to_triton_config's default; the
+# names of Triton's matmul tutorial, BLOCK_SIZE_M..., are also read by from_triton_config).
+TRITON_NAMES: Mapping[str, str] = {"block_m": "BLOCK_M", "block_n": "BLOCK_N", "block_k": "BLOCK_K", "group_m": "GROUP_M"}
+_TUTORIAL_NAMES = {"block_m": "BLOCK_SIZE_M", "block_n": "BLOCK_SIZE_N", "block_k": "BLOCK_SIZE_K",
+                   "group_m": "GROUP_SIZE_M"}
+_AMD_FIELDS = ("waves_per_eu", "matrix_instr_nonkdim", "kpack")
 
 
 class Kind(str, enum.Enum):
@@ -85,6 +93,45 @@ class TileConfig:
         if unknown:
             raise ValueError(f"TileConfig: unknown field(s) {sorted(unknown)}")
         return cls(**d)
+
+    def to_triton_config(self, names: Mapping[str, str] | None = None) -> Any:
+        """The ``triton.Config`` a user's data-parallel kernel gets for this config: BLOCK_M, BLOCK_N,
+        BLOCK_K and GROUP_M as constexpr kwargs (renamed by ``names``, e.g.
+        ``{"block_m": "BLOCK_SIZE_M"}``), ``num_warps``, ``num_stages``, and on AMD configs the
+        ``waves_per_eu``, ``matrix_instr_nonkdim`` and ``kpack`` kwargs that Triton's AMD backend
+        reads as compile options. Imports triton here (origami itself never does).
+
+        Only kind ``dp`` maps: a persistent, Stream-K or split-K config needs its own kernel
+        (tritonblas.kernels), not a tile size for someone else's; ValueError names ``kind``."""
+        if self.kind is not Kind.DP:
+            raise ValueError(f"TileConfig.kind: only 'dp' configs map to a triton.Config for a user kernel, "
+                             f"got {self.kind.value!r} ({self.short()})")
+        import triton
+
+        names = {**TRITON_NAMES, **(names or {})}
+        kwargs = {names[f]: getattr(self, f) for f in TRITON_NAMES}
+        kwargs.update({f: getattr(self, f) for f in _AMD_FIELDS if getattr(self, f) is not None})
+        return triton.Config(kwargs, num_warps=self.num_warps, num_stages=self.num_stages)
+
+    @classmethod
+    def from_triton_config(cls, config: Any, names: Mapping[str, str] | None = None) -> "TileConfig":
+        """The dp TileConfig of a ``triton.Config`` (anything with ``kwargs``, ``num_warps`` and
+        ``num_stages``): block sizes under ``names`` or the default (BLOCK_M, ...) or tutorial
+        (BLOCK_SIZE_M, ...) names; GROUP_M absent means 1 (no swizzle); AMD kwargs when present.
+        ValueError names the missing constexpr."""
+        kw = dict(getattr(config, "kwargs", None) or {})
+        values: dict[str, Any] = {}
+        for f in TRITON_NAMES:
+            keys = [k for k in ((names or {}).get(f), TRITON_NAMES[f], _TUTORIAL_NAMES[f]) if k]
+            hit = next((k for k in keys if k in kw), None)
+            if hit is None:
+                if f == "group_m":
+                    values[f] = 1
+                    continue
+                raise ValueError(f"triton.Config {kw}: no {' / '.join(keys)} constexpr for TileConfig.{f}")
+            values[f] = kw[hit]
+        values.update({f: kw[f] for f in _AMD_FIELDS if f in kw})
+        return cls(Kind.DP, num_warps=config.num_warps, num_stages=config.num_stages, **values)
 
     def short(self) -> str:
         s = (f"{self.kind.value} {self.block_m}x{self.block_n}x{self.block_k} "

@@ -17,12 +17,14 @@ import numpy as np
 
 from origami import _core
 from origami.config import TileConfig
-from origami.space import register_staged
-from origami.enumerate import base_array, config_for_tiles, row_tiles, search_plan
+from origami.config import Kind
+from origami.space import PREDICATES, register_staged, resident_programs
+from origami.enumerate import KIND_CODE, base_array, config_for_tiles, row_tiles, search_plan
 from origami.hardware import HardwareProfile, load_profile
 from origami.problem import GemmProblem
 
-__all__ = ["Estimate", "rank", "select", "explain", "select_many", "score_problem", "warmup", "clear_cache"]
+__all__ = ["Estimate", "rank", "select", "select_among", "predict", "explain", "select_many", "score_problem", "warmup",
+           "clear_cache"]
 
 MAIN_TERMS = ("compute", "l2", "llc", "hbm", "latency")
 
@@ -173,14 +175,16 @@ def _bound(terms: Sequence[float], latency: float, floor: tuple[float, float] = 
     return MAIN_TERMS[top]
 
 
-def _estimate(sp: _Space, i: int, lat: float, t: Sequence[float], problem: GemmProblem) -> Estimate:
+def _estimate(sp: _Space, i: int, lat: float, t: Sequence[float], problem: GemmProblem,
+              config: TileConfig | None = None) -> Estimate:
+    """Row i's Estimate (``config``: the row's config when the caller has it, as predict does)."""
     lat = float(lat)
     m, n, k, batch = problem.m, problem.n, problem.k, problem.batch
     # the scorer's roofline floor terms: FLOPs at the datasheet peak, compulsory bytes at HBM
     floor = (2 * m * n * k * batch / sp.peak,
              batch * (m * k * sp.ab + k * n * sp.bb + m * n * problem.c_dtype.bytes) / sp.hbm_bw)
-    return Estimate(sp.config(int(i), problem), lat, MappingProxyType(dict(zip(_core.TERM_NAMES, t))),
-                    _bound(t, lat, floor))
+    return Estimate(sp.config(int(i), problem) if config is None else config, lat,
+                    MappingProxyType(dict(zip(_core.TERM_NAMES, t))), _bound(t, lat, floor))
 
 
 @lru_cache(maxsize=4096)
@@ -221,6 +225,82 @@ def _select_uncached(problem: GemmProblem, hw: HardwareProfile) -> Estimate:
     if i < 0:
         raise ValueError(f"no valid kernel configuration for {problem.describe()} on {hw.name}")
     return _estimate(sp, i, lat, terms, problem)
+
+
+def select_among(problem: GemmProblem, hw: "HardwareProfile | str", kinds: Sequence[Kind], *,
+                 chiplet_remap: bool = True) -> Estimate:
+    """The best candidate of the given kinds (and, with ``chiplet_remap=False``, without a chiplet
+    remap): what a consumer that can express only part of the space should run, chosen by the same
+    scores as :func:`rank` (ties to the earlier row, as there). E.g. Inductor's ``triton::mm``
+    template is data-parallel with GROUP_M and no remap (``tritonblas.tables.render_inductor``).
+    Scores every row of the problem's class (~10-130 µs; :func:`select` prunes instead)."""
+    hw = load_profile(hw)
+    if problem.m == 0 or problem.n == 0 or problem.batch == 0:
+        raise ValueError(f"{problem.describe()}: empty output, nothing to select")
+    base, lat, terms = score_problem(problem, hw)
+    ok = np.isin(base[:, _core.R_KIND], [KIND_CODE[Kind(k)] for k in kinds]) & np.isfinite(lat)
+    if not chiplet_remap:
+        ok &= base[:, _core.R_NCHIP] == 1
+    rows = np.nonzero(ok)[0]
+    if rows.size == 0:
+        raise ValueError(f"no valid {'/'.join(Kind(k).value for k in kinds)} configuration for "
+                         f"{problem.describe()} on {hw.name}")
+    i = int(rows[np.argmin(lat[rows])])
+    return _estimate(_space(problem, hw), i, lat[i], terms[i].tolist(), problem)
+
+
+def _encode(config: TileConfig, problem: GemmProblem, hw: HardwareProfile) -> np.ndarray:
+    """``config`` as a one-row candidate array (origami.enumerate.COLS) for the scorer."""
+    cus, tiles = hw.compute_units, row_tiles(np.array([0, config.block_m, config.block_n]), problem)
+    gmult = 0
+    if config.kind is Kind.PERSISTENT or config.kind is Kind.STREAMK:
+        # the scorer's grids are whole multiples of the compute units (a persistent grid of at
+        # least the tile count runs every tile in one wave, as a multiple of the units above it does)
+        gmult, rest = divmod(config.grid, cus)
+        if rest and config.kind is Kind.PERSISTENT and config.grid >= tiles:
+            gmult, rest = gmult + 1, 0
+        if rest:
+            raise ValueError(f"config.grid: the model scores {config.kind.value} grids that are multiples of the "
+                             f"{cus} compute units of {hw.name}, got {config.grid}")
+    none = -1
+    row = (KIND_CODE[config.kind], config.block_m, config.block_n, config.block_k, config.num_warps,
+           config.num_stages, config.group_m, config.num_chiplets, config.chunk, gmult, config.split_k,
+           none if config.waves_per_eu is None else config.waves_per_eu,
+           none if config.matrix_instr_nonkdim is None else config.matrix_instr_nonkdim,
+           none if config.kpack is None else config.kpack, resident_programs(config, problem, hw),
+           config.block_m.bit_length() - 1, config.block_n.bit_length() - 1, config.block_k.bit_length() - 1, -1)
+    return np.array([row], dtype=np.int64)
+
+
+def predict(problem: GemmProblem, hw: "HardwareProfile | str", config: TileConfig) -> Estimate:
+    """The model's estimate for one given config: the scorer ``rank``/``select`` use, on a
+    one-row candidate array, so ``predict(p, hw, select(p, hw).config)`` equals ``select(p, hw)``
+    (tests/origami/test_predict.py). ``config`` need not be in the enumerated space (any BLOCK_K,
+    stage count or GROUP_M the predicates accept), but must pass every predicate of
+    ``origami.space.PREDICATES``.
+
+    Raises ValueError naming the first violated predicate (``check_smem: shared memory: ...``), a
+    persistent/Stream-K grid the model cannot express, or a config the model gives no finite time
+    (a Stream-K grid that divides the tiles leaves nothing to stream)."""
+    hw = load_profile(hw)
+    if not isinstance(config, TileConfig):
+        raise TypeError(f"config: expected an origami.TileConfig, got {type(config).__name__}")
+    if problem.m == 0 or problem.n == 0 or problem.batch == 0:
+        raise ValueError(f"{problem.describe()}: empty output, nothing to predict")
+    sp = _space(problem, hw)
+    for pred in PREDICATES:
+        reason = pred(config, problem, hw)
+        if reason is not None:
+            raise ValueError(f"config {config.short()} on {hw.name}: {pred.__name__}: {reason}")
+    row = _encode(config, problem, hw)
+    effs = _core.tile_efficiencies(row, sp.hv)
+    lat, terms = np.empty(1), np.zeros((1, _core.T_LEN))
+    _core.score_all(row, effs, problem.m, problem.n, problem.k, problem.batch, sp.ab, sp.bb,
+                    problem.c_dtype.bytes, problem.align_bytes, sp.hv, lat, terms)
+    if not np.isfinite(lat[0]):
+        raise ValueError(f"config {config.short()} on {hw.name}: the model has no finite time for it on "
+                         f"{problem.describe()} (a Stream-K grid that divides the tile count streams nothing)")
+    return _estimate(sp, 0, lat[0], terms[0].tolist(), problem, config)
 
 
 def select_many(problems: Sequence[GemmProblem], hw: "HardwareProfile | str") -> list[TileConfig]:

@@ -108,7 +108,7 @@ def test_plots_and_summary_from_fixture_csvs(tmp_path):
     r = _run([str(ROOT / "benchmarks" / "plots.py"), "--compare", str(tmp_path / "compare_fixture.csv"), "--sweep",
               str(tmp_path / "sweep.csv"), "--out-dir", str(out_dir)], tmp_path)
     assert r.returncode == 0, r.stderr[-3000:]
-    for name in ("efficiency_hist.png", "ours_vs_torch.png", "predicted_vs_measured.png", "roofline.png"):
+    for name in ("selection_efficiency_ecdf.png", "ours_vs_torch_ecdf.png", "predicted_vs_measured.png", "roofline.png"):
         png = out_dir / name
         assert png.exists() and png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n" and png.stat().st_size > 5000, name
     r = _run([str(ROOT / "benchmarks" / "plots.py"), "summary", "--compare", str(tmp_path / "compare_fixture.csv"),

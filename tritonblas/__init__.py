@@ -28,7 +28,9 @@ _LAZY = {
     "explain": "tritonblas.ops",
     "clear_caches": "tritonblas.ops",
     "load_table": "tritonblas.tables",
-    "TableWarning": "tritonblas.tables",
+    "TableWarning": "tritonblas.log",
+    "DeviceMismatchWarning": "tritonblas.log",
+    "FallbackWarning": "tritonblas.log",
 }
 
 __all__ = ["__version__", *_LAZY]

@@ -38,6 +38,7 @@ from dataclasses import dataclass
 from typing import Any, Iterable
 
 from origami.hardware import HardwareProfile, list_profiles, load_profile
+from tritonblas.log import DeviceMismatchWarning, logger
 
 __all__ = [
     "DeviceInfo", "DeviceError", "DeviceMismatchWarning", "ENV_PROFILE",
@@ -52,10 +53,6 @@ _MEMORY_TOLERANCE = 0.15  # relative; usable memory is a few percent below the n
 
 class DeviceError(RuntimeError):
     """No profile describes the device, or (``strict=True``) the chosen one does not match it."""
-
-
-class DeviceMismatchWarning(UserWarning):
-    """The profile in use does not describe the live device exactly (MIG slice, CU mask, other SKU)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -220,6 +217,7 @@ def match_profile(props: Any, *, index: int | None = None, strict: bool = False,
         if strict:
             raise DeviceError(f"{msg}. Pick the right profile with {ENV_PROFILE} or profile=, or {_CALIBRATE}")
         warnings.warn(f"{msg} (strict=True makes this an error)", DeviceMismatchWarning, stacklevel=3)
+    logger.info("device %s -> profile %s (by %s)", desc, hw.name, how)
     return DeviceInfo(profile=hw, live_compute_units=dev.compute_units, index=index, name=dev.name,
                       how=how, mismatches=tuple(notes), capped=_capped(hw, dev.compute_units, desc))
 

@@ -71,6 +71,7 @@ import yaml
 
 from origami.hardware import MODEL_PARAMS, SCHEMA, HardwareProfile, ProfileError, load_profile
 from origami.problem import DType, GemmProblem
+from tritonblas.log import logger
 
 try:  # the model-only path (--no-measure --fit) needs neither triton nor torch
     import triton
@@ -247,6 +248,8 @@ def build_profile(base: HardwareProfile, m: Measurements | None, *, name: str | 
         put(f"matrix.peak_flops.{key}", implied, r.method,
             f"{r.value / 1e12:.0f} TFLOP/s at the sustained clock, x boost/sustained "
             f"{boost:g}/{sustained:g} MHz = the peak at the boost clock")
+    for w in dropped:
+        logger.warning("calibrate: dropped a measurement: %s", w)
     return raw, dropped
 
 
@@ -538,6 +541,8 @@ def fit_model(hw: HardwareProfile, data: Sequence, *, heldout: Sequence = (), he
         params_before=dict(hw.model), params_after=params,
         before=_heldout_score(heldout, hw), after=_heldout_score(heldout, fitted),
         train_before=_triple(report.train_before), train_after=_score(data, fitted))
+    for line in outcome.lines():
+        logger.info("calibrate: %s", line)
     return outcome, params
 
 
@@ -579,6 +584,8 @@ if triton is not None:
 
 
 def _log(msg: str) -> None:
+    """Calibration progress: stderr (the CLI's channel) and the ``tritonblas`` logger (DEBUG)."""
+    logger.debug("calibrate: %s", msg)
     print(msg, file=sys.stderr, flush=True)
 
 

@@ -8,9 +8,11 @@ bench live in ``tritonblas.calibrate``; without a CUDA GPU they exit 2 the same 
 from __future__ import annotations
 
 import argparse
+import json
+import logging
 import sys
 import time
-from typing import Sequence
+from typing import Any, Sequence
 
 __all__ = ["main", "DEMO_SHAPES"]
 
@@ -24,6 +26,18 @@ DEMO_SHAPES = (
     ("skinny decode M=16", 16, 4096, 4096),
     ("gemv-like M=1", 1, 8192, 8192),
 )
+
+
+DESCRIPTION = """\
+tritonblas: Triton GEMMs whose launch configuration the origami model picks (no autotuning).
+
+Bad input exits with code 2 and one line on stderr; nothing is written.
+--json (profiles, select, explain, table) prints one JSON document on stdout instead of a table.
+-v logs what tritonblas decides (logger "tritonblas") on stderr.
+Environment: TRITONBLAS_PROFILE, TRITONBLAS_TABLE, ORIGAMI_PROFILE_DIR, TRITON_INTERPRET,
+NUMBA_CACHE_DIR (README.md, "Environment variables").
+"""
+_log = logging.getLogger("tritonblas.cli")
 
 
 class UsageError(Exception):
@@ -106,15 +120,27 @@ def cmd_profiles(args) -> int:
         import yaml
 
         hw = _profile(args.name)
+        if args.json:
+            _emit_json({"name": hw.name, "path": str(hw.path), "content_hash": hw.content_hash,
+                        "profile": hw.to_yaml_dict()})
+            return 0
         print(f"# {hw.name} ({hw.path}, content hash {hw.content_hash})")
         print(yaml.safe_dump(hw.to_yaml_dict(), sort_keys=False, width=120))
         return 0
-    rows = []
+    rows, docs = [], []
     for name in origami.list_profiles():
         hw = _profile(name)
+        docs.append({"name": hw.name, "vendor": hw.vendor, "arch": hw.arch, "compute_units": hw.compute_units,
+                     "chiplets": hw.chiplets, "bf16_peak_flops": hw.matrix_peak_flops["bf16"],
+                     "bf16_sustained_flops": hw.sustained_peak_flops("bf16"),
+                     "hbm_bytes_per_s": hw.memory["hbm_bytes_per_s"], "content_hash": hw.content_hash,
+                     "path": str(hw.path)})
         rows.append((hw.name, hw.vendor, hw.arch, hw.compute_units, hw.chiplets,
                      f"{hw.matrix_peak_flops['bf16'] / 1e12:.0f}", f"{hw.sustained_peak_flops('bf16') / 1e12:.0f}",
                      f"{hw.memory['hbm_bytes_per_s'] / 1e12:.2f}", hw.content_hash))
+    if args.json:
+        _emit_json(docs)
+        return 0
     _table("hardware profiles", ("name", "vendor", "arch", "CUs", "chiplets", "bf16 peak TF/s",
                                  "sustained TF/s", "HBM TB/s", "hash"), rows)
     return 0
@@ -127,8 +153,9 @@ def cmd_select(args) -> int:
     p = _problem(args, *_dims((args.m, args.n, args.k)))
     if p.m == 0 or p.n == 0:
         raise UsageError(f"{p.describe()}: M and N must be > 0 (an empty output needs no kernel)")
+    warm = _warm()
     try:
-        if args.command == "explain":
+        if args.command == "explain" and not args.json:
             print(origami.explain(p, hw, k=args.top))
             return 0
         t = time.perf_counter()
@@ -136,11 +163,53 @@ def cmd_select(args) -> int:
         dt = time.perf_counter() - t
     except ValueError as e:
         raise UsageError(str(e)) from None
+    _log.info("%s on %s: ranked in %.0f us, best %s", p.describe(), hw.name, dt * 1e6, ests[0].config.short())
+    if args.json:
+        floor = None
+        if args.command == "explain":
+            peak = hw.matrix_peak_flops[p.a_dtype.rate_key]
+            floor = max(p.flops / peak * 1e9, p.min_bytes / hw.memory["hbm_bytes_per_s"] * 1e9)
+        doc = {"problem": _problem_json(p), "profile": {"name": hw.name, "arch": hw.arch,
+                                                        "content_hash": hw.content_hash},
+               "query_s": dt, "warmup_s": warm,
+               "ranked": [_estimate_json(e, p, floor) for e in ests]}
+        if floor is not None:
+            doc["roofline_floor_ns"] = floor
+        _emit_json(doc)
+        return 0
     rows = [(i + 1, e.config.short(), f"{e.latency_ns / 1e3:.1f}", f"{e.tflops(p):.1f}", e.bound)
             for i, e in enumerate(ests)]
-    _table(f"{p.describe()} on {hw.name} (ranked in {dt * 1e6:.0f} us)",
+    _table(f"{p.describe()} on {hw.name} (ranked in {dt * 1e6:.0f} us; numba warm-up {warm:.2f} s not counted)",
            ("#", "config", "predicted us", "TFLOP/s", "bound"), rows)
     return 0
+
+
+def _emit_json(doc: Any) -> None:
+    print(json.dumps(doc, indent=1, sort_keys=False))
+
+
+def _problem_json(p) -> dict:
+    return {f: getattr(v, "value", v) for f, v in ((f, getattr(p, f)) for f in
+            ("m", "n", "k", "batch", "a_dtype", "b_dtype", "c_dtype", "a_layout", "b_layout", "align_bytes"))}
+
+
+def _estimate_json(e, p, floor_ns: float | None = None) -> dict:
+    d = {"config": e.config.to_dict(), "short": e.config.short(), "latency_ns": e.latency_ns,
+         "tflops": e.tflops(p), "bound": e.bound, "terms_ns": dict(e.terms)}
+    if floor_ns is not None:
+        d["roofline_fraction"] = floor_ns / e.latency_ns
+    return d
+
+
+def _warm() -> float:
+    """Compile (or load) the jitted scorer now, so that no query time includes it; seconds taken."""
+    import origami
+
+    t = time.perf_counter()
+    origami.warmup()
+    dt = time.perf_counter() - t
+    _log.info("numba warm-up %.2f s (not counted in query times)", dt)
+    return dt
 
 
 def _one_line(e: Exception) -> str:
@@ -167,7 +236,7 @@ def cmd_table(args) -> int:
     quiet = args.quiet
     try:
         with tables.AtomicFile(out) as f:  # the temp file exists from here on: an unwritable -o fails now
-            origami.warmup()  # load the jitted scorer before timing
+            _warm()  # load the jitted scorer before timing
             t = time.perf_counter()
             with _progress(quiet) as bar:
                 task = bar.add_task(f"selecting ({hw.name})", total=len(problems))
@@ -175,7 +244,7 @@ def cmd_table(args) -> int:
             dt = time.perf_counter() - t
             skipped_ind = None
             if args.format == "inductor":
-                doc, skipped_ind = tables.render_inductor(table, device_key=args.device_key)
+                doc, skipped_ind = tables.render_inductor(table, device_key=args.device_key, profile=hw)
                 f.write(tables.dump_inductor(doc))
             else:
                 f.write(tables.render(table, args.format))
@@ -183,8 +252,15 @@ def cmd_table(args) -> int:
         raise UsageError(f"{out}: cannot write: {e.strerror or e}") from None
     except ValueError as e:
         raise UsageError(f"{args.shapes}: {_one_line(e)}") from None
+    unique = len(set(problems))
+    _log.info("table %s: %d entries for %s in %.2f s", out, len(table), hw.name, dt)
+    if args.json:
+        _emit_json({"output": str(out), "format": args.format, "entries": len(table), "shapes": len(problems),
+                    "unique_shapes": unique, "skipped": unique - len(table),
+                    "not_inductor_expressible": skipped_ind or 0,
+                    "profile": {"name": hw.name, "content_hash": hw.content_hash}, "select_s": dt})
+        return 0
     if not quiet:
-        unique = len(set(problems))
         notes = [f"{len(problems) - unique} duplicate shapes merged"] if unique < len(problems) else []
         if unique > len(table):
             notes.append(f"{unique - len(table)} skipped (empty output or no valid config)")
@@ -228,9 +304,7 @@ def cmd_demo(args) -> int:
     import origami
 
     names = [args.profile] if args.profile else origami.list_profiles()
-    t0 = time.perf_counter()
-    origami.warmup()
-    warm = time.perf_counter() - t0
+    warm = _warm()
     for name in names:
         hw = _profile(name)
         rows = []
@@ -305,6 +379,23 @@ class _Parser(argparse.ArgumentParser):
         raise UsageError(f"{self.prog}: {message}")
 
 
+def _positive_int(text: str) -> int:
+    try:
+        v = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected an integer >= 1, got {text!r}") from None
+    if v < 1:
+        raise argparse.ArgumentTypeError(f"expected an integer >= 1, got {text!r}")
+    return v
+
+
+OUT_DTYPES = ("fp32", "fp16", "bf16")  # what our kernels write (DESIGN.md §3 dtypes that are outputs)
+
+
+def _add_json(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--json", action="store_true", help="print one JSON document on stdout instead of a table")
+
+
 def _add_problem_args(p: argparse.ArgumentParser, *, bench: bool = False) -> None:
     # three positionals, not nargs=3 with a tuple metavar: argparse crashes formatting that (bpo-14074)
     for dim in ("M", "N", "K"):
@@ -314,26 +405,33 @@ def _add_problem_args(p: argparse.ArgumentParser, *, bench: bool = False) -> Non
             p.add_argument(dim.lower(), metavar=dim, help=f"problem size {dim}")
     p.add_argument("--dtype", default="bf16", help="input dtype: fp32 tf32 fp16 bf16 fp8_e4m3 fp8_e5m2"
                    + (" (bench: fp32 tf32 fp16 bf16 fp8_e4m3)" if bench else ""))
-    p.add_argument("--out-dtype", default=None, help="output dtype (default: the input's; bf16 for fp8)")
+    p.add_argument("--out-dtype", default=None, choices=OUT_DTYPES,
+                   help="output dtype (default: the input's; fp32 for fp32/tf32, bf16 for fp8)")
     p.add_argument("--a-layout", default="N", choices=("N", "T"))
     p.add_argument("--b-layout", default="N", choices=("N", "T"))
-    p.add_argument("--batch", type=int, default=1)
+    p.add_argument("--batch", type=_positive_int, default=1, help="batch count (default 1)")
     if bench:
         p.add_argument("--profile", default=None,
                        help="profile name or YAML path (default: $TRITONBLAS_PROFILE, else the one this GPU maps to)")
         p.add_argument("--shapes", default=None, help="time every shape of a shapes file instead of M N K")
-        p.add_argument("--rep", type=int, default=100, help="do_bench repetition time per timing, ms (default 100)")
+        p.add_argument("--rep", type=_positive_int, default=100, help="do_bench repetition time per timing, ms (default 100)")
     else:
         p.add_argument("--profile", default="h200", help="profile name or YAML path (default h200)")
-        p.add_argument("--top", type=int, default=5, help="how many ranked configs to show")
+        p.add_argument("--top", type=_positive_int, default=5, help="how many ranked configs to show (>= 1, default 5)")
+        _add_json(p)
 
 
 def build_parser() -> argparse.ArgumentParser:
-    ap = _Parser(prog="python -m tritonblas", description=__doc__)
+    ap = _Parser(prog="python -m tritonblas", description=DESCRIPTION,
+                 formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--version", action="version", version=_version())
+    ap.add_argument("-v", "--verbose", action="count", default=0,
+                    help="log what tritonblas decides on stderr (-v INFO, -vv DEBUG)")
     sub = ap.add_subparsers(dest="command", required=True, parser_class=_Parser)
     p = sub.add_parser("profiles", help="list the hardware profiles or show one")
     p.add_argument("action", nargs="?", default="list", choices=("list", "show"))
     p.add_argument("name", nargs="?")
+    _add_json(p)
     p.set_defaults(func=cmd_profiles)
     for name, what in (("select", "rank configurations for M N K"), ("explain", "explain the selection for M N K")):
         p = sub.add_parser(name, help=what)
@@ -353,6 +451,7 @@ def build_parser() -> argparse.ArgumentParser:
                         "torch.cuda.get_device_properties().gcnArchName, e.g. 'NVIDIA H200'); default: "
                         "device-agnostic keys")
     p.add_argument("-q", "--quiet", action="store_true", help="no progress bar and no summary line")
+    _add_json(p)
     p.set_defaults(func=cmd_table)
     p = sub.add_parser(
         "calibrate", help="measure this GPU and write its hardware profile; fit the model to a sweep",
@@ -393,9 +492,35 @@ def build_parser() -> argparse.ArgumentParser:
     return ap
 
 
+def _version() -> str:
+    """``tritonblas X (numba Y, torch Z, triton W)`` from the installed metadata (nothing imported)."""
+    from importlib import metadata
+
+    from tritonblas import __version__
+
+    deps = []
+    for name in ("numba", "torch", "triton"):
+        try:
+            deps.append(f"{name} {metadata.version(name)}")
+        except metadata.PackageNotFoundError:
+            deps.append(f"{name} not installed")
+    return f"tritonblas {__version__} ({', '.join(deps)})"
+
+
+def _logging(verbose: int) -> None:
+    if verbose:
+        h = logging.StreamHandler(sys.stderr)
+        h.setFormatter(logging.Formatter("%(name)s: %(message)s"))
+        for name in ("tritonblas", "origami"):
+            lg = logging.getLogger(name)
+            lg.addHandler(h)
+            lg.setLevel(logging.DEBUG if verbose > 1 else logging.INFO)
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     try:
         args = build_parser().parse_args(argv)
+        _logging(args.verbose)
         return args.func(args)
     except UsageError as e:
         print(f"error: {e}", file=sys.stderr)

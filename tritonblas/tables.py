@@ -57,6 +57,7 @@ import datetime as _dt
 import hashlib
 import io
 import json
+import logging
 import os
 import re
 import tempfile
@@ -73,6 +74,7 @@ import numpy as np
 from origami.config import Kind, TileConfig
 from origami.hardware import HardwareProfile, ProfileError, load_profile
 from origami.problem import DType, GemmProblem, Layout
+from tritonblas.log import TableWarning, logger
 
 __all__ = [
     "FORMAT", "FORMAT_VERSION", "ENV_TABLE", "KEY_FIELDS", "CONFIG_FIELDS", "FORMATS",
@@ -89,10 +91,6 @@ CONFIG_FIELDS = tuple(f.name for f in fields(TileConfig))
 FORMATS = ("json", "csv", "inductor")
 CHUNK = 1 << 14  # problems per select_many_arrays call (progress granularity; costs nothing measurable)
 _MAX_LISTED = 5  # bad entries named in one warning
-
-
-class TableWarning(UserWarning):
-    """A tile table (or some of its entries) was ignored; the model decides the affected shapes."""
 
 
 class TableError(ValueError):
@@ -444,7 +442,8 @@ def _inductor_operands(p: GemmProblem) -> tuple[str, bool]:
     return key, implied == p.align_bytes
 
 
-def render_inductor(table: TileTable, *, device_key: str | None = None) -> tuple[dict[str, list[dict]], int]:
+def render_inductor(table: TileTable, *, device_key: str | None = None,
+                    profile: "HardwareProfile | str | None" = None) -> tuple[dict[str, list[dict]], int]:
     """PyTorch Inductor's template lookup table (``torch._inductor.config.lookup_table.table``, read by
     ``torch._inductor.lookup_table.LookupTableChoices``, installed with
     ``torch._inductor.virtualized.V.set_choices_handler(LookupTableChoices())``; Inductor has no file
@@ -461,23 +460,39 @@ def render_inductor(table: TileTable, *, device_key: str | None = None) -> tuple
       ``hint_override`` (None) on NVIDIA or ``matrix_instr_nonkdim``, ``waves_per_eu``, ``kpack`` on AMD.
       The full set matters: torch 2.13 merges a hit over its base kwargs (``{**base, **entry}``), but
       earlier versions of ``LookupTableChoices._create_lookup_choices`` (pytorch/pytorch history, likely
-      the 2.11 line) pass the entry alone as the template's kwargs. Inductor's mm templates are
-      data-parallel: persistent, Stream-K and split-K picks keep their tile, warps, stages and GROUP_M
-      and run data-parallel there.
+      the 2.11 line) pass the entry alone as the template's kwargs.
+    - Inductor's mm templates are data-parallel (GROUP_M swizzle, no chiplet remap). An entry the
+      template cannot express (persistent, Stream-K, split-K, or a chiplet remap) is replaced by the
+      model's best data-parallel config without remap (:func:`origami.select.select_among`), not by
+      the same tile run data-parallel: on h200 128x1024x65536 bf16 the split-K pick's tile runs a
+      predicted 299 us data-parallel, the best data-parallel config 155 us (16x4096x4096: 15.4 vs
+      10.9 us). The provenance counts them (``dp_substituted_entries``). ``profile``: the table's
+      profile (default: loaded by the table's profile name; its content hash must match).
     - Only what Inductor keys by dtype alone: a_dtype == b_dtype == c_dtype in fp32/fp16/bf16 (fp8 and
       int8 go through other ops; TF32 is a mode of fp32 that the key cannot tell apart). Several
       entries of one key (differing in ``align_bytes``): the one whose alignment the strides imply.
     - Provenance rides along as key ``tritonblas:provenance`` with one config whose ``template_id``
       (``tritonblas::provenance``) matches no template, so Inductor never applies it.
     """
+    from origami.select import select_among
+
     prefix = f"{device_key}+" if device_key else ""
     out: dict[str, list[dict]] = {}
     exact: set[str] = set()
-    skipped = 0
+    skipped = substituted = 0
+    hw = None
     for p, cfg in table.entries.items():
         if p.a_dtype not in _TORCH_DTYPE or not p.a_dtype == p.b_dtype == p.c_dtype:
             skipped += 1
             continue
+        if cfg.kind is not Kind.DP or cfg.num_chiplets != 1:
+            if hw is None:
+                hw = load_profile(profile if profile is not None else table.profile_name)
+                if hw.content_hash != table.profile_hash:
+                    raise ValueError(f"profile: {hw.name} has content hash {hw.content_hash}, the table was made "
+                                     f"for {table.profile_name} ({table.profile_hash}); pass the table's profile")
+            cfg = select_among(p, hw, (Kind.DP,), chiplet_remap=False).config
+            substituted += 1
         inputs, implied = _inductor_operands(p)
         op = "bmm" if p.batch > 1 else "mm"
         key = f"{prefix}{inputs}+{op}"
@@ -498,7 +513,7 @@ def render_inductor(table: TileTable, *, device_key: str | None = None) -> tuple
         out[key] = [c]
     prov = {"template_id": "tritonblas::provenance", **table.meta(),
             "source_checksum": table.digest(),
-            "skipped_entries": skipped}
+            "skipped_entries": skipped, "dp_substituted_entries": substituted}
     return {INDUCTOR_PROVENANCE_KEY: [prov], **out}, skipped
 
 
@@ -676,8 +691,9 @@ def _parse_csv(text: str) -> tuple[dict, dict]:
 def _fail(path: str, reason: str, strict: bool, stacklevel: int) -> TileTable:
     if strict:
         raise TableError(f"{path}: {reason}")
-    warnings.warn(f"ignoring tile table {path}: {reason}; the model decides every shape",
-                  TableWarning, stacklevel=stacklevel + 1)
+    msg = f"ignoring tile table {path}: {reason}; the model decides every shape"
+    logger.warning("%s", msg)
+    warnings.warn(msg, TableWarning, stacklevel=stacklevel + 1)
     return TileTable.empty(path, reason)
 
 
@@ -743,9 +759,11 @@ def _load(path: str, strict: bool, profile) -> TileTable:
     if rejected:
         listed = "; ".join(f"{k!r}: {w}" for k, w in rejected[:_MAX_LISTED])
         more = f"; and {len(rejected) - _MAX_LISTED} more" if len(rejected) > _MAX_LISTED else ""
-        warnings.warn(f"tile table {path}: dropped {len(rejected)} of {len(entries)} entries that fail the "
-                      f"model's checks (the model decides those shapes): {listed}{more}",
-                      TableWarning, stacklevel=3)
+        msg = (f"tile table {path}: dropped {len(rejected)} of {len(entries)} entries that fail the "
+               f"model's checks (the model decides those shapes): {listed}{more}")
+        logger.warning("%s", msg)
+        warnings.warn(msg, TableWarning, stacklevel=3)
+    logger.info("tile table %s: %d entries for profile %s (%s)", path, len(good), prof["name"], prof["content_hash"])
     return table
 
 
@@ -857,11 +875,16 @@ def lookup(problem: GemmProblem, profile: "HardwareProfile | str") -> TileConfig
             fresh = tag not in _WARNED
             _WARNED.add(tag)
         if fresh:
-            warnings.warn(f"tile table {table.path or '(in memory)'} was made for profile {table.profile_name} "
-                          f"({table.profile_hash}), not {hw.name} ({hw.content_hash}): not used for it; "
-                          "the model decides", TableWarning, stacklevel=2)
+            msg = (f"tile table {table.path or '(in memory)'} was made for profile {table.profile_name} "
+                   f"({table.profile_hash}), not {hw.name} ({hw.content_hash}): not used for it; the model decides")
+            logger.warning("%s", msg)
+            warnings.warn(msg, TableWarning, stacklevel=2)
         return None
-    return table.entries.get(problem)
+    cfg = table.entries.get(problem)
+    if logger.isEnabledFor(logging.DEBUG):
+        logger.debug("tile table %s: %s %s", table.path or "(in memory)", "hit" if cfg else "miss, the model decides",
+                     f"{problem.describe()} -> {cfg.short()}" if cfg else problem.describe())
+    return cfg
 
 
 def clear_cache() -> None:

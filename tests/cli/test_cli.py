@@ -109,3 +109,65 @@ def test_tables_never_fold_a_header_or_cell_outside_a_terminal(capsys):
         assert c in header, (c, header)
     for cell in row:
         assert cell in body, (cell, body)
+
+
+@pytest.mark.parametrize("args,needles", [
+    (("select", "64", "64", "64", "--top", "0"), ("--top", "'0'")),
+    (("select", "64", "64", "64", "--top", "-3"), ("--top", "'-3'")),
+    (("explain", "64", "64", "64", "--top", "x"), ("--top", "'x'")),
+    (("select", "64", "64", "64", "--out-dtype", "int8"), ("--out-dtype", "int8")),
+    (("select", "64", "64", "64", "--batch", "0"), ("--batch", "'0'")),
+])
+def test_option_values_validated(args, needles):
+    assert_usage_error(run_cli(*args), *needles)
+
+
+def test_version():
+    r = run_cli("--version")
+    assert r.returncode == 0, r.stderr
+    assert r.stdout.startswith("tritonblas 0.") and "numba " in r.stdout
+
+
+def test_help_is_plain_text():
+    for args in (("--help",), ("select", "--help"), ("table", "--help")):
+        r = run_cli(*args)
+        assert r.returncode == 0 and "``" not in r.stdout and ":func:" not in r.stdout, r.stdout
+
+
+def test_json_outputs():
+    import json
+
+    r = run_cli("select", "128", "1024", "65536", "--top", "3", "--json")
+    assert r.returncode == 0, r.stderr
+    doc = json.loads(r.stdout)
+    assert doc["problem"]["m"] == 128 and doc["profile"]["name"] == "h200" and len(doc["ranked"]) == 3
+    lat = [e["latency_ns"] for e in doc["ranked"]]
+    assert lat == sorted(lat) and doc["ranked"][0]["config"]["kind"] in ("dp", "persistent", "streamk", "splitk")
+    # the numba warm-up is reported on its own, never as query time (a cold rank is ~0.1-1 ms)
+    assert "warmup_s" in doc and doc["query_s"] < 0.25
+    r = run_cli("explain", "16", "4096", "4096", "--top", "2", "--json")
+    doc = json.loads(r.stdout)
+    assert 0 < doc["ranked"][0]["roofline_fraction"] <= 1 and doc["roofline_floor_ns"] > 0
+    r = run_cli("profiles", "--json")
+    names = [p["name"] for p in json.loads(r.stdout)]
+    assert {"h200", "mi300x", "b200"} <= set(names)
+    r = run_cli("profiles", "show", "h200", "--json")
+    assert json.loads(r.stdout)["profile"]["name"] == "h200"
+
+
+def test_table_json(tmp_path):
+    import json
+
+    shapes = tmp_path / "s.yaml"
+    shapes.write_text("- {m: 128, n: 256, k: 512}\n- {m: 4096, n: 4096, k: 4096}\n- {m: 128, n: 256, k: 512}\n")
+    out = tmp_path / "t.json"
+    r = run_cli("table", "--profile", "h200", "--shapes", str(shapes), "-o", str(out), "--json")
+    assert r.returncode == 0, r.stderr
+    doc = json.loads(r.stdout)
+    assert doc["entries"] == 2 and doc["shapes"] == 3 and doc["output"] == str(out) and out.exists()
+
+
+def test_verbose_logs_on_stderr():
+    r = run_cli("-v", "select", "64", "64", "64", "--top", "1")
+    assert r.returncode == 0, r.stderr
+    assert "tritonblas.cli: numba warm-up" in r.stderr and "ranked in" in r.stderr

@@ -732,7 +732,7 @@ def test_inductor_format_read_by_inductors_lookup(tmp_path, hw):
         with V.set_graph_handler(SimpleNamespaceGraph(SizeVarAllocator())), \
                 inductor_config.patch({"lookup_table.table": table}):
             for p in probs:
-                cfg = origami.select(p, hw).config
+                cfg = origami.select_among(p, hw, [origami.Kind.DP], chiplet_remap=False).config
                 op = "bmm" if p.batch > 1 else "mm"
                 ki = MMKernelInputs(_inductor_nodes(ir, torch, p))
                 key = choices.make_lookup_key(ki, op, include_device=device_key is not None)
@@ -745,6 +745,49 @@ def test_inductor_format_read_by_inductors_lookup(tmp_path, hw):
                     "USE_FAST_ACCUM": False, "ACC_TYPE": "tl.float32", "hint_override": None}]}
             miss = MMKernelInputs(_inductor_nodes(ir, torch, origami.GemmProblem(4096, 4096, 4095)))
             assert choices.lookup_template_configs(miss, "mm", ["triton::mm"]) == {}
+
+
+@pytest.mark.parametrize("name", ["h200", "mi300x"])
+def test_inductor_export_picks_the_best_config_inductor_can_express(name):
+    """A split-K / Stream-K / persistent / chiplet-remapped pick becomes the model's best data-parallel
+    config without remap, never the same tile run data-parallel (h200: 128x1024x65536 299 -> 155 us,
+    16x4096x4096 15.4 -> 10.9 us by the model's own predictions)."""
+    import dataclasses
+
+    hw = origami.load_profile(name)
+    probs = [origami.GemmProblem(128, 1024, 65536), origami.GemmProblem(16, 4096, 4096),
+             origami.GemmProblem(4096, 4096, 4096), origami.GemmProblem(3000, 2000, 1500),
+             origami.GemmProblem(64, 64, 65536, "fp16", "fp16", "fp16")]
+    table = tables.make_table(probs, hw)
+    doc, _ = tables.render_inductor(table)
+    rendered = {tuple(v[0][f] for f in ("BLOCK_M", "BLOCK_N", "BLOCK_K", "GROUP_M", "num_warps", "num_stages"))
+                for k, v in doc.items() if k != tables.INDUCTOR_PROVENANCE_KEY}
+    moved = 0
+    for p in probs:
+        pick = table.entries[p]
+        best_dp = origami.select_among(p, hw, [origami.Kind.DP], chiplet_remap=False)
+        c = best_dp.config
+        assert (c.block_m, c.block_n, c.block_k, c.group_m, c.num_warps, c.num_stages) in rendered
+        if pick.kind is origami.Kind.DP and pick.num_chiplets == 1:
+            assert c == pick
+            continue
+        moved += 1
+        same_tile = dataclasses.replace(pick, kind=origami.Kind.DP, split_k=1, grid=0, num_chiplets=1, chunk=1)
+        assert best_dp.latency_ns <= origami.predict(p, hw, same_tile).latency_ns
+        assert best_dp.latency_ns >= origami.select(p, hw).latency_ns
+    assert doc[tables.INDUCTOR_PROVENANCE_KEY][0]["dp_substituted_entries"] == moved > 0
+    if name == "h200":
+        p = origami.GemmProblem(128, 1024, 65536)
+        same_tile = dataclasses.replace(table.entries[p], kind=origami.Kind.DP, split_k=1)
+        assert origami.predict(p, hw, same_tile).latency_ns == pytest.approx(299.5e3, rel=0.01)
+        assert origami.select_among(p, hw, [origami.Kind.DP], chiplet_remap=False).latency_ns == \
+            pytest.approx(154.9e3, rel=0.01)
+
+
+def test_inductor_export_refuses_a_foreign_profile():
+    table = tables.make_table([origami.GemmProblem(16, 4096, 4096)], "h200")
+    with pytest.raises(ValueError, match="profile: h100 has content hash"):
+        tables.render_inductor(table, profile="h100")
 
 
 class SimpleNamespaceGraph:

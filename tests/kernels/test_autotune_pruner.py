@@ -1,0 +1,117 @@
+"""Triton integration (DESIGN.md §3): TileConfig ↔ triton.Config and the model as an
+``early_config_prune`` for a user's ``@triton.autotune`` kernel, run under the interpreter."""
+
+from __future__ import annotations
+
+import importlib.util
+from pathlib import Path
+
+import pytest
+
+torch = pytest.importorskip("torch")
+triton = pytest.importorskip("triton")
+
+import origami  # noqa: E402
+from origami import GemmProblem, Kind, TileConfig  # noqa: E402
+from tritonblas.autotune import problem_of, pruner, rank_configs  # noqa: E402
+
+EXAMPLE = Path(__file__).resolve().parents[2] / "examples" / "autotune_pruner.py"
+
+
+def test_to_triton_config_nvidia():
+    cfg = TileConfig(Kind.DP, 128, 64, 32, 4, 3, group_m=8)
+    tc = cfg.to_triton_config()
+    assert isinstance(tc, triton.Config)
+    assert tc.kwargs == {"BLOCK_M": 128, "BLOCK_N": 64, "BLOCK_K": 32, "GROUP_M": 8}
+    assert (tc.num_warps, tc.num_stages) == (4, 3)
+    assert TileConfig.from_triton_config(tc) == cfg
+    renamed = cfg.to_triton_config({"block_m": "BLOCK_SIZE_M", "group_m": "GROUP_SIZE_M"})
+    assert set(renamed.kwargs) == {"BLOCK_SIZE_M", "BLOCK_N", "BLOCK_K", "GROUP_SIZE_M"}
+    assert TileConfig.from_triton_config(renamed) == cfg
+
+
+def test_to_triton_config_amd_extras():
+    cfg = TileConfig(Kind.DP, 256, 128, 64, 8, 2, group_m=4, waves_per_eu=0, matrix_instr_nonkdim=16, kpack=2)
+    tc = cfg.to_triton_config()
+    assert tc.kwargs["waves_per_eu"] == 0 and tc.kwargs["matrix_instr_nonkdim"] == 16 and tc.kwargs["kpack"] == 2
+    assert TileConfig.from_triton_config(tc) == cfg
+
+
+def test_selected_dp_config_maps_and_others_refuse():
+    best = origami.select(GemmProblem(4096, 4096, 4096), "h200").config
+    if best.kind is Kind.DP:
+        assert TileConfig.from_triton_config(best.to_triton_config()) == best
+    sk = TileConfig(Kind.SPLITK, 64, 64, 64, 4, 3, split_k=4)
+    with pytest.raises(ValueError, match="TileConfig.kind: only 'dp'.*'splitk'"):
+        sk.to_triton_config()
+
+
+def test_from_triton_config_errors_and_defaults():
+    tutorial = triton.Config({"BLOCK_SIZE_M": 64, "BLOCK_SIZE_N": 64, "BLOCK_SIZE_K": 32}, num_warps=4, num_stages=4)
+    assert TileConfig.from_triton_config(tutorial).group_m == 1  # no GROUP_M: no swizzle
+    with pytest.raises(ValueError, match="no BLOCK_K / BLOCK_SIZE_K constexpr for TileConfig.block_k"):
+        TileConfig.from_triton_config(triton.Config({"BLOCK_M": 64, "BLOCK_N": 64}))
+
+
+CONFIGS = [triton.Config({"BLOCK_M": bm, "BLOCK_N": bn, "BLOCK_K": bk, "GROUP_M": 8}, num_warps=w, num_stages=s)
+           for bm, bn, bk, w, s in [(256, 256, 128, 8, 4), (128, 256, 64, 8, 3), (64, 64, 32, 4, 4),
+                                    (128, 128, 64, 8, 3), (16, 64, 64, 4, 3)]]
+
+
+def _args(m, n, k, dtype=torch.bfloat16):
+    a, b = torch.empty(m, k, dtype=dtype), torch.empty(k, n, dtype=dtype)
+    return {"a_ptr": a, "b_ptr": b, "c_ptr": torch.empty(m, n, dtype=dtype), "M": m, "N": n, "K": k}
+
+
+@pytest.mark.parametrize("shape", [(4096, 4096, 4096), (16, 4096, 4096), (300, 200, 5000)])
+def test_pruner_keeps_the_models_best(shape):
+    args = _args(*shape)
+    problem = problem_of(args)
+    assert problem == GemmProblem(*shape)
+    kept = pruner(top_k=2, profile="h200")(CONFIGS, args)
+    preds = {}
+    for c in CONFIGS:
+        try:
+            preds[id(c)] = origami.predict(problem, "h200", TileConfig.from_triton_config(c)).latency_ns
+        except ValueError:
+            pass
+    assert len(preds) >= 2  # 256x256x128 never fits in shared memory; M=16 rules out BLOCK_M > 64
+    best2 = sorted(preds, key=preds.get)[:2]
+    assert [id(c) for c in kept] == best2
+
+
+def test_pruner_puts_rejected_configs_last_and_never_returns_nothing():
+    only_bad = [CONFIGS[0]]
+    ranked = rank_configs(only_bad, GemmProblem(4096, 4096, 4096), "h200")
+    assert ranked[0][0] is CONFIGS[0] and "check_smem" in ranked[0][1]
+    assert pruner(profile="h200")(only_bad, _args(4096, 4096, 4096)) == only_bad
+
+
+def test_pruner_amd_profile_defaults_the_amd_knobs():
+    ranked = rank_configs(CONFIGS, GemmProblem(4096, 4096, 4096), "mi300x")
+    assert all(isinstance(e, origami.Estimate) for _, e in ranked[:3])
+    assert ranked[0][1].config.matrix_instr_nonkdim == 16
+
+
+def test_pruner_argument_errors():
+    with pytest.raises(ValueError, match="top_k: must be an int >= 1"):
+        pruner(top_k=0)
+    with pytest.raises(ValueError, match=r"no argument\(s\) \['M'\]"):
+        pruner(profile="h200")(CONFIGS, {k: v for k, v in _args(64, 64, 64).items() if k != "M"})
+
+
+def test_example_user_kernel_autotunes_through_the_pruner(monkeypatch):
+    monkeypatch.setenv("TRITONBLAS_PROFILE", "h200")
+    spec = importlib.util.spec_from_file_location("autotune_pruner_example", EXAMPLE)
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    calls = []
+    prune = mod.matmul_kernel.early_config_prune
+    mod.matmul_kernel.early_config_prune = lambda *a, **k: calls.append(1) or prune(*a, **k)
+    a, b = torch.randn(80, 48), torch.randn(48, 72)
+    torch.testing.assert_close(mod.matmul(a, b), a @ b, rtol=1e-4, atol=1e-4)
+    mod.matmul(a, b)
+    assert len(calls) == 1, "Triton prunes once per autotune key"
+    problem = GemmProblem(80, 72, 48, "fp32", "fp32", "fp32")
+    best = rank_configs(mod.CONFIGS, problem, "h200")[0][0]
+    assert mod.matmul_kernel.best_config is best

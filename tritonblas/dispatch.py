@@ -63,6 +63,7 @@ from __future__ import annotations
 import contextlib
 import dataclasses
 import inspect
+import logging
 import operator
 import os
 import threading
@@ -79,6 +80,7 @@ from origami.config import Kind, TileConfig
 from origami.hardware import HardwareProfile
 from origami.problem import DType, GemmProblem, Layout
 from tritonblas import _device, _fastlaunch, _interpreter, tables
+from tritonblas.log import FallbackWarning, logger
 from tritonblas import plan as _plan
 from tritonblas._device import ENV_PROFILE, DeviceError, DeviceInfo, clear_device_cache, profile_for_device
 
@@ -278,7 +280,9 @@ def _build(key: GemmKey, hw: HardwareProfile, device: torch.device, op: str):
             if (staged := _align_staged(key, problem, hw, est.latency_ns)) is not None:
                 problem, cfg, stage = staged
         except ValueError as e:
-            warnings.warn(f"tritonblas.{op}: {e}; torch runs this problem", RuntimeWarning, stacklevel=4)
+            msg = f"tritonblas.{op}: {e}; torch runs this problem"
+            logger.warning("%s", msg)
+            warnings.warn(msg, FallbackWarning, stacklevel=4)
             return _store(key, _FALLBACK)
     if torch.are_deterministic_algorithms_enabled() and cfg.kind not in DETERMINISTIC_KINDS:
         msg = (f"tritonblas.{op}: the {cfg.kind.value} kernel chosen for {problem.describe()} is not "
@@ -288,6 +292,9 @@ def _build(key: GemmKey, hw: HardwareProfile, device: torch.device, op: str):
         warnings.warn(msg, UserWarning, stacklevel=4)
     lp = _plan.make_plan(cfg, problem, hw, tma=True, checked=from_model, stage=stage)
     _STATS["plans"] += 1
+    if logger.isEnabledFor(logging.DEBUG):
+        logger.debug("plan %s -> %s (%s)", problem.describe(), cfg.short(),
+                     "config=" if key.config is not None else "model" if from_model else "table")
     return _store(key, lp)
 
 
@@ -1002,6 +1009,8 @@ def gemm(a: torch.Tensor, b: torch.Tensor, out: torch.Tensor | None = None, *, c
     reason = fallback_reason(a, b, c, out)
     if reason is not None:
         _STATS["fallbacks"] += 1
+        if logger.isEnabledFor(logging.DEBUG):
+            logger.debug("tritonblas.%s: torch runs a %s @ b %s: %s", op, tuple(a.shape), tuple(b.shape), reason)
         return _torch_gemm(a, b, out, c, alpha, beta)
     if out is None:
         out = torch.empty(_out_shape(a, b), dtype=a.dtype, device=a.device)

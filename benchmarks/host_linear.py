@@ -19,8 +19,9 @@ import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
-if str(ROOT) not in sys.path:
-    sys.path.insert(0, str(ROOT))
+for _p in (ROOT, ROOT / "benchmarks"):
+    if str(_p) not in sys.path:
+        sys.path.insert(0, str(_p))
 
 
 def per_call_us(fn, n: int, batches: int = 5) -> float:
@@ -41,6 +42,7 @@ def main(argv=None) -> int:
     ap = argparse.ArgumentParser()
     ap.add_argument("--n", type=int, default=1000)
     ap.add_argument("--profile", action="store_true")
+    ap.add_argument("--model", default=None, help="also profile eager decode of this benchmarks/models.py LLM")
     args = ap.parse_args(argv)
     import torch
     import torch.nn.functional as F
@@ -92,7 +94,56 @@ def main(argv=None) -> int:
                     F.linear(x, w, b)
                 pr.disable()
             pstats.Stats(pr).sort_stats("tottime").print_stats(18)
+    if args.model:
+        decode_profile(args.model, args.n)
     return 0
+
+
+def decode_profile(name: str, n: int) -> None:
+    """Per-token wall time of eager greedy decode (DynamicCache) with torch and under enable(), and a
+    cProfile of our tokens: where the host time of a real decode step goes."""
+    import cProfile
+    import pstats
+
+    import torch
+    import transformers as tf
+
+    import models
+    import tritonblas
+    from tritonblas import dispatch
+
+    model, _, _ = models.build(name, torch.bfloat16, "cuda")
+    prompt = torch.randint(0, model.config.vocab_size, (1, 64), device="cuda")
+
+    def tokens(k: int):
+        cache = tf.DynamicCache(config=model.config)
+        out = model(input_ids=prompt, past_key_values=cache, use_cache=True)
+        tok = out.logits[:, -1:].argmax(-1)
+        torch.cuda.synchronize()
+        t0 = time.perf_counter()
+        for _ in range(k):
+            out = model(input_ids=tok, past_key_values=cache, use_cache=True)
+            tok = out.logits[:, -1:].argmax(-1)
+        torch.cuda.synchronize()
+        return (time.perf_counter() - t0) / k * 1e3
+
+    with torch.inference_mode():
+        for label, ctx in (("torch", None), ("ours", tritonblas.enable)):
+            for _ in range(2):
+                if ctx is None:
+                    ms = tokens(16)
+                else:
+                    with ctx():
+                        dispatch.reset_stats()
+                        ms = tokens(16)
+                        st = dispatch.stats()
+            print(f"decode {name} {label}: {ms:.3f} ms/token" + (f" stats {st}" if ctx else ""))
+        with tritonblas.enable():
+            pr = cProfile.Profile()
+            pr.enable()
+            tokens(8)
+            pr.disable()
+        pstats.Stats(pr).sort_stats("tottime").print_stats(30)
 
 
 if __name__ == "__main__":

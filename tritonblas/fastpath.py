@@ -80,7 +80,9 @@ def direct(*tensors) -> bool:
     for t in tensors:
         if t is not None and type(t) not in _PLAIN:
             return False
-    return not (_tf_modes() or _dispatch_modes() or _is_compiling() or _functorch_level() is not None
+    # is_compiling() first: dynamo folds it to True while tracing and never reaches the C queries
+    # after it, which it cannot trace (a graph break there sent the rest of the call eager)
+    return not (_is_compiling() or _tf_modes() or _dispatch_modes() or _functorch_level() is not None
                 or _tracing() is not None)
 
 

@@ -214,12 +214,17 @@ def linear(x, w, bias=None):
     if _environ.get(ENV_FAST) == "0" or not direct():
         return None
     if _grad_enabled() and (x.requires_grad or w.requires_grad or (bias is not None and bias.requires_grad)):
-        if x.dim() < 2 or w.dim() != 2 or x.shape[-1] != w.shape[1] or x.dtype != w.dtype:
+        try:
+            known = _linear_key(x, w, bias) in _LINEAR  # this signature passed the checks below before
+        except (RuntimeError, NotImplementedError):
             return None
-        if bias is not None and (bias.dim() != 1 or bias.shape[0] != w.shape[0] or bias.dtype != x.dtype):
-            return None
-        if dispatch.fallback_reason(x, w, bias) is not None:
-            return None
+        if not known:
+            if x.dim() < 2 or w.dim() != 2 or x.shape[-1] != w.shape[1] or x.dtype != w.dtype:
+                return None
+            if bias is not None and (bias.dim() != 1 or bias.shape[0] != w.shape[0] or bias.dtype != x.dtype):
+                return None
+            if dispatch.fallback_reason(x, w, bias) is not None:
+                return None
         return _Linear.apply(x, w, bias)
     return _linear_run(x, w, bias)
 

@@ -19,7 +19,7 @@ from pathlib import Path
 from types import MappingProxyType
 from typing import Any, Mapping
 
-import yaml
+from origami._yaml import YamlError, load_yaml
 
 __all__ = ["HardwareProfile", "ProfileError", "load_profile", "list_profiles", "SCHEMA", "MODEL_PARAMS"]
 
@@ -188,57 +188,12 @@ def _to_raw(p: HardwareProfile) -> dict:
     }
 
 
-# ---------------------------------------------------------------------------------------------
-# YAML loading with duplicate-key detection. Floats follow PyYAML's YAML 1.1 rules (`4.8e12` is a
-# string there); such strings are rejected by validation with a hint, never coerced.
-# ---------------------------------------------------------------------------------------------
-class _StrictLoader(yaml.SafeLoader):
-    pass
-
-
-def _construct_mapping(loader: _StrictLoader, node: yaml.MappingNode, deep: bool = False) -> dict:
-    seen: dict[Any, int] = {}
-    for key_node, _ in node.value:
-        key = loader.construct_object(key_node, deep=deep)
-        line = key_node.start_mark.line + 1
-        if key in seen:
-            raise yaml.constructor.ConstructorError(
-                None, None, f"duplicate key {key!r} (lines {seen[key]} and {line})", key_node.start_mark)
-        seen[key] = line
-    return loader.construct_mapping(node, deep=deep)
-
-
-_StrictLoader.add_constructor(yaml.resolver.BaseResolver.DEFAULT_MAPPING_TAG, _construct_mapping)
-
-
-def _duplicate_keys(node: yaml.Node, path: str, out: list[str]) -> list[str]:
-    """Every duplicated mapping key, by dotted path, with both line numbers (PyYAML keeps the last)."""
-    if isinstance(node, yaml.MappingNode):
-        seen: dict[str, int] = {}
-        for key_node, value_node in node.value:
-            key = key_node.value if isinstance(key_node, yaml.ScalarNode) else str(key_node.value)
-            line, p = key_node.start_mark.line + 1, _join(path, str(key))
-            if key in seen:
-                out.append(f"{p}: duplicate key {key!r} (lines {seen[key]} and {line})")
-            else:
-                seen[key] = line
-            _duplicate_keys(value_node, p, out)
-    elif isinstance(node, yaml.SequenceNode):
-        for i, item in enumerate(node.value):
-            _duplicate_keys(item, f"{path}[{i}]", out)
-    return out
-
-
 def _parse_yaml(text: str, where: str) -> Any:
+    """The shared safe reader (``origami._yaml``: no anchors/aliases, no duplicate keys)."""
     try:
-        node = yaml.compose(text, Loader=_StrictLoader)  # noqa: S506 - SafeLoader subclass
-        dups = _duplicate_keys(node, "", []) if node is not None else []
-        if dups:
-            body = "\n  ".join(f"{where}: {d}" for d in dups)
-            raise ProfileError(f"{len(dups)} error(s) in profile {where}:\n  {body}" if len(dups) > 1 else body)
-        return yaml.load(text, Loader=_StrictLoader)  # noqa: S506 - SafeLoader subclass
-    except yaml.YAMLError as e:
-        raise ProfileError(f"{where}: not valid YAML: {e}".replace("\n", " ")) from None
+        return load_yaml(text, where)
+    except YamlError as e:
+        raise ProfileError(str(e)) from None
 
 
 # ---------------------------------------------------------------------------------------------

@@ -81,6 +81,15 @@ class Layout(str, enum.Enum):
 
 _ALIGNMENTS = (1, 2, 4, 8, 16)
 
+# The supported range of a problem's sizes. Each of m, n, k, batch must fit the kernels' 32-bit
+# program-id, row, column and K-iteration arithmetic (element offsets are int64, so operands of more
+# than 2^31 elements are fine). The output (batch·m·n elements) is bounded so that its tile ids,
+# 32-bit in the kernels, cannot overflow for the smallest legal tile (16×16: 2^39 / 2^8 = 2^31
+# tiles); 2^39 elements is 1 TiB of fp16, above every profile's memory. Within these bounds the
+# model's int64 counts stay exact and its float64 times finite (tests/origami/test_select_api.py).
+MAX_DIM = 2**31 - 1
+MAX_OUTPUT_ELEMENTS = 2**39
+
 
 @dataclass(frozen=True, slots=True)
 class GemmProblem:
@@ -88,6 +97,10 @@ class GemmProblem:
 
     ``align_bytes`` is the largest power of two ≤ 16 that divides every operand's base address and
     leading-dimension stride in bytes; 16 means "TMA / 128-bit vector loads are legal".
+
+    Sizes: each of m, n, k, batch in 0..2^31 − 1 and batch·m·n ≤ 2^39 (``MAX_DIM``,
+    ``MAX_OUTPUT_ELEMENTS``: what the kernels' 32-bit tile arithmetic supports); outside it
+    ``ValueError`` names the dimension and the range.
     """
 
     m: int
@@ -106,8 +119,11 @@ class GemmProblem:
             v = getattr(self, name)
             if isinstance(v, bool) or not isinstance(v, int):
                 raise TypeError(f"GemmProblem.{name}: expected an int, got {v!r}")
-            if v < 0:
-                raise ValueError(f"GemmProblem.{name}: must be >= 0, got {v}")
+            if not 0 <= v <= MAX_DIM:
+                raise ValueError(f"GemmProblem.{name}: must be in 0..{MAX_DIM} (2^31 - 1), got {v}")
+        if self.batch * self.m * self.n > MAX_OUTPUT_ELEMENTS:
+            raise ValueError(f"GemmProblem: batch·m·n = {self.batch}·{self.m}·{self.n} output elements; the "
+                             f"supported range is at most 2^39 = {MAX_OUTPUT_ELEMENTS}")
         for name in ("a_dtype", "b_dtype", "c_dtype"):
             object.__setattr__(self, name, DType.parse(getattr(self, name), f"GemmProblem.{name}"))
         for name in ("a_layout", "b_layout"):

@@ -7,11 +7,10 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
-import yaml
-
+from origami._yaml import YamlError, load_yaml
 from origami.problem import GemmProblem
 
-__all__ = ["ShapesError", "load_shapes", "parse_shapes"]
+__all__ = ["ShapesError", "load_shapes", "parse_shapes", "parse_shapes_text"]
 
 _KEYS = {"m", "n", "k", "batch", "a_dtype", "b_dtype", "c_dtype", "a_layout", "b_layout", "align_bytes"}
 _ALIGN_FROM = ("a_dtype", "b_dtype", "c_dtype", "a_layout", "b_layout", "batch")
@@ -54,8 +53,18 @@ def load_shapes(path: "str | os.PathLike[str]") -> list[GemmProblem]:
         text = p.read_text()
     except (OSError, UnicodeDecodeError) as e:
         raise ShapesError(f"{p}: cannot read: {e}") from None
+    return parse_shapes(parse_shapes_text(text, str(p)), str(p))
+
+
+def _entry_path(path: tuple, key: str) -> str:
+    head = f"entry {path[0]}" if path and isinstance(path[0], int) else ".".join(map(str, path)) or "(top level)"
+    return ".".join([head, *map(str, path[1:])])
+
+
+def parse_shapes_text(text: str, where: str):
+    """The YAML data of a shapes file's ``text`` through origami's safe reader (no anchors or aliases;
+    a duplicate key raises ShapesError naming the entry, the key and both lines)."""
     try:
-        data = yaml.safe_load(text)
-    except yaml.YAMLError as e:
-        raise ShapesError(f"{p}: not valid YAML: {e}".replace("\n", " ")) from None
-    return parse_shapes(data, str(p))
+        return load_yaml(text, where, describe=_entry_path)
+    except YamlError as e:
+        raise ShapesError(str(e).replace(":\n  ", ": ").replace("\n  ", "; ")) from None

@@ -10,16 +10,26 @@
 
 :func:`apply` is called lazily by the launch code (never at import) and is idempotent. It patches
 ``triton.runtime.interpreter`` in place, so it also fixes user kernels run in the same process.
+
+:func:`program_order` is a test hook: the interpreter runs a launch's programs one at a time in id
+order, so a Stream-K/split-K fix-up would only ever see one arrival order (the highest contributor
+last). Inside ``with program_order("reversed" | "even_odd" | seed):`` the programs of every launch
+run in that order instead (``tl.program_id`` returns the permuted id). Interpreter only, zero cost
+on GPU (nothing in the kernels changes); outside the block the order is the interpreter's own.
 """
 
 from __future__ import annotations
 
+import contextlib
 import os
+import random
 import threading
 
-__all__ = ["apply", "interpreting", "tensor_index", "serial"]
+__all__ = ["apply", "interpreting", "tensor_index", "serial", "program_order", "permutation"]
 
 _APPLIED = False
+_ORDER = threading.local()
+_ORDER_HOOK = False
 _LAUNCH_LOCK = threading.RLock()
 
 
@@ -135,3 +145,53 @@ def apply() -> bool:
     interp._patch_lang_tensor = _patch_lang_tensor
     _APPLIED = True
     return True
+
+
+def permutation(order: "str | int", n: int) -> list[int]:
+    """The run order of ``n`` programs: ``"forward"``, ``"reversed"``, ``"even_odd"`` (even ids, then
+    odd) or an int seed (a random permutation)."""
+    if order == "forward":
+        return list(range(n))
+    if order == "reversed":
+        return list(range(n - 1, -1, -1))
+    if order == "even_odd":
+        return list(range(0, n, 2)) + list(range(1, n, 2))
+    if isinstance(order, int) and not isinstance(order, bool):
+        perm = list(range(n))
+        random.Random(order).shuffle(perm)
+        return perm
+    raise ValueError(f"program_order: expected 'forward', 'reversed', 'even_odd' or an int seed, got {order!r}")
+
+
+@contextlib.contextmanager
+def program_order(order: "str | int"):
+    """Run the programs of every interpreted launch in this thread, inside the block, in ``order``
+    (see :func:`permutation`; axis 0 only, which is every tritonblas kernel's grid). Raises
+    RuntimeError when the interpreter is not active: on a GPU the order is the hardware's."""
+    global _ORDER_HOOK
+    if not interpreting():
+        raise RuntimeError("program_order: needs TRITON_INTERPRET=1 (the GPU picks its own order)")
+    permutation(order, 1)  # validate now
+    from triton.runtime import interpreter as interp
+
+    if not _ORDER_HOOK:
+        original = interp.InterpreterBuilder.set_grid_idx
+
+        def set_grid_idx(self, x, y, z):
+            active = getattr(_ORDER, "value", None)
+            if active is not None:
+                n = self.grid_dim[0]
+                perm = active[1].get(n)
+                if perm is None:
+                    perm = active[1][n] = permutation(active[0], n)
+                x = perm[x]
+            original(self, x, y, z)
+
+        interp.InterpreterBuilder.set_grid_idx = set_grid_idx
+        _ORDER_HOOK = True
+    outer = getattr(_ORDER, "value", None)
+    _ORDER.value = (order, {})
+    try:
+        yield
+    finally:
+        _ORDER.value = outer

@@ -285,11 +285,20 @@ def _build(key: GemmKey, hw: HardwareProfile, device: torch.device, op: str):
             warnings.warn(msg, FallbackWarning, stacklevel=4)
             return _store(key, _FALLBACK)
     if torch.are_deterministic_algorithms_enabled() and cfg.kind not in DETERMINISTIC_KINDS:
-        msg = (f"tritonblas.{op}: the {cfg.kind.value} kernel chosen for {problem.describe()} is not "
-               "deterministic, and torch.use_deterministic_algorithms(True) is set")
-        if not torch.is_deterministic_algorithms_warn_only_enabled():
-            raise RuntimeError(msg)
-        warnings.warn(msg, UserWarning, stacklevel=4)
+        # a model pick or a table entry gives way to the best deterministic candidate of the ranking;
+        # a forced config=, or a problem with no deterministic candidate, raises (warns if warn_only)
+        alt = None if key.config is not None else next(
+            (e.config for e in origami.rank(problem, hw, 1 << 30) if e.config.kind in DETERMINISTIC_KINDS), None)
+        if alt is not None:
+            cfg, from_model = alt, True
+        else:
+            why = "forced by config=" if key.config is not None else "and no deterministic kernel fits"
+            msg = (f"tritonblas.{op}: the {cfg.kind.value} kernel for {problem.describe()} is not deterministic "
+                   f"({why}; deterministic: {', '.join(sorted(k.value for k in DETERMINISTIC_KINDS)) or 'none'}), "
+                   "and torch.use_deterministic_algorithms(True) is set")
+            if not torch.is_deterministic_algorithms_warn_only_enabled():
+                raise RuntimeError(msg)
+            warnings.warn(msg, UserWarning, stacklevel=4)
     lp = _plan.make_plan(cfg, problem, hw, tma=True, checked=from_model, stage=stage)
     _STATS["plans"] += 1
     if logger.isEnabledFor(logging.DEBUG):

@@ -326,10 +326,13 @@ def _flow_lines(text: str) -> list[dict] | None:
         for item in mo.group(1).split(","):
             key, _, value = item.partition(":")
             value = value.strip()
+            key = key.strip()
+            if key in d:
+                return None  # a duplicate key: the YAML reader names the entry and both lines
             if _DECIMAL.fullmatch(value):
-                d[key.strip()] = int(value)
+                d[key] = int(value)
             elif value in _TOKENS:
-                d[key.strip()] = value
+                d[key] = value
             else:
                 return None
         out.append(d)
@@ -342,9 +345,7 @@ def read_shapes(path: "str | os.PathLike[str]") -> list[GemmProblem]:
     reader (:func:`_flow_lines`); anything else by the YAML parser (libyaml when present: PyYAML's
     YAML 1.1 semantics, ~3x faster than the pure loader; still ~75 us per entry). Entries are
     validated by ``origami.shapes.parse_shapes`` (ShapesError naming the file and the entry)."""
-    import yaml
-
-    from origami.shapes import ShapesError, parse_shapes
+    from origami.shapes import ShapesError, parse_shapes, parse_shapes_text
 
     p = Path(path)
     try:
@@ -354,17 +355,13 @@ def read_shapes(path: "str | os.PathLike[str]") -> list[GemmProblem]:
     data: Any = None
     if text.lstrip()[:1] == "[":
         try:
-            data = json.loads(text)
-        except ValueError:
+            data = json.loads(text, object_pairs_hook=_no_duplicates)
+        except (ValueError, _Duplicate):  # a duplicate key: the YAML reader names the entry and both lines
             data = None
     elif text.lstrip()[:1] == "-":
         data = _flow_lines(text)
     if data is None:
-        loader = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
-        try:
-            data = yaml.load(text, Loader=loader)  # noqa: S506 - a safe loader
-        except yaml.YAMLError as e:
-            raise ShapesError(f"{p}: not valid YAML: {e}".replace("\n", " ")) from None
+        data = parse_shapes_text(text, str(p))
     return parse_shapes(data, str(p))
 
 

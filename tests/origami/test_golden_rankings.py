@@ -9,11 +9,15 @@ Regenerate after an intended change, and review the diff of tests/origami/golden
 
     UPDATE_GOLDEN=1 python -m pytest tests/origami/test_golden_rankings.py
     python -m pytest tests/origami/test_golden_rankings.py --update-golden
+
+An update run rewrites the files, prints the diff and fails (it never passes), then a normal run
+checks the result.
 """
 
 from __future__ import annotations
 
 import math
+import shutil
 from pathlib import Path
 
 import pytest
@@ -59,9 +63,9 @@ def current(name: str) -> dict:
     return {"profile": name, "profile_hash": hw.content_hash, "top_k": TOP, "shapes": shapes}
 
 
-def write(name: str, data: dict) -> Path:
-    GOLDEN.mkdir(exist_ok=True)
-    path = GOLDEN / f"{name}.yaml"
+def write(name: str, data: dict, golden: Path = GOLDEN) -> Path:
+    golden.mkdir(exist_ok=True)
+    path = golden / f"{name}.yaml"
     header = (f"# Golden top-{TOP} rankings of origami on {name} (tests/origami/test_golden_rankings.py).\n"
               "# Generated: UPDATE_GOLDEN=1 python -m pytest tests/origami/test_golden_rankings.py\n"
               "# latency_ns is rounded to 3 significant digits; config is TileConfig.to_dict().\n")
@@ -116,20 +120,49 @@ def diff(golden: dict, now: dict) -> list[str]:
     return out
 
 
-@pytest.mark.parametrize("name", SHIPPED)
-def test_golden_top5_rankings(name, update_golden):
+def check(name: str, update: bool, golden: Path = GOLDEN) -> None:
+    """Compare the current rankings on ``name`` with the golden file, or (``update``) rewrite it, print
+    the diff and fail: an update run never passes, so a stray ``UPDATE_GOLDEN=1`` in CI cannot turn
+    a changed model green."""
     now = current(name)
-    path = GOLDEN / f"{name}.yaml"
-    if update_golden:
-        write(name, now)
-        return
+    path = golden / f"{name}.yaml"
+    if update:
+        before = yaml.safe_load(path.read_text()) if path.is_file() else {}
+        changes = diff(before, now)
+        write(name, now, golden)
+        report = "\n".join(changes) if changes else "(no ranking changed)"
+        print(f"rewrote {path}:\n{report}")
+        pytest.fail(f"update mode: rewrote {path}; review the diff and rerun without "
+                    f"UPDATE_GOLDEN/--update-golden:\n{report}", pytrace=False)
     assert path.is_file(), f"{path} is missing: run UPDATE_GOLDEN=1 python -m pytest {Path(__file__).name}"
-    golden = yaml.safe_load(path.read_text())
-    problems = diff(golden, now)
+    golden_data = yaml.safe_load(path.read_text())
+    problems = diff(golden_data, now)
     assert not problems, (
-        f"origami rankings on {name} differ from {path.relative_to(GOLDEN.parent.parent.parent)}:\n"
+        f"origami rankings on {name} differ from {path}:\n"
         + "\n".join(problems)
         + "\nIf the change is intended: UPDATE_GOLDEN=1 python -m pytest tests/origami/test_golden_rankings.py")
+
+
+@pytest.mark.parametrize("name", SHIPPED)
+def test_golden_top5_rankings(name, update_golden):
+    check(name, update_golden)
+
+
+def test_update_mode_rewrites_prints_the_diff_and_fails(tmp_path, capsys):
+    shutil.copy(GOLDEN / "h200.yaml", tmp_path / "h200.yaml")
+    data = yaml.safe_load((tmp_path / "h200.yaml").read_text())
+    top = data["shapes"][0]["top"]
+    top[0], top[1] = top[1], top[0]  # an edited golden file: ranks 1 and 2 swapped
+    (tmp_path / "h200.yaml").write_text(yaml.safe_dump(data, sort_keys=False))
+    with pytest.raises(AssertionError, match="differ from"):
+        check("h200", False, tmp_path)
+    with pytest.raises(pytest.fail.Exception, match="update mode: rewrote") as ei:
+        check("h200", True, tmp_path)
+    assert "square_8192_bf16" in str(ei.value) and "!#1 golden" in str(ei.value), str(ei.value)
+    assert "!#1 golden" in capsys.readouterr().out
+    check("h200", False, tmp_path)  # the rewritten file now matches
+    with pytest.raises(pytest.fail.Exception, match="no ranking changed"):
+        check("h200", True, tmp_path)  # an unchanged rewrite fails too
 
 
 def test_golden_files_cover_every_shipped_profile_and_nothing_else():

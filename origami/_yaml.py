@@ -1,0 +1,90 @@
+"""The one YAML reader of profiles (``origami.hardware``) and shapes files (``origami.shapes``,
+``tritonblas.tables.read_shapes``): PyYAML's safe loader (libyaml's parser when present) with two
+refusals that plain ``yaml.safe_load`` lacks.
+
+* **No anchors or aliases.** An alias shares a node, so a 13 KB file of nested aliases (a "billion
+  laughs") expands to ~10^9 nodes for any tree walk, and a self-referencing anchor
+  (``extra: &a [*a]``) builds a cyclic object that recursion cannot leave. Neither has a use in a
+  profile or a shapes file, so both are refused before any tree is built: the event stream is
+  scanned (linear in the text) whenever the text contains ``&`` or ``*``, the only characters
+  that can start them.
+* **No duplicate keys.** PyYAML keeps the last of two equal keys silently
+  (https://github.com/yaml/pyyaml/issues/165); every duplicate is reported with both lines.
+
+Errors are :class:`YamlError` (a ``ValueError``) whose message starts with the file name; callers
+re-raise them as their own error class. Floats keep PyYAML's YAML 1.1 rules (``4.8e12`` is a
+string); the validators reject such strings with a hint.
+
+Evidence: tests/origami/test_yaml_safety.py (billion laughs and self-reference rejected in < 1 s
+through every reader, duplicate keys named in profiles and shapes files).
+"""
+
+from __future__ import annotations
+
+from typing import Any, Callable
+
+import yaml
+
+__all__ = ["YamlError", "load_yaml"]
+
+_Loader = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
+
+
+class YamlError(ValueError):
+    """A YAML text is unreadable, uses anchors/aliases, or repeats a key; the message names the file."""
+
+
+def _refuse_anchors(text: str, where: str) -> None:
+    if "&" not in text and "*" not in text:
+        return
+    for ev in yaml.parse(text, Loader=_Loader):  # noqa: S506 - events only, no construction
+        if isinstance(ev, yaml.AliasEvent) or getattr(ev, "anchor", None) is not None:
+            what = f"alias *{ev.anchor}" if isinstance(ev, yaml.AliasEvent) else f"anchor &{ev.anchor}"
+            raise YamlError(f"{where}: line {ev.start_mark.line + 1}: YAML anchors and aliases are not "
+                            f"allowed ({what}); write the values out")
+
+
+def _duplicates(node: yaml.Node, path: tuple, out: list) -> list:
+    """(path of the mapping, key, first line, second line) for every repeated key. Linear: without
+    aliases every node is visited once."""
+    stack = [(node, path)]
+    while stack:
+        n, p = stack.pop()
+        if isinstance(n, yaml.MappingNode):
+            seen: dict[Any, int] = {}
+            for key_node, value_node in n.value:
+                key = key_node.value if isinstance(key_node, yaml.ScalarNode) else str(key_node.value)
+                line = key_node.start_mark.line + 1
+                if key in seen:
+                    out.append((p, key, seen[key], line))
+                else:
+                    seen[key] = line
+                stack.append((value_node, p + (str(key),)))
+        elif isinstance(n, yaml.SequenceNode):
+            stack.extend((item, p + (i,)) for i, item in enumerate(n.value))
+    out.sort(key=lambda d: d[3])
+    return out
+
+
+def load_yaml(text: str, where: str,
+              describe: Callable[[tuple, str], str] | None = None) -> Any:
+    """Parse ``text`` (from file ``where``) to Python data, refusing anchors, aliases and duplicate
+    keys with a :class:`YamlError`. ``describe(path, key)`` names a duplicate's location (``path`` is
+    the tuple of keys and list indices of the mapping holding ``key``); by default the dotted path
+    ``compute.compute_units``. Several duplicates give one line each after a count line."""
+    try:
+        _refuse_anchors(text, where)
+        loader = _Loader(text)
+        try:
+            node = loader.get_single_node()
+            dups = _duplicates(node, (), []) if node is not None else []
+            if dups:
+                name = describe or (lambda p, k: ".".join(str(x) for x in p + (k,)))
+                lines = [f"{where}: {name(p, k)}: duplicate key {k!r} (lines {a} and {b})" for p, k, a, b in dups]
+                raise YamlError(lines[0] if len(lines) == 1
+                                else f"{len(lines)} duplicate keys in {where}:\n  " + "\n  ".join(lines))
+            return loader.construct_document(node) if node is not None else None
+        finally:
+            loader.dispose()
+    except yaml.YAMLError as e:
+        raise YamlError(f"{where}: not valid YAML: {e}".replace("\n", " ")) from None

@@ -1,0 +1,180 @@
+"""Mutation check (RELIABILITY.md §4.6 "test the tester", for the kernels): apply each named fault to
+a temporary copy of the tree, run the CPU tests that should catch it, and report which test did.
+
+    python tests/mutations.py                 # every mutation
+    python tests/mutations.py --only k_tail_off_by_one streamk_dropped_contribution
+    python tests/mutations.py --list
+    python tests/mutations.py --baseline      # also run each test set on the unmutated copy first
+    python tests/mutations.py --tests tests/kernels/test_fuzz.py   # what the fuzz alone catches
+
+Exit status 0 when every mutation is caught (its tests fail) and, with --baseline, every test set
+passes unmutated; 1 otherwise. Not collected by pytest (the name does not match test_*.py); it
+takes a few minutes on 2 cores (each mutation is one pytest process, stopped at the first failure).
+The working tree itself is never modified.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import re
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+@dataclass(frozen=True)
+class Mutation:
+    name: str
+    what: str
+    path: str
+    old: str
+    new: str
+    tests: tuple[str, ...]
+
+
+MUTATIONS = (
+    Mutation("k_tail_off_by_one", "the peeled K-tail iteration drops its last element",
+             "tritonblas/kernels/_tiles.py",
+             "mask_k = k_full * BLOCK_K + tl.arange(0, BLOCK_K) < k_bound",
+             "mask_k = k_full * BLOCK_K + tl.arange(0, BLOCK_K) < k_bound - 1",
+             ("tests/kernels/test_gemm_kernels.py",)),
+    Mutation("streamk_dropped_contribution", "the Stream-K fix-up skips the last contributor's partial",
+             "tritonblas/kernels/streamk.py",
+             "for q in range(first + 1, last + 1):",
+             "for q in range(first + 1, last):",
+             ("tests/kernels/test_streamk_splitk.py",)),
+    Mutation("streamk_finisher_assumed_last",
+             "the fix-up adds its own registers and skips slot `last`: right only when the highest "
+             "contributor arrives last (the interpreter's id order)",
+             "tritonblas/kernels/streamk.py",
+             "acc = load_partial(Workspace, 2 * first + (_range_start(first, base, extra) < tile_lo).to(tl.int32),\n"
+             "                                   BLOCK_M, BLOCK_N)\n"
+             "                for q in range(first + 1, last + 1):",
+             "acc += load_partial(Workspace, 2 * first + (_range_start(first, base, extra) < tile_lo).to(tl.int32),\n"
+             "                                    BLOCK_M, BLOCK_N)\n"
+             "                for q in range(first + 1, last):",
+             ("tests/kernels/test_streamk_splitk.py", "tests/kernels/test_program_order.py")),
+    Mutation("splitk_wrong_reduction", "the split-K reduction leaves out the last split",
+             "tritonblas/kernels/splitk.py",
+             "for j in range(1, split_k):",
+             "for j in range(1, split_k - 1):",
+             ("tests/kernels/test_streamk_splitk.py",)),
+    Mutation("transposed_stride", "a transposed (M- or K-contiguous) operand addressed as row-major",
+             "tritonblas/kernels/_tiles.py",
+             "off = r0[:, None] + r1[None, :] * aligned(s1, ALIGN)",
+             "off = r0[:, None] * aligned(s1, ALIGN) + r1[None, :]",
+             ("tests/kernels/test_gemm_kernels.py",)),
+    Mutation("missing_bias", "the pointer epilogue never adds the bias",
+             "tritonblas/kernels/_epilogue.py",
+             "            bias = tl.load(Bias + rn.to(tl.int64) * stride_bias)\n"
+             "        acc = acc + bias.to(tl.float32)[None, :]",
+             "            bias = tl.load(Bias + rn.to(tl.int64) * stride_bias)\n"
+             "        acc = acc",
+             ("tests/kernels/test_epilogue_layouts.py", "tests/kernels/test_gemm_kernels.py")),
+    Mutation("fp16_partials", "Stream-K/split-K partials rounded through fp16",
+             "tritonblas/kernels/_epilogue.py",
+             "tl.store(Workspace + _partial_offsets(slot, BLOCK_M, BLOCK_N), acc)",
+             "tl.store(Workspace + _partial_offsets(slot, BLOCK_M, BLOCK_N), acc.to(tl.float16).to(tl.float32))",
+             ("tests/kernels/test_fp16_overflow.py",)),
+    Mutation("epilogue_mask_past_n", "edge tiles store one column past N (into the next row or the padding)",
+             "tritonblas/kernels/_epilogue.py",
+             "            mask_n = rn < aligned(N, OUT_EDGE)\n        else:\n            mask_n = rn < N\n"
+             "        mask = mask_m[:, None] & mask_n[None, :]",
+             "            mask_n = rn <= aligned(N, OUT_EDGE)\n        else:\n            mask_n = rn <= N\n"
+             "        mask = mask_m[:, None] & mask_n[None, :]",
+             ("tests/kernels/test_gpu_cases_cpu.py",)),
+    Mutation("deterministic_filter_ignored", "deterministic mode keeps a non-deterministic model pick",
+             "tritonblas/dispatch.py",
+             "if e.config.kind in DETERMINISTIC_KINDS), None)",
+             "if True), None)",
+             ("tests/test_deterministic_mode.py",)),
+)
+
+
+def _copy_tree(dst: Path) -> None:
+    files = subprocess.run(["git", "ls-files", "-co", "--exclude-standard", "-z"], cwd=ROOT, check=True,
+                           capture_output=True).stdout.decode().split("\0")
+    for f in filter(None, files):
+        src = ROOT / f
+        if src.is_file():
+            (dst / f).parent.mkdir(parents=True, exist_ok=True)
+            shutil.copy2(src, dst / f)
+
+
+def _apply(tree: Path, m: Mutation) -> None:
+    p = tree / m.path
+    text = p.read_text()
+    n = text.count(m.old)
+    if n != 1:
+        raise SystemExit(f"mutation {m.name}: expected the text once in {m.path}, found it {n} times "
+                         "(the code changed: update tests/mutations.py)")
+    p.write_text(text.replace(m.old, m.new))
+
+
+def _pytest(tree: Path, tests: tuple[str, ...]) -> tuple[int, str, float]:
+    env = dict(os.environ, PYTHONPATH=str(tree), TRITON_INTERPRET="1")
+    env.setdefault("NUMBA_CACHE_DIR", str(Path(tempfile.gettempdir()) / "numba-mutations"))
+    env.pop("TRITONBLAS_PROFILE", None)
+    t = time.perf_counter()
+    r = subprocess.run([sys.executable, "-m", "pytest", "-x", "-q", "-p", "no:xdist", "-p", "no:cacheprovider",
+                        "-rf", *tests], cwd=tree, env=env, capture_output=True, text=True, timeout=900)
+    failed = re.findall(r"^FAILED (\S+)", r.stdout, re.M)
+    summary = failed[0] if failed else (r.stdout.strip().splitlines() or [""])[-1]
+    return r.returncode, summary, time.perf_counter() - t
+
+
+def main(argv=None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--only", nargs="+", metavar="NAME", help="run only these mutations")
+    ap.add_argument("--list", action="store_true", help="list the mutations and exit")
+    ap.add_argument("--baseline", action="store_true", help="first check each test set passes unmutated")
+    ap.add_argument("--tests", nargs="+", metavar="PATH", help="run these tests for every mutation instead "
+                    "(e.g. tests/kernels/test_fuzz.py)")
+    args = ap.parse_args(argv)
+    names = {m.name for m in MUTATIONS}
+    if args.list:
+        for m in MUTATIONS:
+            print(f"{m.name:32s} {m.what}  [{m.path}; {' '.join(m.tests)}]")
+        return 0
+    unknown = set(args.only or ()) - names
+    if unknown:
+        print(f"error: --only: unknown mutation(s) {', '.join(sorted(unknown))}; known: {', '.join(sorted(names))}",
+              file=sys.stderr)
+        return 2
+    chosen = [m for m in MUTATIONS if not args.only or m.name in args.only]
+    if args.tests:
+        chosen = [Mutation(m.name, m.what, m.path, m.old, m.new, tuple(args.tests)) for m in chosen]
+    ok = True
+    print(f"{'mutation':32s} {'result':8s} {'secs':>5s}  caught by")
+    with tempfile.TemporaryDirectory(prefix="tritonblas-mutations-") as tmp:
+        if args.baseline:
+            base = Path(tmp) / "baseline"
+            _copy_tree(base)
+            for tests in sorted({m.tests for m in chosen}):
+                rc, summary, dt = _pytest(base, tests)
+                good = rc == 0
+                ok &= good
+                print(f"{'(baseline) ' + ' '.join(Path(t).name for t in tests):32s} "
+                      f"{'pass' if good else 'FAIL':8s} {dt:5.0f}  {summary}", flush=True)
+        for m in chosen:
+            tree = Path(tmp) / m.name
+            _copy_tree(tree)
+            _apply(tree, m)
+            rc, summary, dt = _pytest(tree, m.tests)
+            caught = rc == 1  # 1: tests failed; other codes are errors of the run itself
+            ok &= caught
+            print(f"{m.name:32s} {'caught' if caught else f'MISSED({rc})':8s} {dt:5.0f}  "
+                  f"{summary if caught else summary + ' — ' + m.what}", flush=True)
+            shutil.rmtree(tree, ignore_errors=True)
+    return 0 if ok else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,151 @@
+"""YAML anchors/aliases and duplicate keys (RELIABILITY.md §7): every reader of profiles, shapes files
+and tile tables refuses a nested "billion laughs", a self-referencing anchor and a repeated key with
+one error naming the file, in well under a second; the CLI exits 2 with one line. Before the shared
+reader (origami/_yaml.py) the profile loader hung in its duplicate-key walk, a self-reference raised
+RecursionError, and a shapes entry ``{m: 64, n: 64, k: 64, m: 8}`` was read as m = 8."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+import time
+import warnings
+from pathlib import Path
+
+import pytest
+
+from origami import ProfileError, load_profile
+from origami.shapes import ShapesError, load_shapes
+
+ROOT = Path(__file__).resolve().parents[2]
+H200 = (ROOT / "hwprofiles" / "h200.yaml").read_text()
+LIMIT_S = 1.0
+
+
+def laughs(depth: int = 9, width: int = 9, key: str = "extra") -> str:
+    """A nested-alias bomb: ``width**depth`` leaves (~3.9e8 here) from about 500 bytes."""
+    lines = [f"{key}:", "  a0: &a0 [x, x, x, x, x, x, x, x, x]"]
+    for i in range(1, depth):
+        lines.append(f"  a{i}: &a{i} [" + ", ".join([f"*a{i - 1}"] * width) + "]")
+    return "\n".join(lines) + "\n"
+
+
+SELF_REF = "extra: &a [*a]\n"
+BOMBS = {"laughs": laughs(), "self_ref": SELF_REF}
+
+
+def timed(fn, *args):
+    t = time.perf_counter()
+    with pytest.raises((ProfileError, ShapesError)) as ei:
+        fn(*args)
+    dt = time.perf_counter() - t
+    assert dt < LIMIT_S, f"took {dt:.2f} s"
+    return str(ei.value)
+
+
+@pytest.mark.parametrize("bomb", sorted(BOMBS))
+def test_profile_rejects_anchors_and_aliases(tmp_path, bomb):
+    f = tmp_path / "bomb.yaml"
+    f.write_text(H200 + BOMBS[bomb])
+    msg = timed(load_profile, f)
+    assert msg.startswith("bomb.yaml: line ") and "anchors and aliases are not allowed" in msg, msg
+    assert "\n" not in msg
+
+
+def test_profile_rejects_an_unused_anchor(tmp_path):
+    f = tmp_path / "anchor.yaml"
+    f.write_text(H200.replace("name: h200", "name: &n h200", 1))
+    assert "name: &n h200" in f.read_text()
+    msg = timed(load_profile, f)
+    assert "anchor &n" in msg, msg
+
+
+def test_a_star_inside_a_quoted_string_is_not_an_alias(tmp_path):
+    """The fast path only skips the event scan when '&'/'*' are absent; present in a string, the scan
+    must still accept the file."""
+    f = tmp_path / "star.yaml"
+    text = H200.replace("name: h200", 'name: "h200*&"', 1)
+    assert text != H200
+    f.write_text(text)
+    assert load_profile(f).name == "h200*&"
+
+
+@pytest.mark.parametrize("bomb", sorted(BOMBS))
+@pytest.mark.parametrize("reader", ["origami", "tables"])
+def test_shapes_reject_anchors_and_aliases(tmp_path, bomb, reader):
+    from tritonblas.tables import read_shapes
+
+    f = tmp_path / "shapes.yaml"
+    text = "- {m: 64, n: 64, k: 64}\n- " + BOMBS[bomb].replace("\n  ", "\n    ")
+    f.write_text(text)
+    msg = timed(load_shapes if reader == "origami" else read_shapes, f)
+    assert msg.startswith(f"{f}: line ") and "anchors and aliases are not allowed" in msg, msg
+
+
+@pytest.mark.parametrize("text, entry, lines", [
+    ("- {m: 64, n: 64, k: 64, m: 8}\n", 0, "1 and 1"),           # flow mapping (the table's fast reader)
+    ("- {m: 1, n: 1, k: 1}\n- m: 64\n  n: 64\n  k: 64\n  m: 8\n", 1, "2 and 5"),  # block mapping
+    ('[{"m": 64, "n": 64, "k": 64, "m": 8}]', 0, "1 and 1"),      # JSON (the table's json reader)
+])
+@pytest.mark.parametrize("reader", ["origami", "tables"])
+def test_shapes_reject_duplicate_keys(tmp_path, text, entry, lines, reader):
+    from tritonblas.tables import read_shapes
+
+    f = tmp_path / "dup.yaml"
+    f.write_text(text)
+    with pytest.raises(ShapesError) as ei:
+        (load_shapes if reader == "origami" else read_shapes)(f)
+    msg = str(ei.value)
+    assert f"entry {entry}: duplicate key 'm' (lines {lines})" in msg, msg
+
+
+def test_shapes_without_duplicates_still_read(tmp_path):
+    from tritonblas.tables import read_shapes
+
+    f = tmp_path / "ok.yaml"
+    f.write_text("- {m: 64, n: 32, k: 16}\n- m: 8\n  n: 4\n  k: 2\n")
+    for reader in (load_shapes, read_shapes):
+        got = [(p.m, p.n, p.k) for p in reader(f)]
+        assert got == [(64, 32, 16), (8, 4, 2)]
+
+
+@pytest.mark.parametrize("bomb", sorted(BOMBS))
+def test_tile_table_with_aliases_is_refused_quickly(tmp_path, bomb):
+    """Tile tables are json or csv (no anchors exist there); a YAML bomb in their place is a corrupt
+    table: a warning and an empty table, or TableError when strict, never a hang."""
+    from tritonblas.tables import TableError, TableWarning, load_table
+
+    f = tmp_path / "table.json"
+    f.write_text(BOMBS[bomb])
+    t = time.perf_counter()
+    with pytest.raises(TableError):
+        load_table(f, strict=True)
+    with warnings.catch_warnings(record=True) as w:
+        warnings.simplefilter("always")
+        assert len(load_table(f)) == 0
+    assert time.perf_counter() - t < LIMIT_S
+    assert any(issubclass(x.category, TableWarning) for x in w)
+
+
+def _cli(*args):
+    env = {"PYTHONPATH": str(ROOT), "PATH": "/usr/bin:/bin", "NUMBA_CACHE_DIR": "/tmp/numba-yaml-test"}
+    return subprocess.run([sys.executable, "-m", "tritonblas", *args], capture_output=True, text=True,
+                          cwd=ROOT, env=env, timeout=60)
+
+
+def test_cli_exits_2_on_bombs(tmp_path):
+    prof = tmp_path / "bomb.yaml"
+    prof.write_text(H200 + laughs())
+    shapes = tmp_path / "shapes.yaml"
+    shapes.write_text("- {m: 64, n: 64, k: 64}\n- " + SELF_REF)
+    dup = tmp_path / "dup.yaml"
+    dup.write_text("- {m: 64, n: 64, k: 64, m: 8}\n")
+    for args, needle in [(("select", "64", "64", "64", "--profile", str(prof)), "anchors and aliases"),
+                         (("table", "--shapes", str(shapes), "-o", str(tmp_path / "t.json"), "--profile", "h200"),
+                          "anchors and aliases"),
+                         (("table", "--shapes", str(dup), "-o", str(tmp_path / "t.json"), "--profile", "h200"),
+                          "duplicate key 'm'")]:
+        r = _cli(*args)
+        lines = r.stderr.splitlines()
+        assert r.returncode == 2 and len(lines) == 1 and needle in lines[0], (args, r.returncode, r.stderr)
+    assert not (tmp_path / "t.json").exists()

@@ -151,6 +151,7 @@ class GemmKey:
     c: str = ""
     config: TileConfig | None = None
     table: tuple = (0, None)  # tables.table_token(): which tile table (if any) may override the model
+    deterministic: bool = False  # torch.use_deterministic_algorithms at plan time (it filters the kinds)
     ab_align: tuple[int, int] = (16, 16)
 
     @classmethod
@@ -171,6 +172,7 @@ class GemmKey:
                    align=align, device=-1 if idx is None else idx, profile=profile.content_hash,
                    allow_tf32=tf32, orders=orders, c="" if c is None else str(c.dtype).removeprefix("torch."),
                    config=config, table=tables.table_token(),
+                   deterministic=torch.are_deterministic_algorithms_enabled(),
                    ab_align=(_plan.align_class(la), _plan.align_class(lb)))
 
     def problem(self) -> GemmProblem:
@@ -264,7 +266,13 @@ def _build(key: GemmKey, hw: HardwareProfile, device: torch.device, op: str):
                 "current stream is capturing a CUDA graph; warm up first: run the same call once "
                 "(same shapes, dtypes and layouts) before capturing. Nothing was launched, the capture "
                 "is unaffected.")
-    problem = key.problem()
+    try:
+        problem = key.problem()
+    except ValueError as e:  # sizes outside what the kernels address (GemmProblem's range): torch runs it
+        msg = f"tritonblas.{op}: {e}; torch runs this problem"
+        logger.warning("%s", msg)
+        warnings.warn(msg, FallbackWarning, stacklevel=4)
+        return _store(key, _FALLBACK)
     from_model = False
     stage = (False, False)
     if key.config is not None:
@@ -356,6 +364,7 @@ def _env_reader():
 
 
 _env_now = _env_reader()
+_deterministic = torch.are_deterministic_algorithms_enabled
 _N_FIXED = 9  # prepare_launch's args: 9 tensors, then the integers, then alpha and beta
 
 
@@ -379,7 +388,8 @@ def _fast_key(a: torch.Tensor, b: torch.Tensor, out: torch.Tensor | None, c: tor
         return None
     if profile is not None and type(profile) is not str:
         profile = ("id", id(profile))  # the entry keeps the object alive, so the id is not reused
-    return (*key, a.dtype is torch.float32 and allow_tf32(), _env_now(), tables._GENERATION[0], profile, config)
+    return (*key, a.dtype is torch.float32 and allow_tf32(), _env_now(), tables._GENERATION[0], profile, config,
+            _deterministic())
 
 
 def _desc_template(d) -> tuple:
@@ -926,7 +936,7 @@ def fast_valid(f: "_Fast") -> bool:
 def fast_context(dtype: torch.dtype) -> tuple:
     """What besides the operands decides a warm entry, as one hashable value: the TF32 flag (fp32
     only), the environment that picks the profile or table, and the tile-table generation."""
-    return (dtype is torch.float32 and allow_tf32(), _env_now(), tables._GENERATION[0])
+    return (dtype is torch.float32 and allow_tf32(), _env_now(), tables._GENERATION[0], _deterministic())
 
 
 def launch_fast(f: "_Fast", a: torch.Tensor, b: torch.Tensor, out: torch.Tensor, c: torch.Tensor | None = None,

@@ -10,6 +10,10 @@ import torch
 
 from _check import check_gemm, config, operand, run_gemm
 
+# CPU twins of test_gpu_kernels.py's cases (which run them at full size on the GPU)
+pytestmark = pytest.mark.skipif(torch.cuda.is_available(),
+                                reason="CPU twins: on a GPU, tests/kernels/test_gpu_kernels.py runs these cases")
+
 
 def _cfg(kind: str, b: int = 32):
     if kind == "dp":

@@ -55,10 +55,10 @@ FIELDS = (
     "pred_violations", "pred_smem_ok", "pred_regs_ok", "lds_pred", "model_programs_per_cu",
     "status", "error", "kernel", "lds_bytes", "vgprs", "agprs", "total_vgprs", "sgprs", "vgpr_spills",
     "sgpr_spills", "scratch_bytes", "occupancy", "programs_per_cu", "mfma_16x16", "mfma_32x32",
-    "compile_s",
+    "compile_s", "remap_ops", "model_vgprs", "vgpr_budget",
 )
 RESULT_FIELDS = ("status", "error", "kernel", "lds_bytes", "vgprs", "agprs", "total_vgprs", "sgprs", "vgpr_spills",
-                 "sgpr_spills", "scratch_bytes", "occupancy", "mfma_16x16", "mfma_32x32", "compile_s")
+                 "sgpr_spills", "scratch_bytes", "occupancy", "mfma_16x16", "mfma_32x32", "compile_s", "remap_ops")
 
 # CI sample: (profile, dtype, layout, config fields) — across the four profiles and both arches, both
 # MFMA sizes, kpack 2, the chiplet remap, every kind, the LDS limit of each arch from both sides,
@@ -71,8 +71,10 @@ _CI = [
                                   kpack=2)),
     ("mi300x", "bf16", "NN", dict(kind="dp", block_m=256, block_n=256, block_k=64, num_warps=8, num_stages=2)),
     ("mi300x", "bf16", "NN", dict(kind="dp", block_m=128, block_n=128, block_k=128, num_warps=8, num_stages=2)),
-    ("mi300x", "bf16", "TN", dict(kind="persistent", block_m=128, block_n=256, block_k=64, num_warps=8,
+    ("mi300x", "bf16", "TN", dict(kind="persistent", block_m=128, block_n=128, block_k=64, num_warps=8,
                                   num_stages=2, num_chiplets=8, chunk=8, grid=304)),
+    ("mi300x", "bf16", "TN", dict(kind="persistent", block_m=128, block_n=128, block_k=64, num_warps=8,
+                                  num_stages=2, grid=304)),
     ("mi300x", "bf16", "NN", dict(kind="dp", block_m=256, block_n=256, block_k=32, num_warps=8, num_stages=1,
                                   waves_per_eu=1)),
     ("mi300x", "bf16", "NN", dict(kind="dp", block_m=256, block_n=256, block_k=32, num_warps=8, num_stages=1,
@@ -219,9 +221,11 @@ def compile_key(spec: dict, arch: str) -> str:
     return hashlib.sha1(text.encode()).hexdigest()[:16]
 
 
-def parse_amdgcn(gcn: str) -> dict:
+def parse_amdgcn(gcn: str, chiplets: int = 8) -> dict:
     """Register, spill, scratch and occupancy figures from AMDGCN assembly (LLVM's metadata block
-    and its trailing comments), and the MFMA instruction shapes used."""
+    and its trailing comments), the MFMA instruction shapes used, and ``remap_ops``: scalar
+    ``s_and_b32 .., -chiplets`` masks, the signed ``pid % NUM_CHIPLETS`` of ``kernels.pid.chiplet_remap``
+    (none in the kernels compiled with NUM_CHIPLETS = 1: tests/kernels/test_amd_census.py)."""
     def num(pattern: str) -> int:
         m = re.search(pattern, gcn, re.M)
         return int(m.group(1)) if m else -1
@@ -231,6 +235,7 @@ def parse_amdgcn(gcn: str) -> dict:
         vgpr_spills=num(r"^\s*\.vgpr_spill_count:\s+(\d+)"), sgpr_spills=num(r"^\s*\.sgpr_spill_count:\s+(\d+)"),
         scratch_bytes=num(r"^; ScratchSize:\s+(\d+)"), occupancy=num(r"^; Occupancy:\s+(\d+)"),
         mfma_16x16=len(re.findall(r"v_mfma_\w*?16x16x", gcn)), mfma_32x32=len(re.findall(r"v_mfma_\w*?32x32x", gcn)),
+        remap_ops=len(re.findall(rf"s_and_b32 s\d+, s\d+, -{chiplets}\b", gcn)),
     )
 
 
@@ -250,7 +255,9 @@ def compile_spec(spec: dict) -> dict:
         return row
     try:
         compiled = prepared.kernel.warmup(*prepared.args, grid=prepared.grid, **prepared.kwargs)
-        row.update(parse_amdgcn(compiled.asm["amdgcn"]))
+        import origami
+
+        row.update(parse_amdgcn(compiled.asm["amdgcn"], origami.load_profile(spec["profile"]).chiplets))
         if spec.get("keep_asm"):
             row["asm"] = compiled.asm["amdgcn"]
         row.update(status="ok", kernel=prepared.kernel.fn.__name__, lds_bytes=compiled.metadata.shared)
@@ -428,9 +435,12 @@ def write_csv(path: Path, rows: list[dict]) -> None:
     tmp.replace(path)
 
 
-def run(specs: list[dict], out_dir: Path, workers: int, log=print) -> dict[str, list[dict]]:
-    """Compile the specs (deduplicated by profile + compile key), resuming from ``out_dir``."""
+def run(specs: list[dict], out_dir: Path, workers: int, log=print, refresh: bool = False) -> dict[str, list[dict]]:
+    """Compile the specs (deduplicated by profile + compile key), resuming from ``out_dir`` unless
+    ``refresh`` (then every row is compiled again: Triton's own cache makes that fast)."""
     import origami
+    from origami import space
+    from origami.config import TileConfig
 
     os.environ.pop("TRITON_INTERPRET", None)
     by_profile: dict[str, dict[str, dict]] = {}
@@ -443,7 +453,7 @@ def run(specs: list[dict], out_dir: Path, workers: int, log=print) -> dict[str, 
             continue
         rows[rid] = dict(annotate(spec), id=rid, n_picks=int(spec["source"] == "pick"), _spec=spec)
     done: dict[tuple[str, str], dict] = {}  # (arch, id) → result fields, from any profile's files
-    for profile in by_profile:
+    for profile in by_profile if not refresh else ():
         arch = origami.load_profile(profile).arch
         for p in PROFILES:
             if origami.load_profile(p).arch != arch:
@@ -451,7 +461,7 @@ def run(specs: list[dict], out_dir: Path, workers: int, log=print) -> dict[str, 
             for path in (out_dir / f"{p}.csv", out_dir / f"{p}.csv.partial"):
                 for r in read_rows(path):
                     if r.get("status") and r.get("id"):
-                        done[(arch, r["id"])] = {k: r[k] for k in RESULT_FIELDS}
+                        done[(arch, r["id"])] = {k: r.get(k) or "" for k in RESULT_FIELDS}
     todo: dict[tuple[str, str], dict] = {}
     for profile, rows in by_profile.items():
         for rid, r in rows.items():
@@ -494,6 +504,9 @@ def run(specs: list[dict], out_dir: Path, workers: int, log=print) -> dict[str, 
             row.update(res)
             row["programs_per_cu"] = (programs_per_cu(int(res["occupancy"]), int(row["num_warps"]),
                                                       int(res["lds_bytes"]), hw) if res["status"] == "ok" else "")
+            cfg, prob = TileConfig.from_dict(r["_spec"]["config"]), _problem(r["dtype"], r["layout"], r["_spec"]["shape"])
+            row["model_vgprs"] = space.amd_vgprs_per_thread(cfg, prob, hw)
+            row["vgpr_budget"] = space.amd_register_budget(cfg, hw)
             out.append(row)
         result[profile] = out
     return result
@@ -525,6 +538,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--ci", action="store_true", help="the fixed CI sample only")
     ap.add_argument("--workers", type=int, default=2, help="compile processes (at most 2)")
     ap.add_argument("--out", type=Path, default=OUT_DIR)
+    ap.add_argument("--refresh", action="store_true", help="compile every row again (ignore the CSV's results)")
     args = ap.parse_args(argv)
     for p in args.profiles:
         if p not in PROFILES:
@@ -542,7 +556,8 @@ def main(argv: list[str] | None = None) -> int:
         for p in args.profiles:
             if args.sample:
                 specs += sample_specs(p, args.sample)
-    result = run(specs, args.out, args.workers, log=lambda s: print(s, file=sys.stderr, flush=True))
+    result = run(specs, args.out, args.workers, log=lambda s: print(s, file=sys.stderr, flush=True),
+                 refresh=args.refresh)
     for profile, rows in result.items():
         path = args.out / f"{profile}.csv"
         ids, sources = {r["id"] for r in rows}, {r["source"] for r in rows}

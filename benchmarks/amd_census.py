@@ -100,6 +100,7 @@ _CI = [
     ("mi355x", "bf16", "NN", dict(kind="dp", block_m=256, block_n=256, block_k=64, num_warps=4, num_stages=2)),
 ]
 _CI_PROBLEM = dict(m=4096, n=4096, k=4096)
+_SAMPLE_CHUNK = 320
 _CI_SPLITK_PROBLEM = dict(m=64, n=2048, k=8192)
 
 
@@ -533,7 +534,8 @@ def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--profiles", nargs="*", default=list(PROFILES))
     ap.add_argument("--shapes", nargs="*", default=None, help="shapes files (default: benchmarks/shapes/*.yaml)")
-    ap.add_argument("--sample", type=int, default=320, help="uniform-sample configs per profile (default 320)")
+    ap.add_argument("--sample", type=int, default=640,
+                    help="uniform-sample specs per profile, drawn 320 at a time (default 640: ~400 distinct compiles)")
     ap.add_argument("--no-picks", action="store_true")
     ap.add_argument("--ci", action="store_true", help="the fixed CI sample only")
     ap.add_argument("--workers", type=int, default=2, help="compile processes (at most 2)")
@@ -554,8 +556,8 @@ def main(argv: list[str] | None = None) -> int:
             for p in args.profiles:
                 specs += pick_specs(p, files)
         for p in args.profiles:
-            if args.sample:
-                specs += sample_specs(p, args.sample)
+            for seed, start in enumerate(range(0, args.sample, _SAMPLE_CHUNK)):  # a larger --sample extends a smaller
+                specs += sample_specs(p, min(_SAMPLE_CHUNK, args.sample - start), seed)
     result = run(specs, args.out, args.workers, log=lambda s: print(s, file=sys.stderr, flush=True),
                  refresh=args.refresh)
     for profile, rows in result.items():

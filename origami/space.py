@@ -86,17 +86,22 @@ def narrow_loads(problem: GemmProblem, hw: HardwareProfile) -> bool:
 
 
 # --- AMD registers -------------------------------------------------------------------------------
-# Fitted to the compile census benchmarks/data/amd_aot/*.csv (benchmarks/amd_census.py: Triton 3.6,
-# gfx942 + gfx950, 2026-12-01; 940 compiled configs whose LDS fits, 163 of them spill): TotalNumVgprs
-# (arch + AGPRs) per thread of the pointer kernels against the per-thread fp32 accumulator ``acc``,
-# the registers of the operand stages in flight ``stage`` = max(1, stages − 1)·(BM·BK + BK·BN)·bytes
-# / (4·threads), ``narrow`` = operands under 16-byte alignment, and Stream-K (its fix-up path).
-# Central estimate (least squares on the 777 configs that compile without spilling): the
-# programs per CU it implies equal to the compiler's on 610 of the 777 (the old acc + 64 guess: 227).
+# Fitted to the AMD compile census (benchmarks/amd_census.py; Triton 3.6, gfx942 + gfx950,
+# 2026-12-01) as committed in 8990a5f: 940 compiled configs whose LDS fits, 163 of them spilling,
+# the picks of the earlier model plus a space sample. The target is TotalNumVgprs (arch + AGPRs) per
+# thread of the pointer kernels. The terms:
+#   acc     the per-thread fp32 accumulator
+#   stage   the operand stages in flight, max(1, stages − 1)·(BM·BK + BK·BN)·bytes / (4·threads)
+#   narrow  operands under 16-byte alignment
+#   streamk Stream-K's fix-up path
+# Central estimate: least squares on the 777 configs that compile without spilling. The programs
+# per CU it implies equal the compiler's on 610 of the 777 (the earlier acc + 64 guess: 227).
 _VGPR_FIT = dict(acc=1.4, stage=3.2, narrow_stage=2.5, narrow=76.0, streamk=18.0, base=40.0)
-# Upper bound (grid search: no census pick that spills is admitted, fewest clean configs rejected):
-# admits 2 of the 163 spilling configs (uniform-sample rows, none a pick) and rejects 82 of the 777
-# clean ones; see benchmarks/data/amd_aot/README.md for the agreement per profile.
+# Upper bound: grid search that admits no spilling pick and rejects the fewest clean configs. On the
+# fit data it admits 2 of the 163 spilling configs (sampled, none a pick) and rejects 82 of the 777
+# clean ones. Validated on the census of the model that uses it (benchmarks/data/amd_aot/README.md):
+# none of its picks spills (587 distinct compiled picks over the four profiles), and overall
+# 93-98% of the rows a profile agree.
 _VGPR_BOUND = dict(acc=1.0, stage=1.5, narrow_stage=8.0, narrow=192.0, streamk=32.0, base=128.0)
 
 

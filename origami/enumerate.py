@@ -19,6 +19,7 @@ Axes
 
 from __future__ import annotations
 
+from dataclasses import replace
 from functools import lru_cache
 
 import numpy as np
@@ -44,6 +45,9 @@ _TILES = ((128, 256), (256, 128), (64, 256), (128, 128), (256, 64), (64, 128), (
           (32, 128), (32, 64), (16, 128), (16, 64))
 _SPLITS = (2, 4, 8, 16)
 _GROUPS = (8, 1)
+# what each kind's rows differ in for the problem-independent predicates (grid and split are resolved
+# per problem; the register rule and the occupancy read only the kind)
+_KIND_PROBES = {Kind.DP: {}, Kind.PERSISTENT: dict(grid=1), Kind.STREAMK: dict(grid=1), Kind.SPLITK: dict(split_k=2)}
 
 
 def _block_ks(dtype: DType) -> tuple[int, ...]:
@@ -65,8 +69,9 @@ def base_array(hw: HardwareProfile, a_dtype: DType, b_dtype: DType, a_layout: La
                staged: bool = False) -> np.ndarray:
     """All problem-independent-valid candidate rows for this dtype/layout class (int64, read-only).
 
-    ``staged``: the class of problems whose loads are register-staged (:func:`origami.space.register_staged`,
-    operands under 4-byte alignment on NVIDIA), whose space also obeys ``space.check_staged_registers``."""
+    ``staged``: the narrow-load class (:func:`origami.space.narrow_loads`): on NVIDIA register-staged
+    loads (under 4-byte alignment), whose space also obeys ``space.check_staged_registers``; on AMD
+    operands under 16-byte alignment, whose register rule (``space.check_registers``) is stricter."""
     probe = GemmProblem(1 << 14, 1 << 14, 1 << 14, a_dtype, b_dtype, DType.BF16, a_layout, b_layout,
                         align_bytes=2 if staged else 16)
     stages = (2, 1) if hw.is_amd else (3, 4)  # preferred first: ties keep the earlier row
@@ -89,23 +94,32 @@ def base_array(hw: HardwareProfile, a_dtype: DType, b_dtype: DType, a_layout: La
                             continue
                         tile = TileConfig(Kind.DP, bm, bn, bk, w, s, 8, waves_per_eu=wpe,
                                           matrix_instr_nonkdim=mi, kpack=kp)
-                        if any(p(tile, probe, hw) for p in (space.check_smem, space.check_registers,
-                                                            space.check_instr, space.check_vendor,
+                        if any(p(tile, probe, hw) for p in (space.check_smem, space.check_instr, space.check_vendor,
                                                             space.check_staged_registers)):
                             continue
-                        occ = space.resident_programs(tile, probe, hw)
-                        if occ < 1:
-                            continue
+                        # registers and occupancy per kind (the AMD register estimate adds Stream-K's fix-up)
+                        occ = {}
+                        for kind, kw in _KIND_PROBES.items():
+                            kc = replace(tile, kind=kind, **kw)
+                            if space.check_registers(kc, probe, hw) is None:
+                                occ[kind] = space.resident_programs(kc, probe, hw)
+                        occ = {k: o for k, o in occ.items() if o >= 1}
                         ex = (-1 if wpe is None else wpe, -1 if mi is None else mi, -1 if kp is None else kp)
                         for nc, ch in remaps:
-                            for g in _GROUPS:
-                                rows.append((0, bm, bn, bk, w, s, g, nc, ch, 0, 1, *ex, occ))
-                            rows.append((1, bm, bn, bk, w, s, 8, nc, ch, occ, 1, *ex, occ))
-                            for r in sorted({occ, 1}, reverse=True):
-                                rows.append((2, bm, bn, bk, w, s, 8, nc, ch, r, 1, *ex, occ))
+                            if Kind.DP in occ:
+                                for g in _GROUPS:
+                                    rows.append((0, bm, bn, bk, w, s, g, nc, ch, 0, 1, *ex, occ[Kind.DP]))
+                            if Kind.PERSISTENT in occ:
+                                o = occ[Kind.PERSISTENT]
+                                rows.append((1, bm, bn, bk, w, s, 8, nc, ch, o, 1, *ex, o))
+                            if Kind.STREAMK in occ:
+                                o = occ[Kind.STREAMK]
+                                for r in sorted({o, 1}, reverse=True):
+                                    rows.append((2, bm, bn, bk, w, s, 8, nc, ch, r, 1, *ex, o))
                         # split-K tiles are few: GROUP_M and the chiplet remap do not matter for them
-                        for sk in _SPLITS:
-                            rows.append((3, bm, bn, bk, w, s, 1, 1, 1, 0, sk, *ex, occ))
+                        if Kind.SPLITK in occ:
+                            for sk in _SPLITS:
+                                rows.append((3, bm, bn, bk, w, s, 1, 1, 1, 0, sk, *ex, occ[Kind.SPLITK]))
     # model_twin: index of the first row with the same model key, else -1 (see _model_key). Such a
     # row always ties its twin, and ties go to the lower index, so the scorer copies the twin's
     # score instead of recomputing it, and select never scores it.

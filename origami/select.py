@@ -18,7 +18,7 @@ import numpy as np
 from origami import _core
 from origami.config import TileConfig
 from origami.config import Kind
-from origami.space import PREDICATES, register_staged, resident_programs
+from origami.space import PREDICATES, narrow_loads, resident_programs
 from origami.enumerate import KIND_CODE, base_array, config_for_tiles, row_tiles, search_plan
 from origami.hardware import HardwareProfile, load_profile
 from origami.problem import GemmProblem
@@ -131,7 +131,7 @@ def _space(problem: GemmProblem, hw: HardwareProfile) -> _Space:
         raise ValueError(f"a_dtype: {problem.a_dtype.value} has no matrix rate on {hw.name} "
                          f"(matrix.peak_flops.{key} is 0 in {hw.path}); no kernel configuration exists")
     return _space_of(hw, problem.a_dtype, problem.b_dtype, problem.a_layout, problem.b_layout,
-                     register_staged(problem, hw))
+                     narrow_loads(problem, hw))
 
 
 def _inputs(problem: GemmProblem, hw: HardwareProfile):
@@ -309,7 +309,7 @@ def select_many(problems: Sequence[GemmProblem], hw: "HardwareProfile | str") ->
     idx, _, groups = select_many_arrays(problems, hw)
     out: list[TileConfig | None] = [None] * len(problems)
     for key, (_, members) in groups.items():
-        config = _space_of(hw, *key[:2], *key[3:5], key[5] and not hw.is_amd).config
+        config = _space(problems[members[0]], hw).config
         for j, i in zip(members, idx[members].tolist()):
             out[j] = config(i, problems[j])
     return out  # type: ignore[return-value]
@@ -322,20 +322,20 @@ _ALIGN = attrgetter("align_bytes")
 
 def _classes(problems: Sequence[GemmProblem]) -> dict[tuple, list[int]]:
     """Problem indices by class (runs of one class cost one comparison a problem): dtypes, layouts
-    and whether the operands are under 4-byte alignment (register-staged loads on NVIDIA,
-    :func:`origami.space.register_staged`; the caller applies the vendor)."""
+    and whether the operands are under 4 and under 16 bytes aligned (the alignment classes of
+    :func:`origami.space.narrow_loads`, which applies the vendor)."""
     classes: dict[tuple, list[int]] = {}
     last, members = None, []
     for j, key in enumerate(map(_CLASS, problems)):
         if key != last:
-            last, members = key, classes.setdefault((*key[:5], key[5] < 4), [])
+            last, members = key, classes.setdefault((*key[:5], key[5] < 4, key[5] < 16), [])
         members.append(j)
     return classes
 
 
 def select_many_arrays(problems: Sequence[GemmProblem], hw: HardwareProfile):
     """Array-level select_many: (row index per problem, latency per problem, {class: (base, members)}).
-    A class is (a_dtype, b_dtype, c_dtype, a_layout, b_layout, under 4-byte alignment)."""
+    A class is (a_dtype, b_dtype, c_dtype, a_layout, b_layout, under 4-byte, under 16-byte alignment)."""
     n = len(problems)
     idx = np.full(n, -1, dtype=np.int64)
     lat = np.full(n, np.inf)

@@ -17,6 +17,7 @@ from origami.problem import DType, GemmProblem
 
 __all__ = [
     "TileConfig", "Kind", "smem_bytes", "acc_registers_per_thread", "resident_programs", "register_staged",
+    "narrow_loads", "amd_register_budget", "amd_vgprs_per_thread", "amd_vgpr_bound",
     "staged_registers_per_thread", "check_staged_registers", "MAX_STAGED_REGS_PER_THREAD",
     "check_smem", "check_registers", "check_instr", "check_vendor", "check_problem", "check_residency",
     "PREDICATES", "violations", "is_valid", "candidates", "k_iters",
@@ -76,13 +77,85 @@ def staged_registers_per_thread(cfg: TileConfig, problem: GemmProblem, hw: Hardw
     return max(1, cfg.num_stages - 1) * stage // (4 * threads) + acc_registers_per_thread(cfg, hw)
 
 
+def narrow_loads(problem: GemmProblem, hw: HardwareProfile) -> bool:
+    """The alignment class of the candidate space (``origami.enumerate.base_array``'s ``staged``):
+    on NVIDIA :func:`register_staged` (under 4 bytes: no cp.async); on AMD under 16 bytes, where
+    the pointer kernels lose their dwordx4 loads (tests/kernels/test_aot_compile.py) and take
+    far more registers (:func:`amd_vgpr_bound`)."""
+    return problem.align_bytes < 16 if hw.is_amd else register_staged(problem, hw)
+
+
+# --- AMD registers -------------------------------------------------------------------------------
+# Fitted to the AMD compile census (benchmarks/amd_census.py; Triton 3.6, gfx942 + gfx950,
+# 2026-12-01) as committed in 8990a5f: 940 compiled configs whose LDS fits, 163 of them spilling,
+# the picks of the earlier model plus a space sample. The target is TotalNumVgprs (arch + AGPRs) per
+# thread of the pointer kernels. The terms:
+#   acc     the per-thread fp32 accumulator
+#   stage   the operand stages in flight, max(1, stages − 1)·(BM·BK + BK·BN)·bytes / (4·threads)
+#   narrow  operands under 16-byte alignment
+#   streamk Stream-K's fix-up path
+# Central estimate: least squares on the 777 configs that compile without spilling. The programs
+# per CU it implies equal the compiler's on 610 of the 777 (the earlier acc + 64 guess: 227).
+_VGPR_FIT = dict(acc=1.4, stage=3.2, narrow_stage=2.5, narrow=76.0, streamk=18.0, base=40.0)
+# Upper bound: grid search that admits no spilling pick and rejects the fewest clean configs. On the
+# fit data it admits 2 of the 163 spilling configs (sampled, none a pick) and rejects 82 of the 777
+# clean ones. Validated on the census of the model that uses it (benchmarks/data/amd_aot/README.md):
+# none of its picks spills (587 distinct compiled picks over the four profiles), and overall
+# 93-98% of the rows a profile agree.
+_VGPR_BOUND = dict(acc=1.0, stage=1.5, narrow_stage=8.0, narrow=192.0, streamk=32.0, base=128.0)
+
+
+def _simds(hw: HardwareProfile) -> int:
+    c = hw.compute
+    return max(1, c["registers_per_cu"] // (c["max_registers_per_thread"] * c["warp_size"]))
+
+
+def amd_register_budget(cfg: TileConfig, hw: HardwareProfile) -> int:
+    """VGPRs (arch + accumulation) per thread that LLVM allows the kernel: the SIMD's unified file
+    (``max_registers_per_thread``, 512) over the waves each SIMD must hold, max(waves_per_eu,
+    ceil(num_warps / SIMDs)). Census: TotalNumVgprs never exceeds it (256 at 8 warps, 512 at 4;
+    waves_per_eu = 4 caps 256x256x32 at 128 and it spills)."""
+    waves = max(1, cfg.waves_per_eu or 0, -(-cfg.num_warps // _simds(hw)))
+    return hw.compute["max_registers_per_thread"] // waves
+
+
+def _amd_vgprs(cfg: TileConfig, problem: GemmProblem, hw: HardwareProfile, k: dict) -> float:
+    threads = cfg.num_warps * hw.compute["warp_size"]
+    stage = max(1, cfg.num_stages - 1) * (cfg.block_m * cfg.block_k * problem.a_dtype.bytes
+                                          + cfg.block_k * cfg.block_n * problem.b_dtype.bytes) / (4 * threads)
+    narrow = problem.align_bytes < 16
+    return (k["acc"] * acc_registers_per_thread(cfg, hw) + k["stage"] * stage + k["base"]
+            + narrow * (k["narrow_stage"] * stage + k["narrow"]) + k["streamk"] * (cfg.kind is Kind.STREAMK))
+
+
+def amd_vgprs_per_thread(cfg: TileConfig, problem: GemmProblem, hw: HardwareProfile) -> int:
+    """Estimated VGPRs per thread the compiler allocates (granule 8, at most the budget): the
+    central fit _VGPR_FIT to the AMD compile census. Sets the model's occupancy on AMD."""
+    est = -(-int(math.ceil(_amd_vgprs(cfg, problem, hw, _VGPR_FIT))) // 8) * 8
+    return max(8, min(amd_register_budget(cfg, hw), est))
+
+
+def amd_vgpr_bound(cfg: TileConfig, problem: GemmProblem, hw: HardwareProfile) -> float:
+    """Upper estimate of the VGPRs a config needs (_VGPR_BOUND): above the budget it spills."""
+    return _amd_vgprs(cfg, problem, hw, _VGPR_BOUND)
+
+
 def resident_programs(cfg: TileConfig, problem: GemmProblem, hw: HardwareProfile) -> int:
-    """Programs of this config that fit on one CU at once (smem, warps, block slots, registers)."""
+    """Programs of this config that fit on one CU at once (smem, warps, block slots, registers).
+
+    AMD: by the compiler's rule, each of the CU's SIMDs holds 512 // VGPRs waves
+    (:func:`amd_vgprs_per_thread`, at most max_warps_per_cu / SIMDs) and a program puts
+    ceil(num_warps / SIMDs) waves on each. NVIDIA: the register file over (acc + 64) registers a thread."""
     c = hw.compute
     by_smem = c["smem_bytes_per_cu"] // max(1, smem_bytes(cfg, problem, hw))
     by_warps = c["max_warps_per_cu"] // cfg.num_warps
-    regs_per_thread = min(c["max_registers_per_thread"], acc_registers_per_thread(cfg, hw) + 64)
-    by_regs = c["registers_per_cu"] // (regs_per_thread * cfg.num_warps * c["warp_size"])
+    if hw.is_amd:
+        simds = _simds(hw)
+        waves = min(c["max_warps_per_cu"] // simds, c["max_registers_per_thread"] // amd_vgprs_per_thread(cfg, problem, hw))
+        by_regs = waves // -(-cfg.num_warps // simds)
+    else:
+        regs_per_thread = min(c["max_registers_per_thread"], acc_registers_per_thread(cfg, hw) + 64)
+        by_regs = c["registers_per_cu"] // (regs_per_thread * cfg.num_warps * c["warp_size"])
     return max(0, min(by_smem, by_warps, c["max_blocks_per_cu"], by_regs))
 
 
@@ -95,12 +168,20 @@ def check_smem(cfg: TileConfig, problem: GemmProblem, hw: HardwareProfile) -> st
 
 
 def check_registers(cfg: TileConfig, problem: GemmProblem, hw: HardwareProfile) -> str | None:
+    """The fp32 accumulator within MAX_ACC_REGS_PER_THREAD; on AMD also :func:`amd_vgpr_bound`
+    within :func:`amd_register_budget` (the compile census: configs over it spill)."""
     acc = acc_registers_per_thread(cfg, hw)
     if acc > MAX_ACC_REGS_PER_THREAD:
         return (f"registers: {cfg.block_m}x{cfg.block_n} accumulator needs {acc} fp32 registers per thread "
                 f"at {cfg.num_warps} warps (limit {MAX_ACC_REGS_PER_THREAD})")
     if acc < 1:
         return f"registers: {cfg.num_warps} warps is too many for a {cfg.block_m}x{cfg.block_n} tile"
+    if hw.is_amd:
+        need, budget = amd_vgpr_bound(cfg, problem, hw), amd_register_budget(cfg, hw)
+        if need > budget:
+            return (f"registers: {cfg.block_m}x{cfg.block_n}x{cfg.block_k} at {cfg.num_warps} warps, "
+                    f"{cfg.num_stages} stages{' with under-16-byte-aligned operands' if problem.align_bytes < 16 else ''} "
+                    f"needs up to {need:.0f} VGPRs per thread, the compiler allows {budget} (it would spill)")
     return None
 
 

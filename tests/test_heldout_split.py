@@ -19,8 +19,20 @@ DATA = ROOT / "benchmarks" / "data"
 
 
 def _fittable_csvs() -> list[Path]:
-    """Every CSV under benchmarks/data that calibrate --fit may read: all but the held-out sweeps."""
-    return sorted(p for p in DATA.rglob("*.csv") if not any(part.endswith("_heldout") for part in p.parts))
+    """Every CSV under benchmarks/data that calibrate --fit may read: all sweeps (files with the
+    sweep columns m, n, k) but the held-out ones. The AMD compile census (amd_aot/) has no timings
+    and no m/n/k columns: calibrate cannot read it."""
+    out = []
+    for p in sorted(DATA.rglob("*.csv")):
+        if any(part.endswith("_heldout") for part in p.parts):
+            continue
+        with open(p) as f:
+            header = next((line for line in f if not line.startswith("#")), "")
+        if {"m", "n", "k"} <= set(header.strip().split(",")):
+            out.append(p)
+        else:
+            assert "amd_aot" in p.parts, f"{p}: a CSV under benchmarks/data that is neither a sweep nor the census"
+    return out
 
 
 def _profile_header_sweeps(profile: Path = ROOT / "hwprofiles" / "h200.yaml") -> list[Path]:

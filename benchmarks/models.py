@@ -642,6 +642,42 @@ def summary(rows: list[dict]) -> str:
     return "\n".join(lines)
 
 
+def _header(path: Path) -> dict:
+    out = {}
+    with open(path) as fh:
+        for line in fh:
+            if not line.startswith("#"):
+                break
+            k, _, v = line[1:].strip().partition(": ")
+            out[k] = v
+    return out
+
+
+def merge(paths: list, out: Path) -> None:
+    """One CSV from several runs: per (model, mode, dtype) the newest run's row unless it is an error
+    row and an older run measured it; a ``git_sha`` column says which run each row is from."""
+    best: dict = {}
+    provs = []
+    for p in paths:
+        prov = _header(p)
+        provs.append(prov)
+        for r in read_rows(p):
+            key = (r["model"], r["mode"], r["dtype"])
+            r = {**r, "git_sha": prov.get("git_sha", "unknown"), "date": prov.get("date", "")}
+            if key not in best or not r["error"] or best[key]["error"]:
+                best[key] = r
+    tmp = out.with_suffix(out.suffix + ".tmp")
+    with open(tmp, "w", newline="") as fh:
+        fh.write("# merged from: " + ", ".join(p.name for p in paths) + "\n")
+        for k in ("gpu", "torch", "triton", "transformers", "timm", "python"):
+            fh.write(f"# {k}: {provs[-1].get(k, '')}\n")
+        w = csv.DictWriter(fh, fieldnames=(*FIELDS, "git_sha", "date"))
+        w.writeheader()
+        for r in best.values():
+            w.writerow({k: r.get(k, "") for k in (*FIELDS, "git_sha", "date")})
+    os.replace(tmp, out)
+
+
 def plot(path: Path) -> Path:
     import matplotlib
 
@@ -649,7 +685,8 @@ def plot(path: Path) -> Path:
     import matplotlib.pyplot as plt
 
     rows = [r for r in read_rows(path) if not r["error"]]
-    labels = [f"{r['model']}\n{r['mode']} {r['dtype']}" for r in rows]
+    labels = [f"{r['model']}\n{r['mode']} {r['dtype']}" + (f" @{r['git_sha']}" if r.get("git_sha") else "")
+              for r in rows]
     sp = [float(r["speedup"]) for r in rows]
     fig, ax = plt.subplots(figsize=(max(6, 0.55 * len(rows) + 2), 4.2))
     colours = ["#0072B2" if s >= 1 else "#D55E00" for s in sp]
@@ -692,9 +729,18 @@ def main(argv=None) -> int:
     ap.add_argument("--budget-s", type=float, default=1e9, help="stop starting new workloads after this")
     ap.add_argument("--out", type=Path, default=None)
     ap.add_argument("--plot", type=Path, default=None, help="draw the plot of an existing CSV and exit")
+    ap.add_argument("--merge", nargs="+", type=Path, default=None, metavar="CSV",
+                    help="combine run CSVs (oldest first) into --out: one row per workload, the newest run's "
+                         "unless it is an error row, each with its run's git_sha")
     ap.add_argument("--one", nargs=3, metavar=("MODEL", "MODE", "DTYPE"), help=argparse.SUPPRESS)
     ap.add_argument("--job-timeout-s", type=float, default=240)
     args = ap.parse_args(argv)
+    if args.merge:
+        if args.out is None:
+            ap.error("--merge needs --out")
+        merge(args.merge, args.out)
+        print(summary(read_rows(args.out)))
+        return 0
     if args.one:
         import json
 

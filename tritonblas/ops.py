@@ -237,6 +237,11 @@ def _broadcast(name: str, x: tuple, y: tuple, what: str) -> tuple:
     return tuple(out)
 
 
+def expands_to(shape: tuple, target: tuple) -> bool:
+    """Whether a tensor of ``shape`` broadcasts to ``target`` (torch's rule, trailing dims)."""
+    return _expands_to(shape, target)
+
+
 def _expands_to(shape: tuple, target: tuple) -> bool:
     if len(shape) > len(target):
         return False

@@ -136,7 +136,7 @@ def _r_linear(profile, x, w, bias):
             return r
     if (w.dim() not in (1, 2) or x.dim() == 0 or x.shape[-1] != w.shape[-1]
             or (w.dim() == 1 and bias is not None)
-            or (bias is not None and not ops._expands_to(tuple(bias.shape), (*x.shape[:-1], *w.shape[:-1])))):
+            or (bias is not None and not ops.expands_to(tuple(bias.shape), (*x.shape[:-1], *w.shape[:-1])))):
         return NotImplemented
     x, w, bias = _autocast(x, w, bias)
     if not _kernel_ok(profile, x, w, bias):
@@ -190,7 +190,7 @@ def _r_bmm(profile, a, b, out):
 
 def _r_addmm(profile, c, a, b, beta, alpha, out):
     if (not _tensors(c, a, b) or a.dim() != 2 or b.dim() != 2 or a.shape[1] != b.shape[0]
-            or not ops._expands_to(tuple(c.shape), (a.shape[0], b.shape[1])) or _complex(alpha, beta)):
+            or not ops.expands_to(tuple(c.shape), (a.shape[0], b.shape[1])) or _complex(alpha, beta)):
         return NotImplemented
     c, a, b = _autocast(c, a, b)
     if not _kernel_ok(profile, c, a, b, out):
@@ -200,7 +200,7 @@ def _r_addmm(profile, c, a, b, beta, alpha, out):
 
 def _r_baddbmm(profile, c, a, b, beta, alpha, out):
     if (not _tensors(c, a, b) or a.dim() != 3 or b.dim() != 3 or a.shape[0] != b.shape[0]
-            or a.shape[2] != b.shape[1] or not ops._expands_to(tuple(c.shape), (a.shape[0], a.shape[1], b.shape[2]))
+            or a.shape[2] != b.shape[1] or not ops.expands_to(tuple(c.shape), (a.shape[0], a.shape[1], b.shape[2]))
             or _complex(alpha, beta)):
         return NotImplemented
     c, a, b = _autocast(c, a, b)
@@ -211,7 +211,7 @@ def _r_baddbmm(profile, c, a, b, beta, alpha, out):
 
 def _r_addbmm(profile, c, a, b, beta, alpha, out):
     if (not _tensors(c, a, b) or a.dim() != 3 or b.dim() != 3 or a.shape[0] != b.shape[0]
-            or a.shape[2] != b.shape[1] or not ops._expands_to(tuple(c.shape), (a.shape[1], b.shape[2]))
+            or a.shape[2] != b.shape[1] or not ops.expands_to(tuple(c.shape), (a.shape[1], b.shape[2]))
             or _complex(alpha, beta)):
         return NotImplemented
     c, a, b = _autocast(c, a, b)
@@ -231,7 +231,7 @@ def _r_mv(profile, a, v, out):
 
 def _r_addmv(profile, c, a, v, beta, alpha, out):
     if (not _tensors(c, a, v) or a.dim() != 2 or v.dim() != 1 or a.shape[1] != v.shape[0]
-            or not ops._expands_to(tuple(c.shape), (a.shape[0],)) or _complex(alpha, beta)):
+            or not ops.expands_to(tuple(c.shape), (a.shape[0],)) or _complex(alpha, beta)):
         return NotImplemented
     c, a, v = _autocast(c, a, v)
     if not _kernel_ok(profile, c, a, v, out):

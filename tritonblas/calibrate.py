@@ -1282,7 +1282,7 @@ def bench(problems: Sequence[GemmProblem], *, profile: Any = None, rep_ms: int =
 
 
 def _print_table(title: str, cols: Sequence[str], rows: Sequence[Sequence[str]]) -> None:
-    from tritonblas.cli import _table  # the CLI's one table printer (rich, or plain text without it)
+    from tritonblas.console import table as _table  # the one table printer (rich, or plain text)
 
     _table(title, cols, rows)
 

@@ -14,6 +14,8 @@ import sys
 import time
 from typing import Any, Sequence
 
+from tritonblas.console import console as _console, table as _table
+
 __all__ = ["main", "DEMO_SHAPES"]
 
 # (label, m, n, k): a large square, LLM projections, DLRM-style irregular, skinny, long-K
@@ -42,37 +44,6 @@ _log = logging.getLogger("tritonblas.cli")
 
 class UsageError(Exception):
     """Bad command-line input: reported as one line, exit code 2."""
-
-
-def _console():
-    try:
-        from rich.console import Console
-
-        # not a terminal (a log, a pipe, a test): wide enough that no table ever folds a cell or a
-        # header, so every row and column name stays one greppable token (tables do not expand)
-        return Console(highlight=False, width=None if sys.stdout.isatty() else 1000)
-    except ImportError:  # pragma: no cover - rich is a declared dependency
-        return None
-
-
-def _table(title: str, columns: Sequence[str], rows: Sequence[Sequence[str]]) -> None:
-    con = _console()
-    if con is None:
-        print(title)
-        print("  ".join(columns))
-        for r in rows:
-            print("  ".join(str(x) for x in r))
-        return
-    from rich.table import Table
-
-    t = Table(title=title, title_justify="left")
-    for i, c in enumerate(columns):
-        # the first column names the row (a problem such as 1024x1024x1024): never wrapped, so it
-        # stays one greppable token in a narrow or non-terminal console; the others fold
-        t.add_column(c, overflow="fold", no_wrap=i == 0)
-    for r in rows:
-        t.add_row(*[str(x) for x in r])
-    con.print(t)
 
 
 def _profile(name: str):

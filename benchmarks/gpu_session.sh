@@ -37,7 +37,7 @@ for step in $STEPS; do
   start=$(date +%s)
   log="$OUT/$step.log"
   case $step in
-    tests)     timeout ${TESTS_TIMEOUT:-300} python3 -m pytest tests -q -n 8 --timeout 280 -p no:cacheprovider $IGNORE ${TEST_ARGS:-} > "$log" 2>&1 ;;
+    tests)     timeout ${TESTS_TIMEOUT:-420} python3 -m pytest tests -q -n 8 --timeout 400 -p no:cacheprovider $IGNORE ${TEST_ARGS:-} > "$log" 2>&1 ;;
     serial)    timeout ${SERIAL_TIMEOUT:-420} python3 -m pytest $SERIAL -m gpu -q -rs --timeout 400 -p no:cacheprovider -s > "$log" 2>&1 ;;
     kernel)    timeout ${KERNEL_TIMEOUT:-200} python3 benchmarks/kernel_check.py --out "$OUT" --budget-s ${KERNEL_BUDGET:-150} > "$log" 2>&1 ;;
     sweep)     timeout ${SWEEP_TIMEOUT:-200} python3 benchmarks/sweep.py ${SWEEP_ARGS:---set calib --max-configs 48 --out "$OUT/sweep.csv"} > "$log" 2>&1

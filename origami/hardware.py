@@ -359,9 +359,12 @@ def _build(raw: Any, where: str) -> HardwareProfile:
 # ---------------------------------------------------------------------------------------------
 # Public entry points
 # ---------------------------------------------------------------------------------------------
+ENV_PROFILE_DIR = "ORIGAMI_PROFILE_DIR"  # a directory of extra profiles, loadable by name
+
+
 def _profile_dirs() -> list[Path]:
     dirs = []
-    extra = os.environ.get("ORIGAMI_PROFILE_DIR")
+    extra = os.environ.get(ENV_PROFILE_DIR)
     if extra:
         dirs.append(Path(extra))
     return dirs

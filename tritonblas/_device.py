@@ -45,7 +45,7 @@ __all__ = [
     "match_profile", "profile_for_device", "clear_device_cache",
 ]
 
-ENV_PROFILE = "TRITONBLAS_PROFILE"
+from tritonblas.settings import ENV_PROFILE, ENV_PROFILE_DIR  # noqa: E402
 _CALIBRATE = ("run `python -m tritonblas calibrate` on this device to write a profile, then set "
               f"{ENV_PROFILE}=<path to it> (or pass profile=...)")
 _MEMORY_TOLERANCE = 0.15  # relative; usable memory is a few percent below the nominal size
@@ -272,7 +272,7 @@ def profile_for_device(device: Any = None, *, profile: "str | os.PathLike[str] |
     env = os.environ.get(ENV_PROFILE) or None
     forced, source = (profile, "profile=") if profile is not None else (env, ENV_PROFILE)
     index = _device_index(device)
-    key = (index, strict, _override_key(forced), os.environ.get("ORIGAMI_PROFILE_DIR"))
+    key = (index, strict, _override_key(forced), os.environ.get(ENV_PROFILE_DIR))
     with _LOCK:
         hit = _CACHE.get(key)
     if hit is not None:

@@ -25,6 +25,8 @@ import os
 import random
 import threading
 
+from tritonblas.settings import ENV_INTERPRET
+
 __all__ = ["apply", "interpreting", "tensor_index", "serial", "program_order", "permutation"]
 
 _APPLIED = False
@@ -81,7 +83,7 @@ def serial():
 
 
 def interpreting() -> bool:
-    return os.environ.get("TRITON_INTERPRET", "0") == "1"
+    return os.environ.get(ENV_INTERPRET, "0") == "1"
 
 
 def _fp32_to_bf16_rne(x):

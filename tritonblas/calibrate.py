@@ -72,6 +72,7 @@ import yaml
 from origami.hardware import MODEL_PARAMS, SCHEMA, HardwareProfile, ProfileError, load_profile
 from origami.problem import DType, GemmProblem
 from tritonblas.log import logger
+from tritonblas.settings import ENV_PROFILE_DIR
 
 try:  # the model-only path (--no-measure --fit) needs neither triton nor torch
     import triton
@@ -1021,7 +1022,7 @@ def _base_file(base_arg: str | None) -> str | None:
         return None
     if base_arg.endswith((".yaml", ".yml")) or os.sep in base_arg or Path(base_arg).is_file():
         return base_arg
-    extra = os.environ.get("ORIGAMI_PROFILE_DIR")
+    extra = os.environ.get(ENV_PROFILE_DIR)
     if extra and (Path(extra) / f"{base_arg}.yaml").is_file():
         return str(Path(extra) / f"{base_arg}.yaml")
     try:

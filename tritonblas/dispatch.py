@@ -79,7 +79,7 @@ import origami
 from origami.config import Kind, TileConfig
 from origami.hardware import HardwareProfile
 from origami.problem import DType, GemmProblem, Layout
-from tritonblas import _device, _fastlaunch, _interpreter, tables
+from tritonblas import _device, _fastlaunch, _interpreter, settings, tables
 from tritonblas.log import FallbackWarning, logger
 from tritonblas import plan as _plan
 from tritonblas._device import ENV_PROFILE, DeviceError, DeviceInfo, clear_device_cache, profile_for_device
@@ -345,8 +345,8 @@ def _store(key: GemmKey, value):
 
 
 # --- the fast path ---------------------------------------------------------------------------
-_ENV_PROFILE_DIR = "ORIGAMI_PROFILE_DIR"
-_ENV_INTERPRET = "TRITON_INTERPRET"
+_ENV_PROFILE_DIR = settings.ENV_PROFILE_DIR
+_ENV_INTERPRET = settings.ENV_INTERPRET
 _environ_get = os.environ.get
 
 

@@ -39,7 +39,7 @@ from tritonblas import dispatch
 
 __all__ = ["ENV_FAST", "enabled", "direct", "linear", "matmul", "clear", "MAX_ENTRIES"]
 
-ENV_FAST = "TRITONBLAS_FAST"
+from tritonblas.settings import ENV_FAST  # noqa: E402
 MAX_ENTRIES = 4096
 
 _PLAIN = (torch.Tensor, torch.nn.Parameter)

@@ -85,7 +85,7 @@ __all__ = [
 
 FORMAT = "tritonblas-tile-table"
 FORMAT_VERSION = 1
-ENV_TABLE = "TRITONBLAS_TABLE"
+from tritonblas.settings import ENV_TABLE  # noqa: E402
 KEY_FIELDS = ("m", "n", "k", "batch", "a_dtype", "b_dtype", "c_dtype", "a_layout", "b_layout", "align_bytes")
 CONFIG_FIELDS = tuple(f.name for f in fields(TileConfig))
 FORMATS = ("json", "csv", "inductor")

@@ -1,0 +1,39 @@
+"""benchmarks/models.py's CPU parts: CSV rows with provenance, the merge of several runs, the summary."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "benchmarks"))
+import models  # noqa: E402
+
+
+def _write(path: Path, sha: str, rows: list) -> None:
+    models.write_rows(path, rows, {"git_sha": sha, "gpu": "test", "date": "2026-12-01"})
+
+
+def test_merge_keeps_the_newest_measured_row_and_names_its_run(tmp_path):
+    old, new = tmp_path / "a.csv", tmp_path / "b.csv"
+    _write(old, "aaa", [models.Row("m1", "prefill", "bf16", torch_ms=2.0, ours_ms=1.0, speedup=2.0),
+                        models.Row("m2", "train", "bf16", torch_ms=3.0, ours_ms=4.0, speedup=0.75)])
+    _write(new, "bbb", [models.Row("m1", "prefill", "bf16", torch_ms=2.0, ours_ms=2.5, speedup=0.8),
+                        models.Row("m2", "train", "bf16", error="timeout after 48 s")])
+    out = tmp_path / "merged.csv"
+    models.merge([old, new], out)
+    rows = {(r["model"], r["mode"]): r for r in models.read_rows(out)}
+    assert rows[("m1", "prefill")]["git_sha"] == "bbb" and float(rows[("m1", "prefill")]["speedup"]) == 0.8
+    # an error row never replaces a measured one
+    assert rows[("m2", "train")]["git_sha"] == "aaa" and not rows[("m2", "train")]["error"]
+    text = models.summary(models.read_rows(out))
+    assert "geomean speedup over 2 workloads" in text
+    assert f"{(0.8 * 0.75) ** 0.5:.3f}" in text
+
+
+def test_rows_round_trip_with_provenance(tmp_path):
+    p = tmp_path / "r.csv"
+    _write(p, "ccc", [models.Row("m", "decode", "fp16", torch_ms=1.5, ours_ms=1.0, speedup=1.5, parity="ok")])
+    assert p.read_text().startswith("# git_sha: ccc\n")
+    (r,) = models.read_rows(p)
+    assert (r["model"], r["mode"], r["dtype"], r["parity"]) == ("m", "decode", "fp16", "ok")
+    assert float(r["speedup"]) == 1.5

@@ -29,13 +29,11 @@ from __future__ import annotations
 
 import argparse
 import csv
-import datetime
 import hashlib
 import json
 import os
 import random
 import re
-import subprocess
 import sys
 from concurrent.futures import ProcessPoolExecutor, as_completed
 from pathlib import Path
@@ -398,17 +396,11 @@ def annotate(spec: dict) -> dict:
 
 # --- the run -----------------------------------------------------------------------------------
 def provenance() -> list[str]:
-    import triton
-    import torch
+    from _harness import provenance as run_provenance
 
-    try:
-        sha = subprocess.run(["git", "rev-parse", "HEAD"], cwd=ROOT, capture_output=True, text=True,
-                             timeout=10).stdout.strip() or "unknown"
-    except (OSError, subprocess.SubprocessError):
-        sha = "unknown"
-    date = datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
-    return [f"# git_sha: {sha}", f"# triton: {triton.__version__}", f"# torch: {torch.__version__}",
-            f"# date: {date}", "# benchmarks/amd_census.py: one row per distinct compile (see the module docstring)"]
+    p = run_provenance()
+    return [f"# git_sha: {p['git_sha']}", f"# triton: {p['triton']}", f"# torch: {p['torch']}",
+            f"# date: {p['date']}", "# benchmarks/amd_census.py: one row per distinct compile (see the module docstring)"]
 
 
 def read_rows(path: Path) -> list[dict]:

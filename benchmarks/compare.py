@@ -53,12 +53,9 @@ from __future__ import annotations
 
 import argparse
 import csv
-import datetime
 import math
 import os
-import platform
 import statistics
-import subprocess
 import sys
 import time
 from dataclasses import fields
@@ -159,20 +156,10 @@ def summary_text(s: dict) -> str:
 
 
 def provenance(torch, triton) -> dict:
-    sha = os.environ.get("GIT_SHA", "")
-    if not sha:  # the device machine gets the tree without .git: pass GIT_SHA there
-        try:
-            sha = subprocess.run(["git", "rev-parse", "HEAD"], cwd=ROOT, capture_output=True, text=True,
-                                 timeout=10).stdout.strip()
-            dirty = subprocess.run(["git", "status", "--porcelain", "--untracked-files=no"], cwd=ROOT,
-                                   capture_output=True, text=True, timeout=10).stdout.strip()
-            sha = sha + ("-dirty" if sha and dirty else "")
-        except (OSError, subprocess.SubprocessError):
-            sha = ""
-    gpu = torch.cuda.get_device_name() if torch.cuda.is_available() else "cpu (TRITON_INTERPRET=1)"
-    return {"git_sha": sha or "unknown", "gpu": gpu, "torch": torch.__version__, "triton": triton.__version__,
-            "python": platform.python_version(),
-            "date": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds")}
+    """benchmarks/_harness.provenance (torch and triton are passed for the caller's imports)."""
+    from _harness import provenance as run_provenance
+
+    return run_provenance()
 
 
 def sweep_best(path: Path | None) -> dict[tuple, list[tuple[float, object]]]:

@@ -25,10 +25,8 @@ from __future__ import annotations
 
 import argparse
 import csv
-import datetime
 import os
 import platform
-import subprocess
 import sys
 import time
 from dataclasses import dataclass
@@ -115,20 +113,9 @@ COLUMNS = ["shape", "m", "n", "k", "dtype", "variant", "kind", "tma", "kernel", 
 
 
 def _provenance(torch, triton) -> dict:
-    sha = os.environ.get("GIT_SHA", "")
-    if not sha:
-        try:
-            sha = subprocess.run(["git", "rev-parse", "HEAD"], cwd=ROOT, capture_output=True, text=True,
-                                 timeout=10).stdout.strip()
-            dirty = subprocess.run(["git", "status", "--porcelain"], cwd=ROOT, capture_output=True, text=True,
-                                   timeout=10).stdout.strip()
-            sha = (sha + ("+dirty" if dirty else "")) if sha else ""
-        except (OSError, subprocess.SubprocessError):
-            sha = ""
-    gpu = torch.cuda.get_device_name() if torch.cuda.is_available() else "cpu (TRITON_INTERPRET=1)"
-    return {"git_sha": sha or "unknown", "gpu": gpu, "torch": torch.__version__, "triton": triton.__version__,
-            "python": platform.python_version(), "host": platform.node(),
-            "date": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds")}
+    from _harness import provenance as run_provenance
+
+    return run_provenance(host=platform.node())
 
 
 def main(argv=None) -> int:

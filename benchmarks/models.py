@@ -32,17 +32,15 @@ from __future__ import annotations
 
 import argparse
 import csv
-import datetime
 import math
 import os
-import platform
 import re
 import statistics
 import subprocess
 import sys
 import time
 import traceback
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -576,30 +574,15 @@ def _decode_steps(model, inputs, spec, sides, mode):
 
 # --- run / csv / plot ---------------------------------------------------------------------------
 def provenance() -> dict:
-    import torch
-    import triton
+    from _harness import provenance as run_provenance
 
-    sha = os.environ.get("GIT_SHA", "")
-    if not sha:
+    versions = {}
+    for mod in ("transformers", "timm"):
         try:
-            sha = subprocess.run(["git", "rev-parse", "--short", "HEAD"], cwd=ROOT, capture_output=True, text=True,
-                                 timeout=10).stdout.strip()
-        except (OSError, subprocess.SubprocessError):
-            sha = ""
-    try:
-        import transformers
-        tfv = transformers.__version__
-    except ImportError:
-        tfv = "none"
-    try:
-        import timm
-        tv = timm.__version__
-    except ImportError:
-        tv = "none"
-    gpu = torch.cuda.get_device_name() if torch.cuda.is_available() else "cpu"
-    return {"git_sha": sha or "unknown", "gpu": gpu, "torch": torch.__version__, "triton": triton.__version__,
-            "transformers": tfv, "timm": tv, "python": platform.python_version(),
-            "date": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds")}
+            versions[mod] = __import__(mod).__version__
+        except ImportError:
+            versions[mod] = "none"
+    return run_provenance(short_sha=True, **versions)
 
 
 def write_rows(path: Path, rows: list, prov: dict) -> None:

@@ -40,9 +40,7 @@ from __future__ import annotations
 
 import argparse
 import csv
-import datetime
 import os
-import random
 import subprocess
 import sys
 import time
@@ -62,14 +60,10 @@ COLS = PROBLEM_COLS + CONFIG_COLS + ["median_ms", "error", "predicted_ns"]
 
 
 def provenance() -> list[str]:
-    import torch
-    import triton
+    from _harness import provenance as run_provenance
 
-    sha = os.environ.get("GIT_SHA") or subprocess.run(
-        ["git", "rev-parse", "--short", "HEAD"], cwd=ROOT, capture_output=True, text=True).stdout.strip()
-    gpu = torch.cuda.get_device_name(0) if torch.cuda.is_available() else "none"
-    return [f"git_sha={sha or 'unknown'}", f"gpu={gpu}", f"torch={torch.__version__}", f"triton={triton.__version__}",
-            f"date={datetime.datetime.now(datetime.timezone.utc).isoformat(timespec='seconds')}"]
+    p = run_provenance(short_sha=True)
+    return [f"{k}={p[k]}" for k in ("git_sha", "gpu", "torch", "triton", "date")]
 
 
 def cell(v) -> str:

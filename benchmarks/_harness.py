@@ -1,0 +1,63 @@
+"""What every benchmark script shares: the repository root on sys.path and the provenance of a run.
+
+``provenance(**extra)`` is the one definition of a run's provenance: git sha (``$GIT_SHA`` first,
+for the device machine, whose copy of the tree has no ``.git``; ``-dirty`` when tracked files
+differ), GPU (or "cpu"), torch / triton / python versions, UTC date; ``extra`` adds fields. Scripts
+format it as their files need (``# key: value`` header lines, ``key=value`` cells).
+"""
+
+from __future__ import annotations
+
+import datetime
+import os
+import platform
+import subprocess
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+if str(ROOT) not in sys.path:
+    sys.path.insert(0, str(ROOT))
+
+__all__ = ["ROOT", "git_sha", "provenance", "utc_now"]
+
+
+def utc_now() -> str:
+    return datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds")
+
+
+def git_sha(short: bool = False) -> str:
+    """``$GIT_SHA``, else ``git rev-parse HEAD`` (+ ``-dirty`` when tracked files differ), else "unknown"."""
+    sha = os.environ.get("GIT_SHA", "")
+    if sha:
+        return sha
+    try:
+        sha = subprocess.run(["git", "rev-parse", *(["--short"] if short else []), "HEAD"], cwd=ROOT,
+                             capture_output=True, text=True, timeout=10).stdout.strip()
+        dirty = subprocess.run(["git", "status", "--porcelain", "--untracked-files=no"], cwd=ROOT,
+                               capture_output=True, text=True, timeout=10).stdout.strip()
+    except (OSError, subprocess.SubprocessError):
+        return "unknown"
+    return (sha + ("-dirty" if dirty else "")) if sha else "unknown"
+
+
+def provenance(*, short_sha: bool = False, **extra) -> dict:
+    """The run's provenance as a dict (torch and triton imported here, lazily)."""
+    out = {"git_sha": git_sha(short_sha)}
+    try:
+        import torch
+
+        out["gpu"] = torch.cuda.get_device_name() if torch.cuda.is_available() else "cpu"
+        out["torch"] = torch.__version__
+    except ImportError:
+        out["gpu"], out["torch"] = "cpu", "none"
+    try:
+        import triton
+
+        out["triton"] = triton.__version__
+    except ImportError:
+        out["triton"] = "none"
+    out["python"] = platform.python_version()
+    out.update(extra)
+    out["date"] = utc_now()
+    return out

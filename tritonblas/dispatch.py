@@ -88,7 +88,7 @@ __all__ = [
     "DTYPES", "KERNEL_DTYPES", "DETERMINISTIC_KINDS", "MAX_PLANS", "GemmKey",
     "dtype_of", "allow_tf32", "fallback_reason", "device_info", "has_profile", "gemm", "plan_for", "explain",
     "stats", "reset_stats", "clear_caches", "fast_lookup", "fast_valid", "fast_context", "launch_fast",
-    "raw_ready", "count", "count_all",
+    "raw_ready", "count", "count_all", "FastEntry", "run_fast", "run_fast_out",
 ]
 
 # torch dtype → DType: the inverse of plan.TORCH_DTYPES (fp32 storage maps to FP32; TF32 is a
@@ -406,7 +406,7 @@ def _desc(template: tuple, base: torch.Tensor):
     return d
 
 
-class _Fast:
+class FastEntry:
     """What a warm call needs for one fast key: the checked path's ``PreparedLaunch`` minus its tensors.
 
     ``call(a, b, out, c, alpha, beta)`` launches on the current stream of the tensors' device: on a
@@ -514,6 +514,9 @@ class _Fast:
             return
         self.run(self.grid[0], 1, 1, torch.cuda.current_stream(idx).cuda_stream if _raw_stream is None
                  else _raw_stream(idx), self.function, self.packed, None, None, None, *args, *self.tail)
+
+
+_Fast = FastEntry  # the name the tests and older code use
 
 
 def _hooked(hook) -> bool:
@@ -919,12 +922,13 @@ def run_fast_out(f: _Fast, a: torch.Tensor, b: torch.Tensor, out: torch.Tensor) 
 
 
 def fast_lookup(a: torch.Tensor, b: torch.Tensor, out: torch.Tensor | None = None,
-                c: torch.Tensor | None = None) -> "_Fast | None":
-    """The warm entry :func:`gemm` would launch for exactly these kernel-level operands (model's
-    pick, default profile; ``out``/``c`` as given), or None when the next call would take the
-    checked path. The entry stays valid for operands with the same shapes, strides, dtypes,
-    devices and address classes (``data_ptr() % 16``) under the same environment."""
-    return _fast_hit(_fast_key(a, b, out, c, None, None))
+                c: torch.Tensor | None = None, config: TileConfig | None = None) -> "FastEntry | None":
+    """The warm entry :func:`gemm` would launch for exactly these kernel-level operands (default
+    profile; ``out``/``c``/``config`` as given), or None when the next call would take the checked
+    path. The entry stays valid for operands with the same shapes, strides, dtypes, devices and
+    address classes (``data_ptr() % 16``) under the same environment. Its ``out_shape`` is the
+    kernel's output shape."""
+    return _fast_hit(_fast_key(a, b, out, c, None, config))
 
 
 def fast_valid(f: "_Fast") -> bool:

@@ -35,7 +35,7 @@ import threading
 
 import torch
 
-from tritonblas import dispatch
+from tritonblas import _compat, dispatch
 
 __all__ = ["ENV_FAST", "enabled", "direct", "linear", "matmul", "clear", "MAX_ENTRIES"]
 
@@ -360,3 +360,6 @@ def matmul(a, b):
             return None
         return _Matmul.apply(a, b)
     return _matmul_run(a, b)
+
+
+_compat.dynamo_eager_only(linear, matmul, _Linear.forward, _Linear.backward, _Matmul.forward, _Matmul.backward)

@@ -328,7 +328,7 @@ def _direct(*tensors: Tensor | None) -> bool:
 
 def _warm_matmul(a: Tensor, b: Tensor, out: Tensor | None = None, config: Any = None) -> Tensor | None:
     """``matmul(a, b[, out=out][, config=config])`` when the dispatcher already holds a fast entry for
-    exactly these operands (shapes, strides, dtypes, devices, alignment: see ``dispatch.fast_lookup``;
+    exactly these operands (shapes, strides, dtypes, devices, alignment: see :func:`dispatch.fast_lookup`;
     the output and the forced config are part of that key) and the call may skip the custom op
     (:func:`_direct`); None otherwise. A fast entry for (a, b[, out]) exists only after a call with
     these very tensors as the kernel operands passed every check (the config's predicates
@@ -339,7 +339,7 @@ def _warm_matmul(a: Tensor, b: Tensor, out: Tensor | None = None, config: Any = 
         return None
     if (config is not None and type(config) is not TileConfig) or (out is not None and type(out) not in _PLAIN):
         return None
-    f = dispatch._fast_hit(dispatch._fast_key(a, b, out, None, None, config))
+    f = dispatch.fast_lookup(a, b, out, None, config)
     if f is None or not _direct(a, b, out):
         return None
     return dispatch.run_fast(f, a, b) if out is None else dispatch.run_fast_out(f, a, b, out)
@@ -607,9 +607,7 @@ def clear_caches() -> None:
     dispatch.clear_caches()
 
 
-_compat.dynamo_eager_only(matmul, bmm, addmm, baddbmm, addbmm, mv, addmv, linear, dispatch.gemm,
-                          fastpath.linear, fastpath.matmul, fastpath._Linear.forward, fastpath._Linear.backward,
-                          fastpath._Matmul.forward, fastpath._Matmul.backward)
+_compat.dynamo_eager_only(matmul, bmm, addmm, baddbmm, addbmm, mv, addmv, linear, dispatch.gemm)
 
 
 def enable(profile: Any = None):

@@ -138,6 +138,36 @@ def decode_profile(name: str, n: int) -> None:
                         ms = tokens(16)
                         st = dispatch.stats()
             print(f"decode {name} {label}: {ms:.3f} ms/token" + (f" stats {st}" if ctx else ""))
+        # two hypotheses for the warm call costing more inside a model than alone: Python's cyclic GC
+        # (our keys allocate tuples; a model holds many objects) and TMA descriptors re-encoded for
+        # activation addresses the per-operand cache (16) has not seen
+        import gc
+
+        from tritonblas import _fastlaunch
+
+        misses = [0, 0]
+        orig_expand = _fastlaunch.RawLauncher.expand
+
+        def counting_expand(self, pos, ptr):
+            misses[1] += 1
+            if ptr not in self.cache[pos]:
+                misses[0] += 1
+            return orig_expand(self, pos, ptr)
+
+        with tritonblas.enable():
+            gc.disable()
+            try:
+                tokens(4)
+                ms_nogc = tokens(16)
+            finally:
+                gc.enable()
+            _fastlaunch.RawLauncher.expand = counting_expand
+            try:
+                tokens(16)
+            finally:
+                _fastlaunch.RawLauncher.expand = orig_expand
+        print(f"decode {name} ours with gc disabled: {ms_nogc:.3f} ms/token; TMA descriptor expansions "
+              f"over 17 tokens: {misses[1]}, of which cache misses (re-encoded): {misses[0]}")
         with tritonblas.enable():
             pr = cProfile.Profile()
             pr.enable()

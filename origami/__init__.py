@@ -12,7 +12,7 @@ __all__ = [
     "HardwareProfile", "ProfileError", "load_profile", "list_profiles",
 ]
 
-from origami.select import Estimate, clear_cache, explain, predict, rank, select, select_among, select_many, warmup  # noqa: E402
-from origami.space import candidates  # noqa: E402
+from origami.select import (Estimate, candidates, clear_cache, explain, predict, rank, select, select_among,  # noqa: E402
+                            select_many, warmup)
 
 __all__ += ["Estimate", "rank", "select", "select_among", "predict", "explain", "select_many", "candidates", "warmup", "clear_cache"]

@@ -29,7 +29,7 @@ from origami.hardware import HardwareProfile
 from origami.problem import DType, GemmProblem, Layout
 from origami import _core, space
 
-__all__ = ["COLS", "KIND_CODE", "base_array", "search_plan", "row_to_config", "enumerate_configs"]
+__all__ = ["COLS", "KIND_CODE", "base_array", "search_plan", "row_to_config"]
 
 COLS = ("kind", "block_m", "block_n", "block_k", "num_warps", "num_stages", "group_m", "num_chiplets",
         "chunk", "grid_mult", "split_k", "waves_per_eu", "matrix_instr_nonkdim", "kpack", "occupancy",
@@ -222,14 +222,3 @@ def config_for_tiles(row: "np.ndarray | list[int]", tiles: int, hw: HardwareProf
 
 assert COLS[:14] == ("kind", "block_m", "block_n", "block_k", "num_warps", "num_stages", "group_m", "num_chiplets",
                      "chunk", "grid_mult", "split_k", "waves_per_eu", "matrix_instr_nonkdim", "kpack")
-
-
-def enumerate_configs(problem: GemmProblem, hw: HardwareProfile):
-    """Yield every valid TileConfig for the problem (the scorer's finite rows, in row order)."""
-    from origami.hardware import load_profile
-    from origami.select import score_problem
-
-    hw = load_profile(hw)
-    base, lat, _ = score_problem(problem, hw)
-    for i in np.nonzero(np.isfinite(lat))[0]:
-        yield row_to_config(base[i], problem, hw)

@@ -22,6 +22,8 @@ import numpy as np
 from origami.config import TileConfig
 from origami.hardware import MODEL_PARAMS, HardwareProfile, load_profile
 from origami.problem import GemmProblem
+from origami.enumerate import row_to_config
+from origami.select import score_problem, select
 
 __all__ = ["Measured", "read_sweep", "selection_efficiency", "pick_efficiency", "PickScore", "fit", "FitReport"]
 
@@ -69,8 +71,6 @@ def read_sweep(paths: "str | Path | Iterable[str | Path]") -> list[Measured]:
 
 
 def _predictions(meas: Measured, hw: HardwareProfile) -> np.ndarray:
-    from origami.enumerate import row_to_config
-    from origami.select import score_problem
 
     base, lat, _ = score_problem(meas.problem, hw)
     pred = {}
@@ -127,7 +127,6 @@ def pick_efficiency(data: Sequence[Measured], hw: "HardwareProfile | str") -> Pi
     the sweep timed (unbiased only for exhaustive sweeps). Unlike :func:`selection_efficiency` the
     pick is not restricted to the measured configs, so a shape whose pick was never timed goes to
     ``missing`` instead of being scored on a config the library would not run."""
-    from origami.select import select
 
     hw = load_profile(hw)
     effs, probs, missing = [], [], []

@@ -19,12 +19,12 @@ from origami import _core
 from origami.config import TileConfig
 from origami.config import Kind
 from origami.space import PREDICATES, narrow_loads, resident_programs
-from origami.enumerate import KIND_CODE, base_array, config_for_tiles, row_tiles, search_plan
+from origami.enumerate import KIND_CODE, base_array, config_for_tiles, row_tiles, row_to_config, search_plan
 from origami.hardware import HardwareProfile, load_profile
 from origami.problem import GemmProblem
 
 __all__ = ["Estimate", "rank", "select", "select_among", "predict", "explain", "select_many", "score_problem", "warmup",
-           "clear_cache"]
+           "clear_cache", "candidates"]
 
 MAIN_TERMS = ("compute", "l2", "llc", "hbm", "latency")
 
@@ -386,3 +386,12 @@ def clear_cache() -> None:
     _rank_cached.cache_clear()
     _select_cached.cache_clear()
     _space_of.cache_clear()  # with the configs memoised in each space
+
+
+def candidates(problem: GemmProblem, hw: "HardwareProfile | str") -> list[TileConfig]:
+    """The whole valid search space for ``problem`` on ``hw``: every row the scorer gives a finite
+    time (the enumerated axes of :mod:`origami.enumerate` under the predicates of
+    :mod:`origami.space`), as TileConfigs, in row order."""
+    hw = load_profile(hw)
+    base, lat, _ = score_problem(problem, hw)
+    return [row_to_config(base[i], problem, hw) for i in np.nonzero(np.isfinite(lat))[0]]

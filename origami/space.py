@@ -20,7 +20,7 @@ __all__ = [
     "narrow_loads", "amd_register_budget", "amd_vgprs_per_thread", "amd_vgpr_bound",
     "staged_registers_per_thread", "check_staged_registers", "MAX_STAGED_REGS_PER_THREAD",
     "check_smem", "check_registers", "check_instr", "check_vendor", "check_problem", "check_residency",
-    "PREDICATES", "violations", "is_valid", "candidates", "k_iters",
+    "PREDICATES", "violations", "is_valid", "k_iters",
 ]
 
 # Per-thread fp32 accumulator registers above which Triton spills or serialises: a 256x256 tile at
@@ -274,8 +274,3 @@ def is_valid(cfg: TileConfig, problem: GemmProblem, hw: HardwareProfile) -> bool
     return not violations(cfg, problem, hw)
 
 
-def candidates(problem: GemmProblem, hw: HardwareProfile) -> list[TileConfig]:
-    """The whole valid search space for ``problem`` on ``hw`` (see origami.enumerate for the axes)."""
-    from origami.enumerate import enumerate_configs
-
-    return list(enumerate_configs(problem, hw))

@@ -24,7 +24,7 @@ _LAZY = {
     "addbmm": "tritonblas.ops",
     "mv": "tritonblas.ops",
     "addmv": "tritonblas.ops",
-    "enable": "tritonblas.ops",
+    "enable": "tritonblas.routing",
     "explain": "tritonblas.ops",
     "clear_caches": "tritonblas.ops",
     "load_table": "tritonblas.tables",

@@ -2,7 +2,7 @@
 weights, bias, under ``no_grad`` / ``inference_mode`` and under autograd.
 
 Contract: :func:`linear` and :func:`matmul` return the same tensor (values, shape, strides, dtype,
-autograd graph) as :func:`tritonblas.ops.linear` / :func:`tritonblas.ops.matmul` would, or None when
+autograd graph) as ``tritonblas.linear`` / ``tritonblas.matmul`` would, or None when
 they cannot serve the call warm (then the caller takes the checked path, which records what the
 next call needs). A call is served warm when
 
@@ -173,12 +173,9 @@ class _Linear(torch.autograd.Function):
 
     @staticmethod
     def forward(ctx, x, w, bias):
-        from tritonblas import ops
-
         out = _linear_run(x, w, bias)
         if out is None:
-            out = ops.linear(x, w, bias)
-            record_linear(x, w, bias)
+            out = _linear_checked(x, w, bias)
         ctx.save_for_backward(x, w)
         ctx.has_bias = bias is not None
         return out
@@ -195,6 +192,28 @@ class _Linear(torch.autograd.Function):
         if ctx.has_bias and ctx.needs_input_grad[2]:
             gb = g2.sum(0)
         return gx, gw, gb
+
+
+def _linear_checked(x, w, bias):
+    """``x @ w.T + bias`` through the dispatcher's checked path (the caller checked shapes and dtypes),
+    then remember the signature for the warm path."""
+    views = _linear_views(x, w)
+    a, b = views if views is not None else (x.reshape(-1, x.shape[-1]), w.t())
+    r = dispatch.gemm(a, b, c=bias, alpha=1.0, beta=0.0 if bias is None else 1.0, op="addmm" if bias is not None else "mm")
+    record_linear(x, w, bias)
+    return r.view(*x.shape[:-1], w.shape[0])
+
+
+def _matmul_checked(a, b):
+    """``a @ b`` for the cases :class:`_Matmul` takes — b 2-D, or a and b with equal batch dims —
+    through the dispatcher's checked path, then remember the signature for the warm path."""
+    if b.dim() == 2:
+        ka, kb = a.reshape(-1, a.shape[-1]), b
+    else:
+        ka, kb = a.reshape(-1, *a.shape[-2:]), b.reshape(-1, *b.shape[-2:])
+    r = dispatch.gemm(ka, kb, op="mm")
+    record_matmul(a, b, ka, kb)
+    return r.view(*a.shape[:-1], b.shape[-1])
 
 
 def _mm(a, b):
@@ -308,11 +327,9 @@ class _Matmul(torch.autograd.Function):
 
     @staticmethod
     def forward(ctx, a, b):
-        from tritonblas import ops
-
         out = _matmul_run(a, b)
         if out is None:
-            out = ops.matmul(a, b)
+            out = _matmul_checked(a, b)
         ctx.save_for_backward(a, b)
         return out
 
@@ -328,12 +345,10 @@ class _Matmul(torch.autograd.Function):
             if ctx.needs_input_grad[1]:
                 gb = _mm_like(a2.t(), g2, b)
             return ga, gb
-        from tritonblas import ops
-
         if ctx.needs_input_grad[0]:
-            ga = ops.matmul(grad, b.mT)
+            ga = _matmul_checked(grad, b.mT)
         if ctx.needs_input_grad[1]:
-            gb = ops.matmul(a.mT, grad)
+            gb = _matmul_checked(a.mT, grad)
         return ga, gb
 
 

@@ -36,8 +36,8 @@ from origami.config import TileConfig
 from origami.hardware import HardwareProfile
 from tritonblas import _compat, dispatch, fastpath
 
-__all__ = ["matmul", "addmm", "bmm", "baddbmm", "addbmm", "mv", "addmv", "linear", "explain", "enable",
-           "clear_caches"]
+__all__ = ["matmul", "addmm", "bmm", "baddbmm", "addbmm", "mv", "addmv", "linear", "explain", "clear_caches",
+           "expands_to"]
 
 Tensor = torch.Tensor
 
@@ -608,11 +608,3 @@ def clear_caches() -> None:
 
 
 _compat.dynamo_eager_only(matmul, bmm, addmm, baddbmm, addbmm, mv, addmv, linear, dispatch.gemm)
-
-
-def enable(profile: Any = None):
-    """``with tritonblas.enable(profile=None):`` routes torch's GEMMs to tritonblas in this thread:
-    see :func:`tritonblas.routing.enable`."""
-    from tritonblas import routing
-
-    return routing.enable(profile)

@@ -90,6 +90,20 @@ MUTATIONS = (
              "            mask_n = rn <= aligned(N, OUT_EDGE)\n        else:\n            mask_n = rn <= N\n"
              "        mask = mask_m[:, None] & mask_n[None, :]",
              ("tests/kernels/test_gpu_cases_cpu.py",)),
+    Mutation("warm_linear_drops_bias", "the warm path for F.linear launches without the bias (the "
+             "view-binding branch; the address-binding branch runs on a GPU only)",
+             "tritonblas/fastpath.py",
+             "        dispatch.launch_fast(f, a, b, out.view(-1, out_shape[-1]) if out.dim() != 2 else out, bias,\n"
+             "                             1.0, 1.0 if bias is not None else 0.0)",
+             "        dispatch.launch_fast(f, a, b, out.view(-1, out_shape[-1]) if out.dim() != 2 else out, None,\n"
+             "                             1.0, 0.0)",
+             ("tests/dropin/test_models.py",)),
+    Mutation("weight_grad_transposed_layout", "the weight gradient produced as (x.T @ grad).T, which "
+             "AccumulateGrad then copies into the weight's layout",
+             "tritonblas/fastpath.py",
+             "            gw = _mm(g2.t(), x.reshape(-1, x.shape[-1]))",
+             "            gw = _mm(x.reshape(-1, x.shape[-1]).t(), g2).t()",
+             ("tests/dropin/test_models.py",)),
     Mutation("deterministic_filter_ignored", "deterministic mode keeps a non-deterministic model pick",
              "tritonblas/dispatch.py",
              "if e.config.kind in DETERMINISTIC_KINDS), None)",

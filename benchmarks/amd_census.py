@@ -103,30 +103,6 @@ _CI_SPLITK_PROBLEM = dict(m=64, n=2048, k=8192)
 
 
 # --- what runs in the worker processes -------------------------------------------------------
-class StubDriver:
-    """Just enough of a driver for ``JITFunction.warmup``: a target, a device index, a stream."""
-
-    def __init__(self, target):
-        self.target = target
-
-    def get_current_target(self):
-        return self.target
-
-    def get_current_device(self):
-        return 0
-
-    def get_current_stream(self, device=None):
-        return 0
-
-    def get_active_torch_device(self):
-        import torch
-
-        return torch.device("cpu")
-
-    def is_active(self):
-        return True
-
-
 _ACTIVE_ARCH = [None]
 
 
@@ -137,6 +113,7 @@ def _use_arch(arch: str) -> None:
     from triton.runtime import driver
 
     from tritonblas import kernels
+    from tritonblas._aot import StubDriver
 
     driver.set_active(StubDriver(GPUTarget("hip", arch, 64)))
     for name in kernels.__all__:  # a JITFunction caches the backend of the first target it saw

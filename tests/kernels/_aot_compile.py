@@ -24,27 +24,7 @@ import torch  # noqa: E402
 from triton.backends.compiler import GPUTarget  # noqa: E402
 from triton.runtime import driver  # noqa: E402
 
-
-class _StubDriver:
-    """Just enough of a driver for JITFunction.warmup: a target, a device index, a stream."""
-
-    def __init__(self, target: GPUTarget):
-        self.target = target
-
-    def get_current_target(self):
-        return self.target
-
-    def get_current_device(self):
-        return 0
-
-    def get_current_stream(self, device=None):
-        return 0
-
-    def get_active_torch_device(self):
-        return torch.device("cpu")
-
-    def is_active(self):
-        return True
+from tritonblas._aot import StubDriver  # noqa: E402
 
 
 def _case(kind, bm, bn, bk, warps, stages, m, n, k, dtype=torch.bfloat16, layout="NN", tma=False, batch=None,
@@ -188,7 +168,7 @@ def main(names: list[str]) -> int:
     from tritonblas import kernels
 
     for target, hw, cases in targets:
-        driver.set_active(_StubDriver(target))
+        driver.set_active(StubDriver(target))
         for name in kernels.__all__:  # each JITFunction caches the backend of the first target it saw
             getattr(kernels, name).device_caches.clear()
         for name in cases:

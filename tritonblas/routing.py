@@ -127,6 +127,15 @@ def _tensors(*xs: Any) -> bool:
 _autocast_on = torch.is_autocast_enabled
 
 
+def _run(profile: Any, fn: Callable, tensors: tuple, out: Any, **kwargs):
+    """The shared tail of a route: autocast the tensors, check tritonblas can run them (with ``out``),
+    then call ``fn(*tensors, out=out, profile=profile, **kwargs)``; NotImplemented otherwise."""
+    tensors = _autocast(*tensors)
+    if not _kernel_ok(profile, *tensors, out):
+        return NotImplemented
+    return fn(*tensors, out=out, profile=profile, **kwargs)
+
+
 def _r_linear(profile, x, w, bias):
     if not isinstance(x, Tensor) or not isinstance(w, Tensor) or (bias is not None and not isinstance(bias, Tensor)):
         return NotImplemented
@@ -166,10 +175,7 @@ def _r_matmul(profile, a, b, out):
             return r
     if not _matmul_shapes_ok(a, b):
         return NotImplemented
-    a, b = _autocast(a, b)
-    if not _kernel_ok(profile, a, b, out):
-        return NotImplemented
-    return ops.matmul(a, b, out=out, profile=profile)
+    return _run(profile, ops.matmul, (a, b), out)
 
 
 def _r_mm(profile, a, b, out):
@@ -182,20 +188,14 @@ def _r_bmm(profile, a, b, out):
     if (not _tensors(a, b) or a.dim() != 3 or b.dim() != 3 or a.shape[0] != b.shape[0]
             or a.shape[2] != b.shape[1]):
         return NotImplemented
-    a, b = _autocast(a, b)
-    if not _kernel_ok(profile, a, b, out):
-        return NotImplemented
-    return ops.bmm(a, b, out=out, profile=profile)
+    return _run(profile, ops.bmm, (a, b), out)
 
 
 def _r_addmm(profile, c, a, b, beta, alpha, out):
     if (not _tensors(c, a, b) or a.dim() != 2 or b.dim() != 2 or a.shape[1] != b.shape[0]
             or not ops.expands_to(tuple(c.shape), (a.shape[0], b.shape[1])) or _complex(alpha, beta)):
         return NotImplemented
-    c, a, b = _autocast(c, a, b)
-    if not _kernel_ok(profile, c, a, b, out):
-        return NotImplemented
-    return ops.addmm(c, a, b, alpha=alpha, beta=beta, out=out, profile=profile)
+    return _run(profile, ops.addmm, (c, a, b), out, alpha=alpha, beta=beta)
 
 
 def _r_baddbmm(profile, c, a, b, beta, alpha, out):
@@ -203,10 +203,7 @@ def _r_baddbmm(profile, c, a, b, beta, alpha, out):
             or a.shape[2] != b.shape[1] or not ops.expands_to(tuple(c.shape), (a.shape[0], a.shape[1], b.shape[2]))
             or _complex(alpha, beta)):
         return NotImplemented
-    c, a, b = _autocast(c, a, b)
-    if not _kernel_ok(profile, c, a, b, out):
-        return NotImplemented
-    return ops.baddbmm(c, a, b, alpha=alpha, beta=beta, out=out, profile=profile)
+    return _run(profile, ops.baddbmm, (c, a, b), out, alpha=alpha, beta=beta)
 
 
 def _r_addbmm(profile, c, a, b, beta, alpha, out):
@@ -214,29 +211,20 @@ def _r_addbmm(profile, c, a, b, beta, alpha, out):
             or a.shape[2] != b.shape[1] or not ops.expands_to(tuple(c.shape), (a.shape[1], b.shape[2]))
             or _complex(alpha, beta)):
         return NotImplemented
-    c, a, b = _autocast(c, a, b)
-    if not _kernel_ok(profile, c, a, b, out):
-        return NotImplemented
-    return ops.addbmm(c, a, b, alpha=alpha, beta=beta, out=out, profile=profile)
+    return _run(profile, ops.addbmm, (c, a, b), out, alpha=alpha, beta=beta)
 
 
 def _r_mv(profile, a, v, out):
     if not _tensors(a, v) or a.dim() != 2 or v.dim() != 1 or a.shape[1] != v.shape[0]:
         return NotImplemented
-    a, v = _autocast(a, v)
-    if not _kernel_ok(profile, a, v, out):
-        return NotImplemented
-    return ops.mv(a, v, out=out, profile=profile)
+    return _run(profile, ops.mv, (a, v), out)
 
 
 def _r_addmv(profile, c, a, v, beta, alpha, out):
     if (not _tensors(c, a, v) or a.dim() != 2 or v.dim() != 1 or a.shape[1] != v.shape[0]
             or not ops.expands_to(tuple(c.shape), (a.shape[0],)) or _complex(alpha, beta)):
         return NotImplemented
-    c, a, v = _autocast(c, a, v)
-    if not _kernel_ok(profile, c, a, v, out):
-        return NotImplemented
-    return ops.addmv(c, a, v, alpha=alpha, beta=beta, out=out, profile=profile)
+    return _run(profile, ops.addmv, (c, a, v), out, alpha=alpha, beta=beta)
 
 
 # (owner, attribute, signature, route)

@@ -53,9 +53,8 @@ _tracing = _C._get_tracing_state
 _empty = torch.empty
 _environ = os.environ
 
-# signature → (fast entry, output shape, rows of the 2-D view or 0 for a 2-D/3-D call as it is)
-_LINEAR: dict[tuple, tuple] = {}
-_MATMUL: dict[tuple, tuple] = {}
+_LINEAR: dict[tuple, tuple] = {}  # linear signature → (fast entry, output shape)
+_MATMUL: dict[tuple, tuple] = {}  # matmul signature → (fast entry, output shape, kernel views' shapes)
 _LOCK = threading.Lock()
 
 
@@ -93,6 +92,12 @@ def needs_grad(*tensors) -> bool:
         if t is not None and t.requires_grad:
             return True
     return False
+
+
+def transposed_view(t) -> bool:
+    """Whether ``t`` is a 2-D transposed view (column-major, both dims > 1), such as ``w.t()`` of a
+    row-major weight: its gradient is produced as ``(grad.T @ a).T`` to land in that layout."""
+    return t.dim() == 2 and t.stride(0) == 1 and t.stride(1) != 1 and t.shape[0] > 1 and t.shape[1] > 1
 
 
 def _sig(t) -> tuple:
@@ -230,7 +235,7 @@ def linear(x, w, bias=None):
     """``F.linear(x, w, bias)`` warm, or None (see the module docstring)."""
     if type(x) not in _PLAIN or type(w) not in _PLAIN or (bias is not None and type(bias) not in _PLAIN):
         return None
-    if _environ.get(ENV_FAST) == "0" or not direct():
+    if not enabled() or not direct():
         return None
     if _grad_enabled() and (x.requires_grad or w.requires_grad or (bias is not None and bias.requires_grad)):
         try:
@@ -355,7 +360,7 @@ class _Matmul(torch.autograd.Function):
 def _mm_like(a, b, like):
     """a @ b produced in ``like``'s layout: row-major, or (when ``like`` is a transposed view) as
     ``(b.T @ a.T).T`` so the gradient needs no copy to match its input."""
-    if like.dim() == 2 and like.stride(0) == 1 and like.stride(1) != 1:
+    if transposed_view(like):
         return _mm(b.t(), a.t()).t()
     return _mm(a, b)
 
@@ -364,7 +369,7 @@ def matmul(a, b):
     """``torch.matmul(a, b)`` warm, or None (see the module docstring)."""
     if type(a) not in _PLAIN or type(b) not in _PLAIN:
         return None
-    if _environ.get(ENV_FAST) == "0" or not direct():
+    if not enabled() or not direct():
         return None
     if needs_grad(a, b):
         if a.dtype != b.dtype or a.dim() < 2 or b.dim() < 2 or dispatch.fallback_reason(a, b) is not None:

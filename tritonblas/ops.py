@@ -151,7 +151,7 @@ def _mm_setup(ctx, inputs, output):
 def _grad_b(a: Tensor, grad: Tensor, b: Tensor, profile) -> Tensor:
     """dL/db = a.T @ grad, produced in b's layout: when b is a transposed view (e.g. ``w.t()`` of a
     row-major weight), as ``(grad.T @ a).T``, so the gradient reaches the weight without a copy."""
-    if b.dim() == 2 and b.stride(0) == 1 and b.stride(1) != 1 and b.shape[0] > 1 and b.shape[1] > 1:
+    if fastpath.transposed_view(b):
         return _reduce_like(torch.ops.tritonblas.mm(grad.mT, a, profile, None), b.mT).mT
     return _reduce_like(torch.ops.tritonblas.mm(a.mT, grad, profile, None), b)
 

@@ -88,7 +88,7 @@ __all__ = [
     "DTYPES", "KERNEL_DTYPES", "DETERMINISTIC_KINDS", "MAX_PLANS", "GemmKey",
     "dtype_of", "allow_tf32", "fallback_reason", "device_info", "has_profile", "gemm", "plan_for", "explain",
     "stats", "reset_stats", "clear_caches", "fast_lookup", "fast_valid", "fast_context", "launch_fast",
-    "raw_ready", "count", "count_all", "FastEntry", "run_fast", "run_fast_out",
+    "raw_ready", "count", "count_all", "overlap", "FastEntry", "run_fast", "run_fast_out",
 ]
 
 # torch dtype → DType: the inverse of plan.TORCH_DTYPES (fp32 storage maps to FP32; TF32 is a
@@ -979,12 +979,29 @@ def _out_shape(a: torch.Tensor, b: torch.Tensor) -> tuple[int, ...]:
     return (ba if bb == 1 else bb, m, n)
 
 
+def overlap(x: torch.Tensor, y: torch.Tensor) -> str:
+    """torch's overlap classes of two tensors: "none", "full" (same elements in the same order:
+    same address, shape and strides) or "partial" (any other sharing of memory)."""
+    if x.numel() == 0 or y.numel() == 0:
+        return "none"
+    if x.untyped_storage().data_ptr() != y.untyped_storage().data_ptr():
+        return "none"
+    if x.data_ptr() == y.data_ptr() and x.shape == y.shape and x.stride() == y.stride():
+        return "full"
+
+    def span(t: torch.Tensor) -> tuple[int, int]:
+        lo = t.data_ptr()
+        hi = lo + (1 + sum((n - 1) * abs(st) for n, st in zip(t.shape, t.stride()))) * t.element_size()
+        return lo, hi
+
+    (a0, a1), (b0, b1) = span(x), span(y)
+    return "partial" if a0 < b1 and b0 < a1 else "none"
+
+
 def _partly_overlaps(out: torch.Tensor, c: torch.Tensor) -> bool:
     """Whether ``out`` shares memory with ``c`` other than by being it (same address, shape, strides:
     each element is then read before the same program writes it)."""
-    if not _shares_memory(out, c):
-        return False
-    return not (out.data_ptr() == c.data_ptr() and out.shape == c.shape and out.stride() == c.stride())
+    return overlap(out, c) == "partial"
 
 
 def _shares_memory(x: torch.Tensor, y: torch.Tensor) -> bool:

@@ -345,30 +345,11 @@ def _warm_matmul(a: Tensor, b: Tensor, out: Tensor | None = None, config: Any = 
     return dispatch.run_fast(f, a, b) if out is None else dispatch.run_fast_out(f, a, b, out)
 
 
-def _overlap(x: Tensor, y: Tensor) -> str:
-    """torch's overlap classes of two tensors: "none", "full" (same elements in the same order:
-    same address, shape and strides) or "partial" (any other sharing of memory)."""
-    if x.numel() == 0 or y.numel() == 0:
-        return "none"
-    if x.untyped_storage().data_ptr() != y.untyped_storage().data_ptr():
-        return "none"
-    if x.data_ptr() == y.data_ptr() and x.shape == y.shape and x.stride() == y.stride():
-        return "full"
-
-    def span(t: Tensor) -> tuple[int, int]:
-        lo = t.data_ptr()
-        hi = lo + (1 + sum((n - 1) * abs(st) for n, st in zip(t.shape, t.stride()))) * t.element_size()
-        return lo, hi
-
-    (a0, a1), (b0, b1) = span(x), span(y)
-    return "partial" if a0 < b1 and b0 < a1 else "none"
-
-
 def _check_out_overlap(name: str, out: Tensor, c: Tensor | None) -> None:
     """torch's error for an ``out`` that partly overlaps the accumulated input ``c`` (out being c
     itself, as in an in-place addmm, is allowed; an ``out`` sharing memory with a or b is computed
     into a temporary and copied by :func:`dispatch.gemm`)."""
-    if c is not None and _overlap(out, c) == "partial":
+    if c is not None and dispatch.overlap(out, c) == "partial":
         raise RuntimeError(f"{name}(): unsupported operation: some elements of the input tensor and the written-to "
                            "tensor refer to a single memory location. Please clone() the tensor before performing "
                            "the operation.")

@@ -202,6 +202,7 @@ class GemmShim:
     def __init__(self):
         self.calls = 0
         self.ns = 0
+        self.depth = 0  # > 0 inside a timed call: nested GEMM calls are part of it
         self.saved = []
 
     def __enter__(self):
@@ -231,8 +232,6 @@ class GemmShim:
                 shim.depth -= 1
 
         return timed
-
-    depth = 0
 
     def __exit__(self, *exc):
         while self.saved:

@@ -43,7 +43,13 @@ def main(argv=None) -> int:
     ap.add_argument("--n", type=int, default=1000)
     ap.add_argument("--profile", action="store_true")
     ap.add_argument("--model", default=None, help="also profile eager decode of this benchmarks/models.py LLM")
+    ap.add_argument("--split", nargs="*", default=None, metavar="MODEL",
+                    help="only the in-model split of these benchmarks/models.py models' prefill (see inmodel_split)")
     args = ap.parse_args(argv)
+    if args.split is not None:
+        for name in args.split or ("bert-large", "llama3.2-1b", "vit-l16"):
+            inmodel_split(name)
+        return 0
     import torch
     import torch.nn.functional as F
 
@@ -174,6 +180,102 @@ def decode_profile(name: str, n: int) -> None:
             tokens(8)
             pr.disable()
         pstats.Stats(pr).sort_stats("tottime").print_stats(30)
+
+
+def inmodel_split(name: str, iters: int = 10) -> None:
+    """Where a routed GEMM's host time goes *inside* a model's inference forward (prefill): per GEMM
+    call, the whole call (outermost timer, as models.py's shim), the C launch alone
+    (``RawLauncher.__call__``), the output allocation, and the rest (our Python); the TMA descriptor
+    expansions and how many were re-encoded (cache misses); the step's wall time for torch, ours,
+    and ours with Python's cyclic GC off. The question: why a warm call that costs about what torch's
+    does in a loop costs 1.3-2x torch's inside a model."""
+    import gc
+
+    import torch
+
+    import models
+    import tritonblas
+    from tritonblas import _fastlaunch, fastpath
+
+    model, inputs, _ = models.build(name, torch.bfloat16, "cuda")
+    kw = inputs("prefill")
+
+    def step():
+        with torch.inference_mode():
+            return models._forward(model, kw)
+
+    def wall(k: int = iters) -> float:
+        torch.cuda.synchronize()
+        t0 = time.perf_counter()
+        for _ in range(k):
+            step()
+        torch.cuda.synchronize()
+        return (time.perf_counter() - t0) / k * 1e3
+
+    for _ in range(3):
+        step()
+    with tritonblas.enable():
+        for _ in range(3):
+            step()
+    res = {"torch": [], "ours": [], "ours gc off": []}
+    for _ in range(3):  # alternating, medians
+        res["torch"].append(wall())
+        with tritonblas.enable():
+            res["ours"].append(wall())
+            gc.disable()
+            try:
+                res["ours gc off"].append(wall())
+            finally:
+                gc.enable()
+    acc = {"launch_ns": 0, "launches": 0, "empty_ns": 0, "empties": 0, "expand": 0, "miss": 0}
+    orig_call, orig_expand, orig_empty = _fastlaunch.RawLauncher.__call__, _fastlaunch.RawLauncher.expand, fastpath._empty
+
+    def t_call(self, grid0, stream, args):
+        t0 = time.perf_counter_ns()
+        orig_call(self, grid0, stream, args)
+        acc["launch_ns"] += time.perf_counter_ns() - t0
+        acc["launches"] += 1
+
+    def t_expand(self, pos, ptr):
+        acc["expand"] += 1
+        acc["miss"] += ptr not in self.cache[pos]
+        return orig_expand(self, pos, ptr)
+
+    def t_empty(*a, **k):
+        t0 = time.perf_counter_ns()
+        r = orig_empty(*a, **k)
+        acc["empty_ns"] += time.perf_counter_ns() - t0
+        acc["empties"] += 1
+        return r
+
+    shims = {}
+    for label, on in (("torch", False), ("ours", True)):
+        ctx = tritonblas.enable() if on else None
+        if ctx:
+            ctx.__enter__()
+        try:
+            with models.GemmShim() as shim:
+                if on:
+                    _fastlaunch.RawLauncher.__call__, _fastlaunch.RawLauncher.expand = t_call, t_expand
+                    fastpath._empty = t_empty
+                try:
+                    wall(iters)
+                finally:
+                    _fastlaunch.RawLauncher.__call__, _fastlaunch.RawLauncher.expand = orig_call, orig_expand
+                    fastpath._empty = orig_empty
+            shims[label] = (shim.ns / 1e3 / max(1, shim.calls), shim.calls // iters)
+        finally:
+            if ctx:
+                ctx.__exit__(None, None, None)
+    med = {k: statistics.median(v) for k, v in res.items()}
+    n = max(1, acc["launches"])
+    print(f"in-model split, {name} prefill (bf16, {iters} iterations, medians of 3 alternating runs):")
+    print("  step ms: " + ", ".join(f"{k} {v:.3f}" for k, v in med.items()))
+    print(f"  GEMM calls per step: {shims['ours'][1]}; host us per GEMM call (outermost timer): "
+          f"torch {shims['torch'][0]:.1f}, ours {shims['ours'][0]:.1f}")
+    print(f"  ours per raw launch: C launch {acc['launch_ns'] / n / 1e3:.1f} us over {acc['launches']} launches; "
+          f"output allocation {acc['empty_ns'] / max(1, acc['empties']) / 1e3:.1f} us; "
+          f"TMA descriptor expansions {acc['expand']}, re-encoded {acc['miss']}")
 
 
 if __name__ == "__main__":

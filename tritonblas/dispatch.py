@@ -87,7 +87,7 @@ from tritonblas._device import ENV_PROFILE, DeviceError, DeviceInfo, clear_devic
 __all__ = [
     "DTYPES", "KERNEL_DTYPES", "DETERMINISTIC_KINDS", "MAX_PLANS", "GemmKey",
     "dtype_of", "allow_tf32", "fallback_reason", "device_info", "has_profile", "gemm", "plan_for", "explain",
-    "stats", "reset_stats", "clear_caches", "fast_lookup", "fast_valid", "fast_context", "launch_fast",
+    "stats", "reset_stats", "clear_caches", "fast_lookup", "fast_valid", "fast_context", "launch_fast", "launch_ready",
     "raw_ready", "count", "count_all", "overlap", "FastEntry", "run_fast", "run_fast_out",
 ]
 
@@ -441,6 +441,15 @@ class FastEntry:
                 self._call_raw(raw, idx, a, b, out, c, alpha, beta)
         else:
             self._call_raw(raw, idx, a, b, out, c, alpha, beta)
+
+    def call_ready(self, a, b, out, c, alpha: float, beta: float) -> None:
+        """:meth:`call` for an entry whose raw launch was just found ready (``raw_ready``)."""
+        idx = self.cuda_index
+        if _get_device() != idx:
+            with torch.cuda.device(idx):
+                self._call_raw(self.raw, idx, a, b, out, c, alpha, beta)
+        else:
+            self._call_raw(self.raw, idx, a, b, out, c, alpha, beta)
 
     def _stage(self, a, b) -> tuple:
         """(a, b) as the kernel binds them: fresh staging buffers (``plan._staging_buffer``, of the
@@ -948,6 +957,15 @@ def launch_fast(f: "_Fast", a: torch.Tensor, b: torch.Tensor, out: torch.Tensor,
     """Launch the warm entry ``f`` (from :func:`fast_lookup`) on operands of its key; returns out.
     ``out`` must have ``f``'s output address class (a fresh torch allocation does)."""
     f.call(a, b, out, c, alpha, beta)
+    _STATS["launches"] += 1
+    return out
+
+
+def launch_ready(f: "_Fast", a: torch.Tensor, b: torch.Tensor, out: torch.Tensor, c: torch.Tensor | None = None,
+                 alpha: float = 1.0, beta: float = 0.0) -> torch.Tensor:
+    """:func:`launch_fast` for an entry :func:`raw_ready` has just vouched for (raw launcher, no
+    staging, no launch hook): the raw launch without checking those again."""
+    f.call_ready(a, b, out, c, alpha, beta)
     _STATS["launches"] += 1
     return out
 

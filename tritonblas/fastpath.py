@@ -37,7 +37,7 @@ import torch
 
 from tritonblas import _compat, dispatch
 
-__all__ = ["ENV_FAST", "enabled", "direct", "linear", "matmul", "clear", "MAX_ENTRIES"]
+__all__ = ["ENV_FAST", "enabled", "direct", "linear", "matmul", "linear_hot", "matmul_hot", "clear", "MAX_ENTRIES"]
 
 from tritonblas.settings import ENV_FAST  # noqa: E402
 MAX_ENTRIES = 4096
@@ -50,9 +50,12 @@ _tf_modes = _C._is_torch_function_mode_enabled
 _dispatch_modes = _C._len_torch_dispatch_stack
 _functorch_level = _C._functorch.peek_interpreter_stack
 _tracing = _C._get_tracing_state
+_any_autocast = getattr(_C, "_is_any_autocast_enabled", None) or (lambda: any(
+    torch.is_autocast_enabled(d) for d in ("cuda", "cpu")))
 _empty = torch.empty
 _environ = os.environ
 
+_fast_context = dispatch.fast_context
 _LINEAR: dict[tuple, tuple] = {}  # linear signature → (fast entry, output shape)
 _MATMUL: dict[tuple, tuple] = {}  # matmul signature → (fast entry, output shape, kernel views' shapes)
 _LOCK = threading.Lock()
@@ -60,7 +63,20 @@ _LOCK = threading.Lock()
 
 def enabled() -> bool:
     """False when ``$TRITONBLAS_FAST`` is ``0`` (read per call)."""
-    return _environ.get(ENV_FAST) != "0"
+    return not _fast_off()
+
+
+def _fast_reader():
+    """``os.environ.get(ENV_FAST) == "0"`` without the str encoding of ``os.environ.get`` (CPython keeps
+    the encoded mapping current in ``os.environ._data``; the fallback is the plain read)."""
+    data, encode = getattr(_environ, "_data", None), getattr(_environ, "encodekey", None)
+    if not isinstance(data, dict) or encode is None:
+        return lambda: _environ.get(ENV_FAST) == "0"
+    key, zero, get = encode(ENV_FAST), encode("0"), data.get
+    return lambda: get(key) == zero
+
+
+_fast_off = _fast_reader()
 
 
 def clear() -> None:
@@ -113,7 +129,14 @@ def _store(table: dict, key: tuple, value: tuple) -> None:
 
 # --- linear ----------------------------------------------------------------------------------
 def _linear_key(x, w, bias) -> tuple:
-    return (_sig(x), _sig(w), None if bias is None else _sig(bias), dispatch.fast_context(x.dtype))
+    """:func:`_sig` of x, w and bias (None) and the fast context, as one flat tuple (x's device at [3])."""
+    dt = x.dtype
+    if bias is None:
+        return (x.shape, x.stride(), dt, x.device, x.data_ptr() & 15,
+                w.shape, w.stride(), w.dtype, w.device, w.data_ptr() & 15, None, _fast_context(dt))
+    return (x.shape, x.stride(), dt, x.device, x.data_ptr() & 15,
+            w.shape, w.stride(), w.dtype, w.device, w.data_ptr() & 15,
+            bias.shape, bias.stride(), bias.dtype, bias.device, bias.data_ptr() & 15, _fast_context(dt))
 
 
 def _linear_views(x, w):
@@ -139,9 +162,9 @@ def _linear_run(x, w, bias):
     f, out_shape = hit
     if not dispatch.fast_valid(f):
         return None
-    out = _empty(out_shape, dtype=x.dtype, device=key[0][3])
+    out = _empty(out_shape, dtype=x.dtype, device=key[3])
     if dispatch.raw_ready(f):
-        dispatch.launch_fast(f, x, w, out, bias, 1.0, 1.0 if bias is not None else 0.0)
+        dispatch.launch_ready(f, x, w, out, bias, 1.0, 1.0 if bias is not None else 0.0)
     else:
         a, b = _linear_views(x, w)
         dispatch.launch_fast(f, a, b, out.view(-1, out_shape[-1]) if out.dim() != 2 else out, bias,
@@ -253,6 +276,38 @@ def linear(x, w, bias=None):
     return _linear_run(x, w, bias)
 
 
+def _intercepted_eager() -> bool:
+    """:func:`direct`'s checks minus ``is_compiling()``, for callers that have just checked it (the
+    eager branch of :mod:`tritonblas.routing`'s wrappers), plus autocast on any device."""
+    return bool(_tf_modes() or _dispatch_modes() or _functorch_level() is not None or _tracing() is not None
+                or _any_autocast())
+
+
+def linear_hot(x, w, bias=None):
+    """:func:`linear` for the eager, default-profile, no-autograd call the routing wrapper sees
+    first (``F.linear(x, w[, b])`` positionally, not compiling: the wrapper checked): the warm
+    result, or None and the caller takes its usual route. One function instead of the route's
+    chain (measured on this repo's CPU host with the launch stubbed out: see CHANGELOG)."""
+    if type(x) not in _PLAIN or type(w) not in _PLAIN or (bias is not None and type(bias) not in _PLAIN):
+        return None
+    if _fast_off() or _intercepted_eager():
+        return None
+    if _grad_enabled() and (x.requires_grad or w.requires_grad or (bias is not None and bias.requires_grad)):
+        return None
+    return _linear_run(x, w, bias)
+
+
+def matmul_hot(a, b):
+    """:func:`linear_hot` for ``torch.matmul(a, b)`` / ``a @ b``."""
+    if type(a) not in _PLAIN or type(b) not in _PLAIN:
+        return None
+    if _fast_off() or _intercepted_eager():
+        return None
+    if _grad_enabled() and (a.requires_grad or b.requires_grad):
+        return None
+    return _matmul_run(a, b)
+
+
 # --- matmul ----------------------------------------------------------------------------------
 def _matmul_key(a, b) -> tuple:
     return (_sig(a), _sig(b), dispatch.fast_context(a.dtype))
@@ -271,7 +326,7 @@ def _matmul_run(a, b):
         return None
     out = _empty(out_shape, dtype=a.dtype, device=a.device)
     if dispatch.raw_ready(f):
-        dispatch.launch_fast(f, a, b, out)
+        dispatch.launch_ready(f, a, b, out)
     else:
         dispatch.launch_fast(f, a.view(va), b.view(vb), out.view(f.out_shape))
     dispatch.count("fast_hits")

@@ -227,10 +227,10 @@ def _r_addmv(profile, c, a, v, beta, alpha, out):
     return _run(profile, ops.addmv, (c, a, v), out, alpha=alpha, beta=beta)
 
 
-# (owner, attribute, signature, route)
+# (owner, attribute, signature, route[, hot])
 _TARGETS: tuple = (
-    (torch.nn.functional, "linear", _p_linear, _r_linear),
-    (torch, "matmul", _p_binary, _r_matmul),
+    (torch.nn.functional, "linear", _p_linear, _r_linear, fastpath.linear_hot),
+    (torch, "matmul", _p_binary, _r_matmul, fastpath.matmul_hot),
     (torch, "mm", _p_mm, _r_mm),
     (torch, "bmm", _p_mm, _r_bmm),
     (torch, "addmm", _p_addmm, _r_addmm),
@@ -238,8 +238,8 @@ _TARGETS: tuple = (
     (torch, "addbmm", _p_addmm, _r_addbmm),
     (torch, "mv", _p_mv, _r_mv),
     (torch, "addmv", _p_addmv, _r_addmv),
-    (torch.Tensor, "matmul", _p_method_binary, _r_matmul),
-    (torch.Tensor, "__matmul__", _p_method_binary, _r_matmul),
+    (torch.Tensor, "matmul", _p_method_binary, _r_matmul, fastpath.matmul_hot),
+    (torch.Tensor, "__matmul__", _p_method_binary, _r_matmul, fastpath.matmul_hot),
     (torch.Tensor, "mm", _p_method_mm, _r_mm),
     (torch.Tensor, "bmm", _p_method_mm, _r_bmm),
     (torch.Tensor, "addmm", _p_method_addmm, _r_addmm),
@@ -249,7 +249,7 @@ _TARGETS: tuple = (
     (torch.Tensor, "addmv", _p_method_addmv, _r_addmv),
 )
 ROUTED = tuple(f"{'Tensor.' if owner is torch.Tensor else owner.__name__ + '.'}{name}"
-               for owner, name, _, _ in _TARGETS)
+               for owner, name, *_ in _TARGETS)
 _SAVED: list = []  # (owner, name, had its own attribute, original) while installed
 
 
@@ -258,7 +258,10 @@ _ROUTED_BOTH = ("intercepted", "routed")
 count = dispatch.count_all
 
 
-def _wrapper(orig: Callable, parse: Callable, route: Callable) -> Callable:
+def _wrapper(orig: Callable, parse: Callable, route: Callable, hot: Callable | None = None) -> Callable:
+    """The routing wrapper of one entry point. ``hot`` (optional, :mod:`tritonblas.fastpath`'s
+    ``*_hot``) is tried first on an eager, positional call in a block with the default profile: it
+    serves a warm signature in one call, or returns None and the call takes ``route`` as usual."""
     def routed(*args, **kwargs):
         if _ACTIVE[0]:
             if _is_compiling():
@@ -269,14 +272,23 @@ def _wrapper(orig: Callable, parse: Callable, route: Callable) -> Callable:
                 r = route(_COMPILE_PROFILE[0], *bound)
                 return orig(*args, **kwargs) if r is NotImplemented else r
             tls = _TLS
-            if tls.stack and not tls.busy:
+            stack = tls.stack
+            if stack and not tls.busy:
+                if hot is not None and not kwargs and stack[-1] is None:
+                    try:
+                        r = hot(*args)
+                    except TypeError:  # not the positional form hot takes
+                        r = None
+                    if r is not None:
+                        count(_ROUTED_BOTH)
+                        return r
                 try:
                     bound = parse(*args, **kwargs)
                 except TypeError:  # a signature we do not route (deprecated forms, new keywords)
                     return orig(*args, **kwargs)
                 tls.busy = True
                 try:
-                    r = route(tls.stack[-1], *bound)
+                    r = route(stack[-1], *bound)
                 finally:
                     tls.busy = False
                 if r is not NotImplemented:
@@ -299,7 +311,7 @@ _WRAPPERS: dict = {}  # (owner, name, original) -> its wrapper: the same object 
 
 
 def _install() -> None:
-    for owner, name, parse, route in _TARGETS:
+    for owner, name, parse, route, *hot in _TARGETS:
         own = name in vars(owner)
         orig = getattr(owner, name)
         if getattr(orig, "_tritonblas_route", False):  # installed by a copy of this module: leave it
@@ -308,7 +320,7 @@ def _install() -> None:
         key = (id(owner), name, id(orig))
         w = _WRAPPERS.get(key)
         if w is None or w.__wrapped__ is not orig:
-            w = _WRAPPERS[key] = _wrapper(orig, parse, route)
+            w = _WRAPPERS[key] = _wrapper(orig, parse, route, *hot)
         setattr(owner, name, w)
 
 

@@ -254,3 +254,88 @@ def test_compiled_region_with_a_graph_break_runs_cold_calls_eagerly(device):
         got = torch.compile(f, backend="aot_eager")(x)
     assert dispatch.stats()["launches"] == 2
     torch.testing.assert_close(got, ref)
+
+
+def test_hot_entry_serves_warm_calls_and_steps_aside_otherwise(device, monkeypatch):
+    """The routing wrapper's one-call warm entry (fastpath.linear_hot / matmul_hot) serves a warm
+    positional call in a default-profile block, bit for bit what the route gives, and returns None
+    (the route runs, with its checks) under a profile block, autocast, autograd, keywords or the off
+    switch."""
+    from tritonblas import fastpath
+
+    lin = torch.nn.Linear(16, 12).to(device)
+    x = torch.randn(2, 3, 16, device=device)
+    b = torch.randn(16, 5, device=device)
+    hot = []
+    orig_linear, orig_matmul = fastpath.linear_hot, fastpath.matmul_hot
+
+    def spy(fn):
+        def wrapped(*a):
+            r = fn(*a)
+            hot.append(r is not None)
+            return r
+        return wrapped
+
+    monkeypatch.setattr(fastpath, "linear_hot", spy(orig_linear))
+    monkeypatch.setattr(fastpath, "matmul_hot", spy(orig_matmul))
+    from tritonblas import routing
+    monkeypatch.setattr(routing, "_WRAPPERS", {})  # wrappers built now bind the spies
+    monkeypatch.setattr(routing, "_TARGETS", tuple(
+        (o, n, p, r, *((spy(orig_linear),) if n == "linear" else (spy(orig_matmul),) if h else ()))
+        for o, n, p, r, *h in routing._TARGETS))
+    with torch.no_grad(), tritonblas.enable():
+        ref_lin, ref_mm = lin(x), x @ b          # cold: the route plans and records the signatures
+        dispatch.reset_stats()
+        hot.clear()
+        y, z = lin(x), x @ b
+        assert hot == [True, True], hot
+        assert dispatch.stats()["fast_hits"] == 2 and dispatch.stats()["routed"] == 2
+        assert torch.equal(y, ref_lin) and torch.equal(z, ref_mm)
+        hot.clear()
+        torch.nn.functional.linear(x, lin.weight, bias=lin.bias)  # keyword: the wrapper skips hot
+        assert hot == []
+        with torch.autocast(device_type=device, dtype=torch.bfloat16):
+            hot.clear()
+            lin(x)
+            assert hot == [False]
+        monkeypatch.setenv("TRITONBLAS_FAST", "0")
+        hot.clear()
+        lin(x)
+        assert hot == [False]
+        monkeypatch.delenv("TRITONBLAS_FAST")
+    with torch.no_grad(), tritonblas.enable(profile="h200"):
+        hot.clear()
+        lin(x)
+        assert hot == []  # a profile block: the route, which applies the profile
+    with tritonblas.enable():
+        xg = x.clone().requires_grad_()
+        hot.clear()
+        out = lin(xg)
+        assert hot == [False] and out.requires_grad
+        torch.testing.assert_close(out, ref_lin)
+
+
+def test_descriptor_cache_keeps_many_weights_and_evicts_oldest_first():
+    """RawLauncher.expand: one encode per address while fewer than _CACHE_MAX addresses cycle (a model's
+    layers sharing one key), the oldest evicted first beyond that, and a re-encode never stale."""
+    from tritonblas import _fastlaunch
+
+    encoded = []
+
+    def fill(ptr, *rest):
+        encoded.append(ptr)
+        return ("map", ptr)
+
+    meta = {"swizzle": 0, "elem_size": 2, "block_size": [64, 64]}
+    r = _fastlaunch.RawLauncher(None, None, None, (0, 0), {1: (meta, [256, 128], [128, 1], 0, 0)}, fill)
+    layers = [0x1000 * (i + 1) for i in range(96)]  # BERT-large: q, k, v, o of 24 layers share a key
+    for _ in range(3):
+        for p in layers:
+            assert r.expand(1, p) == (("map", p), 256, 128, 128, 1)
+    assert encoded == layers  # each weight encoded once, not once per call
+    encoded.clear()
+    many = [0x100000 * (i + 1) for i in range(_fastlaunch._CACHE_MAX + 1)]
+    for p in many:
+        r.expand(1, p)
+    assert len(r.cache[1]) == _fastlaunch._CACHE_MAX
+    assert layers[0] not in r.cache[1] and many[-1] in r.cache[1]

@@ -217,7 +217,21 @@ def inmodel_split(name: str, iters: int = 10) -> None:
     with tritonblas.enable():
         for _ in range(3):
             step()
-    res = {"torch": [], "ours": [], "ours gc off": []}
+    from tritonblas import routing
+
+    def falling_through():
+        """enable() with every route answering NotImplemented (the wrappers' toll alone: each GEMM
+        reaches a wrapper, is parsed, refused and runs torch's own function)."""
+        saved = routing._TARGETS, routing._WRAPPERS
+        routing._TARGETS = tuple((o, n, p, lambda *a: NotImplemented) for o, n, p, *_ in saved[0])
+        routing._WRAPPERS = {}
+        try:
+            with tritonblas.enable():
+                return wall()
+        finally:
+            routing._TARGETS, routing._WRAPPERS = saved
+
+    res = {"torch": [], "ours": [], "ours gc off": [], "enable(), all falling through": []}
     for _ in range(3):  # alternating, medians
         res["torch"].append(wall())
         with tritonblas.enable():
@@ -227,6 +241,7 @@ def inmodel_split(name: str, iters: int = 10) -> None:
                 res["ours gc off"].append(wall())
             finally:
                 gc.enable()
+        res["enable(), all falling through"].append(falling_through())
     acc = {"launch_ns": 0, "launches": 0, "empty_ns": 0, "empties": 0, "expand": 0, "miss": 0}
     orig_call, orig_expand, orig_empty = _fastlaunch.RawLauncher.__call__, _fastlaunch.RawLauncher.expand, fastpath._empty
 

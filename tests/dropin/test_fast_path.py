@@ -37,13 +37,16 @@ def _profile(device, monkeypatch):
 def fast_launches(monkeypatch):
     """Counts launches that went through a fast entry."""
     calls = []
-    original = dispatch._Fast.call
 
-    def spy(self, *args):
-        calls.append(self)
-        return original(self, *args)
+    def spy(original):
+        def counted(self, *args):
+            calls.append(self)
+            return original(self, *args)
+        return counted
 
-    monkeypatch.setattr(dispatch._Fast, "call", spy)
+    # call: every warm launch; call_ready: the raw launches the warm path found ready (GPU)
+    monkeypatch.setattr(dispatch._Fast, "call", spy(dispatch._Fast.call))
+    monkeypatch.setattr(dispatch._Fast, "call_ready", spy(dispatch._Fast.call_ready))
     return calls
 
 

@@ -21,6 +21,7 @@ from typing import Any, Mapping, Sequence
 
 import torch
 
+from origami._encoding import persistent_grid
 from origami.config import Kind, TileConfig
 from origami.hardware import HardwareProfile
 from origami.problem import DType, GemmProblem, Layout, layout_order, stride_align_bytes
@@ -298,7 +299,7 @@ def make_plan(cfg: TileConfig, problem: GemmProblem, hw: HardwareProfile, *, tma
     if kind is Kind.DP:
         grid = tiles
     elif kind is Kind.PERSISTENT:
-        grid = max(1, min(cfg.grid, tiles))
+        grid = persistent_grid(cfg.grid, tiles)
     elif kind is Kind.STREAMK:
         grid = cfg.grid
         counters = tiles % grid

@@ -251,7 +251,8 @@ def make_table(problems: Sequence[GemmProblem], profile: "HardwareProfile | str"
     the profile (``i`` is its index in ``problems``). ``progress(n)`` is called after each chunk of
     ``n`` problems.
     """
-    from origami.enumerate import C, KIND_CODE, row_to_config
+    from origami._encoding import C, K_PERSISTENT, persistent_grid
+    from origami.enumerate import row_to_config
     from origami.select import select_many_arrays
 
     hw = load_profile(profile)
@@ -262,7 +263,6 @@ def make_table(problems: Sequence[GemmProblem], profile: "HardwareProfile | str"
     if progress and len(problems) > len(todo):
         progress(len(problems) - len(todo))
     entries: dict[GemmProblem, TileConfig] = {}
-    persistent = KIND_CODE[Kind.PERSISTENT]
     cus = hw.compute_units
     for start in range(0, len(todo), CHUNK):
         chunk = todo[start:start + CHUNK]
@@ -281,10 +281,10 @@ def make_table(problems: Sequence[GemmProblem], profile: "HardwareProfile | str"
             mem, rows = mem[ok], rows[ok]
             if not mem.size:
                 continue
-            # A config depends on its problem only through a persistent row's grid,
-            # min(CUs * grid_mult, tiles) (row_to_config): dedupe on (row, that grid).
+            # A config depends on its problem only through a persistent row's grid
+            # (origami._encoding.persistent_grid): dedupe on (row, that grid).
             grid = np.zeros(mem.size, dtype=np.int64)
-            pers = base[rows, C["kind"]] == persistent
+            pers = base[rows, C["kind"]] == K_PERSISTENT
             if pers.any():
                 pm = mem[pers]
                 ms = np.fromiter((chunk[j].m for j in pm), np.int64, pm.size)
@@ -292,7 +292,7 @@ def make_table(problems: Sequence[GemmProblem], profile: "HardwareProfile | str"
                 bs = np.fromiter((chunk[j].batch for j in pm), np.int64, pm.size)
                 r = rows[pers]
                 tiles = -(-ms // base[r, C["block_m"]]) * -(-ns // base[r, C["block_n"]]) * bs
-                grid[pers] = np.maximum(1, np.minimum(cus * base[r, C["grid_mult"]], tiles))
+                grid[pers] = [persistent_grid(cus * g, t) for g, t in zip(base[r, C["grid_mult"]].tolist(), tiles.tolist())]
             code = rows * (1 << 32) + grid
             _, first_at, inverse = np.unique(code, return_index=True, return_inverse=True)
             configs = [row_to_config(base[rows[a]], chunk[mem[a]], hw) for a in first_at.tolist()]

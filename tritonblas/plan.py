@@ -33,7 +33,7 @@ __all__ = [
     "resolve_kernel_name", "tma_supported", "staging_for", "align_staging_for", "staging_copy_ns", "STAGING_MIN_DIM",
     "TMA_KERNELS", "problem_from_tensors",
     "alignment_bytes", "edge_alignment_bytes",
-    "align_class", "CONSTEXPR_FIELDS", "OPTION_FIELDS", "AMD_OPTION_FIELDS", "GRID_FIELDS", "TORCH_DTYPES",
+    "align_class", "CONSTEXPR_FIELDS", "OPTION_FIELDS", "AMD_OPTION_FIELDS", "GRID_FIELDS", "TORCH_DTYPES", "FROM_TORCH",
 ]
 
 # --- TileConfig field roles ------------------------------------------------------------------
@@ -42,14 +42,14 @@ OPTION_FIELDS = ("num_warps", "num_stages")                      # → Triton la
 AMD_OPTION_FIELDS = ("waves_per_eu", "matrix_instr_nonkdim", "kpack")  # → launch options on AMD only
 GRID_FIELDS = ("kind", "grid", "split_k")                        # → kernel choice, grid, runtime split count
 
-# DType → torch dtype for the kernels' inputs/outputs. (The dispatcher's torch → DType map is its
-# inverse; keep the two in one place when dispatch.py lands.) fp32 storage serves fp32 and tf32.
+# DType ↔ torch dtype, the one table of it: fp32 storage serves fp32 and tf32, so torch.float32 maps
+# back to FP32 (TF32 is a compute mode the caller picks; dispatch.dtype_of). FROM_TORCH is the
+# inverse; dispatch.DTYPES is derived from TORCH_DTYPES the same way.
 TORCH_DTYPES: Mapping[DType, torch.dtype] = {
     DType.FP32: torch.float32, DType.TF32: torch.float32, DType.FP16: torch.float16, DType.BF16: torch.bfloat16,
     DType.FP8_E4M3: torch.float8_e4m3fn, DType.FP8_E5M2: torch.float8_e5m2,
 }
-_FROM_TORCH = {torch.float32: DType.FP32, torch.float16: DType.FP16, torch.bfloat16: DType.BF16,
-               torch.float8_e4m3fn: DType.FP8_E4M3, torch.float8_e5m2: DType.FP8_E5M2}
+FROM_TORCH: Mapping[torch.dtype, DType] = {t: d for d, t in TORCH_DTYPES.items() if d is not DType.TF32}
 _FP8 = (torch.float8_e4m3fn, torch.float8_e5m2)
 _OUT_DTYPES = (torch.float32, torch.float16, torch.bfloat16, *_FP8)
 _ACTIVATIONS = {None: 0, "none": 0, "relu": 1, "gelu": 2, "gelu_tanh": 2}
@@ -376,12 +376,12 @@ def _layout(t: torch.Tensor) -> Layout:
 def problem_from_tensors(a: torch.Tensor, b: torch.Tensor, out: torch.Tensor) -> GemmProblem:
     """The GemmProblem of ``out = a @ b`` (2-D or batched 3-D), alignment measured on the tensors."""
     for name, t in (("a", a), ("b", b), ("out", out)):
-        if t.dtype not in _FROM_TORCH:
+        if t.dtype not in FROM_TORCH:
             raise ValueError(f"{name}: unsupported dtype {t.dtype}")
     batch = out.shape[0] if out.dim() == 3 else 1
     return GemmProblem(
         m=a.shape[-2], n=b.shape[-1], k=a.shape[-1], batch=batch,
-        a_dtype=_FROM_TORCH[a.dtype], b_dtype=_FROM_TORCH[b.dtype], c_dtype=_FROM_TORCH[out.dtype],
+        a_dtype=FROM_TORCH[a.dtype], b_dtype=FROM_TORCH[b.dtype], c_dtype=FROM_TORCH[out.dtype],
         a_layout=_layout(a), b_layout=_layout(b),
         align_bytes=min(alignment_bytes(a), alignment_bytes(b), alignment_bytes(out)),
     )
@@ -616,7 +616,7 @@ def prepare_launch(plan: LaunchPlan, a: torch.Tensor, b: torch.Tensor, out: torc
     if device.type == "cpu" and not _interpreter.interpreting():
         raise RuntimeError("tritonblas kernels run on CPU tensors only under TRITON_INTERPRET=1")
     for name, t in (("a", a), ("b", b)):
-        if t.dtype not in _FROM_TORCH:
+        if t.dtype not in FROM_TORCH:
             raise ValueError(f"{name}: unsupported dtype {t.dtype} (supported: fp32, fp16, bf16, fp8 e4m3/e5m2)")
     if (a.dtype in _FP8) != (b.dtype in _FP8) or (a.dtype not in _FP8 and a.dtype != b.dtype):
         raise ValueError(f"a and b: dtypes must match (or both be fp8), got {a.dtype} and {b.dtype}")

@@ -59,7 +59,6 @@ import io
 import json
 import logging
 import os
-import re
 import tempfile
 import threading
 import warnings
@@ -71,6 +70,7 @@ from typing import Any, Callable, Mapping, Sequence
 
 import numpy as np
 
+from origami._yaml import DuplicateKey, unique_keys
 from origami.config import Kind, TileConfig
 from origami.hardware import HardwareProfile, ProfileError, load_profile
 from origami.problem import DType, GemmProblem, Layout
@@ -80,7 +80,7 @@ __all__ = [
     "FORMAT", "FORMAT_VERSION", "ENV_TABLE", "KEY_FIELDS", "CONFIG_FIELDS", "FORMATS",
     "TableWarning", "TableError", "TileTable", "AtomicFile",
     "problem_key", "parse_key", "make_table", "render", "render_inductor", "dump_inductor", "write_table", "load_table",
-    "read_shapes", "set_table", "active_table", "lookup", "clear_cache",
+    "set_table", "active_table", "lookup", "clear_cache",
 ]
 
 FORMAT = "tritonblas-tile-table"
@@ -304,65 +304,6 @@ def make_table(problems: Sequence[GemmProblem], profile: "HardwareProfile | str"
     return TileTable(MappingProxyType(entries), hw.name, hw.content_hash, hw.arch, FORMAT_VERSION,
                      _library_version(), _triton_version(),
                      _dt.datetime.now(_dt.timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ"))
-
-
-_FLOW_LINE = re.compile(r"- \{\s*([a-z_]+\s*:\s*\w+(?:\s*,\s*[a-z_]+\s*:\s*\w+)*)\s*,?\s*\}")
-_DECIMAL = re.compile(r"0|[1-9][0-9]*")
-_TOKENS = frozenset(d.value for d in DType) | frozenset(x.value for x in Layout)
-
-
-def _flow_lines(text: str) -> list[dict] | None:
-    """The entries of a shapes file written one flow mapping per line (``- {m: 4096, n: 4096, k: 4096}``)
-    whose values are plain decimal integers or dtype/layout names — values that mean the same under
-    every YAML version — else None (the file goes to the YAML parser)."""
-    out = []
-    for line in text.splitlines():
-        if not line.strip():
-            continue
-        mo = _FLOW_LINE.fullmatch(line.rstrip())
-        if mo is None:
-            return None
-        d = {}
-        for item in mo.group(1).split(","):
-            key, _, value = item.partition(":")
-            value = value.strip()
-            key = key.strip()
-            if key in d:
-                return None  # a duplicate key: the YAML reader names the entry and both lines
-            if _DECIMAL.fullmatch(value):
-                d[key] = int(value)
-            elif value in _TOKENS:
-                d[key] = value
-            else:
-                return None
-        out.append(d)
-    return out or None
-
-
-def read_shapes(path: "str | os.PathLike[str]") -> list[GemmProblem]:
-    """``origami.shapes.load_shapes`` with fast readers (same result, same errors): a file that is plain
-    JSON (a YAML subset) is read by ``json``; one flow mapping per line with plain values by a line
-    reader (:func:`_flow_lines`); anything else by the YAML parser (libyaml when present: PyYAML's
-    YAML 1.1 semantics, ~3x faster than the pure loader; still ~75 us per entry). Entries are
-    validated by ``origami.shapes.parse_shapes`` (ShapesError naming the file and the entry)."""
-    from origami.shapes import ShapesError, parse_shapes, parse_shapes_text
-
-    p = Path(path)
-    try:
-        text = p.read_text()
-    except (OSError, UnicodeDecodeError) as e:
-        raise ShapesError(f"{p}: cannot read: {e}") from None
-    data: Any = None
-    if text.lstrip()[:1] == "[":
-        try:
-            data = json.loads(text, object_pairs_hook=_no_duplicates)
-        except (ValueError, _Duplicate):  # a duplicate key: the YAML reader names the entry and both lines
-            data = None
-    elif text.lstrip()[:1] == "-":
-        data = _flow_lines(text)
-    if data is None:
-        data = parse_shapes_text(text, str(p))
-    return parse_shapes(data, str(p))
 
 
 # --- rendering ---------------------------------------------------------------------------------
@@ -608,25 +549,10 @@ class _Reject(Exception):
     """Internal: the whole file is ignored, for this reason."""
 
 
-class _Duplicate(Exception):
-    pass
-
-
-def _no_duplicates(pairs: list[tuple[str, Any]]) -> dict:
-    d = dict(pairs)
-    if len(d) != len(pairs):
-        seen: set[str] = set()
-        for k, _ in pairs:
-            if k in seen:
-                raise _Duplicate(k)
-            seen.add(k)
-    return d
-
-
 def _parse_json(text: str) -> tuple[dict, dict]:
     try:
-        doc = json.loads(text, object_pairs_hook=_no_duplicates)
-    except _Duplicate as e:
+        doc = json.loads(text, object_pairs_hook=unique_keys)
+    except DuplicateKey as e:
         raise _Reject(f"duplicate key {e.args[0]!r}") from None
     except ValueError as e:
         raise _Reject(f"not valid JSON (truncated or corrupt?): {e}") from None

@@ -32,7 +32,8 @@ __all__ = [
     "LaunchPlan", "PreparedLaunch", "make_plan", "launch", "prepare_launch", "precompile", "clear_workspaces",
     "resolve_kernel_name", "tma_supported", "staging_for", "align_staging_for", "staging_copy_ns", "STAGING_MIN_DIM",
     "TMA_KERNELS", "problem_from_tensors",
-    "alignment_bytes", "edge_alignment_bytes",
+    "alignment_bytes", "edge_alignment_bytes", "operand_order", "layout_info", "staging_buffer",
+    "workspace", "WORKSPACES", "MAX_WORKSPACES",
     "align_class", "CONSTEXPR_FIELDS", "OPTION_FIELDS", "AMD_OPTION_FIELDS", "GRID_FIELDS", "TORCH_DTYPES", "FROM_TORCH",
 ]
 
@@ -219,7 +220,7 @@ def align_staging_for(problem: GemmProblem, hw: HardwareProfile, ab_align: tuple
     """(stage A?, stage B?): which operands a TMA launch could bind to a 16-byte-aligned copy.
 
     ``ab_align``: the operands' alignment in bytes (:func:`alignment_bytes`), ``orders``: their
-    :func:`_order`. An operand under 16 bytes rules out TMA (and under 4 bytes, cp.async: origami's
+    :func:`operand_order`. An operand under 16 bytes rules out TMA (and under 4 bytes, cp.async: origami's
     ``register_staged``), and such problems ran at 100-130 TFLOP/s bf16 on the H200 for torch and
     for our pointer kernels alike (benchmarks/results/compare_dlrm.csv, 2026-11-30), against 500+
     for the aligned TMA kernels. A copy whose leading dimension is padded to 16 bytes (same major,
@@ -324,7 +325,7 @@ def align_class(nbytes: int) -> int:
     return 16 if nbytes >= 16 else 4 if nbytes >= 4 else 1
 
 
-def _order(t: torch.Tensor) -> int:
+def operand_order(t: torch.Tensor) -> int:
     """Which of the last two dims the kernel treats as contiguous (unit stride): 0 the last, 1 the
     one before, 2 neither (``origami.problem.layout_order``)."""
     (n0, n1), (s0, s1) = t.shape[-2:], t.stride()[-2:]
@@ -355,11 +356,11 @@ def alignment_bytes(t: torch.Tensor) -> int:
 def edge_alignment_bytes(t: torch.Tensor) -> int:
     """:func:`alignment_bytes`, also dividing the extent (in bytes) of the contiguous dim: what the
     kernels' ``*_EDGE`` hints promise (an edge mask along that dim is then constant over a vector)."""
-    return _layout_info(t)[2]
+    return layout_info(t)[2]
 
 
-def _layout_info(t: torch.Tensor) -> tuple[int, int, int]:
-    """``(_order(t), alignment_bytes(t), edge_alignment_bytes(t))`` from one read of the shape and
+def layout_info(t: torch.Tensor) -> tuple[int, int, int]:
+    """``(operand_order(t), alignment_bytes(t), edge_alignment_bytes(t))`` from one read of the shape and
     strides (prepare_launch needs all three for each of its tensors)."""
     (n0, n1), (s0, s1) = t.shape[-2:], t.stride()[-2:]
     e = t.element_size()
@@ -370,7 +371,7 @@ def _layout_info(t: torch.Tensor) -> tuple[int, int, int]:
 
 
 def _layout(t: torch.Tensor) -> Layout:
-    return Layout.T if _order(t) == 1 else Layout.N
+    return Layout.T if operand_order(t) == 1 else Layout.N
 
 
 def problem_from_tensors(a: torch.Tensor, b: torch.Tensor, out: torch.Tensor) -> GemmProblem:
@@ -418,17 +419,20 @@ def _descriptor(t: torch.Tensor, order: int, batched: bool, rows_block: int, col
 
 # --- workspace -------------------------------------------------------------------------------
 MAX_WORKSPACES = 8
-_WORKSPACES: "OrderedDict[tuple, tuple[torch.Tensor, torch.Tensor]]" = OrderedDict()
+# (device type, index, stream) → (fp32 partials, int32 counters), least recently used first; filled by
+# workspace(), read directly by dispatch's warm entries (a hit must be large enough for the launch).
+WORKSPACES: "OrderedDict[tuple, tuple[torch.Tensor, torch.Tensor]]" = OrderedDict()
+_WORKSPACES = WORKSPACES  # the name tests/dropin/test_multi_gpu.py reads
 _WS_LOCK = threading.Lock()
 
 
 def clear_workspaces() -> None:
     """Drop every cached workspace (they are re-created, zeroed, on the next launch that needs one)."""
     with _WS_LOCK:
-        _WORKSPACES.clear()
+        WORKSPACES.clear()
 
 
-def _workspace(device: torch.device, partial_elems: int, counters: int) -> tuple[torch.Tensor, torch.Tensor]:
+def workspace(device: torch.device, partial_elems: int, counters: int) -> tuple[torch.Tensor, torch.Tensor]:
     """fp32 partials + int32 counters (zero, and zero again after every launch) for this device and
     its current stream. Cached per (device, stream), at most MAX_WORKSPACES entries, grown on demand.
 
@@ -440,6 +444,12 @@ def _workspace(device: torch.device, partial_elems: int, counters: int) -> tuple
     the pool; a cached workspace there failed its "tensors in the cudagraph pool not tracked as
     outputs" check, H200, torch 2.11, 2026-12-01.)
     """
+    return _workspace(device, partial_elems, counters)
+
+
+def _workspace(device: torch.device, partial_elems: int, counters: int) -> tuple[torch.Tensor, torch.Tensor]:
+    # workspace()'s body: tests/dropin/test_fast_path.py replaces this name to record what
+    # prepare_launch and dispatch ask for
     stream = 0
     if device.type == "cuda":
         with torch.cuda.device(device):  # capture state and stream of the tensors' device, not the current one
@@ -449,15 +459,15 @@ def _workspace(device: torch.device, partial_elems: int, counters: int) -> tuple
                         torch.zeros(max(1, counters), device=device, dtype=torch.int32))
     key = (device.type, device.index, stream)
     with _WS_LOCK:
-        ws = _WORKSPACES.get(key)
+        ws = WORKSPACES.get(key)
         if ws is None or ws[0].numel() < partial_elems or ws[1].numel() < counters:
             have_p, have_c = (ws[0].numel(), ws[1].numel()) if ws is not None else (0, 0)
             ws = (torch.empty(max(have_p, _round_up_pow2(partial_elems)), device=device, dtype=torch.float32),
                   torch.zeros(max(have_c, _round_up_pow2(counters), 1024), device=device, dtype=torch.int32))
-            _WORKSPACES[key] = ws
-        _WORKSPACES.move_to_end(key)
-        while len(_WORKSPACES) > MAX_WORKSPACES:
-            _WORKSPACES.popitem(last=False)
+            WORKSPACES[key] = ws
+        WORKSPACES.move_to_end(key)
+        while len(WORKSPACES) > MAX_WORKSPACES:
+            WORKSPACES.popitem(last=False)
     return ws
 
 
@@ -474,7 +484,7 @@ def resolve_kernel_name(plan: LaunchPlan, a: torch.Tensor, b: torch.Tensor,
     kernel whenever the caller's operands would."""
     if plan.kernel_name not in TMA_KERNELS:
         return plan.kernel_name
-    oa, ob = orders if orders is not None else (_order(a), _order(b))  # orders: the caller's _order(a), _order(b)
+    oa, ob = orders if orders is not None else (operand_order(a), operand_order(b))  # orders: the caller's operand_order(a), operand_order(b)
     if a.shape[-1] > 0 and _tma_ok(a, oa) and _tma_ok(b, ob):
         return plan.kernel_name
     return plan.pointer_kernel_name
@@ -670,7 +680,7 @@ def prepare_launch(plan: LaunchPlan, a: torch.Tensor, b: torch.Tensor, out: torc
 
     cfg = plan.config
     a, b, staged = _stage_operands(plan, a, b)
-    (oa, la, ea), (ob, lb, eb), (oo, lo, eo) = _layout_info(a), _layout_info(b), _layout_info(out)
+    (oa, la, ea), (ob, lb, eb), (oo, lo, eo) = layout_info(a), layout_info(b), layout_info(out)
     orders = {"a": oa, "b": ob, "out": oo}
     cls = align_class(min(la, lb, lo))
     edge = align_class(min(ea, eb, eo))
@@ -699,7 +709,7 @@ def prepare_launch(plan: LaunchPlan, a: torch.Tensor, b: torch.Tensor, out: torc
         # Stream-K / split-K kernels always get an fp32 workspace and int32 counters, even when this
         # grid splits no tile: the compiler types the (untaken) fix-up branch from the pointer
         # (an fp16 ``out`` stand-in made sm_90 compilation fail; the interpreter does not check).
-        ws, cnt = _workspace(device, max(1, plan.workspace_tiles * cfg.block_m * cfg.block_n), max(1, plan.counters))
+        ws, cnt = workspace(device, max(1, plan.workspace_tiles * cfg.block_m * cfg.block_n), max(1, plan.counters))
 
     fp8 = a.dtype in _FP8
     meta = dict(
@@ -779,10 +789,10 @@ def _stage_operands(plan: LaunchPlan, a: torch.Tensor, b: torch.Tensor) -> tuple
         return a, b, ()
     staged = []
     a_op, b_op = a, b
-    if plan.stage_a and not ((oa := _stage_order(plan, a, 0)) == _order(a) and _tma_ok(a, oa)):
-        a_op = _staging_buffer(a, oa, staged)
-    if plan.stage_b and not ((ob := _stage_order(plan, b, 1)) == _order(b) and _tma_ok(b, ob)):
-        b_op = _staging_buffer(b, ob, staged)
+    if plan.stage_a and not ((oa := _stage_order(plan, a, 0)) == operand_order(a) and _tma_ok(a, oa)):
+        a_op = staging_buffer(a, oa, staged)
+    if plan.stage_b and not ((ob := _stage_order(plan, b, 1)) == operand_order(b) and _tma_ok(b, ob)):
+        b_op = staging_buffer(b, ob, staged)
     if not staged or resolve_kernel_name(plan, a_op, b_op) not in TMA_KERNELS:
         return a, b, ()
     return a_op, b_op, tuple(staged)
@@ -793,11 +803,11 @@ def _stage_order(plan: LaunchPlan, t: torch.Tensor, k_major: int) -> int:
     dtypes wgmma reads K-major only (:func:`staging_for`) or when ``t`` is contiguous along neither
     dim, else ``t``'s own (an alignment copy keeps the layout: the cheapest copy)."""
     dtype = plan.problem.a_dtype if k_major == 0 else plan.problem.b_dtype
-    order = _order(t)
+    order = operand_order(t)
     return k_major if dtype in _STAGED_DTYPES or order not in (0, 1) else order
 
 
-def _staging_buffer(t: torch.Tensor, order: int, staged: list) -> torch.Tensor:
+def staging_buffer(t: torch.Tensor, order: int, staged: list) -> torch.Tensor:
     """A buffer shaped like operand ``t``, contiguous along its last dim (``order`` 0) or the one
     before (1), its leading dimension padded to a 16-byte multiple, and, appended to ``staged``, its
     (buffer, source) copy; ``t`` itself when the buffer would not be TMA-legal. A batch broadcast
@@ -812,7 +822,7 @@ def _staging_buffer(t: torch.Tensor, order: int, staged: list) -> torch.Tensor:
         lead = -(-rows // per16) * per16
         buffer = torch.empty((*source.shape[:-2], cols, lead), dtype=t.dtype, device=t.device)[..., :rows].mT
     bound = buffer.expand(t.shape)
-    if _order(bound) != order or not _tma_ok(bound, order):
+    if operand_order(bound) != order or not _tma_ok(bound, order):
         return t
     staged.append((buffer, source))
     return bound

@@ -80,7 +80,7 @@ __all__ = [
     "FORMAT", "FORMAT_VERSION", "ENV_TABLE", "KEY_FIELDS", "CONFIG_FIELDS", "FORMATS",
     "TableWarning", "TableError", "TileTable", "AtomicFile",
     "problem_key", "parse_key", "make_table", "render", "render_inductor", "dump_inductor", "write_table", "load_table",
-    "set_table", "active_table", "lookup", "clear_cache",
+    "set_table", "active_table", "lookup", "clear_cache", "table_token", "GENERATION",
 ]
 
 FORMAT = "tritonblas-tile-table"
@@ -731,7 +731,7 @@ def _check_entries(entries: Mapping[str, Any], hw: HardwareProfile):
 # --- the active table (the dispatcher's hook) ----------------------------------------------------
 _LOCK = threading.Lock()
 _EXPLICIT: list[TileTable] = []          # set_table's table (at most one)
-_GENERATION = [0]                         # bumped by set_table: part of the dispatcher's plan keys
+GENERATION = [0]                          # bumped by set_table: the dispatcher keys plans and warm entries on GENERATION[0]
 _ENV_CACHE: dict[str, tuple[Any, TileTable]] = {}
 _WARNED: set[tuple[str | None, str, str, str]] = set()
 
@@ -745,7 +745,7 @@ def set_table(table: "TileTable | str | os.PathLike[str] | None") -> TileTable |
         _EXPLICIT.clear()
         if table is not None:
             _EXPLICIT.append(table)
-        _GENERATION[0] += 1
+        GENERATION[0] += 1
     return active_table()
 
 
@@ -754,7 +754,7 @@ def table_token() -> tuple[int, str | None]:
     keys its plans on it, so switching tables re-plans. A file rewritten in place under the same
     path is picked up by :func:`lookup` but not by plans already cached: call
     ``tritonblas.clear_caches()`` after regenerating a table in place."""
-    return _GENERATION[0], os.environ.get(ENV_TABLE)
+    return GENERATION[0], os.environ.get(ENV_TABLE)
 
 
 def _signature(path: str):

@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 import torch
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 
 from benchmarks import sweep  # noqa: E402
 from benchmarks.sweep import _REL_TOL, check_result  # noqa: E402

@@ -24,7 +24,7 @@ from origami.shapes import load_shapes
 from tritonblas import tables
 from tritonblas.tables import TableError, TableWarning
 
-from test_cli import ROOT, assert_usage_error, cli_env, run_cli
+from _cli import ROOT, assert_usage_error, cli_env, run_cli
 
 SHAPES_YAML = """\
 - {m: 4096, n: 4096, k: 4096}

@@ -35,7 +35,7 @@ others form *families* that differ only in GROUP_M and the chiplet remap, each b
 ``screen_bounds`` (the score with every K-step's memory time at its L2 time) before any of its
 rows is scored, best bound first. Measured 2026-11-30 on this 2-core EPYC (bench_select.py): 355-419
 families, a median of 1-4 rows scored on NVIDIA profiles and 3-12 on AMD ones, 4-7 µs a problem
-(was 8-131 µs scoring a third to all of 656-4401 rows).
+against 8-131 µs for scoring every row (656-4401).
 """
 
 from __future__ import annotations

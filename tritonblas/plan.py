@@ -86,11 +86,8 @@ STAGING_MIN_DIM = 384
 # (benchmarks/diag_staging.py, CUDA-graph medians, 2026-11-30): 1.6-2.1 TB/s for 4-67 MB moved,
 # 0.38-0.48 of the profile's 4.3 TB/s.
 STAGE_COPY_EFFICIENCY = 0.4
-# ... and a staged launch costs about this much host time per call. Until session 6 it took the checked
-# path every call (no fast entry): 336-555 us per call on the H200 host (benchmarks/diag_staging.py,
-# 2026-11-30), far above the GPU time of its copies and kernel (66-104 us), so the threshold was
-# 600 us and only 7 shapes staged. Now a staged key has a fast entry (dispatch._Fast.staged: fresh
-# buffers, the copies, the raw launch). Measured on the H200 host at a78d6e5 (diag_staging,
+# ... and a staged launch costs about this much host time per call (its fast entry: fresh buffers,
+# the copies, the raw launch). Measured on the H200 host at a78d6e5 (benchmarks/diag_staging.py,
 # 2026-11-30): 46.5 us per call (one copy, 4096x1000x3333), 68.5 (two, 1999^3), 80.6 (two, 4097^3);
 # do_bench of the call then equals the GPU time (72 us for 1999^3 against torch's 137). A launch whose
 # GPU time is under its host time minus ~20 us reads host-bound in do_bench; this floor keeps the

@@ -15,7 +15,7 @@ these imply beside the model's ``space.resident_programs``, and the MFMA instruc
 
     python benchmarks/amd_census.py                     # all four profiles, 2 nice'd workers
     python benchmarks/amd_census.py --profiles mi300x --sample 0
-    python benchmarks/amd_census.py --ci --out /tmp/ci  # the fixed CI sample (tests/kernels/test_amd_census.py)
+    python benchmarks/amd_census.py --ci --out /tmp/ci  # the fixed CI sample (tests/benchmarks/test_amd_census.py)
 
 Output: ``benchmarks/data/amd_aot/<profile>.csv`` (``#`` provenance lines, then a header). Resumable:
 rows already in a profile's CSV (or its ``.partial`` file, appended as compiles finish) are not
@@ -201,7 +201,7 @@ def parse_amdgcn(gcn: str, chiplets: int = 8) -> dict:
     """Register, spill, scratch and occupancy figures from AMDGCN assembly (LLVM's metadata block
     and its trailing comments), the MFMA instruction shapes used, and ``remap_ops``: scalar
     ``s_and_b32 .., -chiplets`` masks, the signed ``pid % NUM_CHIPLETS`` of ``kernels.pid.chiplet_remap``
-    (none in the kernels compiled with NUM_CHIPLETS = 1: tests/kernels/test_amd_census.py)."""
+    (none in the kernels compiled with NUM_CHIPLETS = 1: tests/benchmarks/test_amd_census.py)."""
     def num(pattern: str) -> int:
         m = re.search(pattern, gcn, re.M)
         return int(m.group(1)) if m else -1

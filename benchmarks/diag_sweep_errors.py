@@ -105,7 +105,7 @@ def main(argv=None) -> int:
             prep.run()
             torch.cuda.synchronize()
             e_eager = rel(out, ref)
-            ws = list(planmod._WORKSPACES.values())
+            ws = list(planmod.WORKSPACES.values())
             cnt = int(ws[0][1].abs().sum()) if ws else 0
             # the sweep's sequence: no synchronisation between the current stream and the side stream
             fn = prep.run

@@ -30,7 +30,7 @@ STEPS=${STEPS:-"tests serial"}
 # timing-sensitive GPU tests (bandwidth, sharded-vs-single sweep timings) run alone in `serial`
 SERIAL="tests/dropin/test_multi_gpu.py tests/cli/test_calibrate_gpu.py::test_calibrate_quick_writes_a_plausible_profile"
 # the device gets the tree without .git: the floors-history test needs the history (CI has it)
-IGNORE="--ignore=tests/test_floors_history.py --ignore=tests/dropin/test_multi_gpu.py --deselect=tests/cli/test_calibrate_gpu.py::test_calibrate_quick_writes_a_plausible_profile"
+IGNORE="--ignore=tests/benchmarks/test_floors_history.py --ignore=tests/dropin/test_multi_gpu.py --deselect=tests/cli/test_calibrate_gpu.py::test_calibrate_quick_writes_a_plausible_profile"
 nvidia-smi --query-gpu=index,name,clocks.sm,clocks.max.sm,power.draw,temperature.gpu --format=csv | tee "$OUT/gpu.txt"
 python3 -c "import torch, triton, numba, numpy; print('torch', torch.__version__, 'triton', triton.__version__, 'numba', numba.__version__, 'numpy', numpy.__version__, 'gpus', torch.cuda.device_count())" | tee -a "$OUT/gpu.txt"
 for step in $STEPS; do

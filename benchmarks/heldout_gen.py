@@ -10,7 +10,7 @@ rejected when their (m, n, k) occurs in any recorded sweep or shape set (``known
 read them. bf16: 12 shapes per set, one file per set; fp16, tf32, fp8_e4m3: 3 per set, one file per
 dtype. The split is committed and never re-drawn (a fresh draw would differ once new sweeps are
 recorded, since their shapes are then excluded): adding a training shape does not move it, and a
-shape of the split must never enter a fitted file (tests/test_heldout_split.py).
+shape of the split must never enter a fitted file (tests/benchmarks/test_heldout_split.py).
 """
 
 from __future__ import annotations

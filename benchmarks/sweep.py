@@ -398,13 +398,13 @@ def same_bits(x, y) -> bool:
 
 def check_counters(device) -> None:
     """Raise (after re-zeroing them) if the cached Stream-K / split-K counters of this device's current
-    stream are not all zero: every launch must leave them zero (``plan._workspace``'s contract), and
+    stream are not all zero: every launch must leave them zero (``plan.workspace``'s contract), and
     a launch after one that did not would mis-count its contributors."""
     import torch
 
     from tritonblas import plan as planmod
 
-    _, counters = planmod._workspace(torch.device(device), 1, 1)
+    _, counters = planmod.workspace(torch.device(device), 1, 1)
     left = int(torch.count_nonzero(counters))
     if left:
         counters.zero_()

@@ -35,7 +35,7 @@ others form *families* that differ only in GROUP_M and the chiplet remap, each b
 ``screen_bounds`` (the score with every K-step's memory time at its L2 time) before any of its
 rows is scored, best bound first. Measured 2026-11-30 on this 2-core EPYC (bench_select.py): 355-419
 families, a median of 1-4 rows scored on NVIDIA profiles and 3-12 on AMD ones, 4-7 µs a problem
-(was 8-131 µs scoring a third to all of 656-4401 rows).
+against 8-131 µs for scoring every row (656-4401).
 """
 
 from __future__ import annotations
@@ -46,6 +46,9 @@ import numpy as np
 from numba import njit, prange
 
 from origami import pidmap
+from origami._encoding import (K_DP, K_PERSISTENT, K_SPLITK, K_STREAMK, R_BK, R_BM, R_BN, R_CHUNK, R_GMULT, R_GROUP,
+                               R_KIND, R_LBK, R_LBM, R_LBN, R_NCHIP, R_OCC, R_SPLIT, R_STAGES, R_TWIN, R_WARPS,
+                               persistent_grid)
 from origami._jitcache import CACHE
 
 FASTMATH = False  # IEEE semantics: rankings must be identical with NUMBA_DISABLE_JIT=1
@@ -73,10 +76,6 @@ HW_CUS, HW_CHIPLETS, HW_RR, HW_CU_RATE, HW_IM, HW_IN, HW_IK, HW_L2_BYTES, HW_L2_
 T_COMPUTE, T_L2, T_LLC, T_HBM, T_LATENCY, T_EPILOGUE, T_FIXUP, T_LAUNCH, T_WAVES, T_LEN = range(10)
 TERM_NAMES = ("compute", "l2", "llc", "hbm", "latency", "epilogue", "fixup", "launch", "waves")
 
-# candidate row columns (origami.enumerate.COLS)
-R_KIND, R_BM, R_BN, R_BK, R_WARPS, R_STAGES, R_GROUP, R_NCHIP, R_CHUNK, R_GMULT, R_SPLIT, R_WPE, \
-    R_MI, R_KPACK, R_OCC, R_LBM, R_LBN, R_LBK, R_TWIN = range(19)
-K_DP, K_PERSISTENT, K_STREAMK, K_SPLITK = 0, 1, 2, 3
 
 SKEW_KSTEPS = 16.0  # how many K-steps apart concurrent programs drift; bounds reuse by L2 capacity
 
@@ -90,6 +89,7 @@ def _cdiv(a, b):
 # bit for bit), compiled here so the model sees exactly what the kernels do.
 remap_tile = njit(cache=CACHE, fastmath=FASTMATH)(pidmap.chiplet_remap)
 group_coords = njit(cache=CACHE, fastmath=FASTMATH)(pidmap.tile_coords)
+grid_of = njit(cache=CACHE, fastmath=FASTMATH)(persistent_grid)  # origami._encoding's rule, compiled
 
 
 @njit(cache=CACHE, fastmath=FASTMATH)
@@ -332,7 +332,7 @@ def score_row(base, i, effs, m, n, k, batch, ab, bb, cb, align, hw, terms, tmp):
     if kind == K_DP or kind == K_PERSISTENT:
         grid_cap = slots
         if kind == K_PERSISTENT:
-            grid_cap = min(slots, cus * base[i, R_GMULT])
+            grid_cap = min(slots, grid_of(cus * base[i, R_GMULT], tiles))
         t = _phase(tiles, kiters, grid_cap, bm, bn, bk, stages, eff, cus, nchip, chunk, rr,
                           ab, bb, hw, num_pid_m, num_pid_n, group_m, align_pen, terms, tmp)
         total += t

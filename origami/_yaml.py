@@ -1,5 +1,5 @@
-"""The one YAML reader of profiles (``origami.hardware``) and shapes files (``origami.shapes``,
-``tritonblas.tables.read_shapes``): PyYAML's safe loader (libyaml's parser when present) with two
+"""The one YAML reader of profiles (``origami.hardware``) and shapes files (``origami.shapes``):
+PyYAML's safe loader (libyaml's parser when present) with two
 refusals that plain ``yaml.safe_load`` lacks.
 
 * **No anchors or aliases.** An alias shares a node, so a 13 KB file of nested aliases (a "billion
@@ -25,13 +25,30 @@ from typing import Any, Callable
 
 import yaml
 
-__all__ = ["YamlError", "load_yaml"]
+__all__ = ["YamlError", "load_yaml", "DuplicateKey", "unique_keys"]
 
 _Loader = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
 
 
 class YamlError(ValueError):
     """A YAML text is unreadable, uses anchors/aliases, or repeats a key; the message names the file."""
+
+
+class DuplicateKey(Exception):
+    """Raised by :func:`unique_keys`; ``args[0]`` is the repeated key."""
+
+
+def unique_keys(pairs: list[tuple[str, Any]]) -> dict:
+    """``json.loads``'s ``object_pairs_hook`` with the YAML reader's no-duplicate-keys rule (JSON
+    shapes files and tile tables): raises :class:`DuplicateKey`."""
+    d = dict(pairs)
+    if len(d) != len(pairs):
+        seen: set[str] = set()
+        for k, _ in pairs:
+            if k in seen:
+                raise DuplicateKey(k)
+            seen.add(k)
+    return d
 
 
 def _refuse_anchors(text: str, where: str) -> None:

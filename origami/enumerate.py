@@ -28,15 +28,9 @@ from origami.config import Kind, TileConfig
 from origami.hardware import HardwareProfile
 from origami.problem import DType, GemmProblem, Layout
 from origami import _core, space
+from origami._encoding import CODE_KIND, COLS, C, K_DP, K_PERSISTENT, K_SPLITK, K_STREAMK, KIND_CODE, persistent_grid
 
-__all__ = ["COLS", "KIND_CODE", "base_array", "search_plan", "row_to_config"]
-
-COLS = ("kind", "block_m", "block_n", "block_k", "num_warps", "num_stages", "group_m", "num_chiplets",
-        "chunk", "grid_mult", "split_k", "waves_per_eu", "matrix_instr_nonkdim", "kpack", "occupancy",
-        "log2_block_m", "log2_block_n", "log2_block_k", "model_twin")
-C = {name: i for i, name in enumerate(COLS)}
-KIND_CODE = {Kind.DP: 0, Kind.PERSISTENT: 1, Kind.STREAMK: 2, Kind.SPLITK: 3}
-CODE_KIND = {v: k for k, v in KIND_CODE.items()}
+__all__ = ["base_array", "search_plan", "row_to_config", "config_for_tiles", "row_tiles"]
 
 # Large tiles first (branch and bound finds a good bound early); between mirror-image tiles the
 # wider-in-N one comes first, so it wins ties: on the H200 the best tile had BLOCK_N > BLOCK_M on
@@ -135,9 +129,6 @@ def base_array(hw: HardwareProfile, a_dtype: DType, b_dtype: DType, a_layout: La
     return arr
 
 
-_DP, _PERSISTENT, _STREAMK, _SPLITK = (KIND_CODE[k] for k in (Kind.DP, Kind.PERSISTENT, Kind.STREAMK, Kind.SPLITK))
-
-
 def _model_key(r: tuple) -> tuple:
     """What the scorer (origami._core.score_row) reads of an encoded row, as it reads it: rows with
     equal keys get bit-identical scores and terms for every problem. Not read at all: the AMD knobs.
@@ -148,8 +139,8 @@ def _model_key(r: tuple) -> tuple:
     grid_mult ≥ occupancy, so such a row is scored as the DP row with its GROUP_M. tests/origami/test_model_properties.py checks the twins against a full
     scoring."""
     kind, bm, bn, bk, warps, stages, group, nchip, chunk, gmult, split, _wpe, _mi, _kpack, occ = r[:15]
-    if kind == _PERSISTENT and gmult >= occ:
-        kind, gmult = _DP, 0
+    if kind == K_PERSISTENT and gmult >= occ:
+        kind, gmult = K_DP, 0
     one_wg = warps <= 4
     return (kind, bm, bn, bk, max(stages, 2), group, nchip > 1, chunk if nchip > 1 else 1, gmult, split, occ, one_wg)
 
@@ -158,7 +149,7 @@ def _family_key(r: tuple) -> tuple:
     """The model key without GROUP_M and the chiplet remap (read only by the LLC/HBM terms), as
     (tile group, kind, grid programs per CU, split): see _core.screen_bounds."""
     kind, bm, bn, bk, stages, _group, _remap, _chunk, gmult, split, occ, one_wg = _model_key(r)
-    per_cu = {_DP: occ, _PERSISTENT: min(occ, gmult), _STREAMK: gmult}.get(kind, occ)
+    per_cu = {K_DP: occ, K_PERSISTENT: min(occ, gmult), K_STREAMK: gmult}.get(kind, occ)
     # one_wg: one tile efficiency per tile group (_core.group_constants reads its first row's)
     return (bm, bn, bk, stages, occ, one_wg), kind, per_cu, split
 
@@ -182,7 +173,7 @@ def search_plan(hw: HardwareProfile, a_dtype: DType, b_dtype: DType, a_layout: L
     for g, members in enumerate(groups.values()):
         gend = len(fams) + len(members)
         # split-K last: screen_bounds skips them all at once when the tiles fill the machine
-        for (kind, per_cu, split), rows in sorted(members.items(), key=lambda kv: (kv[0][0] == _SPLITK, kv[1][0])):
+        for (kind, per_cu, split), rows in sorted(members.items(), key=lambda kv: (kv[0][0] == K_SPLITK, kv[1][0])):
             row = [0] * _core.F_LEN
             row[_core.F_START], row[_core.F_END] = len(fam_rows), len(fam_rows) + len(rows)
             row[_core.F_ROW], row[_core.F_KIND], row[_core.F_GRID] = rows[0], kind, per_cu
@@ -215,10 +206,11 @@ def config_for_tiles(row: "np.ndarray | list[int]", tiles: int, hw: HardwareProf
     if kind is Kind.PERSISTENT or kind is Kind.STREAMK:
         grid = hw.compute_units * gmult
         if kind is Kind.PERSISTENT:
-            grid = max(1, min(grid, tiles))
+            grid = persistent_grid(grid, tiles)
     return TileConfig(kind, bm, bn, bk, warps, stages, group_m, nchip, chunk, grid, split,
                       None if wpe < 0 else wpe, None if mi < 0 else mi, None if kpack < 0 else kpack)
 
 
+# config_for_tiles unpacks the first 14 columns by position
 assert COLS[:14] == ("kind", "block_m", "block_n", "block_k", "num_warps", "num_stages", "group_m", "num_chiplets",
                      "chunk", "grid_mult", "split_k", "waves_per_eu", "matrix_instr_nonkdim", "kpack")

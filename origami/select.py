@@ -19,7 +19,8 @@ from origami import _core
 from origami.config import TileConfig
 from origami.config import Kind
 from origami.space import PREDICATES, narrow_loads, resident_programs
-from origami.enumerate import KIND_CODE, base_array, config_for_tiles, row_tiles, row_to_config, search_plan
+from origami._encoding import K_PERSISTENT, KIND_CODE, R_GMULT, R_KIND, R_NCHIP, persistent_grid
+from origami.enumerate import base_array, config_for_tiles, row_tiles, row_to_config, search_plan
 from origami.hardware import HardwareProfile, load_profile
 from origami.problem import GemmProblem
 
@@ -101,17 +102,17 @@ class _Space:
         self.gconst.setflags(write=False)
         self.ab, self.bb = a_dtype.bytes, b_dtype.bytes
         self.peak, self.hbm_bw = float(self.hv[_core.HW_PEAK]), float(self.hv[_core.HW_HBM_BW])
-        self.kinds = self.base[:, _core.R_KIND].tolist()
+        self.kinds = self.base[:, R_KIND].tolist()
         self.configs: dict[tuple[int, int], TileConfig] = {}
         for i, row in zip(self.fam_rows.tolist(), self.base[self.fam_rows].tolist()):
-            if row[_core.R_KIND] != _core.K_PERSISTENT:  # every row select can return: built now, ~1.5-3.5 ms
+            if row[R_KIND] != K_PERSISTENT:  # every row select can return: built now, ~1.5-3.5 ms
                 self.configs[(i, 0)] = config_for_tiles(row, 0, hw)
 
     def config(self, i: int, problem: GemmProblem) -> TileConfig:
         """Row i's TileConfig for ``problem`` (memoised by row and persistent grid)."""
         grid = 0
-        if self.kinds[i] == _core.K_PERSISTENT:  # grid = min(CUs · grid_mult, tiles): key on it
-            grid = min(self.hw.compute_units * int(self.base[i, _core.R_GMULT]), row_tiles(self.base[i], problem))
+        if self.kinds[i] == K_PERSISTENT:  # the row's config depends on the problem only through this grid
+            grid = persistent_grid(self.hw.compute_units * int(self.base[i, R_GMULT]), row_tiles(self.base[i], problem))
         cfg = self.configs.get((i, grid))
         if cfg is None:
             if len(self.configs) >= self.MAX_CONFIGS:
@@ -238,9 +239,9 @@ def select_among(problem: GemmProblem, hw: "HardwareProfile | str", kinds: Seque
     if problem.m == 0 or problem.n == 0 or problem.batch == 0:
         raise ValueError(f"{problem.describe()}: empty output, nothing to select")
     base, lat, terms = score_problem(problem, hw)
-    ok = np.isin(base[:, _core.R_KIND], [KIND_CODE[Kind(k)] for k in kinds]) & np.isfinite(lat)
+    ok = np.isin(base[:, R_KIND], [KIND_CODE[Kind(k)] for k in kinds]) & np.isfinite(lat)
     if not chiplet_remap:
-        ok &= base[:, _core.R_NCHIP] == 1
+        ok &= base[:, R_NCHIP] == 1
     rows = np.nonzero(ok)[0]
     if rows.size == 0:
         raise ValueError(f"no valid {'/'.join(Kind(k).value for k in kinds)} configuration for "
@@ -250,7 +251,7 @@ def select_among(problem: GemmProblem, hw: "HardwareProfile | str", kinds: Seque
 
 
 def _encode(config: TileConfig, problem: GemmProblem, hw: HardwareProfile) -> np.ndarray:
-    """``config`` as a one-row candidate array (origami.enumerate.COLS) for the scorer."""
+    """``config`` as a one-row candidate array (origami._encoding.COLS) for the scorer."""
     cus, tiles = hw.compute_units, row_tiles(np.array([0, config.block_m, config.block_n]), problem)
     gmult = 0
     if config.kind is Kind.PERSISTENT or config.kind is Kind.STREAMK:

@@ -108,7 +108,7 @@ MUTATIONS = (
              "tritonblas/dispatch.py",
              "if e.config.kind in DETERMINISTIC_KINDS), None)",
              "if True), None)",
-             ("tests/test_deterministic_mode.py",)),
+             ("tests/api/test_deterministic_mode.py",)),
 )
 
 

@@ -43,6 +43,7 @@ from tritonblas.log import DeviceMismatchWarning, logger
 __all__ = [
     "DeviceInfo", "DeviceError", "DeviceMismatchWarning", "ENV_PROFILE",
     "match_profile", "profile_for_device", "clear_device_cache",
+    "DeviceProps", "read_properties", "device_properties", "override_key", "CACHE",
 ]
 
 from tritonblas.settings import ENV_PROFILE, ENV_PROFILE_DIR  # noqa: E402
@@ -97,7 +98,9 @@ def _capped(hw: HardwareProfile, live: int, desc: str) -> HardwareProfile | None
 # The pure mapping
 # ---------------------------------------------------------------------------------------------
 @dataclass(frozen=True, slots=True)
-class _Props:
+class DeviceProps:
+    """What the mapping reads of a device (:func:`read_properties`)."""
+
     name: str
     vendor: str
     arch: str
@@ -111,7 +114,7 @@ class _Props:
                 f"{'CUs' if self.vendor == 'amd' else 'SMs'}, {self.memory_bytes / 2**30:.0f} GiB)")
 
 
-def _read(props: Any) -> _Props:
+def read_properties(props: Any) -> DeviceProps:
     """Normalise a ``torch.cuda.get_device_properties`` result (or a fake with the same fields)."""
     name = str(getattr(props, "name", "") or "")
     gcn = str(getattr(props, "gcnArchName", "") or "")
@@ -120,7 +123,7 @@ def _read(props: Any) -> _Props:
     else:
         vendor, arch = "nvidia", f"sm_{int(props.major)}{int(props.minor)}"
     clock = getattr(props, "clock_rate", None)  # kHz, as cudaDeviceProp.clockRate / hipDeviceProp
-    return _Props(name=name, vendor=vendor, arch=arch, compute_units=int(props.multi_processor_count),
+    return DeviceProps(name=name, vendor=vendor, arch=arch, compute_units=int(props.multi_processor_count),
                   memory_bytes=int(getattr(props, "total_memory", 0) or 0),
                   clock_mhz=float(clock) / 1000.0 if clock else None)
 
@@ -130,12 +133,12 @@ def _name_score(p: HardwareProfile, device_name: str) -> int:
     return max((len(s) for s in p.device_names if s and s.lower() in lname), default=0)
 
 
-def _memory_off(p: HardwareProfile, dev: _Props) -> float:
+def _memory_off(p: HardwareProfile, dev: DeviceProps) -> float:
     hbm = p.memory["hbm_bytes"]
     return abs(dev.memory_bytes - hbm) / hbm if dev.memory_bytes else 0.0
 
 
-def _choose(cands: list[HardwareProfile], dev: _Props) -> tuple[HardwareProfile, str, list[str]]:
+def _choose(cands: list[HardwareProfile], dev: DeviceProps) -> tuple[HardwareProfile, str, list[str]]:
     """Pick one profile of the device's arch; returns (profile, how, notes that deserve a warning)."""
     scores = [_name_score(p, dev.name) for p in cands]
     best = max(scores)
@@ -162,7 +165,7 @@ def _choose(cands: list[HardwareProfile], dev: _Props) -> tuple[HardwareProfile,
     return chosen, "nearest", [note]
 
 
-def _differences(p: HardwareProfile, dev: _Props) -> list[str]:
+def _differences(p: HardwareProfile, dev: DeviceProps) -> list[str]:
     """How the live device differs from profile ``p`` (empty when it matches)."""
     out = []
     if p.vendor != dev.vendor or p.arch != dev.arch:
@@ -195,7 +198,7 @@ def match_profile(props: Any, *, index: int | None = None, strict: bool = False,
     is chosen from ``profiles`` (default: every profile ``origami.list_profiles()`` names).
     Mismatches warn (:class:`DeviceMismatchWarning`), or raise :class:`DeviceError` when strict.
     """
-    dev = _read(props)
+    dev = read_properties(props)
     desc = dev.describe(index)
     notes: list[str] = []
     if profile is not None:
@@ -225,7 +228,9 @@ def match_profile(props: Any, *, index: int | None = None, strict: bool = False,
 # ---------------------------------------------------------------------------------------------
 # The device query (thin, cached)
 # ---------------------------------------------------------------------------------------------
-_CACHE: dict[tuple, DeviceInfo] = {}
+# (index, strict, override_key(forced profile), $ORIGAMI_PROFILE_DIR) → DeviceInfo. The dispatcher's
+# warm entries check that their DeviceInfo is still the one here (cleared by clear_device_cache).
+CACHE: dict[tuple, DeviceInfo] = {}
 _LOCK = threading.Lock()
 
 
@@ -255,7 +260,14 @@ def _properties(index: int) -> Any:
     return torch.cuda.get_device_properties(index)
 
 
-def _override_key(profile: Any) -> Any:
+def device_properties(index: int) -> Any:
+    """``torch.cuda.get_device_properties(index)``: the one device query (tests replace
+    ``_properties`` with fakes, which this and :func:`profile_for_device` both go through)."""
+    return _properties(index)
+
+
+def override_key(profile: Any) -> Any:
+    """A forced profile (a name, a path or a loaded profile) as a hashable cache-key part."""
     if profile is None or isinstance(profile, HardwareProfile):
         return profile
     return os.fspath(profile)
@@ -272,9 +284,9 @@ def profile_for_device(device: Any = None, *, profile: "str | os.PathLike[str] |
     env = os.environ.get(ENV_PROFILE) or None
     forced, source = (profile, "profile=") if profile is not None else (env, ENV_PROFILE)
     index = _device_index(device)
-    key = (index, strict, _override_key(forced), os.environ.get(ENV_PROFILE_DIR))
+    key = (index, strict, override_key(forced), os.environ.get(ENV_PROFILE_DIR))
     with _LOCK:
-        hit = _CACHE.get(key)
+        hit = CACHE.get(key)
     if hit is not None:
         return hit
     if index is None:
@@ -287,11 +299,11 @@ def profile_for_device(device: Any = None, *, profile: "str | os.PathLike[str] |
     else:
         info = match_profile(_properties(index), index=index, strict=strict, profile=forced, source=source)
     with _LOCK:
-        _CACHE[key] = info
+        CACHE[key] = info
     return info
 
 
 def clear_device_cache() -> None:
     """Forget every device → profile mapping (after changing the environment or the profile files)."""
     with _LOCK:
-        _CACHE.clear()
+        CACHE.clear()

@@ -21,7 +21,7 @@ else the tensors' device (:func:`tritonblas._device.profile_for_device`).
 Under ``TRITON_INTERPRET=1`` Triton's autotuner still benchmarks the kept configs, and its default
 ``do_bench`` needs a GPU driver ("0 active drivers"): pass ``do_bench=tritonblas.autotune.run_once``
 (runs each kept config once, times nothing), best with ``top_k=1``
-(examples/autotune_pruner.py; tests/kernels/test_autotune_pruner.py).
+(examples/autotune_pruner.py; tests/api/test_autotune_pruner.py).
 """
 
 from __future__ import annotations

@@ -889,8 +889,8 @@ def measure(index: int, base: HardwareProfile, *, quick: bool = False,
 
     if triton is None:  # pragma: no cover
         raise CalibrationError("calibrate: needs triton to run the microbenchmarks")
-    props = _device._properties(index)
-    dev = _device._read(props)
+    props = _device.device_properties(index)
+    dev = _device.read_properties(props)
     device = torch.device("cuda", index)
     cc = (int(getattr(props, "major", 0)), int(getattr(props, "minor", 0)))
     rep = 50 if quick else 200
@@ -1088,12 +1088,12 @@ def calibrate_command(args, *, out: Callable[[str], None] | None = None) -> int:
         from tritonblas import _device
 
         index = torch.cuda.current_device()
-        dev = _device._read(_device._properties(index))
+        dev = _device.read_properties(_device.device_properties(index))
         if base is None:
             try:
                 with warnings.catch_warnings():
                     warnings.simplefilter("ignore")
-                    base = _device.match_profile(_device._properties(index), index=index).profile
+                    base = _device.match_profile(_device.device_properties(index), index=index).profile
             except _device.DeviceError:
                 raise CalibrationError(f"calibrate: {dev.describe(index)} maps to no hardware profile; pass "
                                        "--base with the closest one (a name or a YAML path)") from None

@@ -191,7 +191,7 @@ def cmd_table(args) -> int:
     from pathlib import Path
 
     import origami
-    from origami.shapes import ShapesError
+    from origami.shapes import ShapesError, load_shapes
     from tritonblas import tables
 
     hw = _profile(args.profile)
@@ -201,7 +201,7 @@ def cmd_table(args) -> int:
     if out.is_dir():
         raise UsageError(f"{out}: is a directory; -o names the table file")
     try:
-        problems = tables.read_shapes(args.shapes)
+        problems = load_shapes(args.shapes)
     except ShapesError as e:
         raise UsageError(_one_line(e)) from None
     quiet = args.quiet
@@ -317,15 +317,15 @@ def cmd_calibrate(args) -> int:
 
 
 def cmd_bench(args) -> int:
-    from origami.shapes import ShapesError
-    from tritonblas import calibrate, tables
+    from origami.shapes import ShapesError, load_shapes
+    from tritonblas import calibrate
 
     dims = (args.m, args.n, args.k)
     if args.shapes:
         if any(d is not None for d in dims):
             raise UsageError("bench: give M N K or --shapes FILE, not both")
         try:
-            problems = tables.read_shapes(args.shapes)
+            problems = load_shapes(args.shapes)
         except ShapesError as e:
             raise UsageError(_one_line(e)) from None
         if not problems:

@@ -158,7 +158,7 @@ class GemmKey:
     def from_tensors(cls, a: torch.Tensor, b: torch.Tensor, out: torch.Tensor, *, profile: HardwareProfile,
                      tf32: bool = False, c: torch.Tensor | None = None,
                      config: TileConfig | None = None) -> "GemmKey":
-        (oa, la, _), (ob, lb, _), (oo, lo, _) = _plan._layout_info(a), _plan._layout_info(b), _plan._layout_info(out)
+        (oa, la, _), (ob, lb, _), (oo, lo, _) = _plan.layout_info(a), _plan.layout_info(b), _plan.layout_info(out)
         orders = (oa, ob, oo)
         align = _plan.align_class(min(la, lb, lo))
         batch = out.shape[0] if out.dim() == 3 else 1
@@ -388,7 +388,7 @@ def _fast_key(a: torch.Tensor, b: torch.Tensor, out: torch.Tensor | None, c: tor
         return None
     if profile is not None and type(profile) is not str:
         profile = ("id", id(profile))  # the entry keeps the object alive, so the id is not reused
-    return (*key, a.dtype is torch.float32 and allow_tf32(), _env_now(), tables._GENERATION[0], profile, config,
+    return (*key, a.dtype is torch.float32 and allow_tf32(), _env_now(), tables.GENERATION[0], profile, config,
             _deterministic())
 
 
@@ -452,14 +452,14 @@ class FastEntry:
             self._call_raw(self.raw, idx, a, b, out, c, alpha, beta)
 
     def _stage(self, a, b) -> tuple:
-        """(a, b) as the kernel binds them: fresh staging buffers (``plan._staging_buffer``, of the
+        """(a, b) as the kernel binds them: fresh staging buffers (``plan.staging_buffer``, of the
         majors recorded with the entry) filled from a and b (``plan.stage_copy``, current stream)."""
         guard = torch.cuda.device(self.cuda_index) if self.cuda_index is not None and \
             _get_device() != self.cuda_index else contextlib.nullcontext()
         with guard:
             ops, copies = [a, b], []
             for i, order in self.staged:
-                ops[i] = _plan._staging_buffer(ops[i], order, copies)
+                ops[i] = _plan.staging_buffer(ops[i], order, copies)
             if len(copies) != len(self.staged):
                 # the key fixes every input of that (shapes, strides, alignment class): never here
                 raise RuntimeError("tritonblas: a staged fast entry's operands did not stage as recorded "
@@ -486,13 +486,13 @@ class FastEntry:
                 *self.tail)
 
     def _workspace(self, idx: int, stream: int):
-        """``plan._workspace`` for this device and stream, with its cache read directly when not
-        capturing (what ``plan._workspace`` would return: same key, large enough)."""
+        """``plan.workspace`` for this device and stream, with its cache read directly when not
+        capturing (what ``plan.workspace`` would return: same key, large enough)."""
         if stream == 0 and not _capturing():
-            ws = _plan._WORKSPACES.get(("cuda", idx, stream))
+            ws = _plan.WORKSPACES.get(("cuda", idx, stream))
             if ws is not None and ws[0].numel() >= self.ws[0] and ws[1].numel() >= self.ws[1]:
                 return ws
-        return _plan._workspace(self.device, *self.ws)
+        return _plan.workspace(self.device, *self.ws)
 
     def args(self, a, b, out, c, alpha: float, beta: float) -> tuple:
         a_arg = a if self.a_desc is None else _desc(self.a_desc, a)
@@ -500,7 +500,7 @@ class FastEntry:
         if self.ws is None:
             ws = cnt = out
         else:
-            ws, cnt = _plan._workspace(self.device, *self.ws)
+            ws, cnt = _plan.workspace(self.device, *self.ws)
         return (a_arg, b_arg, out if c is None else c.expand(self.out_shape), out, out, out, out, ws, cnt,
                 *self.ints, alpha, beta)
 
@@ -585,9 +585,9 @@ def _fast_entry(lp, info: DeviceInfo, profile: Any, prepared, a, b, out, c, alph
         return None  # nothing launched
     device = out.device
     devkey = (device.index if device.type == "cuda" else None, False,
-              _device._override_key(profile if profile is not None else (_environ_get(ENV_PROFILE) or None)),
+              _device.override_key(profile if profile is not None else (_environ_get(ENV_PROFILE) or None)),
               _environ_get(_ENV_PROFILE_DIR))
-    if _device._CACHE.get(devkey) is not info:
+    if _device.CACHE.get(devkey) is not info:
         return None
     f = _Fast()
     f.plan, f.info, f.devkey, f.profile_ref = lp, info, devkey, profile
@@ -598,7 +598,7 @@ def _fast_entry(lp, info: DeviceInfo, profile: Any, prepared, a, b, out, c, alph
     # a staged launch binds staging buffers (bases of its descriptors) in place of a and/or b
     bound_a = pa if isinstance(pa, torch.Tensor) else getattr(pa, "base", pa)
     bound_b = pb if isinstance(pb, torch.Tensor) else getattr(pb, "base", pb)
-    f.staged = tuple((i, _plan._order(op)) for i, (op, t) in enumerate(((bound_a, a), (bound_b, b))) if op is not t)
+    f.staged = tuple((i, _plan.operand_order(op)) for i, (op, t) in enumerate(((bound_a, a), (bound_b, b))) if op is not t)
     if len(f.staged) != len(getattr(prepared, "staged", ())):
         return None
     if f.staged:
@@ -902,7 +902,7 @@ def _fast_hit(fkey: tuple | None) -> "_Fast | None":
     if fkey is None:
         return None
     f = _FAST.get(fkey)
-    if f is None or _device._CACHE.get(f.devkey) is not f.info:
+    if f is None or _device.CACHE.get(f.devkey) is not f.info:
         return None
     return f
 
@@ -943,13 +943,13 @@ def fast_lookup(a: torch.Tensor, b: torch.Tensor, out: torch.Tensor | None = Non
 def fast_valid(f: "_Fast") -> bool:
     """Whether a warm entry looked up earlier still holds: the device → profile mapping it was built
     under is current (``clear_caches`` or a profile change invalidates it)."""
-    return _device._CACHE.get(f.devkey) is f.info
+    return _device.CACHE.get(f.devkey) is f.info
 
 
 def fast_context(dtype: torch.dtype) -> tuple:
     """What besides the operands decides a warm entry, as one hashable value: the TF32 flag (fp32
     only), the environment that picks the profile or table, and the tile-table generation."""
-    return (dtype is torch.float32 and allow_tf32(), _env_now(), tables._GENERATION[0], _deterministic())
+    return (dtype is torch.float32 and allow_tf32(), _env_now(), tables.GENERATION[0], _deterministic())
 
 
 def launch_fast(f: "_Fast", a: torch.Tensor, b: torch.Tensor, out: torch.Tensor, c: torch.Tensor | None = None,

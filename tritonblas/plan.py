@@ -21,6 +21,7 @@ from typing import Any, Mapping, Sequence
 
 import torch
 
+from origami._encoding import persistent_grid
 from origami.config import Kind, TileConfig
 from origami.hardware import HardwareProfile
 from origami.problem import DType, GemmProblem, Layout, layout_order, stride_align_bytes
@@ -31,8 +32,9 @@ __all__ = [
     "LaunchPlan", "PreparedLaunch", "make_plan", "launch", "prepare_launch", "precompile", "clear_workspaces",
     "resolve_kernel_name", "tma_supported", "staging_for", "align_staging_for", "staging_copy_ns", "STAGING_MIN_DIM",
     "TMA_KERNELS", "problem_from_tensors",
-    "alignment_bytes", "edge_alignment_bytes",
-    "align_class", "CONSTEXPR_FIELDS", "OPTION_FIELDS", "AMD_OPTION_FIELDS", "GRID_FIELDS", "TORCH_DTYPES",
+    "alignment_bytes", "edge_alignment_bytes", "operand_order", "layout_info", "staging_buffer",
+    "workspace", "WORKSPACES", "MAX_WORKSPACES",
+    "align_class", "CONSTEXPR_FIELDS", "OPTION_FIELDS", "AMD_OPTION_FIELDS", "GRID_FIELDS", "TORCH_DTYPES", "FROM_TORCH",
 ]
 
 # --- TileConfig field roles ------------------------------------------------------------------
@@ -41,14 +43,14 @@ OPTION_FIELDS = ("num_warps", "num_stages")                      # → Triton la
 AMD_OPTION_FIELDS = ("waves_per_eu", "matrix_instr_nonkdim", "kpack")  # → launch options on AMD only
 GRID_FIELDS = ("kind", "grid", "split_k")                        # → kernel choice, grid, runtime split count
 
-# DType → torch dtype for the kernels' inputs/outputs. (The dispatcher's torch → DType map is its
-# inverse; keep the two in one place when dispatch.py lands.) fp32 storage serves fp32 and tf32.
+# DType ↔ torch dtype, the one table of it: fp32 storage serves fp32 and tf32, so torch.float32 maps
+# back to FP32 (TF32 is a compute mode the caller picks; dispatch.dtype_of). FROM_TORCH is the
+# inverse; dispatch.DTYPES is derived from TORCH_DTYPES the same way.
 TORCH_DTYPES: Mapping[DType, torch.dtype] = {
     DType.FP32: torch.float32, DType.TF32: torch.float32, DType.FP16: torch.float16, DType.BF16: torch.bfloat16,
     DType.FP8_E4M3: torch.float8_e4m3fn, DType.FP8_E5M2: torch.float8_e5m2,
 }
-_FROM_TORCH = {torch.float32: DType.FP32, torch.float16: DType.FP16, torch.bfloat16: DType.BF16,
-               torch.float8_e4m3fn: DType.FP8_E4M3, torch.float8_e5m2: DType.FP8_E5M2}
+FROM_TORCH: Mapping[torch.dtype, DType] = {t: d for d, t in TORCH_DTYPES.items() if d is not DType.TF32}
 _FP8 = (torch.float8_e4m3fn, torch.float8_e5m2)
 _OUT_DTYPES = (torch.float32, torch.float16, torch.bfloat16, *_FP8)
 _ACTIVATIONS = {None: 0, "none": 0, "relu": 1, "gelu": 2, "gelu_tanh": 2}
@@ -84,11 +86,8 @@ STAGING_MIN_DIM = 384
 # (benchmarks/diag_staging.py, CUDA-graph medians, 2026-11-30): 1.6-2.1 TB/s for 4-67 MB moved,
 # 0.38-0.48 of the profile's 4.3 TB/s.
 STAGE_COPY_EFFICIENCY = 0.4
-# ... and a staged launch costs about this much host time per call. Until session 6 it took the checked
-# path every call (no fast entry): 336-555 us per call on the H200 host (benchmarks/diag_staging.py,
-# 2026-11-30), far above the GPU time of its copies and kernel (66-104 us), so the threshold was
-# 600 us and only 7 shapes staged. Now a staged key has a fast entry (dispatch._Fast.staged: fresh
-# buffers, the copies, the raw launch). Measured on the H200 host at a78d6e5 (diag_staging,
+# ... and a staged launch costs about this much host time per call (its fast entry: fresh buffers,
+# the copies, the raw launch). Measured on the H200 host at a78d6e5 (benchmarks/diag_staging.py,
 # 2026-11-30): 46.5 us per call (one copy, 4096x1000x3333), 68.5 (two, 1999^3), 80.6 (two, 4097^3);
 # do_bench of the call then equals the GPU time (72 us for 1999^3 against torch's 137). A launch whose
 # GPU time is under its host time minus ~20 us reads host-bound in do_bench; this floor keeps the
@@ -218,7 +217,7 @@ def align_staging_for(problem: GemmProblem, hw: HardwareProfile, ab_align: tuple
     """(stage A?, stage B?): which operands a TMA launch could bind to a 16-byte-aligned copy.
 
     ``ab_align``: the operands' alignment in bytes (:func:`alignment_bytes`), ``orders``: their
-    :func:`_order`. An operand under 16 bytes rules out TMA (and under 4 bytes, cp.async: origami's
+    :func:`operand_order`. An operand under 16 bytes rules out TMA (and under 4 bytes, cp.async: origami's
     ``register_staged``), and such problems ran at 100-130 TFLOP/s bf16 on the H200 for torch and
     for our pointer kernels alike (benchmarks/results/compare_dlrm.csv, 2026-11-30), against 500+
     for the aligned TMA kernels. A copy whose leading dimension is padded to 16 bytes (same major,
@@ -298,7 +297,7 @@ def make_plan(cfg: TileConfig, problem: GemmProblem, hw: HardwareProfile, *, tma
     if kind is Kind.DP:
         grid = tiles
     elif kind is Kind.PERSISTENT:
-        grid = max(1, min(cfg.grid, tiles))
+        grid = persistent_grid(cfg.grid, tiles)
     elif kind is Kind.STREAMK:
         grid = cfg.grid
         counters = tiles % grid
@@ -323,7 +322,7 @@ def align_class(nbytes: int) -> int:
     return 16 if nbytes >= 16 else 4 if nbytes >= 4 else 1
 
 
-def _order(t: torch.Tensor) -> int:
+def operand_order(t: torch.Tensor) -> int:
     """Which of the last two dims the kernel treats as contiguous (unit stride): 0 the last, 1 the
     one before, 2 neither (``origami.problem.layout_order``)."""
     (n0, n1), (s0, s1) = t.shape[-2:], t.stride()[-2:]
@@ -354,11 +353,11 @@ def alignment_bytes(t: torch.Tensor) -> int:
 def edge_alignment_bytes(t: torch.Tensor) -> int:
     """:func:`alignment_bytes`, also dividing the extent (in bytes) of the contiguous dim: what the
     kernels' ``*_EDGE`` hints promise (an edge mask along that dim is then constant over a vector)."""
-    return _layout_info(t)[2]
+    return layout_info(t)[2]
 
 
-def _layout_info(t: torch.Tensor) -> tuple[int, int, int]:
-    """``(_order(t), alignment_bytes(t), edge_alignment_bytes(t))`` from one read of the shape and
+def layout_info(t: torch.Tensor) -> tuple[int, int, int]:
+    """``(operand_order(t), alignment_bytes(t), edge_alignment_bytes(t))`` from one read of the shape and
     strides (prepare_launch needs all three for each of its tensors)."""
     (n0, n1), (s0, s1) = t.shape[-2:], t.stride()[-2:]
     e = t.element_size()
@@ -369,18 +368,18 @@ def _layout_info(t: torch.Tensor) -> tuple[int, int, int]:
 
 
 def _layout(t: torch.Tensor) -> Layout:
-    return Layout.T if _order(t) == 1 else Layout.N
+    return Layout.T if operand_order(t) == 1 else Layout.N
 
 
 def problem_from_tensors(a: torch.Tensor, b: torch.Tensor, out: torch.Tensor) -> GemmProblem:
     """The GemmProblem of ``out = a @ b`` (2-D or batched 3-D), alignment measured on the tensors."""
     for name, t in (("a", a), ("b", b), ("out", out)):
-        if t.dtype not in _FROM_TORCH:
+        if t.dtype not in FROM_TORCH:
             raise ValueError(f"{name}: unsupported dtype {t.dtype}")
     batch = out.shape[0] if out.dim() == 3 else 1
     return GemmProblem(
         m=a.shape[-2], n=b.shape[-1], k=a.shape[-1], batch=batch,
-        a_dtype=_FROM_TORCH[a.dtype], b_dtype=_FROM_TORCH[b.dtype], c_dtype=_FROM_TORCH[out.dtype],
+        a_dtype=FROM_TORCH[a.dtype], b_dtype=FROM_TORCH[b.dtype], c_dtype=FROM_TORCH[out.dtype],
         a_layout=_layout(a), b_layout=_layout(b),
         align_bytes=min(alignment_bytes(a), alignment_bytes(b), alignment_bytes(out)),
     )
@@ -417,17 +416,20 @@ def _descriptor(t: torch.Tensor, order: int, batched: bool, rows_block: int, col
 
 # --- workspace -------------------------------------------------------------------------------
 MAX_WORKSPACES = 8
-_WORKSPACES: "OrderedDict[tuple, tuple[torch.Tensor, torch.Tensor]]" = OrderedDict()
+# (device type, index, stream) → (fp32 partials, int32 counters), least recently used first; filled by
+# workspace(), read directly by dispatch's warm entries (a hit must be large enough for the launch).
+WORKSPACES: "OrderedDict[tuple, tuple[torch.Tensor, torch.Tensor]]" = OrderedDict()
+_WORKSPACES = WORKSPACES  # the name tests/dropin/test_multi_gpu.py reads
 _WS_LOCK = threading.Lock()
 
 
 def clear_workspaces() -> None:
     """Drop every cached workspace (they are re-created, zeroed, on the next launch that needs one)."""
     with _WS_LOCK:
-        _WORKSPACES.clear()
+        WORKSPACES.clear()
 
 
-def _workspace(device: torch.device, partial_elems: int, counters: int) -> tuple[torch.Tensor, torch.Tensor]:
+def workspace(device: torch.device, partial_elems: int, counters: int) -> tuple[torch.Tensor, torch.Tensor]:
     """fp32 partials + int32 counters (zero, and zero again after every launch) for this device and
     its current stream. Cached per (device, stream), at most MAX_WORKSPACES entries, grown on demand.
 
@@ -439,6 +441,12 @@ def _workspace(device: torch.device, partial_elems: int, counters: int) -> tuple
     the pool; a cached workspace there failed its "tensors in the cudagraph pool not tracked as
     outputs" check, H200, torch 2.11, 2026-12-01.)
     """
+    return _workspace(device, partial_elems, counters)
+
+
+def _workspace(device: torch.device, partial_elems: int, counters: int) -> tuple[torch.Tensor, torch.Tensor]:
+    # workspace()'s body: tests/dropin/test_fast_path.py replaces this name to record what
+    # prepare_launch and dispatch ask for
     stream = 0
     if device.type == "cuda":
         with torch.cuda.device(device):  # capture state and stream of the tensors' device, not the current one
@@ -448,15 +456,15 @@ def _workspace(device: torch.device, partial_elems: int, counters: int) -> tuple
                         torch.zeros(max(1, counters), device=device, dtype=torch.int32))
     key = (device.type, device.index, stream)
     with _WS_LOCK:
-        ws = _WORKSPACES.get(key)
+        ws = WORKSPACES.get(key)
         if ws is None or ws[0].numel() < partial_elems or ws[1].numel() < counters:
             have_p, have_c = (ws[0].numel(), ws[1].numel()) if ws is not None else (0, 0)
             ws = (torch.empty(max(have_p, _round_up_pow2(partial_elems)), device=device, dtype=torch.float32),
                   torch.zeros(max(have_c, _round_up_pow2(counters), 1024), device=device, dtype=torch.int32))
-            _WORKSPACES[key] = ws
-        _WORKSPACES.move_to_end(key)
-        while len(_WORKSPACES) > MAX_WORKSPACES:
-            _WORKSPACES.popitem(last=False)
+            WORKSPACES[key] = ws
+        WORKSPACES.move_to_end(key)
+        while len(WORKSPACES) > MAX_WORKSPACES:
+            WORKSPACES.popitem(last=False)
     return ws
 
 
@@ -473,7 +481,7 @@ def resolve_kernel_name(plan: LaunchPlan, a: torch.Tensor, b: torch.Tensor,
     kernel whenever the caller's operands would."""
     if plan.kernel_name not in TMA_KERNELS:
         return plan.kernel_name
-    oa, ob = orders if orders is not None else (_order(a), _order(b))  # orders: the caller's _order(a), _order(b)
+    oa, ob = orders if orders is not None else (operand_order(a), operand_order(b))  # orders: the caller's operand_order(a), operand_order(b)
     if a.shape[-1] > 0 and _tma_ok(a, oa) and _tma_ok(b, ob):
         return plan.kernel_name
     return plan.pointer_kernel_name
@@ -615,7 +623,7 @@ def prepare_launch(plan: LaunchPlan, a: torch.Tensor, b: torch.Tensor, out: torc
     if device.type == "cpu" and not _interpreter.interpreting():
         raise RuntimeError("tritonblas kernels run on CPU tensors only under TRITON_INTERPRET=1")
     for name, t in (("a", a), ("b", b)):
-        if t.dtype not in _FROM_TORCH:
+        if t.dtype not in FROM_TORCH:
             raise ValueError(f"{name}: unsupported dtype {t.dtype} (supported: fp32, fp16, bf16, fp8 e4m3/e5m2)")
     if (a.dtype in _FP8) != (b.dtype in _FP8) or (a.dtype not in _FP8 and a.dtype != b.dtype):
         raise ValueError(f"a and b: dtypes must match (or both be fp8), got {a.dtype} and {b.dtype}")
@@ -669,7 +677,7 @@ def prepare_launch(plan: LaunchPlan, a: torch.Tensor, b: torch.Tensor, out: torc
 
     cfg = plan.config
     a, b, staged = _stage_operands(plan, a, b)
-    (oa, la, ea), (ob, lb, eb), (oo, lo, eo) = _layout_info(a), _layout_info(b), _layout_info(out)
+    (oa, la, ea), (ob, lb, eb), (oo, lo, eo) = layout_info(a), layout_info(b), layout_info(out)
     orders = {"a": oa, "b": ob, "out": oo}
     cls = align_class(min(la, lb, lo))
     edge = align_class(min(ea, eb, eo))
@@ -698,7 +706,7 @@ def prepare_launch(plan: LaunchPlan, a: torch.Tensor, b: torch.Tensor, out: torc
         # Stream-K / split-K kernels always get an fp32 workspace and int32 counters, even when this
         # grid splits no tile: the compiler types the (untaken) fix-up branch from the pointer
         # (an fp16 ``out`` stand-in made sm_90 compilation fail; the interpreter does not check).
-        ws, cnt = _workspace(device, max(1, plan.workspace_tiles * cfg.block_m * cfg.block_n), max(1, plan.counters))
+        ws, cnt = workspace(device, max(1, plan.workspace_tiles * cfg.block_m * cfg.block_n), max(1, plan.counters))
 
     fp8 = a.dtype in _FP8
     meta = dict(
@@ -778,10 +786,10 @@ def _stage_operands(plan: LaunchPlan, a: torch.Tensor, b: torch.Tensor) -> tuple
         return a, b, ()
     staged = []
     a_op, b_op = a, b
-    if plan.stage_a and not ((oa := _stage_order(plan, a, 0)) == _order(a) and _tma_ok(a, oa)):
-        a_op = _staging_buffer(a, oa, staged)
-    if plan.stage_b and not ((ob := _stage_order(plan, b, 1)) == _order(b) and _tma_ok(b, ob)):
-        b_op = _staging_buffer(b, ob, staged)
+    if plan.stage_a and not ((oa := _stage_order(plan, a, 0)) == operand_order(a) and _tma_ok(a, oa)):
+        a_op = staging_buffer(a, oa, staged)
+    if plan.stage_b and not ((ob := _stage_order(plan, b, 1)) == operand_order(b) and _tma_ok(b, ob)):
+        b_op = staging_buffer(b, ob, staged)
     if not staged or resolve_kernel_name(plan, a_op, b_op) not in TMA_KERNELS:
         return a, b, ()
     return a_op, b_op, tuple(staged)
@@ -792,11 +800,11 @@ def _stage_order(plan: LaunchPlan, t: torch.Tensor, k_major: int) -> int:
     dtypes wgmma reads K-major only (:func:`staging_for`) or when ``t`` is contiguous along neither
     dim, else ``t``'s own (an alignment copy keeps the layout: the cheapest copy)."""
     dtype = plan.problem.a_dtype if k_major == 0 else plan.problem.b_dtype
-    order = _order(t)
+    order = operand_order(t)
     return k_major if dtype in _STAGED_DTYPES or order not in (0, 1) else order
 
 
-def _staging_buffer(t: torch.Tensor, order: int, staged: list) -> torch.Tensor:
+def staging_buffer(t: torch.Tensor, order: int, staged: list) -> torch.Tensor:
     """A buffer shaped like operand ``t``, contiguous along its last dim (``order`` 0) or the one
     before (1), its leading dimension padded to a 16-byte multiple, and, appended to ``staged``, its
     (buffer, source) copy; ``t`` itself when the buffer would not be TMA-legal. A batch broadcast
@@ -811,7 +819,7 @@ def _staging_buffer(t: torch.Tensor, order: int, staged: list) -> torch.Tensor:
         lead = -(-rows // per16) * per16
         buffer = torch.empty((*source.shape[:-2], cols, lead), dtype=t.dtype, device=t.device)[..., :rows].mT
     bound = buffer.expand(t.shape)
-    if _order(bound) != order or not _tma_ok(bound, order):
+    if operand_order(bound) != order or not _tma_ok(bound, order):
         return t
     staged.append((buffer, source))
     return bound

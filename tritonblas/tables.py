@@ -59,7 +59,6 @@ import io
 import json
 import logging
 import os
-import re
 import tempfile
 import threading
 import warnings
@@ -71,6 +70,7 @@ from typing import Any, Callable, Mapping, Sequence
 
 import numpy as np
 
+from origami._yaml import DuplicateKey, unique_keys
 from origami.config import Kind, TileConfig
 from origami.hardware import HardwareProfile, ProfileError, load_profile
 from origami.problem import DType, GemmProblem, Layout
@@ -80,7 +80,7 @@ __all__ = [
     "FORMAT", "FORMAT_VERSION", "ENV_TABLE", "KEY_FIELDS", "CONFIG_FIELDS", "FORMATS",
     "TableWarning", "TableError", "TileTable", "AtomicFile",
     "problem_key", "parse_key", "make_table", "render", "render_inductor", "dump_inductor", "write_table", "load_table",
-    "read_shapes", "set_table", "active_table", "lookup", "clear_cache",
+    "set_table", "active_table", "lookup", "clear_cache", "table_token", "GENERATION",
 ]
 
 FORMAT = "tritonblas-tile-table"
@@ -251,7 +251,8 @@ def make_table(problems: Sequence[GemmProblem], profile: "HardwareProfile | str"
     the profile (``i`` is its index in ``problems``). ``progress(n)`` is called after each chunk of
     ``n`` problems.
     """
-    from origami.enumerate import C, KIND_CODE, row_to_config
+    from origami._encoding import C, K_PERSISTENT, persistent_grid
+    from origami.enumerate import row_to_config
     from origami.select import select_many_arrays
 
     hw = load_profile(profile)
@@ -262,7 +263,6 @@ def make_table(problems: Sequence[GemmProblem], profile: "HardwareProfile | str"
     if progress and len(problems) > len(todo):
         progress(len(problems) - len(todo))
     entries: dict[GemmProblem, TileConfig] = {}
-    persistent = KIND_CODE[Kind.PERSISTENT]
     cus = hw.compute_units
     for start in range(0, len(todo), CHUNK):
         chunk = todo[start:start + CHUNK]
@@ -281,10 +281,10 @@ def make_table(problems: Sequence[GemmProblem], profile: "HardwareProfile | str"
             mem, rows = mem[ok], rows[ok]
             if not mem.size:
                 continue
-            # A config depends on its problem only through a persistent row's grid,
-            # min(CUs * grid_mult, tiles) (row_to_config): dedupe on (row, that grid).
+            # A config depends on its problem only through a persistent row's grid
+            # (origami._encoding.persistent_grid): dedupe on (row, that grid).
             grid = np.zeros(mem.size, dtype=np.int64)
-            pers = base[rows, C["kind"]] == persistent
+            pers = base[rows, C["kind"]] == K_PERSISTENT
             if pers.any():
                 pm = mem[pers]
                 ms = np.fromiter((chunk[j].m for j in pm), np.int64, pm.size)
@@ -292,7 +292,7 @@ def make_table(problems: Sequence[GemmProblem], profile: "HardwareProfile | str"
                 bs = np.fromiter((chunk[j].batch for j in pm), np.int64, pm.size)
                 r = rows[pers]
                 tiles = -(-ms // base[r, C["block_m"]]) * -(-ns // base[r, C["block_n"]]) * bs
-                grid[pers] = np.maximum(1, np.minimum(cus * base[r, C["grid_mult"]], tiles))
+                grid[pers] = [persistent_grid(cus * g, t) for g, t in zip(base[r, C["grid_mult"]].tolist(), tiles.tolist())]
             code = rows * (1 << 32) + grid
             _, first_at, inverse = np.unique(code, return_index=True, return_inverse=True)
             configs = [row_to_config(base[rows[a]], chunk[mem[a]], hw) for a in first_at.tolist()]
@@ -304,65 +304,6 @@ def make_table(problems: Sequence[GemmProblem], profile: "HardwareProfile | str"
     return TileTable(MappingProxyType(entries), hw.name, hw.content_hash, hw.arch, FORMAT_VERSION,
                      _library_version(), _triton_version(),
                      _dt.datetime.now(_dt.timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ"))
-
-
-_FLOW_LINE = re.compile(r"- \{\s*([a-z_]+\s*:\s*\w+(?:\s*,\s*[a-z_]+\s*:\s*\w+)*)\s*,?\s*\}")
-_DECIMAL = re.compile(r"0|[1-9][0-9]*")
-_TOKENS = frozenset(d.value for d in DType) | frozenset(x.value for x in Layout)
-
-
-def _flow_lines(text: str) -> list[dict] | None:
-    """The entries of a shapes file written one flow mapping per line (``- {m: 4096, n: 4096, k: 4096}``)
-    whose values are plain decimal integers or dtype/layout names — values that mean the same under
-    every YAML version — else None (the file goes to the YAML parser)."""
-    out = []
-    for line in text.splitlines():
-        if not line.strip():
-            continue
-        mo = _FLOW_LINE.fullmatch(line.rstrip())
-        if mo is None:
-            return None
-        d = {}
-        for item in mo.group(1).split(","):
-            key, _, value = item.partition(":")
-            value = value.strip()
-            key = key.strip()
-            if key in d:
-                return None  # a duplicate key: the YAML reader names the entry and both lines
-            if _DECIMAL.fullmatch(value):
-                d[key] = int(value)
-            elif value in _TOKENS:
-                d[key] = value
-            else:
-                return None
-        out.append(d)
-    return out or None
-
-
-def read_shapes(path: "str | os.PathLike[str]") -> list[GemmProblem]:
-    """``origami.shapes.load_shapes`` with fast readers (same result, same errors): a file that is plain
-    JSON (a YAML subset) is read by ``json``; one flow mapping per line with plain values by a line
-    reader (:func:`_flow_lines`); anything else by the YAML parser (libyaml when present: PyYAML's
-    YAML 1.1 semantics, ~3x faster than the pure loader; still ~75 us per entry). Entries are
-    validated by ``origami.shapes.parse_shapes`` (ShapesError naming the file and the entry)."""
-    from origami.shapes import ShapesError, parse_shapes, parse_shapes_text
-
-    p = Path(path)
-    try:
-        text = p.read_text()
-    except (OSError, UnicodeDecodeError) as e:
-        raise ShapesError(f"{p}: cannot read: {e}") from None
-    data: Any = None
-    if text.lstrip()[:1] == "[":
-        try:
-            data = json.loads(text, object_pairs_hook=_no_duplicates)
-        except (ValueError, _Duplicate):  # a duplicate key: the YAML reader names the entry and both lines
-            data = None
-    elif text.lstrip()[:1] == "-":
-        data = _flow_lines(text)
-    if data is None:
-        data = parse_shapes_text(text, str(p))
-    return parse_shapes(data, str(p))
 
 
 # --- rendering ---------------------------------------------------------------------------------
@@ -608,25 +549,10 @@ class _Reject(Exception):
     """Internal: the whole file is ignored, for this reason."""
 
 
-class _Duplicate(Exception):
-    pass
-
-
-def _no_duplicates(pairs: list[tuple[str, Any]]) -> dict:
-    d = dict(pairs)
-    if len(d) != len(pairs):
-        seen: set[str] = set()
-        for k, _ in pairs:
-            if k in seen:
-                raise _Duplicate(k)
-            seen.add(k)
-    return d
-
-
 def _parse_json(text: str) -> tuple[dict, dict]:
     try:
-        doc = json.loads(text, object_pairs_hook=_no_duplicates)
-    except _Duplicate as e:
+        doc = json.loads(text, object_pairs_hook=unique_keys)
+    except DuplicateKey as e:
         raise _Reject(f"duplicate key {e.args[0]!r}") from None
     except ValueError as e:
         raise _Reject(f"not valid JSON (truncated or corrupt?): {e}") from None
@@ -805,7 +731,7 @@ def _check_entries(entries: Mapping[str, Any], hw: HardwareProfile):
 # --- the active table (the dispatcher's hook) ----------------------------------------------------
 _LOCK = threading.Lock()
 _EXPLICIT: list[TileTable] = []          # set_table's table (at most one)
-_GENERATION = [0]                         # bumped by set_table: part of the dispatcher's plan keys
+GENERATION = [0]                          # bumped by set_table: the dispatcher keys plans and warm entries on GENERATION[0]
 _ENV_CACHE: dict[str, tuple[Any, TileTable]] = {}
 _WARNED: set[tuple[str | None, str, str, str]] = set()
 
@@ -819,7 +745,7 @@ def set_table(table: "TileTable | str | os.PathLike[str] | None") -> TileTable |
         _EXPLICIT.clear()
         if table is not None:
             _EXPLICIT.append(table)
-        _GENERATION[0] += 1
+        GENERATION[0] += 1
     return active_table()
 
 
@@ -828,7 +754,7 @@ def table_token() -> tuple[int, str | None]:
     keys its plans on it, so switching tables re-plans. A file rewritten in place under the same
     path is picked up by :func:`lookup` but not by plans already cached: call
     ``tritonblas.clear_caches()`` after regenerating a table in place."""
-    return _GENERATION[0], os.environ.get(ENV_TABLE)
+    return GENERATION[0], os.environ.get(ENV_TABLE)
 
 
 def _signature(path: str):

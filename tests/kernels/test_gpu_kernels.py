@@ -375,5 +375,5 @@ def test_gpu_prepared_launches_replayed_like_the_sweep_stay_correct(h200):
             check_gemm(out, a, b, what=f"{cfg.short()} tma={tma} after graph replays")
     from tritonblas import plan as _plan
 
-    _, counters = _plan._workspace(out.device, 0, 0)
+    _, counters = _plan.workspace(out.device, 0, 0)
     assert int(torch.count_nonzero(counters)) == 0, "a launch left its counters armed"

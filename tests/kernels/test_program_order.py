@@ -37,7 +37,7 @@ SPLIT_CONFIGS = {
 def _counters_zero() -> bool:
     from tritonblas import plan
 
-    _, counters = plan._workspace(torch.device("cpu"), 0, 0)
+    _, counters = plan.workspace(torch.device("cpu"), 0, 0)
     return int(torch.count_nonzero(counters)) == 0
 
 

@@ -17,7 +17,7 @@ TILES, ITERS = 6, 4
 def _counters_zero(device) -> bool:
     from tritonblas import plan
 
-    _, counters = plan._workspace(torch.device(device), 0, 0)
+    _, counters = plan.workspace(torch.device(device), 0, 0)
     return int(torch.count_nonzero(counters)) == 0
 
 

@@ -27,7 +27,8 @@ from hypothesis import strategies as st
 
 import origami
 from origami import _core, pidmap
-from origami.enumerate import C, row_to_config
+from origami._encoding import C
+from origami.enumerate import row_to_config
 from origami.hardware import SHIPPED
 from origami.problem import GemmProblem
 from origami.select import _inputs, _select_uncached, _space, score_problem

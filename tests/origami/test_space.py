@@ -9,7 +9,8 @@ import pytest
 import origami
 from origami import _core, space
 from origami.config import Kind, TileConfig
-from origami.enumerate import C, base_array, row_to_config
+from origami._encoding import C
+from origami.enumerate import base_array, row_to_config
 from origami.hardware import SHIPPED
 from origami.problem import DType, GemmProblem, Layout
 

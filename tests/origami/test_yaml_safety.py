@@ -71,42 +71,32 @@ def test_a_star_inside_a_quoted_string_is_not_an_alias(tmp_path):
 
 
 @pytest.mark.parametrize("bomb", sorted(BOMBS))
-@pytest.mark.parametrize("reader", ["origami", "tables"])
-def test_shapes_reject_anchors_and_aliases(tmp_path, bomb, reader):
-    from tritonblas.tables import read_shapes
-
+def test_shapes_reject_anchors_and_aliases(tmp_path, bomb):
     f = tmp_path / "shapes.yaml"
     text = "- {m: 64, n: 64, k: 64}\n- " + BOMBS[bomb].replace("\n  ", "\n    ")
     f.write_text(text)
-    msg = timed(load_shapes if reader == "origami" else read_shapes, f)
+    msg = timed(load_shapes, f)
     assert msg.startswith(f"{f}: line ") and "anchors and aliases are not allowed" in msg, msg
 
 
 @pytest.mark.parametrize("text, entry, lines", [
-    ("- {m: 64, n: 64, k: 64, m: 8}\n", 0, "1 and 1"),           # flow mapping (the table's fast reader)
+    ("- {m: 64, n: 64, k: 64, m: 8}\n", 0, "1 and 1"),           # flow mapping (the line reader)
     ("- {m: 1, n: 1, k: 1}\n- m: 64\n  n: 64\n  k: 64\n  m: 8\n", 1, "2 and 5"),  # block mapping
-    ('[{"m": 64, "n": 64, "k": 64, "m": 8}]', 0, "1 and 1"),      # JSON (the table's json reader)
+    ('[{"m": 64, "n": 64, "k": 64, "m": 8}]', 0, "1 and 1"),      # JSON (the json reader)
 ])
-@pytest.mark.parametrize("reader", ["origami", "tables"])
-def test_shapes_reject_duplicate_keys(tmp_path, text, entry, lines, reader):
-    from tritonblas.tables import read_shapes
-
+def test_shapes_reject_duplicate_keys(tmp_path, text, entry, lines):
     f = tmp_path / "dup.yaml"
     f.write_text(text)
     with pytest.raises(ShapesError) as ei:
-        (load_shapes if reader == "origami" else read_shapes)(f)
+        load_shapes(f)
     msg = str(ei.value)
     assert f"entry {entry}: duplicate key 'm' (lines {lines})" in msg, msg
 
 
 def test_shapes_without_duplicates_still_read(tmp_path):
-    from tritonblas.tables import read_shapes
-
     f = tmp_path / "ok.yaml"
     f.write_text("- {m: 64, n: 32, k: 16}\n- m: 8\n  n: 4\n  k: 2\n")
-    for reader in (load_shapes, read_shapes):
-        got = [(p.m, p.n, p.k) for p in reader(f)]
-        assert got == [(64, 32, 16), (8, 4, 2)]
+    assert [(p.m, p.n, p.k) for p in load_shapes(f)] == [(64, 32, 16), (8, 4, 2)]
 
 
 @pytest.mark.parametrize("bomb", sorted(BOMBS))

@@ -2,7 +2,7 @@
 
 Every sweep under benchmarks/data/h200/ and h200_cold/ is training data (h200 was fitted on those
 shapes), so these numbers flatter the model; the reported number is the held-out one
-(tests/test_heldout_selection.py). Per file: efficiency = best measured time / measured time of the
+(tests/benchmarks/test_heldout_selection.py). Per file: efficiency = best measured time / measured time of the
 config ``origami.select()`` returns (``origami.fit.pick_efficiency``), over the shapes whose pick was
 timed; floors, the fewest scored shapes, the most picks allowed missing and the data file's sha256
 come from benchmarks/data/floors.yaml (section ``training``). A pick missing from these sampled
@@ -17,7 +17,7 @@ from pathlib import Path
 
 import pytest
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 
 from benchmarks.selection import DATA, MISSING_SWEEP, file_sha256, load_floors, pooled_sha256, score  # noqa: E402
 

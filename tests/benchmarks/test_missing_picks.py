@@ -6,13 +6,13 @@ from __future__ import annotations
 import sys
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 
 from benchmarks import missing_picks as mp  # noqa: E402
 from benchmarks.sweep import read_rows  # noqa: E402
 from origami.fit import read_sweep  # noqa: E402
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 LLM = ROOT / "benchmarks" / "data" / "h200" / "llm.csv"
 
 

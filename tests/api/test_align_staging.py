@@ -16,7 +16,7 @@ import torch
 
 from _check import check_gemm, config, operand
 from tritonblas import dispatch
-from tritonblas.plan import (STAGED_HOST_NS, TMA_KERNELS, _order, _tma_ok, align_staging_for, make_plan,
+from tritonblas.plan import (STAGED_HOST_NS, TMA_KERNELS, operand_order, _tma_ok, align_staging_for, make_plan,
                              prepare_launch, problem_from_tensors, staging_copy_ns)
 
 
@@ -113,7 +113,7 @@ def _unaligned(rows, cols, dtype, transposed, device):
     slice of a wider tensor."""
     src = operand(rows + (1 if transposed else 0), cols + (0 if transposed else 1), dtype, transposed, device)
     t = src[:rows, :cols]
-    assert _order(t) == (1 if transposed else 0) and not _tma_ok(t, _order(t))
+    assert operand_order(t) == (1 if transposed else 0) and not _tma_ok(t, operand_order(t))
     return t
 
 
@@ -142,7 +142,7 @@ def test_staged_unaligned_operands_match_reference(kind, kw, layouts, device, h2
     assert prepared.kernel.fn.__name__ == lp.kernel_name and len(prepared.staged) == 2
     for pos, user in ((0, a), (1, b)):
         bound = prepared.args[pos].base
-        assert bound.data_ptr() != user.data_ptr() and _order(bound) == _order(user) and _tma_ok(bound, _order(bound))
+        assert bound.data_ptr() != user.data_ptr() and operand_order(bound) == operand_order(user) and _tma_ok(bound, operand_order(bound))
         assert (max(bound.stride()) * bound.element_size()) % 16 == 0  # the padded leading dimension
     prepared.run()
     assert torch.equal(a, a_before) and torch.equal(b, b_before)
@@ -179,7 +179,7 @@ def test_staged_tf32_unaligned_b_is_copied_k_major(device, h200):
     lp = make_plan(config("dp"), p, h200, tma=True, stage=(True, True))
     prepared = prepare_launch(lp, a, b, out, allow_tf32=True)
     assert len(prepared.staged) == 2
-    assert _order(prepared.args[1].base) == 1  # K-major B
+    assert operand_order(prepared.args[1].base) == 1  # K-major B
     prepared.run()
     check_gemm(out, a, b, tf32=True, what="aligned-staged tf32")
 

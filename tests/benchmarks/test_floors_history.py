@@ -15,11 +15,11 @@ from pathlib import Path
 
 import pytest
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 
 from benchmarks.selection import DATA, FLOORS_FILE, file_sha256, load_floors, pooled_sha256  # noqa: E402
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 REL = FLOORS_FILE.relative_to(ROOT).as_posix()
 
 

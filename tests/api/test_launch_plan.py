@@ -156,16 +156,16 @@ def test_workspace_cache_is_bounded_and_clearable(device, h200):
     a = operand(70, 100, torch.float16, False, device)
     b = operand(100, 50, torch.float16, False, device)
     run_gemm(config("splitk", split_k=2), a, b, h200)
-    assert len(planmod._WORKSPACES) == 1
-    ws, counters = next(iter(planmod._WORKSPACES.values()))
+    assert len(planmod.WORKSPACES) == 1
+    ws, counters = next(iter(planmod.WORKSPACES.values()))
     assert ws.dtype == torch.float32 and counters.dtype == torch.int32 and int(counters.count_nonzero()) == 0
     assert ws.numel() >= 6 * 2 * 32 * 32
     planmod.clear_workspaces()
-    assert not planmod._WORKSPACES
+    assert not planmod.WORKSPACES
     for i in range(planmod.MAX_WORKSPACES + 3):  # distinct (device, stream) keys
-        planmod._WORKSPACES[("fake", i, 0)] = (ws, counters)
-    planmod._workspace(torch.device(device), 10, 10)
-    assert len(planmod._WORKSPACES) <= planmod.MAX_WORKSPACES
+        planmod.WORKSPACES[("fake", i, 0)] = (ws, counters)
+    planmod.workspace(torch.device(device), 10, 10)
+    assert len(planmod.WORKSPACES) <= planmod.MAX_WORKSPACES
     planmod.clear_workspaces()
 
 

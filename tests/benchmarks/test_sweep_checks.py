@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 import torch
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 
 from benchmarks import sweep  # noqa: E402
 from benchmarks.sweep import _REL_TOL, check_result  # noqa: E402
@@ -54,7 +54,7 @@ def test_check_counters_rejects_and_rearms_counters_left_non_zero():
     from tritonblas import plan as planmod
 
     planmod.clear_workspaces()
-    _, counters = planmod._workspace(torch.device("cpu"), 1, 4)
+    _, counters = planmod.workspace(torch.device("cpu"), 1, 4)
     sweep.check_counters("cpu")  # fresh: zero
     counters[3] = 2
     with pytest.raises(RuntimeError, match="1 Stream-K/split-K counters left non-zero"):

@@ -16,7 +16,7 @@ from pathlib import Path
 
 import pytest
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 
 from benchmarks.selection import HELDOUT_SWEEP, file_sha256, heldout_path, heldout_stems, load_floors, score  # noqa: E402
 from tritonblas.calibrate import heldout_split  # noqa: E402

@@ -8,7 +8,6 @@ import hashlib
 import json
 import os
 import random
-import re
 import signal
 import subprocess
 import sys
@@ -22,11 +21,10 @@ import pytest
 import origami
 from origami.select import select_many
 from origami.shapes import load_shapes
-from yaml import safe_load as yaml_load
 from tritonblas import tables
 from tritonblas.tables import TableError, TableWarning
 
-from test_cli import ROOT, assert_usage_error, cli_env, run_cli
+from _cli import ROOT, assert_usage_error, cli_env, run_cli
 
 SHAPES_YAML = """\
 - {m: 4096, n: 4096, k: 4096}
@@ -201,38 +199,6 @@ def test_cli_csv_carries_the_same_table(tmp_path, table_file):
     tables.write_table(j, tmp_path / "j.csv", "csv")
     jc = tables.load_table(tmp_path / "j.csv", strict=True)
     assert jc.checksum == j.checksum and dict(jc.entries) == dict(j.entries)
-
-
-def test_read_shapes_fast_paths_agree_with_load_shapes(tmp_path):
-    rng = random.Random(13)
-    lines = []
-    for _ in range(500):
-        e = {"m": rng.randint(0, 9000), "n": rng.randint(0, 9000), "k": rng.randint(0, 9000)}
-        for key, values in (("a_dtype", ["fp16", "bf16", "fp8_e4m3", "tf32"]), ("b_layout", ["N", "T"]),
-                            ("batch", [1, 3, 8]), ("align_bytes", [1, 2, 4, 16])):
-            if rng.random() < 0.3:
-                e[key] = rng.choice(values)
-        lines.append("- {" + ", ".join(f"{k}: {v}" for k, v in e.items()) + "}")
-    flow = tmp_path / "flow.yaml"
-    flow.write_text("\n".join(lines) + "\n")
-    assert tables._flow_lines(flow.read_text()) is not None  # the line reader took it
-    assert tables.read_shapes(flow) == load_shapes(flow)
-    as_json = tmp_path / "s.json"
-    as_json.write_text(json.dumps(yaml_load(flow.read_text())))
-    assert tables.read_shapes(as_json) == load_shapes(flow)
-    # values whose meaning depends on the YAML version, comments, block style: the YAML parser decides
-    for text in ("- {m: 012, n: 1, k: 1}\n", "- {m: 1_000, n: 1, k: 1}\n", "- {m: 1, n: 1, k: 1}  # c\n",
-                 "- {m: 0x10, n: 1, k: 1}\n", "- m: 1\n  n: 2\n  k: 3\n", "- {m: 64, n: 64, k: 64, a_dtype: fp8}\n"):
-        assert tables._flow_lines(text) is None, text
-        f = tmp_path / "x.yaml"
-        f.write_text(text)
-        try:
-            expected = load_shapes(f)
-        except ValueError as e:
-            with pytest.raises(ValueError, match=re.escape(str(e))):
-                tables.read_shapes(f)
-        else:
-            assert tables.read_shapes(f) == expected
 
 
 def test_progress_bar_only_on_a_terminal(tmp_path):

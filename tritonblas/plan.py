@@ -419,7 +419,6 @@ MAX_WORKSPACES = 8
 # (device type, index, stream) → (fp32 partials, int32 counters), least recently used first; filled by
 # workspace(), read directly by dispatch's warm entries (a hit must be large enough for the launch).
 WORKSPACES: "OrderedDict[tuple, tuple[torch.Tensor, torch.Tensor]]" = OrderedDict()
-_WORKSPACES = WORKSPACES  # the name tests/dropin/test_multi_gpu.py reads
 _WS_LOCK = threading.Lock()
 
 
@@ -441,12 +440,6 @@ def workspace(device: torch.device, partial_elems: int, counters: int) -> tuple[
     the pool; a cached workspace there failed its "tensors in the cudagraph pool not tracked as
     outputs" check, H200, torch 2.11, 2026-12-01.)
     """
-    return _workspace(device, partial_elems, counters)
-
-
-def _workspace(device: torch.device, partial_elems: int, counters: int) -> tuple[torch.Tensor, torch.Tensor]:
-    # workspace()'s body: tests/dropin/test_fast_path.py replaces this name to record what
-    # prepare_launch and dispatch ask for
     stream = 0
     if device.type == "cuda":
         with torch.cuda.device(device):  # capture state and stream of the tensors' device, not the current one

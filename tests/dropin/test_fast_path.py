@@ -158,13 +158,13 @@ def test_cleared_device_cache_misses(device, fast_launches):
 
 def test_fast_workspace_request_matches_prepare_launch(device, monkeypatch):
     requests = []
-    original = _plan._workspace
+    original = _plan.workspace
 
     def record(dev, partial, counters):
         requests.append((partial, counters))
         return original(dev, partial, counters)
 
-    monkeypatch.setattr(_plan, "_workspace", record)
+    monkeypatch.setattr(_plan, "workspace", record)
     a, b = _rand(37, 64, device=device), _rand(64, 48, device=device, seed=1)
     for cfg in (CASES["streamk"][3], CASES["splitk"][3]):
         requests.clear()

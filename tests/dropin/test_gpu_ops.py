@@ -21,7 +21,7 @@ import tritonblas
 from tritonblas import dispatch
 
 ROOT = Path(__file__).resolve().parents[2]
-sys.path.insert(0, str(ROOT / "tests" / "kernels"))
+sys.path.insert(0, str(ROOT / "tests"))  # tests/_check.py
 from _check import assert_gemm_close, reference  # noqa: E402  (the one comparator, RELIABILITY §4.2)
 
 gpu = pytest.mark.gpu

@@ -31,7 +31,7 @@ from tritonblas import dispatch
 from tritonblas import plan as _plan
 
 ROOT = Path(__file__).resolve().parents[2]
-sys.path.insert(0, str(ROOT / "tests" / "kernels"))
+sys.path.insert(0, str(ROOT / "tests"))  # tests/_check.py
 from _check import assert_gemm_close, reference  # noqa: E402  (the one comparator, RELIABILITY §4.2)
 
 TWO_GPUS = pytest.mark.skipif(not torch.cuda.is_available() or torch.cuda.device_count() < 2,
@@ -186,8 +186,8 @@ def test_alternating_between_gpus_1000_calls():
     new_keys = [key for key in dispatch._PLANS if (key.m, key.n, key.k) == ALT_SHAPE]
     assert {key.device for key in new_keys} == {0, 1}, new_keys
     assert {(key.device, key.config is not None) for key in new_keys} == {(0, False), (0, True), (1, False), (1, True)}
-    ws = {key[1]: tensors for key, tensors in _plan._WORKSPACES.items() if key[0] == "cuda"}
-    assert {0, 1} <= set(ws), list(_plan._WORKSPACES)
+    ws = {key[1]: tensors for key, tensors in _plan.WORKSPACES.items() if key[0] == "cuda"}
+    assert {0, 1} <= set(ws), list(_plan.WORKSPACES)
     for dev, (partials, counters) in ws.items():
         assert partials.device == torch.device("cuda", dev) and counters.device == torch.device("cuda", dev)
         assert int(counters.count_nonzero()) == 0, f"cuda:{dev}: Stream-K counters not re-armed"

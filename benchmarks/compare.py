@@ -30,7 +30,7 @@ inputs of the shape's dtypes and layouts:
 Timing (``--timer``): ``eager`` (default, the project's rule for reported ratios) is
 ``triton.testing.do_bench(return_mode="median")``: L2 flushed before every call. Its events also
 take in the host's launch cost wherever that exceeds the flush's GPU time (~20 us on the H200):
-measured there (benchmarks/diag_forced.py, 2026-11-30) a call reads about max(kernel, host - 20 us),
+measured there (benchmarks/results/diag_forced_h200.txt, 2026-11-30) a call reads about max(kernel, host - 20 us),
 so a contender's host path counts on small shapes (``tritonblas.matmul`` 15-28 us, torch.matmul
 14-17 us, a forced config with ``out=`` 24-52 us). ``cold`` (sweep.cold_graph_ms) is the same
 flushed-L2 kernel time without the host: CUDA graphs of flush + call minus flush alone; the

@@ -335,7 +335,7 @@ def cold_graph_ms(fn, rep_ms: float, inner: int = 8) -> float:
 
     ``do_bench`` flushes L2 before every call (the project's timing rule, DESIGN.md §8) but its
     events also take in the host's launch cost whenever that exceeds the flush (measured on the H200,
-    2026-11-30, benchmarks/diag_forced.py: a 3 us kernel read 51 us through Triton's JIT launch and
+    2026-11-30, benchmarks/results/diag_forced_h200.txt: a 3 us kernel read 51 us through Triton's JIT launch and
     8 us through the dispatcher's fast path). Here two CUDA graphs are captured: ``inner`` x (zero a
     256 MiB buffer, then ``fn``) and ``inner`` x (zero the buffer) alone; their replays are timed in
     alternation with events, and the result is the median over pairs of the difference / ``inner``.

@@ -24,6 +24,7 @@ _LAZY = {
     "addbmm": "tritonblas.ops",
     "mv": "tritonblas.ops",
     "addmv": "tritonblas.ops",
+    "scaled_mm": "tritonblas.scaled",
     "enable": "tritonblas.routing",
     "explain": "tritonblas.ops",
     "clear_caches": "tritonblas.ops",

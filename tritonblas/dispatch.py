@@ -87,7 +87,7 @@ from tritonblas._device import ENV_PROFILE, DeviceError, DeviceInfo, clear_devic
 __all__ = [
     "DTYPES", "KERNEL_DTYPES", "DETERMINISTIC_KINDS", "MAX_PLANS", "GemmKey",
     "dtype_of", "allow_tf32", "fallback_reason", "device_info", "has_profile", "gemm", "plan_for", "explain",
-    "stats", "reset_stats", "clear_caches", "fast_lookup", "fast_valid", "fast_context", "launch_fast", "launch_ready",
+    "stats", "reset_stats", "clear_caches", "scaled_gemm", "placement_reason", "fast_lookup", "fast_valid", "fast_context", "launch_fast", "launch_ready",
     "raw_ready", "count", "count_all", "overlap", "FastEntry", "run_fast", "run_fast_out",
 ]
 
@@ -182,24 +182,47 @@ class GemmKey:
 
 
 # --- support and profiles --------------------------------------------------------------------
-def fallback_reason(*tensors: torch.Tensor | None) -> str | None:
-    """Why torch (not our kernels) must run a GEMM on these tensors; None when ours can."""
-    ts = [t for t in tensors if t is not None]
-    dev, dt = ts[0].device, ts[0].dtype
-    for t in ts:
-        if t.layout != torch.strided:
-            return f"layout {t.layout}"
-        if t.device != dev:
-            return f"tensors on {dev} and {t.device}"
-        if t.dtype != dt:
-            return f"dtypes {dt} and {t.dtype}"
-    if dt not in KERNEL_DTYPES:
-        return f"dtype {dt}"
+def _placement_reason(t: torch.Tensor, dev: torch.device) -> str | None:
+    if t.layout != torch.strided:
+        return f"layout {t.layout}"
+    if t.device != dev:
+        return f"tensors on {dev} and {t.device}"
+    return None
+
+
+def _device_reason(dev: torch.device) -> str | None:
     if dev.type == "cpu":
         return None if _interpreter.interpreting() else "CPU tensors (set TRITON_INTERPRET=1 to run the kernels)"
     if dev.type != "cuda":
         return f"device {dev}"
     return None
+
+
+def fallback_reason(*tensors: torch.Tensor | None) -> str | None:
+    """Why torch (not our kernels) must run a GEMM on these tensors; None when ours can."""
+    ts = [t for t in tensors if t is not None]
+    dev, dt = ts[0].device, ts[0].dtype
+    for t in ts:
+        r = _placement_reason(t, dev)
+        if r is not None:
+            return r
+        if t.dtype != dt:
+            return f"dtypes {dt} and {t.dtype}"
+    if dt not in KERNEL_DTYPES:
+        return f"dtype {dt}"
+    return _device_reason(dev)
+
+
+def placement_reason(*tensors: torch.Tensor | None) -> str | None:
+    """:func:`fallback_reason` without the dtype rules (the scaled fp8 GEMM has its own): why our
+    kernels cannot run on these tensors' layouts and devices; None when they can."""
+    ts = [t for t in tensors if t is not None]
+    dev = ts[0].device
+    for t in ts:
+        r = _placement_reason(t, dev)
+        if r is not None:
+            return r
+    return _device_reason(dev)
 
 
 def device_info(device: torch.device, profile: "str | os.PathLike[str] | HardwareProfile | None" = None) -> DeviceInfo:
@@ -1098,6 +1121,31 @@ def gemm(a: torch.Tensor, b: torch.Tensor, out: torch.Tensor | None = None, *, c
     _STATS["launches"] += 1
     if fkey is not None:
         _remember(fkey, lp, info, profile, prepared, a, b, out, c, alpha, beta, compiled)
+    return out
+
+
+def scaled_gemm(a: torch.Tensor, b: torch.Tensor, out: torch.Tensor, *, scale_a: torch.Tensor,
+                scale_b: torch.Tensor, bias: torch.Tensor | None = None, fast_accum: bool = False,
+                profile: Any = None) -> torch.Tensor:
+    """``out = scale_a ⊙ (a @ b) ⊙ scale_b + bias`` for 2-D fp8 ``a``, ``b`` into a bf16/fp16/fp32
+    ``out`` (the caller, :mod:`tritonblas.scaled`, checked torch._scaled_mm's rules): the plan of
+    this key (origami's pick for the fp8 problem, cached like every other), launched with the scales
+    and bias in the epilogue. Problems outside the kernels' range run ``torch._scaled_mm``."""
+    if out.numel() == 0:
+        return out
+    if a.shape[-1] == 0:
+        _STATS["empty"] += 1
+        out.zero_()
+        return out.add_(bias) if bias is not None else out
+    info, _, lp = _plan_of(a, b, out, None, profile, None, "scaled_mm")
+    if lp is _FALLBACK:
+        _STATS["fallbacks"] += 1
+        return out.copy_(torch._scaled_mm(a, b, scale_a, scale_b, bias=bias, out_dtype=out.dtype,
+                                          use_fast_accum=fast_accum))
+    with _cuda_guard(a.device):
+        _plan.prepare_launch(lp, a, b, out, bias=bias, scale_a=scale_a, scale_b=scale_b,
+                             fp8_fast_accum=fast_accum).run_kernel()
+    _STATS["launches"] += 1
     return out
 
 

@@ -2,7 +2,8 @@
 
 Mechanism: while at least one ``enable()`` block is open (in any thread), the GEMM entry points —
 ``torch.nn.functional.linear``, ``torch.matmul / mm / bmm / addmm / baddbmm / addbmm / mv / addmv``
-and the ``Tensor`` methods of the same names (``@`` included) — are replaced by thin wrappers; every
+and the ``Tensor`` methods of the same names (``@`` included), and ``torch._scaled_mm`` (fp8, see
+:mod:`tritonblas.scaled` for what is routed) — are replaced by thin wrappers; every
 other torch op is untouched. A wrapper routes the call to tritonblas only in a thread that has a
 block open (so the routing stays scoped like a ``TorchFunctionMode``), only when tritonblas can run
 it (plain tensors of a kernel dtype on a device with a profile, a signature it knows, shapes torch
@@ -29,7 +30,7 @@ from typing import Any, Callable
 
 import torch
 
-from tritonblas import _compat, dispatch, fastpath, ops
+from tritonblas import _compat, dispatch, fastpath, ops, scaled
 
 __all__ = ["enable", "active", "ROUTED"]
 
@@ -93,6 +94,10 @@ def _p_addmv(input, mat, vec, *, beta=1, alpha=1, out=None):
 
 def _p_method_addmv(self, mat, vec, *, beta=1, alpha=1):
     return self, mat, vec, beta, alpha, None
+
+
+def _p_scaled_mm(self, mat2, scale_a, scale_b, bias=None, scale_result=None, out_dtype=None, use_fast_accum=False):
+    return self, mat2, scale_a, scale_b, bias, scale_result, out_dtype, use_fast_accum
 
 
 # --- routes: (profile, *bound) -> result or NotImplemented ------------------------------------
@@ -227,6 +232,16 @@ def _r_addmv(profile, c, a, v, beta, alpha, out):
     return _run(profile, ops.addmv, (c, a, v), out, alpha=alpha, beta=beta)
 
 
+def _r_scaled_mm(profile, a, b, scale_a, scale_b, bias, scale_result, out_dtype, use_fast_accum):
+    # eager only: under torch.compile Inductor lowers torch._scaled_mm itself
+    if _is_compiling() or not scaled.routable(a, b, scale_a, scale_b, bias, scale_result, out_dtype, use_fast_accum):
+        return NotImplemented
+    if profile is not None and not dispatch.has_profile(a.device, profile):
+        return NotImplemented
+    return scaled.scaled_mm(a, b, scale_a, scale_b, bias=bias, out_dtype=out_dtype, use_fast_accum=use_fast_accum,
+                            profile=profile)
+
+
 # (owner, attribute, signature, route[, hot])
 _TARGETS: tuple = (
     (torch.nn.functional, "linear", _p_linear, _r_linear, fastpath.linear_hot),
@@ -238,6 +253,7 @@ _TARGETS: tuple = (
     (torch, "addbmm", _p_addmm, _r_addbmm),
     (torch, "mv", _p_mv, _r_mv),
     (torch, "addmv", _p_addmv, _r_addmv),
+    (torch, "_scaled_mm", _p_scaled_mm, _r_scaled_mm),
     (torch.Tensor, "matmul", _p_method_binary, _r_matmul, fastpath.matmul_hot),
     (torch.Tensor, "__matmul__", _p_method_binary, _r_matmul, fastpath.matmul_hot),
     (torch.Tensor, "mm", _p_method_mm, _r_mm),
@@ -372,7 +388,8 @@ def enable(profile: Any = None) -> _Enabled:
     """``with tritonblas.enable(profile=None):`` routes torch's GEMMs to tritonblas in this thread.
 
     Routed: ``F.linear``, ``torch.matmul`` / ``mm`` / ``bmm`` / ``addmm`` / ``baddbmm`` / ``addbmm`` /
-    ``mv`` / ``addmv`` and the Tensor methods of those names (``@`` included). Calls our kernels cannot
+    ``mv`` / ``addmv`` and the Tensor methods of those names (``@`` included), and ``torch._scaled_mm``
+    (:func:`tritonblas.scaled.routable` says which). Calls our kernels cannot
     run — other dtypes (fp64, integers, complex), CPU tensors outside the interpreter (or without a
     profile), tensor subclasses, mixed devices or dtypes, shapes torch rejects — go to torch
     unchanged, so their results and errors are exactly torch's. ``profile`` (a name, path or loaded

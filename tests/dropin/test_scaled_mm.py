@@ -1,0 +1,161 @@
+"""``tritonblas.scaled_mm`` (fp8 with torch._scaled_mm's semantics) and its routing by ``enable()``.
+
+Results are checked against a float64 product of the same fp8 values under RELIABILITY.md §4.2's
+bound and against ``torch._scaled_mm`` itself; every error case is raised with torch's exception
+type, and where torch (on this device) rejects the same call, torch is checked to reject it too.
+"""
+
+from __future__ import annotations
+
+import pytest
+import torch
+
+import tritonblas
+from tritonblas import dispatch
+from _check import assert_gemm_close, operand, reference  # tests/_check.py: the §4.2 comparator
+
+pytestmark = pytest.mark.usefixtures("cpu_profile")  # tests/dropin/conftest.py
+
+E4M3, E5M2 = torch.float8_e4m3fn, torch.float8_e5m2
+
+
+def _scales(recipe: str, m: int, n: int, device: str, seed: int = 0):
+    g = torch.Generator().manual_seed(seed)
+    if recipe == "tensor":
+        return (torch.rand((), generator=g) + 0.25).to(device), (torch.rand((1,), generator=g) + 0.25).to(device)
+    return (torch.rand(m, 1, generator=g) + 0.5).to(device), (torch.rand(1, n, generator=g) + 0.5).to(device)
+
+
+def _fp8(rows, cols, dtype, transposed, device, seed):
+    return operand(rows, cols, dtype, transposed, device, scale=2.0, generator=torch.Generator().manual_seed(seed))
+
+
+@pytest.mark.parametrize("recipe", ["tensor", "row"])
+@pytest.mark.parametrize("out_dtype", [torch.bfloat16, torch.float16, torch.float32])
+@pytest.mark.parametrize("shape,dtypes,b_colmajor", [
+    ((40, 64, 48), (E4M3, E4M3), True),     # torch's CUDA layout: a row-major, b column-major
+    ((33, 70, 31), (E4M3, E4M3), False),    # ragged, K and N not multiples of 16, b row-major
+    ((17, 48, 32), (E5M2, E4M3), True),     # mixed formats
+])
+def test_matches_float64_and_torch(recipe, out_dtype, shape, dtypes, b_colmajor, device):
+    m, k, n = shape
+    a = _fp8(m, k, dtypes[0], False, device, 1)
+    b = _fp8(k, n, dtypes[1], b_colmajor, device, 2)
+    sa, sb = _scales(recipe, m, n, device)
+    bias = torch.randn(n, generator=torch.Generator().manual_seed(3)).to(device, out_dtype)
+    for with_bias in (False, True):
+        bb = bias if with_bias else None
+        out = tritonblas.scaled_mm(a, b, sa, sb, bias=bb, out_dtype=out_dtype)
+        assert out.dtype == out_dtype and tuple(out.shape) == (m, n)
+        ref, mag, _ = reference(a, b, bias=bb, scale_a=sa, scale_b=sb)
+        assert_gemm_close(out, ref, mag, k, fp8_mma=True, what=f"scaled_mm {recipe} {out_dtype} bias={with_bias}")
+        if device == "cpu" or (b_colmajor and k % 16 == 0 and n % 16 == 0 and dtypes != (E5M2, E5M2)
+                               and (recipe == "tensor" or out_dtype == torch.bfloat16)
+                               and (bb is None or out_dtype != torch.float32)):
+            theirs = torch._scaled_mm(a, b, sa, sb, bias=bb, out_dtype=out_dtype)
+            assert_gemm_close(theirs, ref, mag, k, fp8_mma=True, what="torch._scaled_mm (the bound is fair)")
+
+
+def test_fast_accum_and_zero_k(device):
+    a, b = _fp8(24, 64, E4M3, False, device, 4), _fp8(64, 32, E4M3, True, device, 5)
+    sa, sb = _scales("tensor", 24, 32, device)
+    out = tritonblas.scaled_mm(a, b, sa, sb, out_dtype=torch.float32, use_fast_accum=True)
+    ref, mag, _ = reference(a, b, scale_a=sa, scale_b=sb)
+    assert_gemm_close(out, ref, mag, 64, fp8_mma=True, what="fast accumulation")
+    bias = torch.randn(32, device=device).to(torch.bfloat16)
+    z = tritonblas.scaled_mm(a[:, :0], b[:0], sa, sb, bias=bias, out_dtype=torch.bfloat16)
+    assert torch.equal(z, bias.expand(24, 32))
+
+
+def _bad_cases(device):
+    a, b = _fp8(32, 64, E4M3, False, device, 6), _fp8(64, 48, E4M3, True, device, 7)
+    one = torch.tensor(1.0, device=device)
+    bf = torch.bfloat16
+    return {
+        # name: (args, kwargs, exception, message fragment, torch also rejects it on every device)
+        "a_3d": ((a[None], b, one, one), {"out_dtype": bf}, RuntimeError, "mat1 must be a matrix", True),
+        "b_1d": ((a, b[:, 0], one, one), {"out_dtype": bf}, RuntimeError, "mat2 must be a matrix", False),
+        "bf16_inputs": ((a.to(bf), b.to(bf), one, one), {"out_dtype": bf}, ValueError, "a must be float8", True),
+        "inner_dims": ((a, b[:32], one, one), {"out_dtype": bf}, RuntimeError, "cannot be multiplied", True),
+        "fp16_scale": ((a, b, one.half(), one), {"out_dtype": bf}, ValueError, "Invalid scaling configuration", True),
+        "row_scales_1d": ((a, b, torch.ones(32, device=device), torch.ones(48, device=device)), {"out_dtype": bf},
+                          ValueError, "Invalid scaling configuration", True),
+        "row_scale_wrong_m": ((a, b, torch.ones(31, 1, device=device), torch.ones(1, 48, device=device)),
+                              {"out_dtype": bf}, ValueError, "Invalid scaling configuration", True),
+        "tensor_row_mixed": ((a, b, one, torch.ones(1, 48, device=device)), {"out_dtype": bf},
+                             ValueError, "Invalid scaling configuration", True),
+        "bias_size": ((a, b, one, one), {"out_dtype": bf, "bias": torch.ones(47, device=device, dtype=bf)},
+                      RuntimeError, "Bias must be size 48", True),
+        "scale_not_tensor": ((a, b, 1.0, one), {"out_dtype": bf}, TypeError, "'scale_a' must be Tensor", True),
+        "out_dtype_int": ((a, b, one, one), {"out_dtype": torch.int32}, ValueError, "out_dtype must be", False),
+        "fp8_output": ((a, b, one, one), {}, NotImplementedError, "out_dtype=None", False),
+        "block_scales": ((a, b, torch.ones(32, 1, device=device), torch.ones(1, 1, device=device)), {"out_dtype": bf},
+                         NotImplementedError, "block-wise", False),
+    }
+
+
+@pytest.mark.parametrize("case", list(_bad_cases("cpu")))
+def test_bad_input_raises_what_torch_raises(case, device):
+    args, kwargs, exc, fragment, torch_rejects = _bad_cases(device)[case]
+    with pytest.raises(exc, match=fragment):
+        tritonblas.scaled_mm(*args, **kwargs)
+    if torch_rejects:
+        with pytest.raises(exc):
+            torch._scaled_mm(*args, **kwargs)
+
+
+def test_block_scales_are_a_valid_torch_recipe_we_do_not_run(device):
+    """(M, ceil(K/128)) x (ceil(K/128), N) is torch's 1x128 block recipe: NotImplementedError, not 'invalid'."""
+    a, b = _fp8(32, 256, E4M3, False, device, 8), _fp8(256, 48, E4M3, True, device, 9)
+    with pytest.raises(NotImplementedError, match="block-wise"):
+        tritonblas.scaled_mm(a, b, torch.ones(32, 2, device=device), torch.ones(2, 48, device=device),
+                             out_dtype=torch.bfloat16)
+
+
+def test_enable_routes_what_it_runs_and_passes_the_rest_to_torch(device):
+    a, b = _fp8(32, 64, E4M3, False, device, 10), _fp8(64, 48, E4M3, True, device, 11)
+    sa, sb = _scales("row", 32, 48, device)
+    one = torch.tensor(1.0, device=device)
+    with tritonblas.enable():
+        dispatch.reset_stats()
+        got = torch._scaled_mm(a, b, sa, sb, out_dtype=torch.bfloat16)
+        assert dispatch.stats()["routed"] == 1 and dispatch.stats()["launches"] == 1
+        torch.testing.assert_close(got, tritonblas.scaled_mm(a, b, sa, sb, out_dtype=torch.bfloat16), rtol=0, atol=0)
+        dispatch.reset_stats()
+        fp8_out = torch._scaled_mm(a, b, one, one)                      # fp8 output: torch's
+        with_result_scale = torch._scaled_mm(a, b, one, one, scale_result=one, out_dtype=torch.bfloat16)
+        with pytest.raises(ValueError):                                  # torch's own error
+            torch._scaled_mm(a, b, one.half(), one, out_dtype=torch.bfloat16)
+        st = dispatch.stats()
+        assert st["routed"] == 0 and st["intercepted"] == 3 and st["launches"] == 0, st
+    assert fp8_out.dtype == E4M3
+    torch.testing.assert_close(with_result_scale, torch._scaled_mm(a, b, one, one, scale_result=one,
+                                                                   out_dtype=torch.bfloat16))
+
+
+def test_routing_keeps_torchs_cuda_rules():
+    """On a CUDA tensor torch rejects a row-major b, K or N not a multiple of 16, e5m2 x e5m2, a
+    row-wise call with a non-bf16 output and a bias with an fp32 output: enable() leaves those calls
+    to torch (its errors): checked through the routing predicate (the CUDA-only rules where a GPU is
+    present; the device-independent ones everywhere)."""
+    from tritonblas import scaled
+
+    class Fake(torch.Tensor):  # only the predicate's view of a tensor: never launched
+        pass
+
+    a = torch.empty(32, 64, dtype=E4M3)
+    b = torch.empty(48, 64, dtype=E4M3).t()
+    one = torch.tensor(1.0)
+    assert scaled.routable(a, b, one, one, None, None, torch.bfloat16, False) is dispatch.has_profile(a.device)
+    assert not scaled.routable(a, b, one, one, None, one, torch.bfloat16, False)         # scale_result
+    assert not scaled.routable(a, b, one, one, None, None, None, False)                  # fp8 output
+    assert not scaled.routable(a.as_subclass(Fake), b, one, one, None, None, torch.bfloat16, False)
+    # the CUDA-only rules are checked on a CUDA tensor; on this machine only when one exists
+    if torch.cuda.is_available():
+        ca, cb, c1 = a.cuda(), b.cuda(), one.cuda()
+        assert scaled.routable(ca, cb, c1, c1, None, None, torch.bfloat16, False)
+        assert not scaled.routable(ca, cb.contiguous(), c1, c1, None, None, torch.bfloat16, False)
+        assert not scaled.routable(ca.to(E5M2), cb.to(E5M2), c1, c1, None, None, torch.bfloat16, False)
+        assert not scaled.routable(ca, cb, torch.ones(32, 1, device="cuda"), torch.ones(1, 48, device="cuda"),
+                                   None, None, torch.float16, False)
+        assert not scaled.routable(ca, cb, c1, c1, torch.ones(48, device="cuda"), None, torch.float32, False)

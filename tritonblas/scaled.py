@@ -1,0 +1,144 @@
+"""``tritonblas.scaled_mm``: an fp8 GEMM with ``torch._scaled_mm``'s semantics, on our kernels.
+
+``scaled_mm(a, b, scale_a, scale_b, *, bias=None, out_dtype=None, use_fast_accum=False)`` returns
+``(scale_a ⊙ (a @ b) ⊙ scale_b + bias)`` in ``out_dtype``, the product accumulated in fp32 (fp8 MMAs
+promoted to fp32 every 32 K unless ``use_fast_accum``), the scales and bias applied in the kernel's
+epilogue. Contract, checked in this order (the checks and messages of torch 2.13's
+``_scaled_mm``; the exception types are torch's):
+
+- ``a`` (M, K) and ``b`` (K, N) are 2-D (RuntimeError "mat1 must be a matrix"), fp8 e4m3fn or
+  e5m2 each (ValueError), their inner dims agree (RuntimeError);
+- scales are float32 and either both one element (tensor-wise) or ``scale_a`` (M, 1) and
+  ``scale_b`` (1, N), contiguous (row-wise); anything else is ValueError "Invalid scaling
+  configuration" — torch's block-wise recipes (1x128, 128x128) included, which we do not run
+  (:class:`NotImplementedError` names them, so a caller can tell "wrong" from "not here");
+- ``bias`` has N elements (RuntimeError "Bias must be size N"), any float dtype;
+- ``out_dtype`` is bf16, fp16 or fp32. torch's default, fp8 output (``out_dtype=None``, with
+  ``scale_result``), is not supported here: :class:`NotImplementedError` naming ``out_dtype``.
+
+Any strides are accepted (torch's CUDA kernel needs a row-major, b column-major, K and N multiples of
+16; ours stage an operand that is not K-major, see :func:`tritonblas.plan.staging_for`). Through
+``enable()``, a ``torch._scaled_mm`` call is routed only when torch's own CUDA kernel would accept it
+and we support it (:func:`routable`); every other call runs torch's, so errors stay torch's.
+Each call takes the dispatcher's checked path (plan cached per shape and layout; no warm entry yet).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import torch
+
+from tritonblas import dispatch
+
+__all__ = ["scaled_mm", "routable", "FP8_DTYPES", "OUT_DTYPES"]
+
+Tensor = torch.Tensor
+FP8_DTYPES = (torch.float8_e4m3fn, torch.float8_e5m2)
+OUT_DTYPES = (torch.bfloat16, torch.float16, torch.float32)
+
+
+def _recipe(a: Tensor, b: Tensor, scale_a: Tensor, scale_b: Tensor) -> str:
+    """"tensor", "row" or "block" (a torch block-wise recipe we do not run); ValueError otherwise."""
+    m, k, n = a.shape[0], a.shape[1], b.shape[1]
+    if scale_a.numel() == 1 and scale_b.numel() == 1:
+        if scale_a.dtype != torch.float32 or scale_b.dtype != torch.float32:
+            raise ValueError("Invalid scaling configuration: for tensor-wise scaling, scale_a and scale_b must be "
+                             f"float32, got {scale_a.dtype} and {scale_b.dtype}")
+        return "tensor"
+    if scale_a.dtype != torch.float32 or scale_b.dtype != torch.float32 or scale_a.dim() != 2 or scale_b.dim() != 2:
+        raise ValueError("Invalid scaling configuration: for row-wise scaling, scale_a and scale_b must be 2-D "
+                         f"float32, got {scale_a.dtype} {tuple(scale_a.shape)} and {scale_b.dtype} "
+                         f"{tuple(scale_b.shape)}")
+    sa, sb = tuple(scale_a.shape), tuple(scale_b.shape)
+    if sa == (m, 1) and sb == (1, n):
+        if not (scale_a.is_contiguous() and scale_b.is_contiguous()):
+            raise ValueError("Invalid scaling configuration: row-wise scale_a and scale_b must be contiguous")
+        return "row"
+    kb, mb, nb = -(-k // 128), -(-m // 128), -(-n // 128)
+    if (sa, sb) in (((m, kb), (kb, nb)), ((m, kb), (kb, n)), ((mb, kb), (kb, n))):
+        return "block"
+    raise ValueError(f"Invalid scaling configuration: scale_a {sa} and scale_b {sb}; tensor-wise scales have "
+                     f"one element each, row-wise ones are scale_a ({m}, 1) and scale_b (1, {n})")
+
+
+def _check(a: Any, b: Any, scale_a: Any, scale_b: Any, bias: Any, out_dtype: Any) -> str:
+    for name, t in (("a", a), ("b", b), ("scale_a", scale_a), ("scale_b", scale_b)):
+        if not isinstance(t, Tensor):
+            raise TypeError(f"scaled_mm(): argument '{name}' must be Tensor, not {type(t).__name__}")
+    if bias is not None and not isinstance(bias, Tensor):
+        raise TypeError(f"scaled_mm(): argument 'bias' must be Tensor, not {type(bias).__name__}")
+    if a.dim() != 2:
+        raise RuntimeError(f"mat1 must be a matrix (scaled_mm: a is {a.dim()}-D)")
+    if b.dim() != 2:
+        raise RuntimeError(f"mat2 must be a matrix (scaled_mm: b is {b.dim()}-D)")
+    for name, t in (("a", a), ("b", b)):
+        if t.dtype not in FP8_DTYPES:
+            raise ValueError(f"scaled_mm: {name} must be float8_e4m3fn or float8_e5m2, got {t.dtype}")
+    if a.shape[1] != b.shape[0]:
+        raise RuntimeError(f"mat_a and mat_b shapes cannot be multiplied ({a.shape[0]}x{a.shape[1]} and "
+                           f"{b.shape[0]}x{b.shape[1]})")
+    recipe = _recipe(a, b, scale_a, scale_b)
+    if bias is not None and bias.numel() != b.shape[1]:
+        raise RuntimeError(f"Bias must be size {b.shape[1]} but got {bias.numel()}")
+    if bias is not None and not bias.is_floating_point():
+        raise ValueError(f"scaled_mm: bias must be a floating-point tensor, got {bias.dtype}")
+    devices = {t.device for t in (a, b, scale_a, scale_b, bias) if t is not None}
+    if len(devices) > 1:
+        raise RuntimeError(f"scaled_mm: expected all tensors on one device, got {sorted(map(str, devices))}")
+    if recipe == "block":
+        raise NotImplementedError("tritonblas.scaled_mm: block-wise scales (1x128 / 128x128 recipes) are not "
+                                  "supported; torch._scaled_mm runs them")
+    if out_dtype is None or out_dtype in FP8_DTYPES:
+        raise NotImplementedError(f"tritonblas.scaled_mm: out_dtype={out_dtype} (fp8 output) is not supported; "
+                                  "pass out_dtype=torch.bfloat16, torch.float16 or torch.float32")
+    if out_dtype not in OUT_DTYPES:
+        raise ValueError(f"scaled_mm: out_dtype must be torch.bfloat16, torch.float16 or torch.float32, "
+                         f"got {out_dtype}")
+    return recipe
+
+
+def scaled_mm(a: Tensor, b: Tensor, scale_a: Tensor, scale_b: Tensor, *, bias: Tensor | None = None,
+              out_dtype: torch.dtype | None = None, use_fast_accum: bool = False, profile: Any = None) -> Tensor:
+    """``torch._scaled_mm(a, b, scale_a, scale_b, bias=bias, out_dtype=out_dtype,
+    use_fast_accum=use_fast_accum)`` on tritonblas kernels (see the module docstring for the contract)."""
+    recipe = _check(a, b, scale_a, scale_b, bias, out_dtype)
+    reason = dispatch.placement_reason(a, b, scale_a, scale_b, bias)
+    if reason is not None:
+        raise RuntimeError(f"tritonblas.scaled_mm: our kernels cannot run this call: {reason}")
+    out = torch.empty((a.shape[0], b.shape[1]), dtype=out_dtype, device=a.device)
+    sa, sb = (scale_a.reshape(()), scale_b.reshape(())) if recipe == "tensor" else (scale_a, scale_b)
+    return dispatch.scaled_gemm(a, b, out, scale_a=sa, scale_b=sb, bias=bias, fast_accum=bool(use_fast_accum),
+                                profile=profile)
+
+
+def routable(a: Any, b: Any, scale_a: Any, scale_b: Any, bias: Any, scale_result: Any, out_dtype: Any,
+             use_fast_accum: Any) -> bool:
+    """Whether ``enable()`` may route ``torch._scaled_mm(...)`` with these arguments: torch's CUDA
+    kernel would accept the call (a row-major, b column-major, K and N multiples of 16, not e5m2 x e5m2,
+    row-wise scales with a bf16 output, no bias with an fp32 output) and we run it (tensor-wise or
+    row-wise scales, a bf16/fp16/fp32 output, no ``scale_result``), on plain tensors without autograd."""
+    ts = (a, b, scale_a, scale_b) + (() if bias is None else (bias,))
+    if not all(type(t) in (Tensor, torch.nn.Parameter) for t in ts) or scale_result is not None:
+        return False
+    if not isinstance(use_fast_accum, bool) or out_dtype not in OUT_DTYPES:
+        return False
+    if torch.is_grad_enabled() and any(t.requires_grad for t in ts):
+        return False
+    try:
+        recipe = _check(a, b, scale_a, scale_b, bias, out_dtype)
+    except (RuntimeError, ValueError, TypeError, NotImplementedError):
+        return False  # torch raises its own error, or runs what we do not
+    if a.device.type == "cuda":
+        m, k, n = a.shape[0], a.shape[1], b.shape[1]
+        a_row = a.stride(1) == 1 and (a.stride(0) > 1 or m <= 1)
+        b_col = b.stride(0) == 1 and (b.stride(1) > 1 or n <= 1)
+        if not (a_row and b_col) or k % 16 or n % 16:
+            return False
+        if a.dtype == b.dtype == torch.float8_e5m2:
+            return False
+        if recipe == "row" and out_dtype != torch.bfloat16:
+            return False
+        if bias is not None and (out_dtype == torch.float32 or bias.dtype != out_dtype):
+            return False
+    return dispatch.placement_reason(*ts) is None and dispatch.has_profile(a.device)

@@ -76,7 +76,6 @@ from tritonblas.settings import ENV_PROFILE_DIR
 
 try:  # the model-only path (--no-measure --fit) needs neither triton nor torch
     import triton
-    import triton.language as tl
 except ImportError:  # pragma: no cover - triton is a dependency of the kernels extra
     triton = None
 
@@ -565,25 +564,6 @@ def apply_fit(raw: dict, outcome: FitOutcome, params: Mapping[str, float], date:
 # =============================================================================================
 # Microbenchmarks (GPU)
 # =============================================================================================
-if triton is not None:
-    @triton.jit
-    def _read_kernel(x_ptr, out_ptr, n_blocks, iters, BLOCK: tl.constexpr):
-        """Read ``iters`` blocks of BLOCK fp32 per program, block (pid + i·programs) mod n_blocks,
-        through L2 only (``.cg``); one store per program keeps the loads alive."""
-        pid = tl.program_id(0)
-        nprog = tl.num_programs(0)
-        offs = tl.arange(0, BLOCK)
-        acc = tl.zeros([BLOCK], dtype=tl.float32)
-        for i in range(iters):
-            blk = (pid + i * nprog) % n_blocks
-            acc += tl.load(x_ptr + blk * BLOCK + offs, cache_modifier=".cg")
-        tl.store(out_ptr + pid * BLOCK + offs, acc)
-
-    @triton.jit
-    def _empty_kernel(x_ptr):
-        tl.store(x_ptr + tl.program_id(0), 1.0)
-
-
 def _log(msg: str) -> None:
     """Calibration progress: stderr (the CLI's channel) and the ``tritonblas`` logger (DEBUG)."""
     logger.debug("calibrate: %s", msg)
@@ -727,6 +707,8 @@ def _hbm_copy(torch, device, nbytes: int, rep_ms: int) -> tuple[float, int]:
 def _l2_curve(torch, device, sms: int, sizes_mib: Sequence[int], target_bytes: int, rep_ms: int,
               log: Callable[[str], None]) -> list[tuple[int, float]]:
     """(buffer bytes, read bandwidth B/s) per size: bytes(2X) - bytes(X) over t(2X) - t(X)."""
+    from tritonblas.kernels.probes import l2_read_kernel
+
     grid = sms * _READ_PROGRAMS_PER_SM
     step_bytes = grid * _READ_BLOCK * 4
     iters = max(8, target_bytes // step_bytes)
@@ -738,7 +720,7 @@ def _l2_curve(torch, device, sms: int, sizes_mib: Sequence[int], target_bytes: i
         x = big[: n_blocks * _READ_BLOCK]
 
         def run(n: int, x=x, n_blocks=n_blocks):
-            _read_kernel[(grid,)](x, out, n_blocks, n, BLOCK=_READ_BLOCK, num_warps=8)
+            l2_read_kernel[(grid,)](x, out, n_blocks, n, BLOCK=_READ_BLOCK, num_warps=8)
 
         t1 = _do_bench(lambda: run(iters), rep_ms)
         t2 = _do_bench(lambda: run(2 * iters), rep_ms)
@@ -852,12 +834,14 @@ def _launch_overhead(torch, device, n: int) -> tuple[float, float]:
     drain), which is what a graph replay — and the sweep's graph timer, the oracle — sees. The host's
     Python launch cost (Triton's ``kernel[grid]``: ~10-15 us on the H200 host, 2026-11-30) is not
     GPU time; it is reported alongside."""
+    from tritonblas.kernels.probes import empty_kernel
+
     x = torch.zeros(1, dtype=torch.float32, device=device)
-    _empty_kernel[(1,)](x)
+    empty_kernel[(1,)](x)
     torch.cuda.synchronize()
     t0 = time.perf_counter()
     for _ in range(n):
-        _empty_kernel[(1,)](x)
+        empty_kernel[(1,)](x)
     torch.cuda.synchronize()
     host_ns = (time.perf_counter() - t0) / n * 1e9
     stream = torch.cuda.Stream(device=device)
@@ -865,7 +849,7 @@ def _launch_overhead(torch, device, n: int) -> tuple[float, float]:
     with torch.cuda.stream(stream):
         with torch.cuda.graph(graph, stream=stream):
             for _ in range(n):
-                _empty_kernel[(1,)](x)
+                empty_kernel[(1,)](x)
     graph.replay()
     torch.cuda.synchronize()
     per = []

@@ -60,16 +60,14 @@ import shutil
 import statistics
 import subprocess
 import sys
-import tempfile
 import time
 import warnings
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Callable, Mapping, Sequence
 
-import yaml
-
-from origami.hardware import MODEL_PARAMS, SCHEMA, HardwareProfile, ProfileError, load_profile
+from origami.hardware import (MODEL_PARAMS, SCHEMA, HardwareProfile, ProfileError, as_written, check_profile_text,
+                              load_profile, render_profile)
 from origami.problem import DType, GemmProblem
 from tritonblas.log import logger
 from tritonblas.settings import ENV_PROFILE_DIR
@@ -81,7 +79,7 @@ except ImportError:  # pragma: no cover - triton is a dependency of the kernels 
 
 __all__ = [
     "CalibrationError", "Measurement", "Measurements", "FitOutcome", "STAMP",
-    "measure", "build_profile", "render_profile", "check_profile_text", "write_profile",
+    "measure", "build_profile", "write_profile",
     "read_sweep_file", "heldout_split", "heldout_dims", "read_heldout_sweeps", "fit_model", "apply_fit", "l2_knee",
     "calibrate_command", "bench", "bench_command",
 ]
@@ -196,8 +194,8 @@ def _plausible(path: str, value: float) -> str | None:
 
 
 def build_profile(base: HardwareProfile, m: Measurements | None, *, name: str | None = None) -> tuple[dict, list[str]]:
-    """The raw profile (a dict ``render_profile`` writes) for ``base`` with ``m`` applied, and the
-    warnings about measurements that were dropped. Pure: no device, no file."""
+    """The raw profile (a dict ``origami.hardware.render_profile`` writes) for ``base`` with ``m``
+    applied, and the warnings about measurements that were dropped. Pure: no device, no file."""
     raw = base.to_yaml_dict()
     sources: dict[str, str] = raw["sources"]
     dropped: list[str] = []
@@ -253,57 +251,10 @@ def build_profile(base: HardwareProfile, m: Measurements | None, *, name: str | 
     return raw, dropped
 
 
-# --- YAML rendering ----------------------------------------------------------------------------
-class _Dumper(yaml.SafeDumper):
-    """Flow-style lists (``[64, 8, 16]``) and floats the strict loader reads back as floats."""
-
-
-def _represent_list(d: yaml.SafeDumper, data: list):
-    return d.represent_sequence("tag:yaml.org,2002:seq", data, flow_style=True)
-
-
-def _float_text(v: float) -> str:
-    if v == 0:
-        return "0.0"
-    if 1e-3 <= abs(v) < 1e6:
-        text = f"{v:.6g}"
-        return text if ("." in text or "e" in text) else text + ".0"
-    mant, exp = f"{v:.6e}".split("e")
-    mant = mant.rstrip("0")
-    if mant.endswith("."):
-        mant += "0"
-    return f"{mant}e{exp}"  # e.g. 4.8e+12: a decimal point and a signed exponent (YAML 1.1 float)
-
-
-def _represent_float(d: yaml.SafeDumper, v: float):
-    if not math.isfinite(v):
-        return yaml.SafeDumper.represent_float(d, v)
-    return d.represent_scalar("tag:yaml.org,2002:float", _float_text(v))
-
-
-_Dumper.add_representer(list, _represent_list)
-_Dumper.add_representer(tuple, _represent_list)
-_Dumper.add_representer(float, _represent_float)
-
-
-def render_profile(raw: Mapping[str, Any], header: Sequence[str] = ()) -> str:
-    """Profile YAML text: ``# header`` lines, then the fields in schema order."""
-    body = yaml.dump(dict(raw), Dumper=_Dumper, sort_keys=False, allow_unicode=True, width=1 << 20)
-    head = "".join(f"# {line}\n" for line in header)
-    return head + body
-
-
-def check_profile_text(text: str, where: str = "profile.yaml") -> HardwareProfile:
-    """Load ``text`` exactly as ``origami.load_profile`` will load the written file (ProfileError)."""
-    with tempfile.TemporaryDirectory(prefix="tritonblas-calibrate-") as d:
-        p = Path(d) / (Path(where).name if where.endswith((".yaml", ".yml")) else "profile.yaml")
-        p.write_text(text)
-        return load_profile(p)
-
-
 def write_profile(text: str, path: "str | os.PathLike[str]") -> HardwareProfile:
-    """Validate ``text`` and publish it at ``path`` atomically (temp file in the same directory,
-    fsync, ``os.replace``): a failure at any point leaves the previous file untouched."""
+    """Validate ``text`` (``origami.hardware.check_profile_text``) and publish it at ``path``
+    atomically (temp file in the same directory, fsync, ``os.replace``): a failure at any point
+    leaves the previous file untouched."""
     from tritonblas.tables import AtomicFile
 
     path = Path(path)
@@ -534,7 +485,7 @@ def fit_model(hw: HardwareProfile, data: Sequence, *, heldout: Sequence = (), he
                                    f"(known: {', '.join(MODEL_PARAMS)})")
         names = [p for p in names if p in params]
     report = fit(hw, data, [], params=names, rounds=rounds)
-    params = {k: float(_float_text(v)) for k, v in report.params.items()}
+    params = {k: as_written(v) for k, v in report.params.items()}
     fitted = hw.replace_model(**params)
     outcome = FitOutcome(
         sweep=sweep, shapes=len(data), train=len(data), held_out=len(heldout), heldout_source=heldout_source,

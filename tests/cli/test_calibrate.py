@@ -14,6 +14,7 @@ import pytest
 
 import origami
 from origami.hardware import check_profile_text, render_profile
+from tritonblas import _measure, bench, heldout
 from tritonblas import calibrate as cal
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -134,7 +135,7 @@ def test_refuses_to_replace_the_base_file_without_force(tmp_path):
 
 # --- the guarded fit on the recorded H200 sweep ------------------------------------------------
 _HELD = re.compile(r"held-out selection efficiency: geomean ([\d.]+) -> ([\d.]+), p10 ([\d.]+) -> ([\d.]+)")
-HELDOUT_DATA = sorted(cal.heldout_sweep_dir("h200").glob("*.csv"))
+HELDOUT_DATA = sorted(heldout.heldout_sweep_dir("h200").glob("*.csv"))
 
 
 @pytest.fixture(scope="module")
@@ -179,7 +180,7 @@ def test_fit_without_output_prints_a_loadable_profile(tmp_path):
 
 
 def test_fit_refuses_a_held_out_row_naming_file_row_and_split(tmp_path):
-    held = cal.heldout_split()["square"][0]
+    held = heldout.heldout_split()["square"][0]
     lines = SWEEP.read_text().splitlines()
     data = [x for x in lines if not x.startswith("#")]
     row = data[1].split(",")
@@ -200,13 +201,13 @@ def test_seed_and_holdout_options_are_refused():
 
 def test_held_out_reader_refuses_training_rows_and_the_split_is_disjoint_from_training(tmp_path):
     with pytest.raises(cal.CalibrationError, match="not in the held-out split"):
-        cal.read_heldout_sweeps([SWEEP])
-    held = cal.heldout_dims()
+        heldout.read_heldout_sweeps([SWEEP])
+    held = heldout.heldout_dims()
     assert len(held) >= 64 + 3 * 16
     assert not held.keys() & {(m.problem.m, m.problem.n, m.problem.k, m.problem.batch)
-                              for m in cal.read_sweep_file(SWEEP)}
+                              for m in heldout.read_sweep_file(SWEEP)}
     with pytest.raises(cal.CalibrationError, match="no shapes under"):
-        cal.heldout_split(tmp_path)
+        heldout.heldout_split(tmp_path)
 
 
 def test_fit_model_scores_select_picks_on_the_given_held_out_data():
@@ -214,7 +215,7 @@ def test_fit_model_scores_select_picks_on_the_given_held_out_data():
     held-out data it is given (here calib.csv's shapes stand in for held-out data)."""
     from origami.fit import pick_efficiency
 
-    data = cal.read_sweep_file(SWEEP)
+    data = heldout.read_sweep_file(SWEEP)
     hw = origami.load_profile("h200")
     outcome, params = cal.fit_model(hw, data[:10], heldout=data[10:], heldout_source="stand-in", rounds=1,
                                     params=["fixup_ns"])
@@ -359,7 +360,7 @@ def test_measurement_helpers_run_under_the_interpreter(monkeypatch):
     catches API slips in the GPU code in CI (the timings themselves mean nothing here)."""
     from origami import GemmProblem
 
-    monkeypatch.setattr(cal, "_do_bench", _wall_bench)
+    monkeypatch.setattr(_measure, "do_bench", _wall_bench)
     monkeypatch.setattr(cal, "MATRIX_SIZE", 64)
     monkeypatch.setattr(cal, "_READ_PROGRAMS_PER_SM", 1)
     base, cpu, logs = origami.load_profile("h200"), torch.device("cpu"), []
@@ -372,8 +373,8 @@ def test_measurement_helpers_run_under_the_interpreter(monkeypatch):
               GemmProblem(64, 64, 64, "tf32", "tf32", "fp32"),
               GemmProblem(32, 32, 64, "fp16", "fp16", "fp16", "N", "T", batch=2),
               GemmProblem(64, 64, 64, "fp8_e4m3", "fp8_e4m3", "bf16")):
-        with cal._with_tf32(torch, p.a_dtype.value == "tf32"):
-            problem, cfg, t_ours, t_torch, pred_ns, rel = cal._bench_one(torch, p, base, "h200", cpu, 10)
+        with _measure.with_tf32(torch, p.a_dtype.value == "tf32"):
+            problem, cfg, t_ours, t_torch, pred_ns, rel = bench._bench_one(torch, p, base, "h200", cpu, 10)
         assert (problem.m, problem.n, problem.k, problem.batch) == (p.m, p.n, p.k, p.batch)
         assert problem.a_dtype == p.a_dtype and t_ours > 0 and t_torch > 0 and pred_ns > 0
         assert rel < 2e-2, (p.describe(), rel)

@@ -39,7 +39,8 @@ whose shape (m, n, k, batch; any dtype) is in the split is refused with an error
 line (``tritonblas.heldout`` reads training and held-out sweeps). The guard scores
 ``origami.select()``'s real pick on the held-out sweeps (``benchmarks/data/<base>_heldout/*.csv``,
 exhaustive) before and after the fit; a fit that lowers
-the held-out geomean or p10, or whose picks are not all in the held-out data, is **rejected**. With
+the held-out geomean or p10, or whose picks are not all in the held-out data, is **rejected**
+(``origami.fit.accepts``, the one acceptance rule). With
 no held-out sweep recorded the report says so and the fit is rejected (it cannot be validated):
 the profile keeps the base parameters and the exit code is still 0 (the measured fields are valid
 either way; scripts read the report line ``fit: accepted`` / ``fit: rejected``).
@@ -63,6 +64,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Callable, Mapping, Sequence
 
+from origami.fit import accepts, fit, heldout_score, selection_efficiency
 from origami.hardware import (MODEL_PARAMS, SCHEMA, HardwareProfile, ProfileError, as_written, check_profile_text,
                               load_profile, render_profile)
 from tritonblas import _measure
@@ -278,11 +280,8 @@ class FitOutcome:
 
     @property
     def accepted(self) -> bool:
-        """Held-out data exists, every fitted pick is in it, and neither its geomean nor its p10 drops."""
-        if self.before is None or self.after is None:
-            return False
-        return (self.after[2] == 0 and self.after[0] >= self.before[0] - 1e-9
-                and self.after[1] >= self.before[1] - 1e-9)
+        """``origami.fit.accepts`` (the one acceptance rule) on the held-out scores."""
+        return accepts(self.before, self.after)
 
     @property
     def changed(self) -> dict[str, tuple[float, float]]:
@@ -320,18 +319,7 @@ def _triple(s) -> tuple[float, float, float]:
 
 
 def _score(data: Sequence, hw: HardwareProfile) -> tuple[float, float, float]:
-    from origami.fit import selection_efficiency
-
     return _triple(selection_efficiency(data, hw))
-
-
-def _heldout_score(data: Sequence, hw: HardwareProfile) -> "tuple[float, float, int] | None":
-    from origami.fit import pick_efficiency
-
-    if not data:
-        return None
-    s = pick_efficiency(data, hw)
-    return (s.geomean, s.p10, len(s.missing))
 
 
 def fit_model(hw: HardwareProfile, data: Sequence, *, heldout: Sequence = (), heldout_source: str = "none",
@@ -341,8 +329,6 @@ def fit_model(hw: HardwareProfile, data: Sequence, *, heldout: Sequence = (), he
     data: :func:`read_sweep_file` has refused held-out rows) and score ``heldout`` (the held-out
     sweeps, :func:`read_heldout_sweeps`) before and after; returns the outcome and the whole fitted
     model section (rounded as written). Decide with ``outcome.accepted``."""
-    from origami.fit import fit
-
     names = [p for p in MODEL_PARAMS if not (p == "llc_efficiency" and hw.memory["llc_bytes"] == 0)]
     if params:
         unknown = [p for p in params if p not in MODEL_PARAMS]
@@ -356,7 +342,7 @@ def fit_model(hw: HardwareProfile, data: Sequence, *, heldout: Sequence = (), he
     outcome = FitOutcome(
         sweep=sweep, shapes=len(data), train=len(data), held_out=len(heldout), heldout_source=heldout_source,
         params_before=dict(hw.model), params_after=params,
-        before=_heldout_score(heldout, hw), after=_heldout_score(heldout, fitted),
+        before=heldout_score(heldout, hw), after=heldout_score(heldout, fitted),
         train_before=_triple(report.train_before), train_after=_score(data, fitted))
     for line in outcome.lines():
         logger.info("calibrate: %s", line)

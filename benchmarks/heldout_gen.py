@@ -146,7 +146,7 @@ def draw(known: set) -> dict[str, dict[str, list[dict]]]:
 def render(stem: str, by_set: dict[str, list[dict]]) -> str:
     n = sum(map(len, by_set.values()))
     head = [f"# held-out split, {stem}: {n} shapes, drawn once by benchmarks/heldout_gen.py (seed {SEED});",
-            "# no fit may read these shapes (tritonblas.calibrate refuses them); sweep them exhaustively:",
+            "# no fit may read these shapes (tritonblas.heldout refuses them); sweep them exhaustively:",
             "# python benchmarks/sweep.py --heldout (see benchmarks/sweep.py)"]
     body = []
     for name, entries in by_set.items():

@@ -77,7 +77,7 @@ def load_floors(text: str | None = None, where: str = "benchmarks/data/floors.ya
 
 
 def heldout_stems() -> list[str]:
-    from tritonblas.calibrate import heldout_split
+    from tritonblas.heldout import heldout_split
 
     return list(heldout_split())
 

@@ -1,6 +1,7 @@
 """The one YAML reader of profiles (``origami.hardware``) and shapes files (``origami.shapes``):
 PyYAML's safe loader (libyaml's parser when present) with two
-refusals that plain ``yaml.safe_load`` lacks.
+refusals that plain ``yaml.safe_load`` lacks; and the one writer (:func:`dump_yaml`, which
+``origami.hardware.render_profile`` uses), whose floats the strict reader reads back as floats.
 
 * **No anchors or aliases.** An alias shares a node, so a 13 KB file of nested aliases (a "billion
   laughs") expands to ~10^9 nodes for any tree walk, and a self-referencing anchor
@@ -21,11 +22,12 @@ through every reader, duplicate keys named in profiles and shapes files).
 
 from __future__ import annotations
 
+import math
 from typing import Any, Callable
 
 import yaml
 
-__all__ = ["YamlError", "load_yaml", "DuplicateKey", "unique_keys"]
+__all__ = ["YamlError", "load_yaml", "DuplicateKey", "unique_keys", "dump_yaml", "float_text"]
 
 _Loader = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
 
@@ -105,3 +107,43 @@ def load_yaml(text: str, where: str,
             loader.dispose()
     except yaml.YAMLError as e:
         raise YamlError(f"{where}: not valid YAML: {e}".replace("\n", " ")) from None
+
+
+# --- writing -----------------------------------------------------------------------------------
+class _Dumper(yaml.SafeDumper):
+    """Flow-style lists (``[64, 8, 16]``) and floats the strict loader reads back as floats."""
+
+
+def _represent_list(d: yaml.SafeDumper, data: list):
+    return d.represent_sequence("tag:yaml.org,2002:seq", data, flow_style=True)
+
+
+def float_text(v: float) -> str:
+    """``v`` as :func:`dump_yaml` writes it: 6 significant digits, always a YAML 1.1 float (a decimal
+    point, and a signed exponent where there is one)."""
+    if v == 0:
+        return "0.0"
+    if 1e-3 <= abs(v) < 1e6:
+        text = f"{v:.6g}"
+        return text if ("." in text or "e" in text) else text + ".0"
+    mant, exp = f"{v:.6e}".split("e")
+    mant = mant.rstrip("0")
+    if mant.endswith("."):
+        mant += "0"
+    return f"{mant}e{exp}"  # e.g. 4.8e+12: a decimal point and a signed exponent (YAML 1.1 float)
+
+
+def _represent_float(d: yaml.SafeDumper, v: float):
+    if not math.isfinite(v):
+        return yaml.SafeDumper.represent_float(d, v)
+    return d.represent_scalar("tag:yaml.org,2002:float", float_text(v))
+
+
+_Dumper.add_representer(list, _represent_list)
+_Dumper.add_representer(tuple, _represent_list)
+_Dumper.add_representer(float, _represent_float)
+
+
+def dump_yaml(data: Any) -> str:
+    """YAML text of ``data`` in insertion order: flow-style lists, :func:`float_text` floats."""
+    return yaml.dump(data, Dumper=_Dumper, sort_keys=False, allow_unicode=True, width=1 << 20)

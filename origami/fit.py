@@ -7,6 +7,10 @@ of the pick. ``fit`` searches the parameters (coordinate descent over multiplica
 the schema's ranges) to maximise the geometric-mean efficiency on a train split, with the log
 prediction error as a tie-breaker; it is still a roofline with a handful of physical parameters,
 not a regressor. Pure CPU; used by `tritonblas calibrate --fit` and the efficiency test.
+
+:func:`accepts` is the one fit-acceptance rule (``FitReport.accepted`` and ``tritonblas calibrate
+--fit`` both use it): it compares :func:`heldout_score` (``origami.select()``'s real pick on
+held-out sweeps) before and after a fit.
 """
 
 from __future__ import annotations
@@ -25,7 +29,8 @@ from origami.problem import GemmProblem
 from origami.enumerate import row_to_config
 from origami.select import score_problem, select
 
-__all__ = ["Measured", "read_sweep", "selection_efficiency", "pick_efficiency", "PickScore", "fit", "FitReport"]
+__all__ = ["Measured", "read_sweep", "selection_efficiency", "pick_efficiency", "PickScore", "heldout_score", "accepts",
+           "fit", "FitReport"]
 
 _PROBLEM = ("m", "n", "k", "batch", "a_dtype", "b_dtype", "c_dtype", "a_layout", "b_layout")
 _INT_FIELDS = {f.name for f in fields(TileConfig)} - {"kind"}
@@ -143,18 +148,39 @@ def pick_efficiency(data: Sequence[Measured], hw: "HardwareProfile | str") -> Pi
                      float(np.percentile(e, 10)) if e.size else float("nan"), tuple(e), tuple(probs), tuple(missing))
 
 
+def heldout_score(data: Sequence[Measured], hw: "HardwareProfile | str") -> "tuple[float, float, int] | None":
+    """(geomean, p10, picks missing from the data) of :func:`pick_efficiency` on held-out sweeps;
+    None without data (a fit it cannot validate)."""
+    if not data:
+        return None
+    s = pick_efficiency(data, hw)
+    return (s.geomean, s.p10, len(s.missing))
+
+
+def accepts(before: "tuple[float, float, int] | None", after: "tuple[float, float, int] | None") -> bool:
+    """The fit-acceptance rule, on :func:`heldout_score` of the base (``before``) and the fitted
+    (``after``) parameters: held-out data exists, every pick of the fitted model was timed there,
+    and neither the held-out geomean nor its p10 drops (1e-9 slack for float noise)."""
+    if before is None or after is None:
+        return False
+    return after[2] == 0 and after[0] >= before[0] - 1e-9 and after[1] >= before[1] - 1e-9
+
+
 @dataclass(frozen=True)
 class FitReport:
+    """``train_*``: :func:`selection_efficiency` on the fitted shapes; ``heldout_*``:
+    :func:`heldout_score` on the test shapes (None without any), before and after."""
+
     params: dict
     train_before: Score
     train_after: Score
-    test_before: Score
-    test_after: Score
+    heldout_before: "tuple[float, float, int] | None"
+    heldout_after: "tuple[float, float, int] | None"
 
     @property
     def accepted(self) -> bool:
-        """A fit is accepted only if it does not make held-out efficiency worse."""
-        return self.test_after.geomean >= self.test_before.geomean - 1e-9
+        """:func:`accepts` on the held-out scores."""
+        return accepts(self.heldout_before, self.heldout_after)
 
 
 def _objective(s: Score) -> float:
@@ -184,4 +210,4 @@ def fit(hw: "HardwareProfile | str", train: Sequence[Measured], test: Sequence[M
         if not improved:
             break
     return FitReport(best, selection_efficiency(train, hw), selection_efficiency(train, cur),
-                     selection_efficiency(test, hw), selection_efficiency(test, cur))
+                     heldout_score(test, hw), heldout_score(test, cur))

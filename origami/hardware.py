@@ -1,4 +1,5 @@
-"""Hardware profiles: load, validate and list the YAML files in ``hwprofiles/``.
+"""Hardware profiles: load, validate and list the YAML files in ``hwprofiles/``; render a raw
+profile to YAML text (``render_profile``, what ``tritonblas calibrate`` writes) and check it.
 
 A profile is data, never code: every number carries its unit in its key and a source in the
 ``sources`` table. Validation is strict — an unknown, missing, duplicated, mistyped or implausible
@@ -17,11 +18,12 @@ from functools import lru_cache
 from importlib import resources
 from pathlib import Path
 from types import MappingProxyType
-from typing import Any, Mapping
+from typing import Any, Mapping, Sequence
 
-from origami._yaml import YamlError, load_yaml
+from origami._yaml import YamlError, dump_yaml, float_text, load_yaml
 
-__all__ = ["HardwareProfile", "ProfileError", "load_profile", "list_profiles", "SCHEMA", "MODEL_PARAMS"]
+__all__ = ["HardwareProfile", "ProfileError", "load_profile", "list_profiles", "SCHEMA", "MODEL_PARAMS",
+           "render_profile", "check_profile_text", "as_written"]
 
 SCHEMA_VERSION = 1
 RATE_KEYS = ("fp32", "tf32", "fp16", "bf16", "fp8", "int8")
@@ -412,3 +414,25 @@ def load_profile(name_or_path: "str | os.PathLike[str] | HardwareProfile") -> Ha
 @lru_cache(maxsize=64)
 def _load_text(text: str, where: str) -> HardwareProfile:
     return _build(_parse_yaml(text, where), where)
+
+
+# ---------------------------------------------------------------------------------------------
+# Writing
+# ---------------------------------------------------------------------------------------------
+def render_profile(raw: Mapping[str, Any], header: Sequence[str] = ()) -> str:
+    """Profile YAML text of ``raw`` (``HardwareProfile.to_yaml_dict()``'s shape): ``# header``
+    lines, then the fields in ``raw``'s order. :func:`check_profile_text` reads it back."""
+    head = "".join(f"# {line}\n" for line in header)
+    return head + dump_yaml(dict(raw))
+
+
+def check_profile_text(text: str, where: str = "profile.yaml") -> HardwareProfile:
+    """Load ``text`` exactly as :func:`load_profile` will load it once written to the file ``where``
+    (ProfileError naming that file's name)."""
+    name = Path(where).name if where.endswith((".yaml", ".yml")) else "profile.yaml"
+    return _load_text(text, name)
+
+
+def as_written(v: float) -> float:
+    """``v`` as :func:`render_profile` writes it (6 significant digits), read back."""
+    return float(float_text(v))

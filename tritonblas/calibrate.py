@@ -1,5 +1,5 @@
-"""``python -m tritonblas calibrate`` and ``bench``: measure a GPU, write its hardware profile, fit the
-model to a sweep, and time our pick against torch.
+"""``python -m tritonblas calibrate``: measure a GPU, write its hardware profile, fit the model to a
+sweep. (``bench`` is ``tritonblas.bench``; the probe kernels are ``tritonblas.kernels.probes``.)
 
 **calibrate** (DESIGN.md §4 and §5 "Calibration") starts from a base profile (``--base``; default:
 the profile the device maps to, ``tritonblas._device``) and replaces what it can measure:
@@ -28,23 +28,22 @@ model's rate of every measured dtype is what this GPU sustained.
 Each measured field's source reads ``measured <date> by tritonblas calibrate (<method>)``, then the
 base profile's value and source (the datasheet figure stays on record). Unmeasured fields keep the
 base value and source. A measurement outside the schema's plausible range is dropped with a
-warning (the base value stays). The profile is validated with ``origami.load_profile`` before it
-is published, then written atomically (``tables.AtomicFile``), or printed without ``-o``.
+warning (the base value stays). The profile is rendered and validated by ``origami.hardware``
+(``render_profile``, ``check_profile_text``: as ``origami.load_profile`` will read it) before it is
+published, then written atomically (``tables.AtomicFile``), or printed without ``-o``.
 
 ``--fit SWEEP.csv`` (pure CPU; with ``--no-measure`` no GPU is needed) fits the model parameters
 (``origami.fit.fit``) on training data only and validates them on the committed held-out split
 (DESIGN.md §8, benchmarks/shapes/heldout/, drawn once by benchmarks/heldout_gen.py). A sweep row
 whose shape (m, n, k, batch; any dtype) is in the split is refused with an error naming the file and
-line. The guard scores ``origami.select()``'s real pick on the held-out sweeps
-(``benchmarks/data/<base>_heldout/*.csv``, exhaustive) before and after the fit; a fit that lowers
-the held-out geomean or p10, or whose picks are not all in the held-out data, is **rejected**. With
+line (``tritonblas.heldout`` reads training and held-out sweeps). The guard scores
+``origami.select()``'s real pick on the held-out sweeps (``benchmarks/data/<base>_heldout/*.csv``,
+exhaustive) before and after the fit; a fit that lowers
+the held-out geomean or p10, or whose picks are not all in the held-out data, is **rejected**
+(``origami.fit.accepts``, the one acceptance rule). With
 no held-out sweep recorded the report says so and the fit is rejected (it cannot be validated):
 the profile keeps the base parameters and the exit code is still 0 (the measured fields are valid
 either way; scripts read the report line ``fit: accepted`` / ``fit: rejected``).
-
-**bench** times ``tritonblas.matmul`` (the model's pick) and torch on random inputs with
-``do_bench`` medians and prints TFLOP/s, the ratio, and the model's predicted time for the config
-that ran.
 
 Bad input, a missing GPU or an unreadable file raise :class:`CalibrationError` (the CLI prints one
 line and exits 2) before anything is measured or written.
@@ -52,7 +51,6 @@ line and exits 2) before anything is measured or written.
 
 from __future__ import annotations
 
-import contextlib
 import datetime as _dt
 import math
 import os
@@ -60,31 +58,30 @@ import shutil
 import statistics
 import subprocess
 import sys
-import tempfile
 import time
 import warnings
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Callable, Mapping, Sequence
 
-import yaml
-
-from origami.hardware import MODEL_PARAMS, SCHEMA, HardwareProfile, ProfileError, load_profile
-from origami.problem import DType, GemmProblem
+from origami.fit import accepts, fit, heldout_score, selection_efficiency
+from origami.hardware import (MODEL_PARAMS, SCHEMA, HardwareProfile, ProfileError, as_written, check_profile_text,
+                              load_profile, render_profile)
+from tritonblas import _measure
+from tritonblas._measure import CalibrationError
+from tritonblas.heldout import (HELDOUT_SWEEP_COMMAND, ROOT, heldout_sweep_dir, read_heldout_sweeps, read_sweep_files,
+                                sweep_names)
 from tritonblas.log import logger
 from tritonblas.settings import ENV_PROFILE_DIR
 
 try:  # the model-only path (--no-measure --fit) needs neither triton nor torch
     import triton
-    import triton.language as tl
 except ImportError:  # pragma: no cover - triton is a dependency of the kernels extra
     triton = None
 
 __all__ = [
     "CalibrationError", "Measurement", "Measurements", "FitOutcome", "STAMP",
-    "measure", "build_profile", "render_profile", "check_profile_text", "write_profile",
-    "read_sweep_file", "heldout_split", "heldout_dims", "read_heldout_sweeps", "fit_model", "apply_fit", "l2_knee",
-    "calibrate_command", "bench", "bench_command",
+    "measure", "build_profile", "write_profile", "fit_model", "apply_fit", "l2_knee", "calibrate_command",
 ]
 
 STAMP = "by tritonblas calibrate"
@@ -93,14 +90,6 @@ L2_SIZES_MIB = (2, 4, 8, 12, 16, 20, 24, 28, 32, 36, 40, 48, 56, 64, 80, 96, 128
 L2_SIZES_MIB_QUICK = (2, 8, 16, 24, 32, 40, 48, 64, 96, 256)
 _READ_BLOCK = 4096  # fp32 elements one program reads per step (16 KiB)
 _READ_PROGRAMS_PER_SM = 4
-MIN_FIT_SHAPES = 4
-_SWEEP_COLUMNS = ("m", "n", "k", "batch", "a_dtype", "b_dtype", "c_dtype", "a_layout", "b_layout", "kind",
-                  "block_m", "block_n", "block_k", "num_warps", "num_stages", "median_ms")
-BENCH_DTYPES = (DType.FP32, DType.TF32, DType.FP16, DType.BF16, DType.FP8_E4M3)
-
-
-class CalibrationError(ValueError):
-    """Bad input to calibrate/bench (or no GPU where one is needed): one line, CLI exit code 2."""
 
 
 # =============================================================================================
@@ -197,8 +186,8 @@ def _plausible(path: str, value: float) -> str | None:
 
 
 def build_profile(base: HardwareProfile, m: Measurements | None, *, name: str | None = None) -> tuple[dict, list[str]]:
-    """The raw profile (a dict ``render_profile`` writes) for ``base`` with ``m`` applied, and the
-    warnings about measurements that were dropped. Pure: no device, no file."""
+    """The raw profile (a dict ``origami.hardware.render_profile`` writes) for ``base`` with ``m``
+    applied, and the warnings about measurements that were dropped. Pure: no device, no file."""
     raw = base.to_yaml_dict()
     sources: dict[str, str] = raw["sources"]
     dropped: list[str] = []
@@ -254,57 +243,10 @@ def build_profile(base: HardwareProfile, m: Measurements | None, *, name: str | 
     return raw, dropped
 
 
-# --- YAML rendering ----------------------------------------------------------------------------
-class _Dumper(yaml.SafeDumper):
-    """Flow-style lists (``[64, 8, 16]``) and floats the strict loader reads back as floats."""
-
-
-def _represent_list(d: yaml.SafeDumper, data: list):
-    return d.represent_sequence("tag:yaml.org,2002:seq", data, flow_style=True)
-
-
-def _float_text(v: float) -> str:
-    if v == 0:
-        return "0.0"
-    if 1e-3 <= abs(v) < 1e6:
-        text = f"{v:.6g}"
-        return text if ("." in text or "e" in text) else text + ".0"
-    mant, exp = f"{v:.6e}".split("e")
-    mant = mant.rstrip("0")
-    if mant.endswith("."):
-        mant += "0"
-    return f"{mant}e{exp}"  # e.g. 4.8e+12: a decimal point and a signed exponent (YAML 1.1 float)
-
-
-def _represent_float(d: yaml.SafeDumper, v: float):
-    if not math.isfinite(v):
-        return yaml.SafeDumper.represent_float(d, v)
-    return d.represent_scalar("tag:yaml.org,2002:float", _float_text(v))
-
-
-_Dumper.add_representer(list, _represent_list)
-_Dumper.add_representer(tuple, _represent_list)
-_Dumper.add_representer(float, _represent_float)
-
-
-def render_profile(raw: Mapping[str, Any], header: Sequence[str] = ()) -> str:
-    """Profile YAML text: ``# header`` lines, then the fields in schema order."""
-    body = yaml.dump(dict(raw), Dumper=_Dumper, sort_keys=False, allow_unicode=True, width=1 << 20)
-    head = "".join(f"# {line}\n" for line in header)
-    return head + body
-
-
-def check_profile_text(text: str, where: str = "profile.yaml") -> HardwareProfile:
-    """Load ``text`` exactly as ``origami.load_profile`` will load the written file (ProfileError)."""
-    with tempfile.TemporaryDirectory(prefix="tritonblas-calibrate-") as d:
-        p = Path(d) / (Path(where).name if where.endswith((".yaml", ".yml")) else "profile.yaml")
-        p.write_text(text)
-        return load_profile(p)
-
-
 def write_profile(text: str, path: "str | os.PathLike[str]") -> HardwareProfile:
-    """Validate ``text`` and publish it at ``path`` atomically (temp file in the same directory,
-    fsync, ``os.replace``): a failure at any point leaves the previous file untouched."""
+    """Validate ``text`` (``origami.hardware.check_profile_text``) and publish it at ``path``
+    atomically (temp file in the same directory, fsync, ``os.replace``): a failure at any point
+    leaves the previous file untouched."""
     from tritonblas.tables import AtomicFile
 
     path = Path(path)
@@ -317,130 +259,6 @@ def write_profile(text: str, path: "str | os.PathLike[str]") -> HardwareProfile:
 # =============================================================================================
 # Fitting the model parameters to a sweep (pure; CPU)
 # =============================================================================================
-def read_sweep_files(paths) -> list:
-    """The shapes of one or more sweep CSVs (each checked by :func:`read_sweep_file`); a shape
-    recorded in several files keeps every measured config (``origami.fit.read_sweep`` merges them)."""
-    from origami.fit import read_sweep
-
-    paths = [paths] if isinstance(paths, (str, os.PathLike)) else list(paths)
-    for path in paths:
-        read_sweep_file(path)
-    return read_sweep(paths) if len(paths) > 1 else read_sweep_file(paths[0])
-
-
-def _sweep_names(paths) -> str:
-    paths = [paths] if isinstance(paths, (str, os.PathLike)) else list(paths)
-    names = [Path(x).name for x in paths]
-    return names[0] if len(names) == 1 else f"{len(names)} sweeps ({', '.join(names)})"
-
-
-ROOT = Path(__file__).resolve().parents[1]
-HELDOUT_SHAPES = ROOT / "benchmarks" / "shapes" / "heldout"
-
-
-def heldout_split(directory: "str | os.PathLike[str]" = HELDOUT_SHAPES) -> dict[str, list[GemmProblem]]:
-    """The committed held-out split: {file stem: problems} of every ``*.yaml`` in ``directory``.
-    A missing or empty directory is a CalibrationError: without the split, a fit cannot know which
-    shapes it must not read."""
-    from origami.shapes import ShapesError, load_shapes
-
-    d = Path(directory)
-    files = sorted(d.glob("*.yaml")) if d.is_dir() else []
-    if not files:
-        raise CalibrationError(f"held-out split: no shapes under {d} (benchmarks/heldout_gen.py draws it); "
-                               "a fit must know which shapes it may not read")
-    try:
-        return {f.stem: load_shapes(f) for f in files}
-    except ShapesError as e:
-        raise CalibrationError(f"held-out split: {e}") from None
-
-
-def heldout_dims(directory: "str | os.PathLike[str]" = HELDOUT_SHAPES) -> dict[tuple[int, int, int, int], str]:
-    """(m, n, k, batch) of every held-out shape -> the split file naming it. Dims only: a held-out
-    shape stays held out in every dtype and layout."""
-    d = Path(directory)
-    label = d.relative_to(ROOT) if d.is_absolute() and d.is_relative_to(ROOT) else d
-    return {(p.m, p.n, p.k, p.batch): f"{label}/{stem}.yaml" for stem, ps in heldout_split(d).items() for p in ps}
-
-
-def _refuse_heldout_rows(p: Path, held: Mapping[tuple, str]) -> None:
-    import csv
-
-    with open(p, newline="") as f:
-        lines = (line for line in f if not line.startswith("#"))
-        for i, row in enumerate(csv.DictReader(lines), start=2):
-            try:
-                dims = (int(row["m"]), int(row["n"]), int(row["k"]), int(row.get("batch") or 1))
-            except (KeyError, TypeError, ValueError):
-                continue  # read_sweep reports malformed rows
-            if dims in held:
-                raise CalibrationError(
-                    f"--fit {p}: data row {i}: {dims[0]}x{dims[1]}x{dims[2]} is a held-out shape ({held[dims]}); "
-                    "a fit reads training data only")
-
-
-def read_sweep_file(path: "str | os.PathLike[str]", *, heldout: "Mapping[tuple, str] | None" = None) -> list:
-    """``origami.fit.read_sweep`` with every failure as one CalibrationError naming the file. A row
-    of a held-out shape (``heldout``: :func:`heldout_dims` of the committed split by default) is
-    refused: this is the reader of training data."""
-    import csv
-
-    from origami.fit import read_sweep
-
-    p = Path(path)
-    if p.is_dir():
-        raise CalibrationError(f"--fit {p}: is a directory, not a sweep CSV")
-    if not p.is_file():
-        raise CalibrationError(f"--fit {p}: no such file")
-    try:
-        with open(p, newline="") as f:
-            header = next(csv.reader(line for line in f if not line.startswith("#")), None)
-        missing = [c for c in _SWEEP_COLUMNS if c not in (header or ())]
-        if missing:
-            raise KeyError(", ".join(missing))
-        _refuse_heldout_rows(p, heldout_dims() if heldout is None else heldout)
-        data = read_sweep(p)
-    except KeyError as e:
-        raise CalibrationError(f"--fit {p}: not a sweep CSV (missing column(s) {e.args[0]}; "
-                               "see DESIGN.md section 8 for the columns)") from None
-    except (OSError, UnicodeDecodeError, csv.Error, TypeError, ValueError) as e:
-        if isinstance(e, CalibrationError):
-            raise
-        msg = " ".join(str(e).split())
-        raise CalibrationError(f"--fit {p}: not a valid sweep CSV: {type(e).__name__}: {msg}") from None
-    if len(data) < MIN_FIT_SHAPES:
-        raise CalibrationError(f"--fit {p}: {len(data)} shape(s) with at least two timed configs; "
-                               f"a fit needs at least {MIN_FIT_SHAPES}")
-    return data
-
-
-def heldout_sweep_dir(profile_name: str) -> Path:
-    """Where the exhaustive held-out sweeps of a profile live (benchmarks/sweep.py --heldout)."""
-    return ROOT / "benchmarks" / "data" / f"{profile_name}_heldout"
-
-
-def read_heldout_sweeps(paths: "Sequence[str | os.PathLike[str]]", *,
-                        heldout: "Mapping[tuple, str] | None" = None) -> list:
-    """The held-out validation data: every row must be a shape of the split (a training shape in a
-    held-out file would make the guard score fitted data)."""
-    import csv
-
-    from origami.fit import read_sweep
-
-    held = heldout_dims() if heldout is None else heldout
-    for path in paths:
-        with open(path, newline="") as f:
-            for i, row in enumerate(csv.DictReader(line for line in f if not line.startswith("#")), start=2):
-                dims = (int(row["m"]), int(row["n"]), int(row["k"]), int(row.get("batch") or 1))
-                if dims not in held:
-                    raise CalibrationError(f"held-out sweep {path}: data row {i}: {dims[0]}x{dims[1]}x{dims[2]} is "
-                                           "not in the held-out split (benchmarks/shapes/heldout)")
-    return read_sweep(list(paths)) if paths else []
-
-
-HELDOUT_SWEEP_COMMAND = "python benchmarks/sweep.py --heldout --gpus all"
-
-
 @dataclass(frozen=True, slots=True)
 class FitOutcome:
     """A guarded fit. ``before``/``after`` are held-out (geomean, p10, picks missing from the data)
@@ -462,11 +280,8 @@ class FitOutcome:
 
     @property
     def accepted(self) -> bool:
-        """Held-out data exists, every fitted pick is in it, and neither its geomean nor its p10 drops."""
-        if self.before is None or self.after is None:
-            return False
-        return (self.after[2] == 0 and self.after[0] >= self.before[0] - 1e-9
-                and self.after[1] >= self.before[1] - 1e-9)
+        """``origami.fit.accepts`` (the one acceptance rule) on the held-out scores."""
+        return accepts(self.before, self.after)
 
     @property
     def changed(self) -> dict[str, tuple[float, float]]:
@@ -504,18 +319,7 @@ def _triple(s) -> tuple[float, float, float]:
 
 
 def _score(data: Sequence, hw: HardwareProfile) -> tuple[float, float, float]:
-    from origami.fit import selection_efficiency
-
     return _triple(selection_efficiency(data, hw))
-
-
-def _heldout_score(data: Sequence, hw: HardwareProfile) -> "tuple[float, float, int] | None":
-    from origami.fit import pick_efficiency
-
-    if not data:
-        return None
-    s = pick_efficiency(data, hw)
-    return (s.geomean, s.p10, len(s.missing))
 
 
 def fit_model(hw: HardwareProfile, data: Sequence, *, heldout: Sequence = (), heldout_source: str = "none",
@@ -525,8 +329,6 @@ def fit_model(hw: HardwareProfile, data: Sequence, *, heldout: Sequence = (), he
     data: :func:`read_sweep_file` has refused held-out rows) and score ``heldout`` (the held-out
     sweeps, :func:`read_heldout_sweeps`) before and after; returns the outcome and the whole fitted
     model section (rounded as written). Decide with ``outcome.accepted``."""
-    from origami.fit import fit
-
     names = [p for p in MODEL_PARAMS if not (p == "llc_efficiency" and hw.memory["llc_bytes"] == 0)]
     if params:
         unknown = [p for p in params if p not in MODEL_PARAMS]
@@ -535,12 +337,12 @@ def fit_model(hw: HardwareProfile, data: Sequence, *, heldout: Sequence = (), he
                                    f"(known: {', '.join(MODEL_PARAMS)})")
         names = [p for p in names if p in params]
     report = fit(hw, data, [], params=names, rounds=rounds)
-    params = {k: float(_float_text(v)) for k, v in report.params.items()}
+    params = {k: as_written(v) for k, v in report.params.items()}
     fitted = hw.replace_model(**params)
     outcome = FitOutcome(
         sweep=sweep, shapes=len(data), train=len(data), held_out=len(heldout), heldout_source=heldout_source,
         params_before=dict(hw.model), params_after=params,
-        before=_heldout_score(heldout, hw), after=_heldout_score(heldout, fitted),
+        before=heldout_score(heldout, hw), after=heldout_score(heldout, fitted),
         train_before=_triple(report.train_before), train_after=_score(data, fitted))
     for line in outcome.lines():
         logger.info("calibrate: %s", line)
@@ -565,70 +367,10 @@ def apply_fit(raw: dict, outcome: FitOutcome, params: Mapping[str, float], date:
 # =============================================================================================
 # Microbenchmarks (GPU)
 # =============================================================================================
-if triton is not None:
-    @triton.jit
-    def _read_kernel(x_ptr, out_ptr, n_blocks, iters, BLOCK: tl.constexpr):
-        """Read ``iters`` blocks of BLOCK fp32 per program, block (pid + i·programs) mod n_blocks,
-        through L2 only (``.cg``); one store per program keeps the loads alive."""
-        pid = tl.program_id(0)
-        nprog = tl.num_programs(0)
-        offs = tl.arange(0, BLOCK)
-        acc = tl.zeros([BLOCK], dtype=tl.float32)
-        for i in range(iters):
-            blk = (pid + i * nprog) % n_blocks
-            acc += tl.load(x_ptr + blk * BLOCK + offs, cache_modifier=".cg")
-        tl.store(out_ptr + pid * BLOCK + offs, acc)
-
-    @triton.jit
-    def _empty_kernel(x_ptr):
-        tl.store(x_ptr + tl.program_id(0), 1.0)
-
-
 def _log(msg: str) -> None:
     """Calibration progress: stderr (the CLI's channel) and the ``tritonblas`` logger (DEBUG)."""
     logger.debug("calibrate: %s", msg)
     print(msg, file=sys.stderr, flush=True)
-
-
-def _require_gpu(what: str, hint: str = ""):
-    """torch, when a CUDA/ROCm GPU is usable; else CalibrationError (one line)."""
-    try:
-        import torch
-    except ImportError:
-        raise CalibrationError(f"{what}: needs a CUDA GPU and torch, which is not installed") from None
-    if not torch.cuda.is_available():
-        raise CalibrationError(f"{what}: needs a CUDA GPU (torch.cuda.is_available() is False here){hint}")
-    return torch
-
-
-def _do_bench(fn: Callable[[], Any], rep_ms: int) -> float:
-    import triton.testing
-
-    return float(triton.testing.do_bench(fn, warmup=max(5, rep_ms // 4), rep=rep_ms, return_mode="median"))
-
-
-def _with_tf32(torch, on: bool):
-    """Context manager: fp32 matmuls may (or may not) use TF32, in torch and in our dispatcher."""
-
-    @contextlib.contextmanager
-    def ctx():
-        m = torch.backends.cuda.matmul
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore")
-            try:
-                old = ("allow_tf32", m.allow_tf32)
-                m.allow_tf32 = on
-            except RuntimeError:  # the new fp32_precision API was used: stay with it
-                old = ("fp32_precision", m.fp32_precision)
-                m.fp32_precision = "tf32" if on else "ieee"
-        try:
-            yield
-        finally:
-            with warnings.catch_warnings():
-                warnings.simplefilter("ignore")
-                setattr(m, *old)
-
-    return ctx()
 
 
 def _property_values(props, dev, base: HardwareProfile, index: int) -> list[Measurement]:
@@ -718,7 +460,7 @@ def _hbm_copy(torch, device, nbytes: int, rep_ms: int) -> tuple[float, int]:
         nbytes //= 2
     src = torch.empty(nbytes, dtype=torch.uint8, device=device).random_()
     dst = torch.empty_like(src)
-    ms = _do_bench(lambda: dst.copy_(src), rep_ms)
+    ms = _measure.do_bench(lambda: dst.copy_(src), rep_ms)
     del src, dst
     torch.cuda.empty_cache()
     return 2 * nbytes / (ms * 1e-3), nbytes
@@ -727,6 +469,8 @@ def _hbm_copy(torch, device, nbytes: int, rep_ms: int) -> tuple[float, int]:
 def _l2_curve(torch, device, sms: int, sizes_mib: Sequence[int], target_bytes: int, rep_ms: int,
               log: Callable[[str], None]) -> list[tuple[int, float]]:
     """(buffer bytes, read bandwidth B/s) per size: bytes(2X) - bytes(X) over t(2X) - t(X)."""
+    from tritonblas.kernels.probes import l2_read_kernel
+
     grid = sms * _READ_PROGRAMS_PER_SM
     step_bytes = grid * _READ_BLOCK * 4
     iters = max(8, target_bytes // step_bytes)
@@ -738,10 +482,10 @@ def _l2_curve(torch, device, sms: int, sizes_mib: Sequence[int], target_bytes: i
         x = big[: n_blocks * _READ_BLOCK]
 
         def run(n: int, x=x, n_blocks=n_blocks):
-            _read_kernel[(grid,)](x, out, n_blocks, n, BLOCK=_READ_BLOCK, num_warps=8)
+            l2_read_kernel[(grid,)](x, out, n_blocks, n, BLOCK=_READ_BLOCK, num_warps=8)
 
-        t1 = _do_bench(lambda: run(iters), rep_ms)
-        t2 = _do_bench(lambda: run(2 * iters), rep_ms)
+        t1 = _measure.do_bench(lambda: run(iters), rep_ms)
+        t2 = _measure.do_bench(lambda: run(2 * iters), rep_ms)
         bw = iters * step_bytes / ((t2 - t1) * 1e-3) if t2 > t1 else float("nan")
         curve.append((mib << 20, bw))
     del big, out
@@ -818,10 +562,10 @@ def _matrix_rates(torch, device, base: HardwareProfile, cc: tuple[int, int], qui
             continue
         ours = key == "bf16" or not quick
         try:
-            with _with_tf32(torch, key == "tf32"):
+            with _measure.with_tf32(torch, key == "tf32"):
                 theirs, mine = _gemm_fns(torch, key, size, device, base, ours)
-                t_torch = _do_bench(theirs, rep_ms)
-                t_ours = _do_bench(mine, rep_ms) if mine is not None else math.inf
+                t_torch = _measure.do_bench(theirs, rep_ms)
+                t_ours = _measure.do_bench(mine, rep_ms) if mine is not None else math.inf
         except Exception as e:  # noqa: BLE001 - one dtype failing leaves the others (and the base value)
             log(f"  {key}: not measured ({type(e).__name__}: {' '.join(str(e).split())[:200]})")
             continue
@@ -852,12 +596,14 @@ def _launch_overhead(torch, device, n: int) -> tuple[float, float]:
     drain), which is what a graph replay — and the sweep's graph timer, the oracle — sees. The host's
     Python launch cost (Triton's ``kernel[grid]``: ~10-15 us on the H200 host, 2026-11-30) is not
     GPU time; it is reported alongside."""
+    from tritonblas.kernels.probes import empty_kernel
+
     x = torch.zeros(1, dtype=torch.float32, device=device)
-    _empty_kernel[(1,)](x)
+    empty_kernel[(1,)](x)
     torch.cuda.synchronize()
     t0 = time.perf_counter()
     for _ in range(n):
-        _empty_kernel[(1,)](x)
+        empty_kernel[(1,)](x)
     torch.cuda.synchronize()
     host_ns = (time.perf_counter() - t0) / n * 1e9
     stream = torch.cuda.Stream(device=device)
@@ -865,7 +611,7 @@ def _launch_overhead(torch, device, n: int) -> tuple[float, float]:
     with torch.cuda.stream(stream):
         with torch.cuda.graph(graph, stream=stream):
             for _ in range(n):
-                _empty_kernel[(1,)](x)
+                empty_kernel[(1,)](x)
     graph.replay()
     torch.cuda.synchronize()
     per = []
@@ -993,17 +739,11 @@ def measure(index: int, base: HardwareProfile, *, quick: bool = False,
 # =============================================================================================
 # The `calibrate` command
 # =============================================================================================
-def _profile_error(e: ProfileError) -> str:
-    """A ProfileError (one line per bad field) as one line."""
-    head, *rest = str(e).splitlines() or [""]
-    return head + (" " + "; ".join(r.strip() for r in rest) if rest else "")
-
-
 def _load_base(name: str) -> HardwareProfile:
     try:
         return load_profile(name)
     except ProfileError as e:
-        raise CalibrationError(f"--base: {_profile_error(e)}") from None
+        raise CalibrationError(f"--base: {_measure.one_line(e)}") from None
 
 
 def _same_file(a: Path, b: "str | None") -> bool:
@@ -1043,11 +783,11 @@ def _heldout_paths(args, base_name: str) -> tuple[list[Path], str]:
         for x in paths:
             if not x.is_file():
                 raise CalibrationError(f"--heldout-sweeps {x}: no such file")
-        return paths, _sweep_names(paths)
+        return paths, sweep_names(paths)
     d = heldout_sweep_dir(base_name)
     paths = sorted(x for x in d.glob("*.csv") if ".shard" not in x.name)
     rel = d.relative_to(ROOT) if d.is_relative_to(ROOT) else d
-    return paths, (f"{rel}/: {_sweep_names(paths)}" if paths else f"{rel}/ has no CSV")
+    return paths, (f"{rel}/: {sweep_names(paths)}" if paths else f"{rel}/ has no CSV")
 
 
 def calibrate_command(args, *, out: Callable[[str], None] | None = None) -> int:
@@ -1079,7 +819,7 @@ def calibrate_command(args, *, out: Callable[[str], None] | None = None) -> int:
 
     torch = None
     if not args.no_measure:
-        torch = _require_gpu("calibrate", "; to fit the model on CPU: calibrate --no-measure --base NAME "
+        torch = _measure.require_gpu("calibrate", "; to fit the model on CPU: calibrate --no-measure --base NAME "
                                           "--fit SWEEP.csv")
     elif base is None:
         raise CalibrationError("--no-measure: name the profile to fit with --base NAME_OR_PATH")
@@ -1117,10 +857,10 @@ def calibrate_command(args, *, out: Callable[[str], None] | None = None) -> int:
         try:
             hw_measured = check_profile_text(render_profile(raw), "calibrated.yaml")
         except ProfileError as e:
-            raise CalibrationError(f"calibrate: the measured profile is invalid: {_profile_error(e)}") from None
+            raise CalibrationError(f"calibrate: the measured profile is invalid: {_measure.one_line(e)}") from None
         held_paths, held_source = _heldout_paths(args, base.name)
         fit_out, params = fit_model(hw_measured, data, heldout=read_heldout_sweeps(held_paths),
-                                    heldout_source=held_source, sweep=_sweep_names(args.fit), rounds=args.rounds,
+                                    heldout_source=held_source, sweep=sweep_names(args.fit), rounds=args.rounds,
                                     params=getattr(args, "params", None))
         if fit_out.accepted:
             raw = apply_fit(raw, fit_out, params, date, base.path)
@@ -1138,7 +878,7 @@ def calibrate_command(args, *, out: Callable[[str], None] | None = None) -> int:
     try:
         hw = write_profile(text, output) if output is not None else check_profile_text(text)
     except ProfileError as e:
-        raise CalibrationError(f"calibrate: the calibrated profile is invalid: {_profile_error(e)}") from None
+        raise CalibrationError(f"calibrate: the calibrated profile is invalid: {_measure.one_line(e)}") from None
     except OSError as e:
         raise CalibrationError(f"-o {output}: cannot write: {e.strerror or e}") from None
 
@@ -1174,122 +914,3 @@ def _summary(base: HardwareProfile, hw: HardwareProfile, m: Measurements, say: C
         say(f"  {path:<{width}}  {a:>12}  {b:>12}")
     for label, text in m.notes:
         say(f"  {label}: {text}")
-
-
-# =============================================================================================
-# The `bench` command
-# =============================================================================================
-def _operand(torch, rows: int, cols: int, batch: int, transposed: bool, dtype, device, gen):
-    shape = (cols, rows) if transposed else (rows, cols)
-    if batch != 1:
-        shape = (batch, *shape)
-    src_dtype = torch.float32 if dtype in (torch.float8_e4m3fn,) else dtype
-    t = torch.randn(shape, device=device, dtype=src_dtype, generator=gen).to(dtype)
-    return t.transpose(-1, -2) if transposed else t
-
-
-def _bench_one(torch, p: GemmProblem, hw: HardwareProfile, profile: Any, device, rep_ms: int) -> tuple:
-    import origami
-    from origami.problem import Layout
-    from tritonblas import dispatch, ops
-    from tritonblas import plan as _plan
-
-    gen = torch.Generator(device=device).manual_seed(0)
-    dtype = _plan.TORCH_DTYPES[p.a_dtype]
-    a = _operand(torch, p.m, p.k, p.batch, p.a_layout is Layout.T, dtype, device, gen)
-    b = _operand(torch, p.k, p.n, p.batch, p.b_layout is Layout.T, dtype, device, gen)
-    if p.a_dtype is DType.FP8_E4M3:
-        out = torch.empty(p.m, p.n, dtype=_plan.TORCH_DTYPES[p.c_dtype], device=device)
-        problem = _plan.problem_from_tensors(a, b, out)
-        cfg = origami.select(problem, hw).config
-        prepared = _plan.prepare_launch(_plan.make_plan(cfg, problem, hw, tma=True), a, b, out)
-        a_t, b_t = a.contiguous(), b.t().contiguous().t()  # _scaled_mm: row-major a, column-major b
-        one = torch.ones((), dtype=torch.float32, device=device)
-        ours = prepared.run
-
-        def theirs():
-            return torch._scaled_mm(a_t, b_t, scale_a=one, scale_b=one, out_dtype=out.dtype)
-    else:
-        lp = dispatch.plan_for(a, b, profile=profile)
-        if lp is None:
-            raise CalibrationError(f"bench: tritonblas would run {p.describe()} on torch "
-                                   f"({dispatch.fallback_reason(a, b) or 'no kernel plan'})")
-        problem, cfg = lp.problem, lp.config
-
-        def ours():
-            return ops.matmul(a, b, profile=profile)
-
-        def theirs():
-            return torch.matmul(a, b)
-    est = origami.select(problem, hw)
-    pred_ns = est.latency_ns if est.config == cfg else None
-    y_ours, y_torch = ours(), theirs()
-    ref = y_torch.float()
-    rel = float(torch.linalg.vector_norm(y_ours.float() - ref) / max(float(torch.linalg.vector_norm(ref)), 1e-30))
-    t_ours, t_torch = _do_bench(ours, rep_ms), _do_bench(theirs, rep_ms)
-    return problem, cfg, t_ours, t_torch, pred_ns, rel
-
-
-def bench(problems: Sequence[GemmProblem], *, profile: Any = None, rep_ms: int = 100,
-          print_table: Callable | None = None) -> list[dict]:
-    """Time our pick and torch on each problem; returns one dict per problem and prints a table."""
-    torch = _require_gpu("bench")
-    for p in problems:
-        if p.a_dtype not in BENCH_DTYPES or p.b_dtype != p.a_dtype:
-            raise CalibrationError(f"bench: {p.describe()}: supported input dtypes are "
-                                   f"{', '.join(d.value for d in BENCH_DTYPES)} (a and b alike)")
-        if p.a_dtype is DType.FP8_E4M3:
-            if p.batch != 1:
-                raise CalibrationError(f"bench: {p.describe()}: fp8 runs unbatched only (torch._scaled_mm)")
-            if p.c_dtype not in (DType.BF16, DType.FP16, DType.FP32):
-                raise CalibrationError(f"bench: {p.describe()}: fp8 output must be bf16, fp16 or fp32")
-        if p.m == 0 or p.n == 0 or p.k == 0:
-            raise CalibrationError(f"bench: {p.describe()}: M, N and K must be > 0")
-    from origami.hardware import ProfileError as _PE
-    from tritonblas import _device, dispatch
-
-    index = torch.cuda.current_device()
-    device = torch.device("cuda", index)
-    try:
-        info = dispatch.device_info(device, profile)
-    except (_PE, _device.DeviceError) as e:
-        raise CalibrationError(f"bench: {_profile_error(e) if isinstance(e, _PE) else e}") from None
-    hw = info.profile
-    results, rows = [], []
-    for p in problems:
-        with _with_tf32(torch, p.a_dtype is DType.TF32), torch.cuda.device(index):
-            try:
-                problem, cfg, t_o, t_t, pred_ns, rel = _bench_one(torch, p, hw, profile, device, rep_ms)
-            except CalibrationError:
-                raise
-            except Exception as e:  # noqa: BLE001 - report the shape and go on
-                rows.append((p.describe(), f"{type(e).__name__}: {' '.join(str(e).split())}"[:80],
-                             *["-"] * 8))
-                results.append({"problem": p, "error": f"{type(e).__name__}: {e}"})
-                continue
-        flops = problem.flops
-        tf_o, tf_t = flops / t_o / 1e9, flops / t_t / 1e9
-        pred = f"{pred_ns / 1e6:.4f}" if pred_ns else "-"
-        rows.append((problem.describe(), cfg.short(), f"{t_o:.4f}", f"{tf_o:.1f}", f"{t_t:.4f}", f"{tf_t:.1f}",
-                     f"{tf_o / tf_t:.2f}", pred, f"{t_o * 1e6 / pred_ns:.2f}" if pred_ns else "-", f"{rel:.1e}"))
-        results.append({"problem": problem, "config": cfg, "ours_ms": t_o, "torch_ms": t_t,
-                        "predicted_ms": pred_ns / 1e6 if pred_ns else None, "rel_diff": rel})
-    title = (f"{torch.cuda.get_device_name(index)}, profile {hw.name} ({info.how}): tritonblas.matmul (model "
-             f"pick) vs torch, random inputs, do_bench median of {rep_ms} ms")
-    cols = ("problem", "config", "ours ms", "ours TFLOP/s", "torch ms", "torch TFLOP/s", "ours/torch",
-            "pred. ms", "meas./pred.", "rel. diff vs torch")
-    (print_table or _print_table)(title, cols, rows)
-    return results
-
-
-def _print_table(title: str, cols: Sequence[str], rows: Sequence[Sequence[str]]) -> None:
-    from tritonblas.console import table as _table  # the one table printer (rich, or plain text)
-
-    _table(title, cols, rows)
-
-
-def bench_command(args, problems: Sequence[GemmProblem]) -> int:
-    if args.rep < 1:
-        raise CalibrationError(f"--rep: expected >= 1 ms, got {args.rep}")
-    results = bench(problems, profile=args.profile, rep_ms=args.rep)
-    return 1 if any("error" in r for r in results) else 0

@@ -1,8 +1,8 @@
 """``python -m tritonblas``: profiles, select/explain, table, calibrate, bench, demo.
 
 Bad input → exit code 2 and one line naming what is wrong on stderr; nothing written. calibrate and
-bench live in ``tritonblas.calibrate``; without a CUDA GPU they exit 2 the same way (except
-``calibrate --no-measure --base P --fit SWEEP.csv``, which is pure CPU).
+bench live in ``tritonblas.calibrate`` and ``tritonblas.bench``; without a CUDA GPU they exit 2 the
+same way (except ``calibrate --no-measure --base P --fit SWEEP.csv``, which is pure CPU).
 """
 
 from __future__ import annotations
@@ -318,7 +318,7 @@ def cmd_calibrate(args) -> int:
 
 def cmd_bench(args) -> int:
     from origami.shapes import ShapesError, load_shapes
-    from tritonblas import calibrate
+    from tritonblas import bench
 
     dims = (args.m, args.n, args.k)
     if args.shapes:
@@ -339,8 +339,8 @@ def cmd_bench(args) -> int:
                              f"({p.a_dtype.default_output.value}); --out-dtype applies to fp8 only")
         problems = [p]
     try:
-        return calibrate.bench_command(args, problems)
-    except calibrate.CalibrationError as e:
+        return bench.bench_command(args, problems)
+    except bench.CalibrationError as e:
         raise UsageError(_one_line(e)) from None
 
 

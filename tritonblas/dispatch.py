@@ -340,22 +340,16 @@ def _build(key: GemmKey, hw: HardwareProfile, device: torch.device, op: str):
 
 def _align_staged(key: GemmKey, problem: GemmProblem, hw: HardwareProfile, unstaged_ns: float):
     """(aligned problem, its config, (stage A?, stage B?)) when copying the operands under 16-byte
-    alignment into padded buffers (``plan.align_staging_for``) and running the model's pick for the
-    aligned problem is predicted faster than the model's pick for the problem as it is; else None.
-    The aligned problem keeps everything but ``align_bytes`` (an unaligned ``out`` only loses its
-    vector stores, which the model does not charge). Prediction: the aligned pick's estimate plus
-    ``plan.staging_copy_ns``, and never under ``plan.STAGED_HOST_NS`` (the staged launch's host time
-    per call). Model picks only: a forced config or a tile-table entry runs as it is."""
-    if key.align >= 16 or unstaged_ns <= _plan.STAGED_HOST_NS:
+    alignment into padded buffers (``plan.align_staging_for`` says which) pays by origami's cost
+    policy (``origami.staging.staged_pick``); else None. Model picks only: a forced config or a
+    tile-table entry runs as it is."""
+    from origami.staging import staged_pick
+
+    if key.align >= 16:
         return None
     stage = _plan.align_staging_for(problem, hw, key.ab_align, key.orders[:2])
-    if not any(stage):
-        return None
-    aligned = dataclasses.replace(problem, align_bytes=16)
-    est = origami.select(aligned, hw)
-    if max(_plan.STAGED_HOST_NS, est.latency_ns + _plan.staging_copy_ns(problem, hw, stage)) >= unstaged_ns:
-        return None
-    return aligned, est.config, stage
+    picked = staged_pick(problem, hw, stage, unstaged_ns)
+    return None if picked is None else (picked[0], picked[1].config, stage)
 
 
 def _store(key: GemmKey, value):

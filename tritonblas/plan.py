@@ -26,6 +26,7 @@ from origami.config import Kind, TileConfig
 from origami.hardware import HardwareProfile
 from origami.problem import DType, GemmProblem, Layout, layout_order, stride_align_bytes
 from origami.space import smem_bytes, violations
+from origami.staging import staging_copy_ns  # the copy cost (origami's policy), named here for plan's callers
 from tritonblas import _interpreter
 
 __all__ = [
@@ -80,21 +81,6 @@ _STAGED_DTYPES = frozenset({DType.TF32, DType.FP8_E4M3, DType.FP8_E5M2})
 # 512x8192x8192 158 vs 109. Both estimates round to the tile multiple 3·128. (A tiled Triton
 # transpose measured 3.5-4.0 TB/s fp32, 3.0-3.4 fp8: with it the break-even would be M ≈ 120.)
 STAGING_MIN_DIM = 384
-# Alignment staging (align_staging_for, staging_copy_ns): a copy into a buffer whose leading
-# dimension is padded to 16 bytes runs at this share of the profile's HBM bandwidth (read + write
-# counted). torch's copy_ into a padded (non-contiguous) destination, measured on the H200
-# (benchmarks/diag_staging.py, CUDA-graph medians, 2026-11-30): 1.6-2.1 TB/s for 4-67 MB moved,
-# 0.38-0.48 of the profile's 4.3 TB/s.
-STAGE_COPY_EFFICIENCY = 0.4
-# ... and a staged launch costs about this much host time per call (its fast entry: fresh buffers,
-# the copies, the raw launch). Measured on the H200 host at a78d6e5 (benchmarks/diag_staging.py,
-# 2026-11-30): 46.5 us per call (one copy, 4096x1000x3333), 68.5 (two, 1999^3), 80.6 (two, 4097^3);
-# do_bench of the call then equals the GPU time (72 us for 1999^3 against torch's 137). A launch whose
-# GPU time is under its host time minus ~20 us reads host-bound in do_bench; this floor keeps the
-# shortest problems unstaged.
-# The dispatcher stages only when the unstaged pick is predicted slower than both this and the staged
-# launch's GPU time (a host property, not the profile's).
-STAGED_HOST_NS = 60_000.0
 # fp8 tl.dot's max_num_imprecise_acc unless fast accumulation is asked for: promote the MMA's
 # reduced-precision sum into the fp32 accumulator after every K = 32 (one Hopper wgmma). Values
 # below 32 make Triton 3.6 give up wgmma for fp16 mma.sync (seen in the sm_90 PTX); None = never.
@@ -222,23 +208,13 @@ def align_staging_for(problem: GemmProblem, hw: HardwareProfile, ab_align: tuple
     for our pointer kernels alike (benchmarks/results/compare_dlrm.csv, 2026-11-30), against 500+
     for the aligned TMA kernels. A copy whose leading dimension is padded to 16 bytes (same major,
     or K-major for the dtypes :func:`staging_for` stages) makes the operand TMA-legal at the cost of
-    one read and one write of it (:func:`staging_copy_ns`); whether that pays is the caller's
-    decision (the dispatcher compares the model's two estimates). Only on NVIDIA TMA architectures,
+    one read and one write of it (``origami.staging.staging_copy_ns``); whether that pays is
+    origami's policy (``origami.staging.staged_pick``, which the dispatcher calls). Only on NVIDIA TMA architectures,
     for operands contiguous along one of their last two dims (orders 0 and 1), with K > 0.
     """
     if hw.is_amd or hw.arch not in _TMA_ARCHS or problem.k == 0:
         return False, False
     return tuple(align < 16 and order in (0, 1) for align, order in zip(ab_align, orders))
-
-
-def staging_copy_ns(problem: GemmProblem, hw: HardwareProfile, stage: tuple[bool, bool]) -> float:
-    """Estimated GPU time of the staging copies of ``stage`` = (A?, B?): each reads and writes its
-    operand once (batch included) at STAGE_COPY_EFFICIENCY of the profile's HBM bandwidth, plus one
-    kernel start (``launch_overhead_ns``) per copy."""
-    elems = (problem.m * problem.k * problem.a_dtype.bytes if stage[0] else 0) + \
-        (problem.k * problem.n * problem.b_dtype.bytes if stage[1] else 0)
-    bw = hw.memory["hbm_bytes_per_s"] * STAGE_COPY_EFFICIENCY
-    return 2.0 * problem.batch * elems / bw * 1e9 + sum(stage) * hw.launch_overhead_ns
 
 
 def _k_major_tma_ok(k: int, dtype: DType) -> bool:

@@ -1,8 +1,8 @@
 """Alignment staging: operands under 16-byte alignment copied into padded buffers for a TMA launch.
 
-The predicate (``plan.align_staging_for``) and copy estimate (``plan.staging_copy_ns``), the
-dispatcher's decision (``dispatch._align_staged``: the model's aligned pick plus the copy against
-its unaligned pick), and launches of forced staged plans on small ragged unaligned problems under
+The predicate (``plan.align_staging_for``), the dispatcher's decision (``dispatch._align_staged``
+through origami's cost policy ``origami.staging.staged_pick``: the model's aligned pick plus the copy
+against its unaligned pick; the policy itself is tested in tests/origami/test_staging.py), and launches of forced staged plans on small ragged unaligned problems under
 the interpreter, against the float64 reference with the bounds of RELIABILITY.md §4.2. The GPU test
 (``-m gpu``) runs real sizes through ``tritonblas.matmul``.
 """
@@ -16,8 +16,9 @@ import torch
 
 from _check import check_gemm, config, operand
 from tritonblas import dispatch
-from tritonblas.plan import (STAGED_HOST_NS, TMA_KERNELS, operand_order, _tma_ok, align_staging_for, make_plan,
-                             prepare_launch, problem_from_tensors, staging_copy_ns)
+from origami.staging import STAGED_HOST_NS, staging_copy_ns
+from tritonblas.plan import (TMA_KERNELS, operand_order, _tma_ok, align_staging_for, make_plan, prepare_launch,
+                             problem_from_tensors)
 
 
 def _problem(m, n, k, dtype="bf16", align=2, **kw):
@@ -26,7 +27,7 @@ def _problem(m, n, k, dtype="bf16", align=2, **kw):
     return GemmProblem(m, n, k, a_dtype=dtype, b_dtype=dtype, c_dtype=dtype, align_bytes=align, **kw)
 
 
-# --- the predicate and the copy estimate -----------------------------------------------------
+# --- the predicate --------------------------------------------------------------------------
 def test_align_staging_for_picks_the_unaligned_operands(h200, mi300x):
     p = _problem(4097, 4097, 4097)
     assert align_staging_for(p, h200, (2, 2), (0, 0)) == (True, True)
@@ -36,18 +37,6 @@ def test_align_staging_for_picks_the_unaligned_operands(h200, mi300x):
     assert align_staging_for(p, h200, (2, 2), (2, 0)) == (False, True)  # contiguous along neither dim: not staged
     assert align_staging_for(p, mi300x, (2, 2), (0, 0)) == (False, False)  # AMD: no TMA
     assert align_staging_for(dataclasses.replace(p, k=0), h200, (2, 2), (0, 0)) == (False, False)
-
-
-def test_staging_copy_ns_reads_and_writes_each_staged_operand(h200):
-    p = _problem(4000, 1000, 3000, batch=2)
-    bw = h200.memory["hbm_bytes_per_s"]
-    a_only = staging_copy_ns(p, h200, (True, False))
-    b_only = staging_copy_ns(p, h200, (False, True))
-    assert staging_copy_ns(p, h200, (False, False)) == 0
-    assert a_only > b_only > 0  # A is 4000x3000, B 3000x1000
-    assert staging_copy_ns(p, h200, (True, True)) == pytest.approx(a_only + b_only)
-    # at least the time to read and write A once at the full HBM bandwidth
-    assert a_only >= 2 * 2 * 4000 * 3000 * 2 / bw * 1e9
 
 
 # --- the dispatcher's decision (CPU tensors are never launched here: plan_for only plans) -------

@@ -1,7 +1,7 @@
 """Held-out guard: ``origami.select()``'s real pick on the exhaustive sweeps of the committed
 held-out split (benchmarks/shapes/heldout/ -> benchmarks/data/h200_heldout/<file>.csv), CPU, CI.
 
-No fit reads these shapes (tritonblas.calibrate refuses them), so this is the number to report.
+No fit reads these shapes (tritonblas.heldout refuses them), so this is the number to report.
 Every shape of the split file must be in its sweep, and every pick must have been timed: a pick
 missing from the data fails with the shape, the pick and the re-sweep command, never a skip. Floors
 are benchmarks/data/floors.yaml's ``heldout`` section. A file not yet recorded (no GPU in the
@@ -19,7 +19,7 @@ import pytest
 sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 
 from benchmarks.selection import HELDOUT_SWEEP, file_sha256, heldout_path, heldout_stems, load_floors, score  # noqa: E402
-from tritonblas.calibrate import heldout_split  # noqa: E402
+from tritonblas.heldout import heldout_split  # noqa: E402
 
 FLOORS = load_floors()["heldout"]
 SPLIT = heldout_split()

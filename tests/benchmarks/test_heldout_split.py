@@ -12,7 +12,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 
 from benchmarks.heldout_gen import SETS, known_dims  # noqa: E402
 from origami import GemmProblem  # noqa: E402
-from tritonblas.calibrate import heldout_dims, heldout_split  # noqa: E402
+from tritonblas.heldout import heldout_dims, heldout_split  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[2]
 DATA = ROOT / "benchmarks" / "data"

@@ -69,11 +69,15 @@ def test_every_recorded_training_sweep_has_floors():
 
 
 def test_fit_refuses_a_fit_that_hurts_held_out_shapes():
-    """origami.fit's own guard: a fit on half the shapes is accepted only if the other half does not
-    get worse (here the 8-shape halves overfit, which the guard must catch or the fit must help)."""
-    from origami.fit import fit, read_sweep
+    """origami.fit's guard (``accepts``, the rule calibrate --fit uses too): a fit on half the shapes
+    is accepted only if select()'s picks on the other half were all timed and neither their geomean
+    nor their p10 gets worse (here the 8-shape halves overfit, which the guard must catch or the fit
+    must help)."""
+    from origami.fit import fit, heldout_score, read_sweep
 
     data = read_sweep([DATA / n for n in FLOORS["training"] if n.startswith("h200/")])
     report = fit("h200", data[0::2], data[1::2], rounds=1, params=["mma_efficiency", "small_tile_efficiency"])
-    assert report.accepted == (report.test_after.geomean >= report.test_before.geomean - 1e-9)
+    b, a = report.heldout_before, report.heldout_after
+    assert b == heldout_score(data[1::2], "h200")
+    assert report.accepted == (a[2] == 0 and a[0] >= b[0] - 1e-9 and a[1] >= b[1] - 1e-9)
     assert report.train_after.geomean >= report.train_before.geomean - 1e-9

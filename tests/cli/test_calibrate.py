@@ -11,9 +11,10 @@ import sys
 from pathlib import Path
 
 import pytest
-import yaml
 
 import origami
+from origami.hardware import check_profile_text, render_profile
+from tritonblas import _measure, bench, heldout
 from tritonblas import calibrate as cal
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -134,7 +135,7 @@ def test_refuses_to_replace_the_base_file_without_force(tmp_path):
 
 # --- the guarded fit on the recorded H200 sweep ------------------------------------------------
 _HELD = re.compile(r"held-out selection efficiency: geomean ([\d.]+) -> ([\d.]+), p10 ([\d.]+) -> ([\d.]+)")
-HELDOUT_DATA = sorted(cal.heldout_sweep_dir("h200").glob("*.csv"))
+HELDOUT_DATA = sorted(heldout.heldout_sweep_dir("h200").glob("*.csv"))
 
 
 @pytest.fixture(scope="module")
@@ -179,7 +180,7 @@ def test_fit_without_output_prints_a_loadable_profile(tmp_path):
 
 
 def test_fit_refuses_a_held_out_row_naming_file_row_and_split(tmp_path):
-    held = cal.heldout_split()["square"][0]
+    held = heldout.heldout_split()["square"][0]
     lines = SWEEP.read_text().splitlines()
     data = [x for x in lines if not x.startswith("#")]
     row = data[1].split(",")
@@ -200,13 +201,13 @@ def test_seed_and_holdout_options_are_refused():
 
 def test_held_out_reader_refuses_training_rows_and_the_split_is_disjoint_from_training(tmp_path):
     with pytest.raises(cal.CalibrationError, match="not in the held-out split"):
-        cal.read_heldout_sweeps([SWEEP])
-    held = cal.heldout_dims()
+        heldout.read_heldout_sweeps([SWEEP])
+    held = heldout.heldout_dims()
     assert len(held) >= 64 + 3 * 16
     assert not held.keys() & {(m.problem.m, m.problem.n, m.problem.k, m.problem.batch)
-                              for m in cal.read_sweep_file(SWEEP)}
+                              for m in heldout.read_sweep_file(SWEEP)}
     with pytest.raises(cal.CalibrationError, match="no shapes under"):
-        cal.heldout_split(tmp_path)
+        heldout.heldout_split(tmp_path)
 
 
 def test_fit_model_scores_select_picks_on_the_given_held_out_data():
@@ -214,7 +215,7 @@ def test_fit_model_scores_select_picks_on_the_given_held_out_data():
     held-out data it is given (here calib.csv's shapes stand in for held-out data)."""
     from origami.fit import pick_efficiency
 
-    data = cal.read_sweep_file(SWEEP)
+    data = heldout.read_sweep_file(SWEEP)
     hw = origami.load_profile("h200")
     outcome, params = cal.fit_model(hw, data[:10], heldout=data[10:], heldout_source="stand-in", rounds=1,
                                     params=["fixup_ns"])
@@ -260,7 +261,7 @@ def test_profile_from_fake_measurements_is_valid_and_sourced(tmp_path):
     base = origami.load_profile("h200")
     raw, dropped = cal.build_profile(base, _fake())
     assert dropped == []
-    hw = cal.write_profile(cal.render_profile(raw, ["a header line"]), tmp_path / "cal.yaml")
+    hw = cal.write_profile(render_profile(raw, ["a header line"]), tmp_path / "cal.yaml")
     again = origami.load_profile(tmp_path / "cal.yaml")
     assert again == hw
     for path in ("compute.compute_units", "memory.hbm_bytes_per_s", "memory.l2_bytes_per_s", "launch_overhead_ns",
@@ -289,7 +290,7 @@ def test_implausible_measurement_is_dropped_and_bf16_above_datasheet_caps_the_cl
               rates=(cal.Measurement("matrix.peak_flops.bf16", 1.05e15, "torch.matmul"),))
     raw, dropped = cal.build_profile(base, m)
     assert len(dropped) == 1 and dropped[0].startswith("memory.l2_bytes_per_s") and "plausible" in dropped[0]
-    hw = cal.check_profile_text(cal.render_profile(raw))
+    hw = check_profile_text(render_profile(raw))
     assert hw.memory["l2_bytes_per_s"] == base.memory["l2_bytes_per_s"]
     assert hw.compute["sustained_clock_mhz"] == hw.compute["boost_clock_mhz"]
     assert abs(hw.sustained_peak_flops("bf16") / 1.05e15 - 1) < 1e-3
@@ -299,18 +300,10 @@ def test_implausible_measurement_is_dropped_and_bf16_above_datasheet_caps_the_cl
 def test_no_measurements_reproduces_the_base():
     base = origami.load_profile("h200")
     raw, _ = cal.build_profile(base, None)
-    hw = cal.check_profile_text(cal.render_profile(raw))
+    hw = check_profile_text(render_profile(raw))
     assert hw.to_yaml_dict() == base.to_yaml_dict()
     raw, _ = cal.build_profile(origami.load_profile("mi300x"), None, name="mygpu")
-    assert cal.check_profile_text(cal.render_profile(raw)).name == "mygpu"
-
-
-@pytest.mark.parametrize("v, text", [(4.8e12, "4.8e+12"), (1.2e13, "1.2e+13"), (1976.5, "1976.5"), (0.0, "0.0"),
-                                      (3000.0, "3000.0"), (0.861, "0.861"), (1e-4, "1.0e-04"),
-                                      (150754820096.0, "1.507548e+11")])
-def test_float_text_is_a_yaml11_float(v, text):
-    assert cal._float_text(v) == text
-    assert isinstance(yaml.safe_load(f"x: {text}")["x"], float)
+    assert check_profile_text(render_profile(raw)).name == "mygpu"
 
 
 def test_atomic_write_failure_leaves_the_old_file(tmp_path, monkeypatch):
@@ -319,7 +312,7 @@ def test_atomic_write_failure_leaves_the_old_file(tmp_path, monkeypatch):
     target = tmp_path / "p.yaml"
     target.write_text("old contents\n")
     raw, _ = cal.build_profile(origami.load_profile("h200"), _fake())
-    text = cal.render_profile(raw)
+    text = render_profile(raw)
     real_write = tables.AtomicFile.write
 
     def half_then_fail(self, data):
@@ -367,7 +360,7 @@ def test_measurement_helpers_run_under_the_interpreter(monkeypatch):
     catches API slips in the GPU code in CI (the timings themselves mean nothing here)."""
     from origami import GemmProblem
 
-    monkeypatch.setattr(cal, "_do_bench", _wall_bench)
+    monkeypatch.setattr(_measure, "do_bench", _wall_bench)
     monkeypatch.setattr(cal, "MATRIX_SIZE", 64)
     monkeypatch.setattr(cal, "_READ_PROGRAMS_PER_SM", 1)
     base, cpu, logs = origami.load_profile("h200"), torch.device("cpu"), []
@@ -380,8 +373,8 @@ def test_measurement_helpers_run_under_the_interpreter(monkeypatch):
               GemmProblem(64, 64, 64, "tf32", "tf32", "fp32"),
               GemmProblem(32, 32, 64, "fp16", "fp16", "fp16", "N", "T", batch=2),
               GemmProblem(64, 64, 64, "fp8_e4m3", "fp8_e4m3", "bf16")):
-        with cal._with_tf32(torch, p.a_dtype.value == "tf32"):
-            problem, cfg, t_ours, t_torch, pred_ns, rel = cal._bench_one(torch, p, base, "h200", cpu, 10)
+        with _measure.with_tf32(torch, p.a_dtype.value == "tf32"):
+            problem, cfg, t_ours, t_torch, pred_ns, rel = bench._bench_one(torch, p, base, "h200", cpu, 10)
         assert (problem.m, problem.n, problem.k, problem.batch) == (p.m, p.n, p.k, p.batch)
         assert problem.a_dtype == p.a_dtype and t_ours > 0 and t_torch > 0 and pred_ns > 0
         assert rel < 2e-2, (p.describe(), rel)

@@ -19,6 +19,7 @@ from torch.overrides import TorchFunctionMode
 from torch.utils._python_dispatch import TorchDispatchMode
 
 import tritonblas
+from origami import staging
 from origami.config import TileConfig
 from tritonblas import _device, dispatch, ops
 from tritonblas import plan as _plan
@@ -232,8 +233,8 @@ def test_staged_launch_gets_a_fast_entry(device, fast_launches, monkeypatch):
     """An alignment-staged launch (operands under 16-byte alignment copied into padded buffers, then
     the TMA kernel) is recorded as a fast entry; warm calls re-stage the operands' current values
     into fresh buffers and launch on them, never writing the caller's tensors."""
-    monkeypatch.setattr(_plan, "STAGED_HOST_NS", 0.0)  # a tiny problem: make the dispatcher's rule stage it
-    monkeypatch.setattr(_plan, "staging_copy_ns", lambda *args: 0.0)
+    monkeypatch.setattr(staging, "STAGED_HOST_NS", 0.0)  # a tiny problem: make origami's rule stage it
+    monkeypatch.setattr(staging, "staging_copy_ns", lambda *args: 0.0)
     g = torch.Generator().manual_seed(5)
     wide_a = torch.randn(37, 76, generator=g, dtype=torch.float64).to(torch.bfloat16).to(device)
     wide_b = torch.randn(75, 30, generator=g, dtype=torch.float64).to(torch.bfloat16).to(device)

@@ -11,9 +11,11 @@ import re
 from pathlib import Path
 
 import pytest
+import yaml
 
 import origami
-from origami.hardware import MODEL_PARAMS, SCHEMA
+from origami._yaml import float_text
+from origami.hardware import MODEL_PARAMS, SCHEMA, as_written, check_profile_text, render_profile
 
 SHIPPED = ["mi300x", "mi325x", "mi350x", "mi355x", "h100", "h200", "b200"]
 HWPROFILES = Path(origami.__file__).resolve().parent.parent / "hwprofiles"
@@ -322,3 +324,22 @@ def test_replace_model_is_validated():
     assert tuned.content_hash != hw.content_hash
     with pytest.raises(origami.ProfileError, match="model.mma_efficiency"):
         hw.replace_model(mma_efficiency=2.0)
+
+
+# --- the writer (what tritonblas calibrate writes) ---------------------------------------------
+@pytest.mark.parametrize("name", SHIPPED)
+def test_render_profile_reads_back_as_the_same_profile(name):
+    hw = origami.load_profile(name)
+    text = render_profile(hw.to_yaml_dict(), ["a header line"])
+    assert text.startswith("# a header line\n")
+    again = check_profile_text(text, f"{name}-copy.yaml")
+    assert again == hw and again.to_yaml_dict() == hw.to_yaml_dict() and again.path == f"{name}-copy.yaml"
+
+
+@pytest.mark.parametrize("v, text", [(4.8e12, "4.8e+12"), (1.2e13, "1.2e+13"), (1976.5, "1976.5"), (0.0, "0.0"),
+                                      (3000.0, "3000.0"), (0.861, "0.861"), (1e-4, "1.0e-04"),
+                                      (150754820096.0, "1.507548e+11")])
+def test_float_text_is_a_yaml11_float(v, text):
+    assert float_text(v) == text
+    assert isinstance(yaml.safe_load(f"x: {text}")["x"], float)
+    assert as_written(v) == float(text)

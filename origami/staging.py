@@ -1,0 +1,59 @@
+"""Alignment staging's cost policy: whether copying operands under 16-byte alignment into padded
+buffers, and running the model's pick for the aligned problem, is predicted to beat the model's pick
+for the problem as it is.
+
+Which operands can be staged is a launch question (``tritonblas.plan.align_staging_for``: NVIDIA
+TMA architectures, operands contiguous along one of their last two dims); this module prices the
+copies and decides. The dispatcher (``tritonblas.dispatch``) calls :func:`staged_pick` for model
+picks only; a forced config or a tile-table entry runs as it is. Pure CPU.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+
+from origami.hardware import HardwareProfile
+from origami.problem import GemmProblem
+from origami.select import Estimate, select
+
+__all__ = ["STAGE_COPY_EFFICIENCY", "STAGED_HOST_NS", "staging_copy_ns", "staged_pick"]
+
+# A copy into a buffer whose leading dimension is padded to 16 bytes runs at this share of the
+# profile's HBM bandwidth (read + write counted). torch's copy_ into a padded (non-contiguous)
+# destination, measured on the H200 (benchmarks/diag_staging.py, CUDA-graph medians, 2026-11-30):
+# 1.6-2.1 TB/s for 4-67 MB moved, 0.38-0.48 of the profile's 4.3 TB/s.
+STAGE_COPY_EFFICIENCY = 0.4
+# ... and a staged launch costs about this much host time per call (its fast entry: fresh buffers,
+# the copies, the raw launch). Measured on the H200 host at a78d6e5 (benchmarks/diag_staging.py,
+# 2026-11-30): 46.5 us per call (one copy, 4096x1000x3333), 68.5 (two, 1999^3), 80.6 (two, 4097^3);
+# do_bench of the call then equals the GPU time (72 us for 1999^3 against torch's 137). A launch whose
+# GPU time is under its host time minus ~20 us reads host-bound in do_bench; this floor keeps the
+# shortest problems unstaged. Staging pays only when the unstaged pick is predicted slower than both
+# this and the staged launch's GPU time (a host property, not the profile's).
+STAGED_HOST_NS = 60_000.0
+
+
+def staging_copy_ns(problem: GemmProblem, hw: HardwareProfile, stage: tuple[bool, bool]) -> float:
+    """Estimated GPU time of the staging copies of ``stage`` = (A?, B?): each reads and writes its
+    operand once (batch included) at STAGE_COPY_EFFICIENCY of the profile's HBM bandwidth, plus one
+    kernel start (``launch_overhead_ns``) per copy."""
+    elems = (problem.m * problem.k * problem.a_dtype.bytes if stage[0] else 0) + \
+        (problem.k * problem.n * problem.b_dtype.bytes if stage[1] else 0)
+    bw = hw.memory["hbm_bytes_per_s"] * STAGE_COPY_EFFICIENCY
+    return 2.0 * problem.batch * elems / bw * 1e9 + sum(stage) * hw.launch_overhead_ns
+
+
+def staged_pick(problem: GemmProblem, hw: HardwareProfile, stage: tuple[bool, bool],
+                unstaged_ns: float) -> "tuple[GemmProblem, Estimate] | None":
+    """(aligned problem, the model's pick for it) when staging the operands of ``stage`` = (A?, B?)
+    is predicted faster than ``unstaged_ns`` (the estimate of the model's pick for ``problem`` as it
+    is); else None. The aligned problem keeps everything but ``align_bytes`` (an unaligned ``out``
+    only loses its vector stores, which the model does not charge). Prediction: the aligned pick's
+    estimate plus :func:`staging_copy_ns`, and never under STAGED_HOST_NS."""
+    if unstaged_ns <= STAGED_HOST_NS or not any(stage):
+        return None
+    aligned = dataclasses.replace(problem, align_bytes=16)
+    est = select(aligned, hw)
+    if max(STAGED_HOST_NS, est.latency_ns + staging_copy_ns(problem, hw, stage)) >= unstaged_ns:
+        return None
+    return aligned, est

@@ -1,0 +1,50 @@
+"""origami.staging: the alignment-staging cost policy (the copy estimate and the staged-or-not
+decision the dispatcher takes for model picks; the dispatcher's use is tests/api/test_align_staging.py)."""
+
+from __future__ import annotations
+
+import dataclasses
+
+import pytest
+
+import origami
+from origami import GemmProblem
+from origami.staging import STAGED_HOST_NS, staged_pick, staging_copy_ns
+
+
+def _problem(m, n, k, dtype="bf16", align=2, **kw):
+    return GemmProblem(m, n, k, a_dtype=dtype, b_dtype=dtype, c_dtype=dtype, align_bytes=align, **kw)
+
+
+def test_staging_copy_ns_reads_and_writes_each_staged_operand(h200):
+    p = _problem(4000, 1000, 3000, batch=2)
+    bw = h200.memory["hbm_bytes_per_s"]
+    a_only = staging_copy_ns(p, h200, (True, False))
+    b_only = staging_copy_ns(p, h200, (False, True))
+    assert staging_copy_ns(p, h200, (False, False)) == 0
+    assert a_only > b_only > 0  # A is 4000x3000, B 3000x1000
+    assert staging_copy_ns(p, h200, (True, True)) == pytest.approx(a_only + b_only)
+    # at least the time to read and write A once at the full HBM bandwidth
+    assert a_only >= 2 * 2 * 4000 * 3000 * 2 / bw * 1e9
+
+
+def test_staged_pick_stages_when_the_aligned_pick_and_the_copies_are_predicted_faster(h200):
+    p = _problem(4097, 4097, 4097)
+    unstaged = origami.select(p, h200)
+    aligned, est = staged_pick(p, h200, (True, True), unstaged.latency_ns)
+    assert aligned == dataclasses.replace(p, align_bytes=16) and est == origami.select(aligned, h200)
+    assert max(STAGED_HOST_NS, est.latency_ns + staging_copy_ns(p, h200, (True, True))) < unstaged.latency_ns
+    assert staged_pick(p, h200, (False, False), unstaged.latency_ns) is None  # nothing to stage
+
+
+@pytest.mark.parametrize("unstaged_ns", [STAGED_HOST_NS, STAGED_HOST_NS / 2])
+def test_staged_pick_never_stages_under_the_staged_launch_host_time(h200, unstaged_ns):
+    assert staged_pick(_problem(4097, 4097, 4097), h200, (True, True), unstaged_ns) is None
+
+
+def test_staged_pick_refuses_when_the_copies_cost_more_than_they_save(h200):
+    p = _problem(4097, 4097, 4097)
+    aligned_ns = origami.select(dataclasses.replace(p, align_bytes=16), h200).latency_ns
+    just_over = max(STAGED_HOST_NS, aligned_ns + staging_copy_ns(p, h200, (True, True)))
+    assert staged_pick(p, h200, (True, True), just_over) is None
+    assert staged_pick(p, h200, (True, True), just_over * 1.001) is not None

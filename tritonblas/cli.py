@@ -14,7 +14,7 @@ import sys
 import time
 from typing import Any, Sequence
 
-from tritonblas.console import console as _console, table as _table
+from tritonblas.console import table as _table
 
 __all__ = ["main", "DEMO_SHAPES"]
 
@@ -190,7 +190,6 @@ def _one_line(e: Exception) -> str:
 def cmd_table(args) -> int:
     from pathlib import Path
 
-    import origami
     from origami.shapes import ShapesError, load_shapes
     from tritonblas import tables
 

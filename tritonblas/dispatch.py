@@ -61,7 +61,6 @@ Semantics that the dispatcher owns:
 from __future__ import annotations
 
 import contextlib
-import dataclasses
 import inspect
 import logging
 import operator

@@ -438,7 +438,7 @@ def read_heldout_sweeps(paths: "Sequence[str | os.PathLike[str]]", *,
     return read_sweep(list(paths)) if paths else []
 
 
-HELDOUT_SWEEP_COMMAND = "python benchmarks/sweep.py --heldout --gpus all"
+HELDOUT_SWEEP_COMMAND = "torchrun --nproc-per-node gpu benchmarks/sweep.py --heldout"
 
 
 @dataclass(frozen=True, slots=True)

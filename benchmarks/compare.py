@@ -47,6 +47,14 @@ is rewritten atomically after every shape; a re-run skips the shapes already in 
 starts over), and ``--budget-s`` stops before a shape that would start past the budget. A summary
 closes the run: geomean and p10 of pct_of_oracle, geomean ratio_to_torch, and how often ours beats
 nvMMH's top-1 and best-of-top-k (ours_ms < nvmmh*_ms).
+
+    torchrun --nproc-per-node gpu benchmarks/compare.py --set calib ...   # one rank per GPU, any hosts
+
+shards the shapes over the ranks (shape i on rank i mod world size, on its local GPU; gloo and the
+interpreter on CPU); each rank keeps its rows in ``OUT.rank<i>.csv`` on its own host (resumable
+there), and at the end rank 0 gathers them through torch.distributed, writes ``OUT`` in shape
+order (the rows a single process writes) and prints the summary over all of them. Shapes already
+in rank 0's ``OUT`` are skipped on every rank (benchmarks/_dist.py).
 """
 
 from __future__ import annotations
@@ -409,6 +417,13 @@ def main(argv=None) -> int:
 
     import torch
 
+    from benchmarks._dist import world as torchrun_world
+
+    world = torchrun_world()
+    if world is not None:
+        world.init()  # makes the local rank's GPU current: "cuda" below is that one
+        if args.workers == ap.get_default("workers"):  # the host's cores shared by its ranks
+            args.workers = max(1, (os.cpu_count() or 2) // world.local_size - 2)
     cuda = torch.cuda.is_available()
     if not cuda:  # kernels under the interpreter; the dispatcher needs a named profile on CPU
         os.environ["TRITON_INTERPRET"] = "1"
@@ -470,13 +485,39 @@ def main(argv=None) -> int:
     pool = compile_pool(args.workers) if device != "cpu" and args.workers > 0 else None  # one for all shapes
     ctx = {"hw": hw, "device": device, "timer": timer, "sweep": sweep, "nvmmh": nv, "pool": pool}
     try:
-        return _run_shapes(args, shapes, out, rows, done, prov, ctx)
+        if world is None:
+            return _run_shapes(args, shapes, out, rows, done, prov, ctx)
+        return _run_ranks(args, world, shapes, out, rows, prov, ctx)
     finally:
         if pool is not None:
             pool.shutdown(cancel_futures=True)
+        if world is not None:
+            world.close()
 
 
-def _run_shapes(args, shapes, out, rows, done, prov, ctx) -> int:
+def _run_ranks(args, world, shapes, out, rows, prov, ctx) -> int:
+    """This rank's shapes into ``OUT.rank<i>.csv``; then rank 0 writes every rank's rows, after the
+    ones ``OUT`` had, in shape order, and prints the summary over all of them (module docstring)."""
+    done = world.broadcast({problem_key(r) for r in rows} if world.is_root else None)
+    mine = out.with_suffix(f".rank{world.rank}.csv")
+    own = [] if args.fresh else [r for r in read_csv(mine) if set(COLUMNS) <= set(r)]
+    _run_shapes(args, world.shard(shapes), mine, own, done | {problem_key(r) for r in own}, prov, ctx,
+                report=False)
+    parts = world.gather(read_csv(mine))
+    rc = 0
+    if world.is_root:
+        order = {problem_key(p): i for i, p in enumerate(shapes)}
+        have = {problem_key(r) for r in rows}
+        new = {problem_key(r): r for part in parts for r in part if problem_key(r) not in have}
+        rows = rows + sorted(new.values(), key=lambda r: order.get(problem_key(r), len(order)))
+        write_csv_atomic(out, rows)
+        rc = _report(rows, out)
+    world.broadcast(True)  # OUT is written: the shards may go
+    mine.unlink(missing_ok=True)
+    return rc
+
+
+def _run_shapes(args, shapes, out, rows, done, prov, ctx, report: bool = True) -> int:
     t_start = time.time()
     for i, p in enumerate(shapes):
         if problem_key(p) in done:
@@ -496,6 +537,10 @@ def _run_shapes(args, shapes, out, rows, done, prov, ctx) -> int:
               f"{row.get('nvmmh8_ms') or '-':>9} pct {row.get('pct_of_oracle') or '-':>6} "
               f"select {float(row['select_us']):.0f} us  [{time.time() - t0:.1f}s]"
               + (f"\n    note: {row['note']}" if row.get("note") else ""), flush=True)
+    return _report(rows, out) if report else 0
+
+
+def _report(rows, out) -> int:
     if not rows:
         print("compare: no rows", flush=True)
         return 1

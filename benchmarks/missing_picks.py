@@ -1,7 +1,7 @@
 """Which shapes of the recorded sweeps lack a time for ``origami.select()``'s current pick (CPU).
 
     python benchmarks/missing_picks.py [--profile h200] [-o benchmarks/data/missing_picks.csv]
-    python benchmarks/sweep.py --rows benchmarks/data/missing_picks.csv --gpus all      # on the GPU
+    torchrun --nproc-per-node gpu benchmarks/sweep.py --rows benchmarks/data/missing_picks.csv   # on the GPUs
     python benchmarks/missing_picks.py --apply                                          # CPU, after it
 
 Prints, per sweep CSV under benchmarks/data/<profile>/, <profile>_cold/ and <profile>_heldout/,
@@ -119,7 +119,7 @@ def main(argv=None) -> int:
             w.writeheader()
             w.writerows(jobs)
         os.replace(tmp, out)
-        print(f"wrote {out} ({len(jobs)} rows); time them with: python benchmarks/sweep.py --rows {out} --gpus all "
+        print(f"wrote {out} ({len(jobs)} rows); time them with: torchrun --nproc-per-node gpu benchmarks/sweep.py --rows {out} "
               "--rep-ms 3, then python benchmarks/missing_picks.py --apply")
     return 0
 

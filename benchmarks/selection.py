@@ -36,9 +36,9 @@ SECTIONS = ("training", "pooled", "heldout")
 _KEYS = {"training": {"geomean", "p10", "min_shapes", "max_missing", "sha256"},
          "heldout": {"geomean", "p10", "min_shapes", "max_missing", "sha256"},
          "pooled": {"geomean", "p10", "min_shapes", "max_missing", "files", "sha256"}}
-HELDOUT_SWEEP = "python benchmarks/sweep.py --heldout --jobs {stems} --gpus all"
+HELDOUT_SWEEP = "torchrun --nproc-per-node gpu benchmarks/sweep.py --heldout --jobs {stems}"
 MISSING_SWEEP = ("python benchmarks/missing_picks.py -o benchmarks/data/missing_picks.csv && "
-                 "python benchmarks/sweep.py --rows benchmarks/data/missing_picks.csv --gpus all")
+                 "torchrun --nproc-per-node gpu benchmarks/sweep.py --rows benchmarks/data/missing_picks.csv")
 
 
 class FloorsError(ValueError):

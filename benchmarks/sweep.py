@@ -1,15 +1,26 @@
 """Exhaustive (or sampled) timing of our own candidate space per shape: the oracle.
 
     python benchmarks/sweep.py --set square [--profile h200] [--max-configs 0] [--dtype bf16]
-                               [--out benchmarks/data/h200/square.csv] [--budget-s 500] [--gpus all]
+                               [--out benchmarks/data/h200/square.csv] [--budget-s 500] [--gpu 0]
 
 For each shape: every config of ``origami.candidates(problem, profile)`` (or a seeded sample of
 ``--max-configs`` that always contains the model's top 16), compiled ahead of time in parallel
 processes, then timed with ``triton.testing.do_bench(return_mode="median")`` on random inputs.
 One CSV row per shape × config in the contract format (DESIGN.md §8): problem columns, one column
 per TileConfig field, ``median_ms`` (empty on failure, reason in ``error``), ``predicted_ns``;
-provenance in ``#`` header lines. Resumable: rows already in the output are skipped. ``--gpus``
-shards shapes over GPUs (one process each, shape i on GPU i mod n) and merges the shards.
+provenance in ``#`` header lines. Resumable: rows already in the output are skipped.
+
+    torchrun --nproc-per-node gpu benchmarks/sweep.py ...          # every GPU of this host
+    torchrun --nnodes H --nproc-per-node 8 --rdzv-backend c10d --rdzv-endpoint HOST0:29500 \
+             benchmarks/sweep.py ...                                # H hosts (benchmarks/_dist.py)
+
+shards the shapes over the ranks (shape i on rank i mod world size, on the rank's local GPU), each
+rank writing ``OUT.rank<i>.csv`` on its own host (resumable there); at the end rank 0 gathers every
+rank's rows through torch.distributed (NCCL; gloo on CPU) and merges them into ``OUT`` in shape
+order, the rows the single-process run writes, then each rank removes its shard file. Rows already
+in rank 0's ``OUT`` are skipped on every rank. Without torchrun it is one process on ``--gpu``.
+Without a GPU the kernels run under Triton's interpreter and are timed with ``time.perf_counter``
+(``--timer cpu``): a check that the script works, the numbers mean nothing.
 
     python benchmarks/sweep.py --jobs llm dlrm grid:fp16:40 ... [--out-dir DIR] [--budget-s 480]
 
@@ -23,14 +34,14 @@ config orders it, so the same configs recur across shapes and compiled kernels a
 legacy ``--sample top16`` (the model's top 16 plus a hashed sample: an oracle biased to the model)
 only reproduces the sweeps recorded that way.
 
-    python benchmarks/sweep.py --heldout [--jobs STEM ...] [--gpus all] [--estimate]
+    torchrun --nproc-per-node gpu benchmarks/sweep.py --heldout [--jobs STEM ...] [--estimate]
 
 times EVERY candidate of ``origami.candidates(problem, profile)`` (plus nvMatmulHeuristics' top-1
 where nvMMH is installed, marked ``nvmmh_rank`` = 1) for the committed held-out split
 (benchmarks/shapes/heldout/STEM.yaml, all files by default) into benchmarks/data/<profile>_heldout/
 STEM.csv. ``--estimate`` prints the candidate counts and the GPU time they imply, and exits (CPU).
 
-    python benchmarks/sweep.py --rows JOBS.csv [--gpus all]
+    torchrun --nproc-per-node gpu benchmarks/sweep.py --rows JOBS.csv
 
 times exactly the (shape, config) rows of a job file (problem columns, config columns and ``out``,
 the CSV to append to; benchmarks/missing_picks.py writes one for the picks a sweep lacks).
@@ -41,7 +52,8 @@ from __future__ import annotations
 import argparse
 import csv
 import os
-import subprocess
+import platform
+import statistics
 import sys
 import time
 from dataclasses import fields
@@ -192,13 +204,16 @@ def estimate(jobs, hw) -> list[str]:
     lines.append(f"total: {total_shapes} shapes, {total_cfgs} configs: ~{total_cfgs * per_cfg / 60:.0f} GPU-minutes at "
                  f"{SECONDS_PER_SHAPE:.0f} s per {CONFIGS_PER_SHAPE}-config shape (H200.md; "
                  f"{total_shapes * SECONDS_PER_SHAPE / 60:.0f} min at {SECONDS_PER_SHAPE:.0f} s a shape); "
-                 f"divide by the GPUs of --gpus")
+                 f"divide by the ranks of torchrun")
     return lines
 
 
-def run_shard(args, jobs: list[tuple[list, Path]], device: str) -> None:
+def run_shard(args, jobs: list[tuple[list, Path]], device: str, skip: list[set] | None = None,
+              header: tuple = ()) -> None:
     """Sweep each job's (shapes, output CSV) in turn on ``device``, with one compile pool and one
-    time budget (``args.budget_s``, counted from the shard's start) for all of them."""
+    time budget (``args.budget_s``, counted from the shard's start) for all of them. Rows already in a
+    job's CSV, or in its set of ``skip`` (row keys), are not timed again; ``header`` lines go on top
+    of a new CSV after the provenance."""
     import torch
 
     from tritonblas.plan import compile_pool
@@ -209,13 +224,14 @@ def run_shard(args, jobs: list[tuple[list, Path]], device: str) -> None:
         torch.cuda.set_device(torch.device(device))
     hw = origami.load_profile(args.profile)
     t_start = time.time()
-    pool = [compile_pool(args.workers) if args.workers else None]  # one set of workers for every shape
+    # one set of compile workers for every shape (none under the interpreter: nothing is compiled)
+    pool = [compile_pool(args.workers) if args.workers and device != "cpu" else None]
     try:
-        for shapes, out, configs_of in jobs:
-            done = {row_key(r) for r in read_rows(out)}
+        for j, (shapes, out, configs_of) in enumerate(jobs):
+            done = {row_key(r) for r in read_rows(out)} | (skip[j] if skip else set())
             new_file = not out.exists()
             out.parent.mkdir(parents=True, exist_ok=True)
-            if not _sweep_shapes(args, shapes, out, device, hw, done, new_file, t_start, pool, configs_of):
+            if not _sweep_shapes(args, shapes, out, device, hw, done, new_file, t_start, pool, configs_of, header):
                 break
     finally:
         if pool[0] is not None:
@@ -223,7 +239,7 @@ def run_shard(args, jobs: list[tuple[list, Path]], device: str) -> None:
 
 
 def _sweep_shapes(args, shapes, out: Path, device: str, hw, done: set, new_file: bool, t_start: float,
-                  pool: list, configs_of) -> bool:
+                  pool: list, configs_of, header: tuple = ()) -> bool:
     """Append ``shapes``' rows (the configs ``configs_of(p, hw)`` lists) to ``out``; False when the
     time budget ran out. ``pool`` is a one-element list holding the compile pool (replaced there when
     a worker dies). An existing file keeps its own columns; a new held-out file gets ``nvmmh_rank``."""
@@ -235,7 +251,8 @@ def _sweep_shapes(args, shapes, out: Path, device: str, hw, done: set, new_file:
     cols = file_columns(out) if not new_file else COLS + (["nvmmh_rank"] if getattr(args, "heldout", False) else [])
     with out.open("a", newline="") as f:
         if new_file:
-            for line in provenance() + [f"profile={hw.name} hash={hw.content_hash}", f"args={' '.join(sys.argv[1:])}"]:
+            for line in provenance() + [f"profile={hw.name} hash={hw.content_hash}", f"args={' '.join(sys.argv[1:])}",
+                                        *header]:
                 f.write(f"# {line}\n")
         w = csv.DictWriter(f, fieldnames=cols, extrasaction="ignore")
         if new_file:
@@ -288,7 +305,9 @@ def _sweep_shapes(args, shapes, out: Path, device: str, hw, done: set, new_file:
                         # bound once: the timing is the kernel's, not Python's argument checking
                         fn = prepare_launch(pl, a, b, c_out, **kw).run
                         c_out.fill_(float("nan"))
-                        if args.timer == "cold":
+                        if args.timer == "cpu":
+                            t = cpu_ms(fn)
+                        elif args.timer == "cold":
                             t = cold_graph_ms(fn, args.rep_ms)
                         elif args.timer == "graph":
                             fn()  # compile / load outside the capture
@@ -325,6 +344,17 @@ def _sweep_shapes(args, shapes, out: Path, device: str, hw, done: set, new_file:
 # relative Frobenius error allowed of a timed config's output against the fp32 product of the same
 # inputs: output rounding (bf16 2^-9 per element), fp32 accumulation order, TF32 / fp8 operand rounding
 _REL_TOL = {"fp32": 1e-4, "tf32": 1e-2, "fp16": 1e-2, "bf16": 2e-2, "fp8_e4m3": 5e-2, "fp8_e5m2": 1e-1}
+
+
+def cpu_ms(fn, reps: int = 1) -> float:
+    """Median wall milliseconds of ``fn()`` after one untimed call (the interpreter lane: no GPU)."""
+    fn()
+    ts = []
+    for _ in range(reps):
+        t0 = time.perf_counter()
+        fn()
+        ts.append((time.perf_counter() - t0) * 1e3)
+    return statistics.median(ts)
 
 
 _FLUSH_BYTES = 256 * 1024 * 1024  # what triton.testing.do_bench zeroes before every call (Triton 3.6)
@@ -439,19 +469,24 @@ def main(argv=None) -> int:
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--out", default=None)
     ap.add_argument("--budget-s", type=float, default=1e9)
-    ap.add_argument("--workers", type=int, default=max(1, (os.cpu_count() or 2) - 2))
+    # compile workers per process: the host's cores shared by the ranks torchrun started on it
+    ap.add_argument("--workers", type=int,
+                    default=max(1, (os.cpu_count() or 2) // int(os.environ.get("LOCAL_WORLD_SIZE", 1)) - 2))
     ap.add_argument("--warmup-ms", type=float, default=5)
     ap.add_argument("--rep-ms", type=float, default=25)
     ap.add_argument("--no-tma", dest="tma", action="store_false",
                     help="time dp/persistent configs with the pointer kernel even where TMA is legal "
                          "(default: as the dispatcher runs them, TMA where aligned on Hopper)")
-    ap.add_argument("--timer", choices=("graph", "eager", "cold"), default="graph",
-                    help="graph (default): launches replayed from a CUDA graph, warm L2, the kernel's own time; "
+    ap.add_argument("--timer", choices=("graph", "eager", "cold", "cpu"), default=None,
+                    help="graph (default with a GPU): launches replayed from a CUDA graph, warm L2, the kernel's "
+                         "own time; "
                          "cold: the kernel's time right after an L2 flush, host cost excluded (cold_graph_ms: "
                          "do_bench's definition minus the launch cost); eager: do_bench of Python launches, "
                          "which includes host launch cost — on the H200 that dominated below ~60 us "
-                         "(TMA descriptors, 2026-11-30)")
-    ap.add_argument("--gpus", default="0", help="'all', or a comma list of GPU indices")
+                         "(TMA descriptors, 2026-11-30); cpu (the default, and the only one, without a GPU): "
+                         "perf_counter around interpreted launches")
+    ap.add_argument("--gpu", type=int, default=0, help="the GPU of a single-process run (torchrun: the local rank's)")
+    ap.add_argument("--gpus", default=None, help=argparse.SUPPRESS)  # the old launcher's option: points to torchrun
     ap.add_argument("--jobs", nargs="+", default=None, metavar="SET[:DTYPE[:LIMIT]]",
                     help="several shape sets in one run (one CSV each; --set/--shapes/--dtype/--limit/--out unused)")
     ap.add_argument("--out-dir", default=None, help="where --jobs write (default benchmarks/data/<profile>/)")
@@ -463,8 +498,12 @@ def main(argv=None) -> int:
     ap.add_argument("--rows", default=None, metavar="JOBS.csv",
                     help="time exactly the (shape, config) rows of a job file (benchmarks/missing_picks.py)")
     ap.add_argument("--estimate", action="store_true", help="print candidate counts and estimated GPU time; exit")
-    ap.add_argument("--shard", default=None, help=argparse.SUPPRESS)
     args = ap.parse_args(argv)
+    if args.gpus is not None:
+        if not args.gpus.isdigit():
+            ap.error(f"--gpus {args.gpus}: multi-GPU sweeps run under torchrun, one rank per GPU: "
+                     f"torchrun --nproc-per-node gpu benchmarks/sweep.py ... (benchmarks/_dist.py)")
+        args.gpu = int(args.gpus)
     if args.heldout and (args.max_configs or args.set or args.shapes or args.rows or args.dtype):
         ap.error("--heldout is exhaustive over the committed split: no --max-configs/--set/--shapes/--rows/--dtype")
     if args.rows and (args.jobs or args.set or args.shapes):
@@ -483,24 +522,40 @@ def main(argv=None) -> int:
 
     import torch
 
-    if args.shard is not None:
-        i, n = map(int, args.shard.split("/"))
-        gpu = int(os.environ.get("TRITONBLAS_SWEEP_GPU", i))
-        run_shard(args, [(shapes[i::n], out.with_suffix(f".shard{i}.csv"), c) for shapes, out, c in jobs], f"cuda:{gpu}")
+    from benchmarks._dist import world as torchrun_world
+
+    cuda = torch.cuda.is_available()
+    if not cuda:  # kernels under the interpreter (set before Triton is imported), timed by perf_counter
+        os.environ["TRITON_INTERPRET"] = "1"
+        if args.timer not in (None, "cpu"):
+            ap.error(f"--timer {args.timer} needs a GPU")
+    args.timer = args.timer or ("graph" if cuda else "cpu")
+    world = torchrun_world()
+    if world is None:
+        run_shard(args, jobs, f"cuda:{args.gpu}" if cuda else "cpu")
         return 0
-    gpus = list(range(torch.cuda.device_count())) if args.gpus == "all" else [int(g) for g in args.gpus.split(",")]
-    if len(gpus) <= 1:
-        run_shard(args, jobs, f"cuda:{gpus[0] if gpus else 0}")
-        return 0
-    procs = []
-    for i, g in enumerate(gpus):
-        cmd = [sys.executable, __file__, *(argv if argv is not None else sys.argv[1:]), "--shard", f"{i}/{len(gpus)}"]
-        env = dict(os.environ, TRITONBLAS_SWEEP_GPU=str(g))
-        procs.append(subprocess.Popen(cmd, env=env))
-    rc = max(p.wait() for p in procs)
-    for _, out, _ in jobs:
-        merge(out, [out.with_suffix(f".shard{i}.csv") for i in range(len(gpus))])
-    return rc
+    return run_ranks(args, jobs, world)
+
+
+def run_ranks(args, jobs, world) -> int:
+    """This rank's part of a torchrun sweep (module docstring): its shapes into ``OUT.rank<i>.csv``,
+    then every rank's rows merged into ``OUT`` on rank 0, then the shard files removed."""
+    world.init()
+    try:
+        skip = world.broadcast([{row_key(r) for r in read_rows(out)} for _, out, _ in jobs] if world.is_root else None)
+        mine = [(world.shard(shapes), shard_path(out, world.rank), c) for shapes, out, c in jobs]
+        run_shard(args, mine, world.device(), skip,
+                  header=(f"rank={world.rank}/{world.size} host={platform.node()} device={world.device()}",))
+        parts = world.gather([shard_contents(out) for _, out, _ in mine])
+        if world.is_root:
+            for j, (shapes, out, _) in enumerate(jobs):
+                merge_rows(out, [part[j] for part in parts], shapes)
+        world.broadcast(True)  # OUT is written: the shards may go
+        for _, out, _ in mine:
+            out.unlink(missing_ok=True)
+    finally:
+        world.close()
+    return 0
 
 
 def _job(args, spec: str | None) -> tuple[list, Path]:
@@ -564,30 +619,45 @@ def row_jobs(path: Path) -> list[tuple[list, Path, object]]:
 
 
 
-def merge(out: Path, shards: list[Path]) -> None:
-    """Merge shard CSVs into ``out`` (rows appended after those already there; shards removed)."""
-    existing = read_rows(out)
-    keys = {row_key(r) for r in existing}
-    header = []
-    rows = list(existing)
-    for s in shards:
-        if not s.exists():
-            continue
-        header += [line for line in s.read_text().splitlines() if line.startswith("#") and line not in header]
-        for r in read_rows(s):
+def shard_path(out: Path, rank: int) -> Path:
+    return out.with_suffix(f".rank{rank}.csv")
+
+
+def shard_contents(path: Path) -> tuple[list[str], list[str], list[dict]]:
+    """(``#`` header lines, columns, rows) of a sweep CSV; empty when it does not exist (a rank
+    whose shapes were all done, or that stopped at its budget before the first)."""
+    if not path.exists():
+        return [], [], []
+    header = [line for line in path.read_text().splitlines() if line.startswith("#")]
+    return header, file_columns(path), read_rows(path)
+
+
+def merge_rows(out: Path, parts: list[tuple[list[str], list[str], list[dict]]], shapes: list = ()) -> None:
+    """Write ``out`` atomically: its own header lines, rows and columns (if it exists), then each
+    part's new header lines and the rows whose key is not there yet, ordered by ``shapes`` (the
+    job's shape order, as a single process appends them; rows of other shapes after, in part order).
+    Columns: ``out``'s own, else the first part's (a held-out file's ``nvmmh_rank`` included)."""
+    header, cols, rows = shard_contents(out)
+    keys = {row_key(r) for r in rows}
+    order = {tuple(cell(getattr(p, c)) for c in PROBLEM_COLS): i for i, p in enumerate(shapes)}
+    new = []
+    for part_header, part_cols, part_rows in parts:
+        header += [line for line in part_header if line not in header]
+        cols = cols or part_cols
+        for r in part_rows:
             if row_key(r) not in keys:
                 keys.add(row_key(r))
-                rows.append(r)
+                new.append(r)
+    new.sort(key=lambda r: order.get(tuple(r.get(c) or "" for c in PROBLEM_COLS), len(order)))
+    out.parent.mkdir(parents=True, exist_ok=True)
     tmp = out.with_suffix(".tmp")
     with tmp.open("w", newline="") as f:
         for line in header:
             f.write(line + "\n")
-        w = csv.DictWriter(f, fieldnames=COLS)
+        w = csv.DictWriter(f, fieldnames=cols or COLS, extrasaction="ignore")
         w.writeheader()
-        w.writerows(rows)
+        w.writerows(rows + new)
     os.replace(tmp, out)
-    for s in shards:
-        s.unlink(missing_ok=True)
 
 
 if __name__ == "__main__":

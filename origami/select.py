@@ -19,7 +19,7 @@ from origami import _core
 from origami.config import TileConfig
 from origami.config import Kind
 from origami.space import PREDICATES, narrow_loads, resident_programs
-from origami._encoding import K_PERSISTENT, KIND_CODE, R_GMULT, R_KIND, R_NCHIP, persistent_grid
+from origami._encoding import K_PERSISTENT, KIND_CODE, R_BM, R_BN, R_GMULT, R_KIND, R_NCHIP, persistent_grid
 from origami.enumerate import base_array, config_for_tiles, row_tiles, row_to_config, search_plan
 from origami.hardware import HardwareProfile, load_profile
 from origami.problem import GemmProblem
@@ -229,11 +229,13 @@ def _select_uncached(problem: GemmProblem, hw: HardwareProfile) -> Estimate:
 
 
 def select_among(problem: GemmProblem, hw: "HardwareProfile | str", kinds: Sequence[Kind], *,
-                 chiplet_remap: bool = True) -> Estimate:
+                 chiplet_remap: bool = True, grid_per_cu: int | None = None) -> Estimate:
     """The best candidate of the given kinds (and, with ``chiplet_remap=False``, without a chiplet
-    remap): what a consumer that can express only part of the space should run, chosen by the same
+    remap; with ``grid_per_cu``, persistent rows whose grid is min(grid_per_cu x compute units,
+    tiles) and Stream-K rows of grid_per_cu x compute units only): what a consumer that can express only part of the space should run, chosen by the same
     scores as :func:`rank` (ties to the earlier row, as there). E.g. Inductor's ``triton::mm``
-    template is data-parallel with GROUP_M and no remap (``tritonblas.tables.render_inductor``).
+    template is data-parallel with GROUP_M and no remap (``tritonblas.tables.render_inductor``), its
+    persistent templates run min(SMs, tiles) programs (``grid_per_cu=1``, ``tritonblas.inductor``).
     Scores every row of the problem's class (~10-130 µs; :func:`select` prunes instead)."""
     hw = load_profile(hw)
     if problem.m == 0 or problem.n == 0 or problem.batch == 0:
@@ -242,6 +244,14 @@ def select_among(problem: GemmProblem, hw: "HardwareProfile | str", kinds: Seque
     ok = np.isin(base[:, R_KIND], [KIND_CODE[Kind(k)] for k in kinds]) & np.isfinite(lat)
     if not chiplet_remap:
         ok &= base[:, R_NCHIP] == 1
+    if grid_per_cu is not None:  # the grids config_for_tiles gives the rows (persistent_grid, vectorised)
+        cus = hw.compute_units
+        tiles = -(-problem.m // base[:, R_BM]) * -(-problem.n // base[:, R_BN]) * problem.batch
+        grid = cus * base[:, R_GMULT]
+        kind = base[:, R_KIND]
+        persistent, streamk = kind == KIND_CODE[Kind.PERSISTENT], kind == KIND_CODE[Kind.STREAMK]
+        ok &= ~persistent | (np.minimum(grid, tiles) == np.minimum(cus * grid_per_cu, tiles))
+        ok &= ~streamk | (grid == cus * grid_per_cu)
     rows = np.nonzero(ok)[0]
     if rows.size == 0:
         raise ValueError(f"no valid {'/'.join(Kind(k).value for k in kinds)} configuration for "

@@ -23,7 +23,7 @@ __all__ = [
 
 ROOT = Path(__file__).resolve().parents[1]
 HELDOUT_SHAPES = ROOT / "benchmarks" / "shapes" / "heldout"
-HELDOUT_SWEEP_COMMAND = "python benchmarks/sweep.py --heldout --gpus all"
+HELDOUT_SWEEP_COMMAND = "torchrun --nproc-per-node gpu benchmarks/sweep.py --heldout"
 MIN_FIT_SHAPES = 4
 SWEEP_COLUMNS = ("m", "n", "k", "batch", "a_dtype", "b_dtype", "c_dtype", "a_layout", "b_layout", "kind",
                  "block_m", "block_n", "block_k", "num_warps", "num_stages", "median_ms")

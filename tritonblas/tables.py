@@ -79,8 +79,8 @@ from tritonblas.log import TableWarning, logger
 __all__ = [
     "FORMAT", "FORMAT_VERSION", "ENV_TABLE", "KEY_FIELDS", "CONFIG_FIELDS", "FORMATS",
     "TableWarning", "TableError", "TileTable", "AtomicFile",
-    "problem_key", "parse_key", "make_table", "render", "render_inductor", "dump_inductor", "write_table", "load_table",
-    "set_table", "active_table", "lookup", "clear_cache", "table_token", "GENERATION",
+    "problem_key", "parse_key", "make_table", "render", "render_inductor", "inductor_kwargs", "dump_inductor",
+    "write_table", "load_table", "set_table", "active_table", "lookup", "clear_cache", "table_token", "GENERATION",
 ]
 
 FORMAT = "tritonblas-tile-table"
@@ -380,6 +380,27 @@ def _inductor_operands(p: GemmProblem) -> tuple[str, bool]:
     return key, implied == p.align_bytes
 
 
+def inductor_kwargs(cfg: TileConfig, p: GemmProblem, *, even_k: bool | None = None) -> dict[str, Any]:
+    """The kwargs of Inductor's GEMM templates (``triton::mm``/``bmm``, ``mm_persistent_tma``,
+    ``mm_persistent``) for a data-parallel or persistent ``cfg``: the one TileConfig -> Inductor
+    mapping (the exported table and the live provider, :mod:`tritonblas.inductor`, both use it).
+
+    Every kwarg Inductor's own mm heuristics give the template: ``EVEN_K`` (K % BLOCK_K == 0, or
+    ``even_k`` where the caller knows better, e.g. a symbolic K: False), ``USE_FAST_ACCUM`` (False),
+    ``ACC_TYPE`` (``tl.float32``), ``num_stages``, ``num_warps``, ``BLOCK_M/N/K``, ``GROUP_M``, plus
+    ``hint_override`` (None) on NVIDIA or ``matrix_instr_nonkdim``, ``waves_per_eu``, ``kpack`` on
+    AMD. The persistent templates' own kwargs (``NUM_SMS``, TMA options) come from Inductor's base
+    config, which a lookup hit is merged over (torch 2.13)."""
+    c = {"EVEN_K": p.k % cfg.block_k == 0 if even_k is None else even_k, "USE_FAST_ACCUM": False,
+         "ACC_TYPE": "tl.float32", "num_stages": cfg.num_stages, "num_warps": cfg.num_warps,
+         "BLOCK_M": cfg.block_m, "BLOCK_N": cfg.block_n, "BLOCK_K": cfg.block_k, "GROUP_M": cfg.group_m}
+    if cfg.matrix_instr_nonkdim is None:
+        c["hint_override"] = None
+    else:
+        c.update(matrix_instr_nonkdim=cfg.matrix_instr_nonkdim, waves_per_eu=cfg.waves_per_eu, kpack=cfg.kpack)
+    return c
+
+
 def render_inductor(table: TileTable, *, device_key: str | None = None,
                     profile: "HardwareProfile | str | None" = None) -> tuple[dict[str, list[dict]], int]:
     """PyTorch Inductor's template lookup table (``torch._inductor.config.lookup_table.table``, read by
@@ -441,14 +462,7 @@ def render_inductor(table: TileTable, *, device_key: str | None = None,
             skipped += 1
         if implied:
             exact.add(key)
-        c = {"template_id": f"triton::{op}", "EVEN_K": p.k % cfg.block_k == 0, "USE_FAST_ACCUM": False,
-             "ACC_TYPE": "tl.float32", "num_stages": cfg.num_stages, "num_warps": cfg.num_warps,
-             "BLOCK_M": cfg.block_m, "BLOCK_N": cfg.block_n, "BLOCK_K": cfg.block_k, "GROUP_M": cfg.group_m}
-        if cfg.matrix_instr_nonkdim is None:
-            c["hint_override"] = None
-        else:
-            c.update(matrix_instr_nonkdim=cfg.matrix_instr_nonkdim, waves_per_eu=cfg.waves_per_eu, kpack=cfg.kpack)
-        out[key] = [c]
+        out[key] = [{"template_id": f"triton::{op}", **inductor_kwargs(cfg, p)}]
     prov = {"template_id": "tritonblas::provenance", **table.meta(),
             "source_checksum": table.digest(),
             "skipped_entries": skipped, "dp_substituted_entries": substituted}

@@ -56,3 +56,37 @@ def test_inductor_table_drives_torch_compile(tmp_path):
         f"Inductor did not use the table's config {cfg.short()} (torch {torch.__version__}); generated "
         f"constexprs {got}")
     print(f"torch {torch.__version__}: Inductor compiled {p.describe()} with the table's {cfg.short()}")
+
+
+@pytest.mark.timeout(600)
+def test_live_provider_drives_torch_compile():
+    """tritonblas.inductor.OrigamiChoices, no table: Inductor compiles the provider's pick, and only it
+    (one template config), and the result is right."""
+    inductor_config, _ir, _inputs, _lookup, _sizevars, V = _inductor()
+    from torch._inductor.utils import run_and_get_code
+
+    import tritonblas.inductor as ind
+
+    picks = []
+
+    class Recording(ind.OrigamiChoices):
+        def choose(self, kernel_inputs, op_name, template_uids):
+            c = super().choose(kernel_inputs, op_name, template_uids)
+            picks.append(c)
+            return c
+
+    a = torch.randn(1024, 512, device="cuda", dtype=torch.bfloat16)
+    b = torch.randn(512, 768, device="cuda", dtype=torch.bfloat16)
+    torch._dynamo.reset()
+    patch = {"max_autotune_gemm": True, "max_autotune_gemm_backends": "TRITON", "fx_graph_cache": False}
+    with inductor_config.patch(patch), V.set_choices_handler(Recording()):
+        y, codes = run_and_get_code(torch.compile(lambda x, w: x @ w, dynamic=False), a, b)
+    torch._dynamo.reset()
+    ref = a.double() @ b.double()
+    assert ((y.double() - ref).norm() / ref.norm()).item() < 1e-2
+    (pick,) = [c for c in picks if c is not None]
+    assert pick.template_id in ("triton::mm", "triton::mm_persistent_tma"), pick
+    code = "\n".join(codes)
+    got = {n: _constexpr(code, n) for n in ("BLOCK_M", "BLOCK_N", "BLOCK_K")}
+    want = {n: {pick.kwargs[n]} for n in got}
+    assert got == want, (pick, got)

@@ -438,8 +438,9 @@ class FastEntry:
                  "ints", "a_desc", "b_desc", "ws", "device", "cuda_index", "run", "function", "packed", "tail", "raw",
                  "staged")
 
-    def call(self, a, b, out, c, alpha: float, beta: float) -> None:
-        """Launch for these tensors: through the raw launcher when one is bound and no Triton launch
+    def call(self, a, b, out, c, alpha: float, beta: float, sa=None, sb=None) -> None:
+        """Launch for these tensors (``sa``/``sb``: the epilogue's scale vectors of a scaled entry, bound
+        at the ScaleA/ScaleB positions): through the raw launcher when one is bound and no Triton launch
         hook is installed, else ``launch(args(...))``. A staged entry (``staged``: (operand position,
         buffer major) of each operand the plan copies) first stages a and b as the checked path does
         (fresh buffers from the caching allocator, ``plan.stage_copy`` on the current stream) and
@@ -449,14 +450,14 @@ class FastEntry:
             a, b = self._stage(a, b)
         raw = self.raw
         if raw is None or _hooks_on():
-            self.launch(self.args(a, b, out, c, alpha, beta))
+            self.launch(self.args(a, b, out, c, alpha, beta, sa, sb))
             return
         idx = self.cuda_index
         if _get_device() != idx:
             with torch.cuda.device(idx):
-                self._call_raw(raw, idx, a, b, out, c, alpha, beta)
+                self._call_raw(raw, idx, a, b, out, c, alpha, beta, sa, sb)
         else:
-            self._call_raw(raw, idx, a, b, out, c, alpha, beta)
+            self._call_raw(raw, idx, a, b, out, c, alpha, beta, sa, sb)
 
     def call_ready(self, a, b, out, c, alpha: float, beta: float) -> None:
         """:meth:`call` for an entry whose raw launch was just found ready (``raw_ready``)."""
@@ -484,22 +485,22 @@ class FastEntry:
                 _plan.stage_copy(buffer, source)
         return ops[0], ops[1]
 
-    def _call_raw(self, raw, idx: int, a, b, out, c, alpha: float, beta: float) -> None:
+    def _call_raw(self, raw, idx: int, a, b, out, c, alpha: float, beta: float, sa=None, sb=None) -> None:
         stream = _raw_stream(idx)
         if self.ws is None:
             ws = cnt = None
         else:
             ws, cnt = self._workspace(idx, stream)
-        raw(self.grid[0], stream, self.raw_args(raw, a, b, out, c, alpha, beta, ws, cnt))
+        raw(self.grid[0], stream, self.raw_args(raw, a, b, out, c, alpha, beta, ws, cnt, sa, sb))
 
-    def raw_args(self, raw, a, b, out, c, alpha: float, beta: float, ws, cnt) -> tuple:
+    def raw_args(self, raw, a, b, out, c, alpha: float, beta: float, ws, cnt, sa=None, sb=None) -> tuple:
         """The raw launcher's kernel arguments: pointers as integers, descriptors expanded (cached)."""
         po = out.data_ptr()
         pa = raw.expand(0, a.data_ptr()) if self.a_desc is not None else (a.data_ptr(),)
         pb = raw.expand(1, b.data_ptr()) if self.b_desc is not None else (b.data_ptr(),)
         pw, pn = (po, po) if ws is None else (ws.data_ptr(), cnt.data_ptr())
-        return (*pa, *pb, po if c is None else c.data_ptr(), po, po, po, po, pw, pn, *self.ints, alpha, beta,
-                *self.tail)
+        return (*pa, *pb, po if c is None else c.data_ptr(), po, po, po if sa is None else sa.data_ptr(),
+                po if sb is None else sb.data_ptr(), pw, pn, *self.ints, alpha, beta, *self.tail)
 
     def _workspace(self, idx: int, stream: int):
         """``plan.workspace`` for this device and stream, with its cache read directly when not
@@ -510,15 +511,15 @@ class FastEntry:
                 return ws
         return _plan.workspace(self.device, *self.ws)
 
-    def args(self, a, b, out, c, alpha: float, beta: float) -> tuple:
+    def args(self, a, b, out, c, alpha: float, beta: float, sa=None, sb=None) -> tuple:
         a_arg = a if self.a_desc is None else _desc(self.a_desc, a)
         b_arg = b if self.b_desc is None else _desc(self.b_desc, b)
         if self.ws is None:
             ws = cnt = out
         else:
             ws, cnt = _plan.workspace(self.device, *self.ws)
-        return (a_arg, b_arg, out if c is None else c.expand(self.out_shape), out, out, out, out, ws, cnt,
-                *self.ints, alpha, beta)
+        return (a_arg, b_arg, out if c is None else c.expand(self.out_shape), out, out,
+                out if sa is None else sa, out if sb is None else sb, ws, cnt, *self.ints, alpha, beta)
 
     def launch(self, args: tuple) -> None:
         idx = self.cuda_index
@@ -594,7 +595,7 @@ def _same_arg(x, y) -> bool:
 
 
 def _fast_entry(lp, info: DeviceInfo, profile: Any, prepared, a, b, out, c, alpha: float,
-                beta: float) -> "_Fast | None":
+                beta: float, sa=None, sb=None) -> "_Fast | None":
     """The fast entry for a launch the checked path prepared, not yet bound to a compiled kernel — if
     (and only if) its own binding reproduces ``prepared``'s arguments exactly; None otherwise."""
     if prepared.kernel is None or len(prepared.args) < _N_FIXED + 2:
@@ -630,7 +631,7 @@ def _fast_entry(lp, info: DeviceInfo, profile: Any, prepared, a, b, out, c, alph
         f.ws = (max(1, lp.workspace_tiles * cfg.block_m * cfg.block_n), max(1, lp.counters))
     f.cuda_index = device.index if device.type == "cuda" else None
     f.run = f.function = f.packed = f.tail = f.raw = None
-    mine = f.args(a, b, out, c, alpha, beta)
+    mine = f.args(a, b, out, c, alpha, beta, sa, sb)
     if len(mine) != len(prepared.args) or not all(x is y or _same_arg(x, y) for x, y in zip(mine, prepared.args)):
         return None
     return f
@@ -644,12 +645,12 @@ def _store_fast(fkey: tuple, f: "_Fast") -> None:
 
 
 def _remember(fkey: tuple, lp, info: DeviceInfo, profile: Any, prepared, a, b, out, c,
-              alpha: float, beta: float, compiled: Any = None) -> None:
+              alpha: float, beta: float, compiled: Any = None, sa=None, sb=None) -> None:
     """Record a fast entry for ``fkey`` after the checked path launched ``prepared``, if (and only
     if) the entry's own binding reproduces ``prepared``'s arguments exactly; on a GPU, bind it to
     the compiled kernel and record that binding for later keys of the same specialisation
     (:func:`_reuse`)."""
-    f = _fast_entry(lp, info, profile, prepared, a, b, out, c, alpha, beta)
+    f = _fast_entry(lp, info, profile, prepared, a, b, out, c, alpha, beta, sa, sb)
     if f is None:
         return
     if f.cuda_index is not None:
@@ -702,7 +703,8 @@ def _raw_matches(f: _Fast, raw, prepared) -> bool:
     out = args[3]
     c = None if args[2] is out else args[2]
     ws, cnt = (None, None) if args[7] is out else (args[7], args[8])
-    mine = f.raw_args(raw, a, b, out, c, args[-2], args[-1], ws, cnt)
+    sa, sb = (None if args[5] is out else args[5]), (None if args[6] is out else args[6])
+    mine = f.raw_args(raw, a, b, out, c, args[-2], args[-1], ws, cnt, sa, sb)
     want = []
     for pos, x in enumerate((*args, *f.tail)):
         if pos in raw.desc:
@@ -1130,15 +1132,34 @@ def scaled_gemm(a: torch.Tensor, b: torch.Tensor, out: torch.Tensor, *, scale_a:
         _STATS["empty"] += 1
         out.zero_()
         return out.add_(bias) if bias is not None else out
-    info, _, lp = _plan_of(a, b, out, None, profile, None, "scaled_mm")
+    # the kernel's own views of the scales (what prepare_launch binds: one element, or a unit-stride
+    # vector over M / N), and the bias as a broadcast C with beta = 1 (the epilogue adds beta·C after
+    # scaling, which is what torch's bias is), so the warm entry rebinds them like any operand
+    sa = scale_a.reshape(1) if scale_a.numel() == 1 else scale_a.reshape(-1)
+    sb = scale_b.reshape(1) if scale_b.numel() == 1 else scale_b.reshape(-1)
+    beta = 0.0 if bias is None else 1.0
+    fkey = _fast_key(a, b, out, bias, profile, None)
+    if fkey is not None:
+        fkey += (3, sa.shape, sa.stride(), sa.dtype, sa.device, sa.data_ptr() & 15,
+                 sb.shape, sb.stride(), sb.dtype, sb.device, sb.data_ptr() & 15, bool(fast_accum))
+    f = _fast_hit(fkey)
+    if f is not None and out.data_ptr() & 15 == f.out_align:
+        f.call(a, b, out, bias, 1.0, beta, sa, sb)
+        _STATS["launches"] += 1
+        _STATS["fast_hits"] += 1
+        return out
+    info, _, lp = _plan_of(a, b, out, bias, profile, None, "scaled_mm")
     if lp is _FALLBACK:
         _STATS["fallbacks"] += 1
         return out.copy_(torch._scaled_mm(a, b, scale_a, scale_b, bias=bias, out_dtype=out.dtype,
                                           use_fast_accum=fast_accum))
     with _cuda_guard(a.device):
-        _plan.prepare_launch(lp, a, b, out, bias=bias, scale_a=scale_a, scale_b=scale_b,
-                             fp8_fast_accum=fast_accum).run_kernel()
+        prepared = _plan.prepare_launch(lp, a, b, out, c=bias, beta=beta, scale_a=sa, scale_b=sb,
+                                        fp8_fast_accum=fast_accum)
+        compiled = prepared.run_kernel()
     _STATS["launches"] += 1
+    if fkey is not None:
+        _remember(fkey, lp, info, profile, prepared, a, b, out, bias, 1.0, beta, compiled, sa, sb)
     return out
 
 

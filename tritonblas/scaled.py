@@ -20,7 +20,8 @@ Any strides are accepted (torch's CUDA kernel needs a row-major, b column-major,
 16; ours stage an operand that is not K-major, see :func:`tritonblas.plan.staging_for`). Through
 ``enable()``, a ``torch._scaled_mm`` call is routed only when torch's own CUDA kernel would accept it
 and we support it (:func:`routable`); every other call runs torch's, so errors stay torch's.
-Each call takes the dispatcher's checked path (plan cached per shape and layout; no warm entry yet).
+The first call of an operand signature takes the dispatcher's checked path (plan cached per shape
+and layout); later ones its warm entry, which binds this call's a, b, scales and bias.
 """
 
 from __future__ import annotations

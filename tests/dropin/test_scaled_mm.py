@@ -159,3 +159,31 @@ def test_routing_keeps_torchs_cuda_rules():
         assert not scaled.routable(ca, cb, torch.ones(32, 1, device="cuda"), torch.ones(1, 48, device="cuda"),
                                    None, None, torch.float16, False)
         assert not scaled.routable(ca, cb, c1, c1, torch.ones(48, device="cuda"), None, torch.float32, False)
+
+
+@pytest.mark.parametrize("recipe", ["tensor", "row"])
+def test_warm_calls_bind_this_calls_scales_and_bias(recipe, device):
+    """The second call of a signature is served by the dispatcher's warm entry; it must launch with the
+    scales and bias of *this* call (new tensors, new values), bit for bit what the checked path gives."""
+    m, k, n = 24, 64, 32
+    a, b = _fp8(m, k, E4M3, False, device, 12), _fp8(k, n, E4M3, True, device, 13)
+    sa1, sb1 = _scales(recipe, m, n, device, seed=1)
+    sa2, sb2 = _scales(recipe, m, n, device, seed=2)
+    bias1, bias2 = (torch.randn(n, generator=torch.Generator().manual_seed(s)).to(device, torch.bfloat16)
+                    for s in (14, 15))
+    tritonblas.clear_caches()
+    dispatch.reset_stats()
+    first = tritonblas.scaled_mm(a, b, sa1, sb1, bias=bias1, out_dtype=torch.bfloat16)   # checked: records
+    assert dispatch.stats()["fast_hits"] == 0
+    warm = tritonblas.scaled_mm(a, b, sa2, sb2, bias=bias2, out_dtype=torch.bfloat16)
+    assert dispatch.stats()["fast_hits"] == 1, dispatch.stats()
+    tritonblas.clear_caches()
+    cold = tritonblas.scaled_mm(a, b, sa2, sb2, bias=bias2, out_dtype=torch.bfloat16)    # checked again
+    assert torch.equal(warm, cold)
+    assert not torch.equal(first, warm)
+    ref, mag, _ = reference(a, b, bias=bias2, scale_a=sa2, scale_b=sb2)
+    assert_gemm_close(warm, ref, mag, k, fp8_mma=True, what=f"warm scaled_mm {recipe}")
+    dispatch.reset_stats()
+    tritonblas.scaled_mm(a, b, sa2, sb2, out_dtype=torch.bfloat16)  # no bias: another signature, checked
+    tritonblas.scaled_mm(a, b, sa2, sb2, out_dtype=torch.bfloat16, use_fast_accum=True)  # another again
+    assert dispatch.stats()["fast_hits"] == 0

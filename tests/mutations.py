@@ -109,6 +109,12 @@ MUTATIONS = (
              "if e.config.kind in DETERMINISTIC_KINDS), None)",
              "if True), None)",
              ("tests/api/test_deterministic_mode.py",)),
+    Mutation("scaled_warm_drops_scales", "a warm scaled_mm launch binds no scale vectors of its own "
+             "(the kernel reads whatever the placeholders point at)",
+             "tritonblas/dispatch.py",
+             "        f.call(a, b, out, bias, 1.0, beta, sa, sb)",
+             "        f.call(a, b, out, bias, 1.0, beta)",
+             ("tests/dropin/test_scaled_mm.py",)),
 )
 
 

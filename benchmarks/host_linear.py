@@ -8,6 +8,8 @@ host never waits on a full launch queue). Prints a table; ``--profile`` adds a c
 ``enable()`` path.
 
     PYTHONPATH=$PWD python3 benchmarks/host_linear.py [--n 2000] [--profile]
+    PYTHONPATH=$PWD python3 benchmarks/host_linear.py --split bert-large llama3.2-1b   # in-model split
+    PYTHONPATH=$PWD python3 benchmarks/host_linear.py --timeline llama3.2-1b --out $OUT  # decode GPU gaps
 """
 
 from __future__ import annotations
@@ -45,7 +47,13 @@ def main(argv=None) -> int:
     ap.add_argument("--model", default=None, help="also profile eager decode of this benchmarks/models.py LLM")
     ap.add_argument("--split", nargs="*", default=None, metavar="MODEL",
                     help="only the in-model split of these benchmarks/models.py models' prefill (see inmodel_split)")
+    ap.add_argument("--timeline", default=None, metavar="LLM",
+                    help="only the GPU timeline of eager decode tokens of this LLM, torch vs ours (see decode_timeline)")
+    ap.add_argument("--out", type=Path, default=None, help="--timeline: also write the two chrome traces here")
     args = ap.parse_args(argv)
+    if args.timeline:
+        decode_timeline(args.timeline, out=args.out)
+        return 0
     if args.split is not None:
         for name in args.split or ("bert-large", "llama3.2-1b", "vit-l16"):
             inmodel_split(name)
@@ -291,6 +299,108 @@ def inmodel_split(name: str, iters: int = 10) -> None:
     print(f"  ours per raw launch: C launch {acc['launch_ns'] / n / 1e3:.1f} us over {acc['launches']} launches; "
           f"output allocation {acc['empty_ns'] / max(1, acc['empties']) / 1e3:.1f} us; "
           f"TMA descriptor expansions {acc['expand']}, re-encoded {acc['miss']}")
+
+
+def gpu_gaps(events: list, tokens: int) -> dict:
+    """What a chrome trace (torch.profiler's ``export_chrome_trace`` events) says about the GPU's time,
+    per token: kernels, busy and idle time, and the *queued* gaps — idle time before a kernel that was
+    already launched (its runtime call ended) before the previous kernel finished, so no host delay
+    can explain it (a GPU-side cost between two kernels: e.g. a shared-memory carveout change).
+    Queued gaps are split by the (previous, next) kernel families ("triton" for our kernels — names
+    starting ``gemm_`` or ``triton`` —, "other" for torch's). Pure; tests/benchmarks/test_host_linear.py."""
+    kernels = sorted((e for e in events if e.get("cat") == "kernel" and e.get("ph") == "X"), key=lambda e: e["ts"])
+    launched = {}
+    for e in events:
+        if e.get("cat") in ("cuda_runtime", "cuda_driver") and e.get("ph") == "X" and "correlation" in e.get("args", {}):
+            launched[e["args"]["correlation"]] = e["ts"] + e.get("dur", 0.0)
+
+    def family(e) -> str:
+        name = e.get("name", "")
+        return "triton" if name.startswith(("gemm_", "triton")) else "other"
+
+    busy = sum(e["dur"] for e in kernels)
+    span = (kernels[-1]["ts"] + kernels[-1]["dur"] - kernels[0]["ts"]) if kernels else 0.0
+    queued: dict[str, list] = {}
+    idle = 0.0
+    for prev, nxt in zip(kernels, kernels[1:]):
+        end = prev["ts"] + prev["dur"]
+        gap = nxt["ts"] - end
+        if gap <= 0:
+            continue
+        idle += gap
+        t_launch = launched.get(nxt.get("args", {}).get("correlation"))
+        if t_launch is not None and t_launch <= end:
+            key = f"{family(prev)}->{family(nxt)}"
+            queued.setdefault(key, []).append(gap)
+    n = max(1, tokens)
+    return {"kernels_per_token": len(kernels) / n, "busy_us_per_token": busy / n, "idle_us_per_token": idle / n,
+            "span_us_per_token": span / n,
+            "queued_gaps": {k: {"count_per_token": len(v) / n, "us_per_token": sum(v) / n,
+                                "median_us": statistics.median(v)} for k, v in sorted(queued.items())}}
+
+
+def decode_timeline(name: str, tokens: int = 4, out: "Path | None" = None) -> None:
+    """torch.profiler timeline of ``tokens`` eager decode tokens (DynamicCache, batch 1) with torch and
+    under enable(): per token, wall time, kernels, GPU busy / idle time and the queued gaps
+    (:func:`gpu_gaps`). The question: is the eager-decode gap that the GEMM calls' host time does not
+    explain (session 8: 0.36 of 1.54 ms/token) GPU-side time between kernels?"""
+    import json
+    import tempfile
+
+    import torch
+    import transformers as tf
+    from torch.profiler import ProfilerActivity, profile
+
+    import models
+    import tritonblas
+
+    model, _, _ = models.build(name, torch.bfloat16, "cuda")
+    prompt = torch.randint(0, model.config.vocab_size, (1, 64), device="cuda")
+
+    def run(k: int, prof=None) -> float:
+        cache = tf.DynamicCache(config=model.config)
+        o = model(input_ids=prompt, past_key_values=cache, use_cache=True)
+        tok = o.logits[:, -1:].argmax(-1)
+        torch.cuda.synchronize()
+        if prof is not None:
+            prof.start()
+        t0 = time.perf_counter()
+        for _ in range(k):
+            o = model(input_ids=tok, past_key_values=cache, use_cache=True)
+            tok = o.logits[:, -1:].argmax(-1)
+        torch.cuda.synchronize()
+        ms = (time.perf_counter() - t0) / k * 1e3
+        if prof is not None:
+            prof.stop()
+        return ms
+
+    with torch.inference_mode():
+        for side in ("torch", "ours"):
+            ctx = tritonblas.enable() if side == "ours" else None
+            if ctx:
+                ctx.__enter__()
+            try:
+                run(4)
+                wall = statistics.median(run(8) for _ in range(3))
+                prof = profile(activities=[ProfilerActivity.CPU, ProfilerActivity.CUDA])
+                run(tokens, prof)
+            finally:
+                if ctx:
+                    ctx.__exit__(None, None, None)
+            with tempfile.TemporaryDirectory() as d:
+                path = Path(d) / f"{side}.json"
+                prof.export_chrome_trace(str(path))
+                events = json.loads(path.read_text())["traceEvents"]
+                if out is not None:
+                    out.mkdir(parents=True, exist_ok=True)
+                    (out / f"decode_timeline_{name}_{side}.json").write_text(path.read_text())
+            g = gpu_gaps(events, tokens)
+            print(f"decode timeline {name} {side}: wall {wall:.3f} ms/token (unprofiled); per token: "
+                  f"{g['kernels_per_token']:.0f} kernels, GPU busy {g['busy_us_per_token']:.0f} us, "
+                  f"idle {g['idle_us_per_token']:.0f} us, span {g['span_us_per_token']:.0f} us")
+            for k, v in g["queued_gaps"].items():
+                print(f"    queued gaps {k:16}: {v['count_per_token']:.1f}/token, {v['us_per_token']:.1f} us/token, "
+                      f"median {v['median_us']:.2f} us")
 
 
 if __name__ == "__main__":

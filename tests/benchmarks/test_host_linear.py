@@ -1,0 +1,43 @@
+"""benchmarks/host_linear.py's timeline analysis (gpu_gaps) on synthetic chrome-trace events: busy and
+idle time, and which gaps count as *queued* (the next kernel was launched before the previous ended)."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "benchmarks"))
+import host_linear  # noqa: E402
+
+
+def _k(name, ts, dur, corr):
+    return {"ph": "X", "cat": "kernel", "name": name, "ts": ts, "dur": dur, "args": {"correlation": corr}}
+
+
+def _launch(ts, dur, corr):
+    return {"ph": "X", "cat": "cuda_driver" if corr % 2 else "cuda_runtime", "name": "launch", "ts": ts, "dur": dur,
+            "args": {"correlation": corr}}
+
+
+def test_queued_gaps_are_only_those_no_host_delay_explains():
+    events = [
+        _launch(0, 5, 1), _k("gemm_splitk_kernel", 10, 20, 1),      # ours: 10..30
+        _launch(12, 5, 2), _k("elementwise_kernel", 34, 6, 2),       # launched at 17 < 30: a queued gap of 4
+        _launch(50, 5, 3), _k("nvjet_gemm", 60, 10, 3),              # launched at 55 > 40: a host gap of 20
+        _launch(58, 4, 4), _k("triton_poi_fused", 71, 4, 4),         # launched at 62 < 70: a queued gap of 1
+        {"ph": "X", "cat": "cpu_op", "name": "aten::mm", "ts": 0, "dur": 100},  # ignored
+    ]
+    g = host_linear.gpu_gaps(events, tokens=2)
+    assert g["kernels_per_token"] == 2.0
+    assert g["busy_us_per_token"] == (20 + 6 + 10 + 4) / 2
+    assert g["idle_us_per_token"] == (4 + 20 + 1) / 2
+    assert g["span_us_per_token"] == (75 - 10) / 2
+    assert g["queued_gaps"] == {
+        "other->triton": {"count_per_token": 0.5, "us_per_token": 0.5, "median_us": 1},
+        "triton->other": {"count_per_token": 0.5, "us_per_token": 2.0, "median_us": 4},
+    }
+
+
+def test_no_kernels_gives_zeros():
+    g = host_linear.gpu_gaps([], tokens=3)
+    assert g["kernels_per_token"] == 0 and g["busy_us_per_token"] == 0 and g["queued_gaps"] == {}

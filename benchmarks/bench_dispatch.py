@@ -199,7 +199,7 @@ def miss_rows(cuda: bool, passes: int = 5) -> list[dict]:
         if cuda:
             with no_reuse():
                 runs["miss_triton"] = first_calls(lambda a: tritonblas.matmul(a, b), inputs)
-        runs["miss_plan"] = first_calls(lambda ao: dispatch._plan_of(ao[0], b, ao[1], None, None, None, "mm"),
+        runs["miss_plan"] = first_calls(lambda ao: dispatch._plan_of(ao[0], b, ao[1], None, None, None, "mm")[2],
                                         list(zip(inputs, outs)))
         warm = time_loop(lambda: tritonblas.matmul(inputs[0], b), 1000, 3, cuda=cuda)[0]
     rows = []

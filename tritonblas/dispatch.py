@@ -70,7 +70,7 @@ import warnings
 from collections import Counter
 from dataclasses import dataclass
 from types import MappingProxyType
-from typing import Any, Mapping
+from typing import Any, Callable, Mapping
 
 import torch
 
@@ -1102,17 +1102,25 @@ def gemm(a: torch.Tensor, b: torch.Tensor, out: torch.Tensor | None = None, *, c
         elif out.numel():
             out.zero_()
         return out
-    info, tf32, lp = _plan_of(a, b, out, c, profile, config, op)
+    info, tf32, lp, key = _plan_of(a, b, out, c, profile, config, op)
     if lp is _FALLBACK:
         _STATS["fallbacks"] += 1
         return _torch_gemm(a, b, out, c, alpha, beta)
     alpha, beta = float(alpha), float(beta)
+
+    def prepare(plan):
+        return _plan.prepare_launch(plan, a, b, out, c=c, alpha=alpha, beta=beta, allow_tf32=tf32)
+
     with _cuda_guard(a.device):
-        prepared = _plan.prepare_launch(lp, a, b, out, c=c, alpha=alpha, beta=beta, allow_tf32=tf32)
+        prepared = prepare(lp)
         if fkey is not None and _reuse(fkey, lp, info, profile, prepared, a, b, out, c, alpha, beta):
             _STATS["launches"] += 1
             return out
-        compiled = prepared.run_kernel()
+        ran = _run_checked(key, lp, info, prepare, prepared, op)
+    if ran is None:
+        _STATS["fallbacks"] += 1
+        return _torch_gemm(a, b, out, c, alpha, beta)
+    lp, prepared, compiled = ran
     _STATS["launches"] += 1
     if fkey is not None:
         _remember(fkey, lp, info, profile, prepared, a, b, out, c, alpha, beta, compiled)
@@ -1148,15 +1156,21 @@ def scaled_gemm(a: torch.Tensor, b: torch.Tensor, out: torch.Tensor, *, scale_a:
         _STATS["launches"] += 1
         _STATS["fast_hits"] += 1
         return out
-    info, _, lp = _plan_of(a, b, out, bias, profile, None, "scaled_mm")
-    if lp is _FALLBACK:
+    info, _, lp, key = _plan_of(a, b, out, bias, profile, None, "scaled_mm")
+
+    def prepare(plan):
+        return _plan.prepare_launch(plan, a, b, out, c=bias, beta=beta, scale_a=sa, scale_b=sb,
+                                    fp8_fast_accum=fast_accum)
+
+    ran = None
+    if lp is not _FALLBACK:
+        with _cuda_guard(a.device):
+            ran = _run_checked(key, lp, info, prepare, None, "scaled_mm")
+    if ran is None:
         _STATS["fallbacks"] += 1
         return out.copy_(torch._scaled_mm(a, b, scale_a, scale_b, bias=bias, out_dtype=out.dtype,
                                           use_fast_accum=fast_accum))
-    with _cuda_guard(a.device):
-        prepared = _plan.prepare_launch(lp, a, b, out, c=bias, beta=beta, scale_a=sa, scale_b=sb,
-                                        fp8_fast_accum=fast_accum)
-        compiled = prepared.run_kernel()
+    lp, prepared, compiled = ran
     _STATS["launches"] += 1
     if fkey is not None:
         _remember(fkey, lp, info, profile, prepared, a, b, out, bias, 1.0, beta, compiled, sa, sb)
@@ -1177,16 +1191,84 @@ def plan_for(a: torch.Tensor, b: torch.Tensor, out: torch.Tensor | None = None, 
     return None if lp is _FALLBACK else lp
 
 
-def _plan_of(a, b, out, c, profile: Any, config: TileConfig | None, op: str) -> tuple[DeviceInfo, bool, Any]:
-    """(device info, TF32 allowed, the cached plan or _FALLBACK) for these operands: the checked
-    path's key, built on a miss (the cold path, :func:`_build`)."""
+def _plan_of(a, b, out, c, profile: Any, config: TileConfig | None, op: str) -> tuple[DeviceInfo, bool, Any, GemmKey]:
+    """(device info, TF32 allowed, the cached plan or _FALLBACK, the key) for these operands: the
+    checked path's key, built on a miss (the cold path, :func:`_build`)."""
     info = device_info(a.device, profile)
     tf32 = a.dtype == torch.float32 and allow_tf32()
     key = GemmKey.from_tensors(a, b, out, profile=info.plan_profile, tf32=tf32, c=c, config=config)
     lp = _PLANS.get(key)
     if lp is None:
         lp = _build(key, info.plan_profile, a.device, op)
-    return info, tf32, lp
+    return info, tf32, lp, key
+
+
+# --- a config the compiler refuses ------------------------------------------------------------
+REPLANS = 3  # next picks tried after Triton refuses a model pick for lack of resources
+
+
+def _out_of_resources() -> tuple:
+    try:
+        from triton.runtime.errors import OutOfResources
+    except ImportError:  # pragma: no cover - a Triton without the class
+        return ()
+    return (OutOfResources,)
+
+
+def _resources(cfg: TileConfig) -> tuple:
+    """What a config's shared memory and registers depend on: its tile, warps and stages (its kind,
+    GROUP_M and grid change neither)."""
+    return (cfg.block_m, cfg.block_n, cfg.block_k, cfg.num_warps, cfg.num_stages)
+
+
+def _replan(key: GemmKey, hw: HardwareProfile, failed: list, op: str):
+    """The plan of ``key`` from the model's best config whose resources (:func:`_resources`) differ from
+    every refused one in ``failed`` (deterministic kinds only under
+    ``torch.use_deterministic_algorithms``), stored for the key; _FALLBACK when none is left."""
+    problem = key.problem()
+    det = torch.are_deterministic_algorithms_enabled()
+    refused = {_resources(f) for f in failed}
+    for est in origami.rank(problem, hw, 1 << 30):
+        cfg = est.config
+        if _resources(cfg) in refused or (det and cfg.kind not in DETERMINISTIC_KINDS):
+            continue
+        lp = _plan.make_plan(cfg, problem, hw, tma=True, checked=True)
+        _STATS["plans"] += 1
+        return _store(key, lp)
+    return _store(key, _FALLBACK)
+
+
+def _run_checked(key: GemmKey, lp, info: DeviceInfo, prepare: Callable, prepared, op: str):
+    """``(plan, prepared, compiled)`` for the first plan of ``key`` that Triton builds, starting with ``lp``
+    (``prepared`` is its launch, or None). When Triton refuses a config for lack of resources
+    (OutOfResources: shared memory or registers — origami's predicates and this compiler disagree,
+    e.g. another Triton version's allocation), nothing was launched: the key is replanned with the
+    model's next pick (:func:`_replan`; a FallbackWarning names both), at most :data:`REPLANS` times;
+    None when no config is left (the caller runs torch). A forced ``config=`` is the caller's choice:
+    its refusal is a RuntimeError naming it."""
+    failed: list = []
+    oor = _out_of_resources()
+    while True:
+        if prepared is None:
+            prepared = prepare(lp)
+        try:
+            return lp, prepared, prepared.run_kernel()
+        except oor as e:
+            cfg = lp.config
+            need = f"{getattr(e, 'name', 'resources')}: needs {getattr(e, 'required', '?')}, " \
+                   f"the device has {getattr(e, 'limit', '?')}"
+            if key.config is not None:
+                raise RuntimeError(f"tritonblas.{op}: config={cfg.short()} does not fit this device ({need})") from e
+            failed.append(cfg)
+            lp = _replan(key, info.plan_profile, failed, op) if len(failed) <= REPLANS else _store(key, _FALLBACK)
+            nxt = "torch runs it" if lp is _FALLBACK else f"using the next pick, {lp.config.short()}"
+            msg = (f"tritonblas.{op}: Triton refused {cfg.short()} for {key.problem().describe()} ({need}); "
+                   f"origami's resource predicates and this compiler disagree; {nxt}")
+            logger.warning("%s", msg)
+            warnings.warn(msg, FallbackWarning, stacklevel=4)
+            if lp is _FALLBACK:
+                return None
+            prepared = None
 
 
 def explain(a: torch.Tensor, b: torch.Tensor, *, profile: Any = None, config: TileConfig | None = None,

@@ -234,12 +234,9 @@ def _r_addmv(profile, c, a, v, beta, alpha, out):
 
 def _r_scaled_mm(profile, a, b, scale_a, scale_b, bias, scale_result, out_dtype, use_fast_accum):
     # eager only: under torch.compile Inductor lowers torch._scaled_mm itself
-    if _is_compiling() or not scaled.routable(a, b, scale_a, scale_b, bias, scale_result, out_dtype, use_fast_accum):
+    if _is_compiling():
         return NotImplemented
-    if profile is not None and not dispatch.has_profile(a.device, profile):
-        return NotImplemented
-    return scaled.scaled_mm(a, b, scale_a, scale_b, bias=bias, out_dtype=out_dtype, use_fast_accum=use_fast_accum,
-                            profile=profile)
+    return scaled.route(profile, a, b, scale_a, scale_b, bias, scale_result, out_dtype, use_fast_accum)
 
 
 # (owner, attribute, signature, route[, hot])

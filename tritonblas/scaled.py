@@ -32,7 +32,7 @@ import torch
 
 from tritonblas import dispatch
 
-__all__ = ["scaled_mm", "routable", "FP8_DTYPES", "OUT_DTYPES"]
+__all__ = ["scaled_mm", "route", "routable", "FP8_DTYPES", "OUT_DTYPES"]
 
 Tensor = torch.Tensor
 FP8_DTYPES = (torch.float8_e4m3fn, torch.float8_e5m2)
@@ -107,10 +107,23 @@ def scaled_mm(a: Tensor, b: Tensor, scale_a: Tensor, scale_b: Tensor, *, bias: T
     reason = dispatch.placement_reason(a, b, scale_a, scale_b, bias)
     if reason is not None:
         raise RuntimeError(f"tritonblas.scaled_mm: our kernels cannot run this call: {reason}")
+    return _run(recipe, a, b, scale_a, scale_b, bias, out_dtype, use_fast_accum, profile)
+
+
+def _run(recipe: str, a, b, scale_a, scale_b, bias, out_dtype, use_fast_accum, profile) -> Tensor:
     out = torch.empty((a.shape[0], b.shape[1]), dtype=out_dtype, device=a.device)
     sa, sb = (scale_a.reshape(()), scale_b.reshape(())) if recipe == "tensor" else (scale_a, scale_b)
     return dispatch.scaled_gemm(a, b, out, scale_a=sa, scale_b=sb, bias=bias, fast_accum=bool(use_fast_accum),
                                 profile=profile)
+
+
+def route(profile: Any, a: Any, b: Any, scale_a: Any, scale_b: Any, bias: Any, scale_result: Any, out_dtype: Any,
+          use_fast_accum: Any):
+    """``torch._scaled_mm(...)`` on our kernels when :func:`routable` (checked once), else NotImplemented."""
+    recipe = _routable_recipe(a, b, scale_a, scale_b, bias, scale_result, out_dtype, use_fast_accum)
+    if recipe is None or (profile is not None and not dispatch.has_profile(a.device, profile)):
+        return NotImplemented
+    return _run(recipe, a, b, scale_a, scale_b, bias, out_dtype, use_fast_accum, profile)
 
 
 def routable(a: Any, b: Any, scale_a: Any, scale_b: Any, bias: Any, scale_result: Any, out_dtype: Any,
@@ -119,27 +132,31 @@ def routable(a: Any, b: Any, scale_a: Any, scale_b: Any, bias: Any, scale_result
     kernel would accept the call (a row-major, b column-major, K and N multiples of 16, not e5m2 x e5m2,
     row-wise scales with a bf16 output, no bias with an fp32 output) and we run it (tensor-wise or
     row-wise scales, a bf16/fp16/fp32 output, no ``scale_result``), on plain tensors without autograd."""
+    return _routable_recipe(a, b, scale_a, scale_b, bias, scale_result, out_dtype, use_fast_accum) is not None
+
+
+def _routable_recipe(a, b, scale_a, scale_b, bias, scale_result, out_dtype, use_fast_accum) -> str | None:
     ts = (a, b, scale_a, scale_b) + (() if bias is None else (bias,))
     if not all(type(t) in (Tensor, torch.nn.Parameter) for t in ts) or scale_result is not None:
-        return False
+        return None
     if not isinstance(use_fast_accum, bool) or out_dtype not in OUT_DTYPES:
-        return False
+        return None
     if torch.is_grad_enabled() and any(t.requires_grad for t in ts):
-        return False
+        return None
     try:
         recipe = _check(a, b, scale_a, scale_b, bias, out_dtype)
     except (RuntimeError, ValueError, TypeError, NotImplementedError):
-        return False  # torch raises its own error, or runs what we do not
+        return None  # torch raises its own error, or runs what we do not
     if a.device.type == "cuda":
         m, k, n = a.shape[0], a.shape[1], b.shape[1]
         a_row = a.stride(1) == 1 and (a.stride(0) > 1 or m <= 1)
         b_col = b.stride(0) == 1 and (b.stride(1) > 1 or n <= 1)
         if not (a_row and b_col) or k % 16 or n % 16:
-            return False
+            return None
         if a.dtype == b.dtype == torch.float8_e5m2:
-            return False
+            return None
         if recipe == "row" and out_dtype != torch.bfloat16:
-            return False
+            return None
         if bias is not None and (out_dtype == torch.float32 or bias.dtype != out_dtype):
-            return False
-    return dispatch.placement_reason(*ts) is None and dispatch.has_profile(a.device)
+            return None
+    return recipe if dispatch.placement_reason(*ts) is None and dispatch.has_profile(a.device) else None

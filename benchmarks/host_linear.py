@@ -190,7 +190,7 @@ def decode_profile(name: str, n: int) -> None:
         pstats.Stats(pr).sort_stats("tottime").print_stats(30)
 
 
-def inmodel_split(name: str, iters: int = 10) -> None:
+def inmodel_split(name: str, iters: int = 10, rounds: int = 7) -> None:
     """Where a routed GEMM's host time goes *inside* a model's inference forward (prefill): per GEMM
     call, the whole call (outermost timer, as models.py's shim), the C launch alone
     (``RawLauncher.__call__``), the output allocation, and the rest (our Python); the TMA descriptor
@@ -240,7 +240,7 @@ def inmodel_split(name: str, iters: int = 10) -> None:
             routing._TARGETS, routing._WRAPPERS = saved
 
     res = {"torch": [], "ours": [], "ours gc off": [], "enable(), all falling through": []}
-    for _ in range(3):  # alternating, medians
+    for _ in range(rounds):  # alternating, medians; the ratios are paired per round (machine drift cancels)
         res["torch"].append(wall())
         with tritonblas.enable():
             res["ours"].append(wall())
@@ -291,9 +291,12 @@ def inmodel_split(name: str, iters: int = 10) -> None:
             if ctx:
                 ctx.__exit__(None, None, None)
     med = {k: statistics.median(v) for k, v in res.items()}
+    paired = {k: statistics.median(x / t for x, t in zip(v, res["torch"])) for k, v in res.items() if k != "torch"}
     n = max(1, acc["launches"])
-    print(f"in-model split, {name} prefill (bf16, {iters} iterations, medians of 3 alternating runs):")
+    print(f"in-model split, {name} prefill (bf16, {iters} iterations, medians of {rounds} alternating runs):")
     print("  step ms: " + ", ".join(f"{k} {v:.3f}" for k, v in med.items()))
+    print(f"  step time / torch's, median of {rounds} paired rounds: " +
+          ", ".join(f"{k} {v:.4f}" for k, v in paired.items()))
     print(f"  GEMM calls per step: {shims['ours'][1]}; host us per GEMM call (outermost timer): "
           f"torch {shims['torch'][0]:.1f}, ours {shims['ours'][0]:.1f}")
     print(f"  ours per raw launch: C launch {acc['launch_ns'] / n / 1e3:.1f} us over {acc['launches']} launches; "

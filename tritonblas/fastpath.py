@@ -287,7 +287,8 @@ def linear_hot(x, w, bias=None):
     """:func:`linear` for the eager, default-profile, no-autograd call the routing wrapper sees
     first (``F.linear(x, w[, b])`` positionally, not compiling: the wrapper checked): the warm
     result, or None and the caller takes its usual route. One function instead of the route's
-    chain (measured on this repo's CPU host with the launch stubbed out: see CHANGELOG)."""
+    chain: 48 Python calls per warm ``F.linear`` under ``enable()`` against 64 through the route
+    (cProfile, CPU host, launch stubbed out, 2026-12-01)."""
     if type(x) not in _PLAIN or type(w) not in _PLAIN or (bias is not None and type(bias) not in _PLAIN):
         return None
     if _fast_off() or _intercepted_eager():

@@ -14,6 +14,7 @@
 #             $COMPARE_SETS0 on GPU 0, $COMPARE_SETS1 on GPU 1 (one deadline, $COMPARE_BUDGET s);
 #             CSVs and logs tarred into $OUT/compares.tgz; $COMPARE_EXTRA is passed to every compare.py
 #   models    benchmarks/models.py $MODELS_ARGS (real models, torch vs enable()) -> $OUT/models_h200.csv
+#   inductor  benchmarks/inductor_compare.py $INDUCTOR_ARGS (compile time + speed: default, max-autotune, origami provider)
 #   fp8       benchmarks/scaled_mm_compare.py $FP8_ARGS (tritonblas.scaled_mm vs torch._scaled_mm) -> $OUT/scaled_mm_h200.csv
 #   demo      python -m tritonblas demo --profile h200
 # Each step has its own timeout (env *_TIMEOUT) and log ($OUT/<step>.log); a step's failure does not
@@ -61,6 +62,7 @@ for step in $STEPS; do
                wait; tar czf "$OUT/compares.tgz" -C "$OUT" cmp && rm -rf "$OUT/cmp"; echo done > "$log" ;;
     models)    timeout ${MODELS_TIMEOUT:-420} python3 benchmarks/models.py ${MODELS_ARGS:-} --budget-s ${MODELS_BUDGET:-360} \
                  --out "$OUT/models_h200.csv" > "$log" 2>&1 ;;
+    inductor)  timeout ${INDUCTOR_TIMEOUT:-420} python3 benchmarks/inductor_compare.py ${INDUCTOR_ARGS:-} --out "$OUT/inductor_h200.csv" > "$log" 2>&1 ;;
     fp8)       timeout ${FP8_TIMEOUT:-300} python3 benchmarks/scaled_mm_compare.py ${FP8_ARGS:-} --out "$OUT/scaled_mm_h200.csv" > "$log" 2>&1 ;;
     demo)      timeout ${DEMO_TIMEOUT:-120} python3 -m tritonblas demo --profile h200 > "$log" 2>&1 ;;
     *)         python3 $step > "$OUT/$(basename $step).log" 2>&1 ;;

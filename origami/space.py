@@ -45,6 +45,10 @@ def smem_bytes(cfg: TileConfig, problem: GemmProblem, hw: HardwareProfile) -> in
     A = BM·BK·bytes(a), B = BK·BN·bytes(b).
     - AMD (stream pipeliner): max(A, B) for num_stages = 1, else (num_stages − 1)·(A + B) — tritonBLAS'
       formula, validated 35/35 against compiled metadata on gfx942 with Triton 3.6 (reference study §4).
+      Triton 3.8 allocates more on gfx950 (num_stages·(A + B) plus padding: 67520 B for a config this
+      formula puts at 32768, found by the CI's second lane, 2026-12-01; gfx942 unchanged); a pick the
+      compiler refuses is replanned by the dispatcher (``dispatch._run_checked``), so this costs a
+      compile, not a wrong answer or a crash.
     - NVIDIA: num_stages·(A + B) (every stage is a cp.async/TMA buffer; stage 1 still stages the dot
       operands in shared memory for wgmma); equal to `kernel.metadata.shared` of the compiled sm_90
       pointer kernels (tests/kernels/test_aot_compile.py, Triton 3.6, 2026-11-30). The TMA kernel

@@ -53,7 +53,7 @@ MODES = ("prefill", "decode", "decode_graph", "decode_compile", "train", "compil
 GEMM_KERNEL = re.compile(r"gemm|gemv|nvjet|cutlass|xmma|cublas|splitk|sm90_|sm80_|ampere_|hopper", re.I)
 FIELDS = ("model", "mode", "dtype", "torch_ms", "ours_ms", "speedup", "torch_gemm_gpu_ms", "ours_gemm_gpu_ms",
           "torch_other_gpu_ms", "ours_other_gpu_ms", "torch_host_us_per_gemm", "ours_host_us_per_gemm",
-          "gemm_calls", "fast_hits", "torch_peak_mb", "ours_peak_mb", "routed", "fallbacks", "torch_err", "ours_err",
+          "torch_bwd_host_ms", "ours_bwd_host_ms", "gemm_calls", "fast_hits", "torch_peak_mb", "ours_peak_mb", "routed", "fallbacks", "torch_err", "ours_err",
           "parity", "shape", "reps", "error")
 
 
@@ -275,6 +275,25 @@ def _gpu_split(fn) -> tuple[float, float]:
     return gemm / 1e3, other / 1e3
 
 
+def backward_host_ms(events) -> float:
+    """Host ms the autograd engine spent evaluating backward nodes (the CPU total of every
+    ``autograd::engine::evaluate_function: ...`` event of a CPU profile; the events do not nest).
+    The non-GEMM nodes of one model are the same on both sides, so the difference between torch's
+    and ours is what the GEMMs' backward costs the host (the timing shim sees forward calls only)."""
+    return sum(e.cpu_time_total for e in events if e.name.startswith("autograd::engine::evaluate_function:")) / 1e3
+
+
+def _backward_split(side: "Side", step) -> float:
+    from torch.profiler import ProfilerActivity, profile
+
+    with side.ctx():
+        _sync()
+        with profile(activities=[ProfilerActivity.CPU]) as prof:
+            step()
+            _sync()
+    return backward_host_ms(prof.events())
+
+
 def _rel(x, ref) -> float:
     import torch
 
@@ -298,6 +317,8 @@ class Row:
     ours_other_gpu_ms: float = math.nan
     torch_host_us_per_gemm: float = math.nan
     ours_host_us_per_gemm: float = math.nan
+    torch_bwd_host_ms: float = math.nan
+    ours_bwd_host_ms: float = math.nan
     gemm_calls: int = 0
     fast_hits: int = 0
     torch_peak_mb: float = math.nan
@@ -398,6 +419,8 @@ def run_workload(name: str, mode: str, dtype_name: str, reps: int, device: str =
             setattr(row, f"{k}_gemm_gpu_ms", g)
             setattr(row, f"{k}_other_gpu_ms", o)
             setattr(row, f"{k}_host_us_per_gemm", per)
+            if mode == "train":
+                setattr(row, f"{k}_bwd_host_ms", _backward_split(*steps[k]))
             if k == "ours":
                 row.gemm_calls, row.routed, row.fallbacks, row.fast_hits = calls, routed, fb, hits
         if ref_out is not None:
@@ -617,7 +640,9 @@ def summary(rows: list[dict]) -> str:
                      f"{float(r['torch_other_gpu_ms']):6.2f}/{float(r['ours_other_gpu_ms']):<6.2f} "
                      f"{float(r['torch_host_us_per_gemm']):5.1f}/{float(r['ours_host_us_per_gemm']):<6.1f} "
                      f"{float(r['torch_peak_mb']):7.0f}/{float(r['ours_peak_mb']):<7.0f} "
-                     f"{r['torch_err']}/{r['ours_err']} {r['parity']}")
+                     f"{r['torch_err']}/{r['ours_err']} {r['parity']}"
+                     + (f"  backward host ms {float(r['torch_bwd_host_ms']):.2f}/{float(r['ours_bwd_host_ms']):.2f}"
+                        if r.get("torch_bwd_host_ms") not in (None, "", "nan") else ""))
     if ok:
         gm = math.exp(statistics.fmean(math.log(float(r["speedup"])) for r in ok))
         lines.append(f"geomean speedup over {len(ok)} workloads: {gm:.3f}; min {min(float(r['speedup']) for r in ok):.3f}")

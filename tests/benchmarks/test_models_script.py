@@ -37,3 +37,23 @@ def test_rows_round_trip_with_provenance(tmp_path):
     (r,) = models.read_rows(p)
     assert (r["model"], r["mode"], r["dtype"], r["parity"]) == ("m", "decode", "fp16", "ok")
     assert float(r["speedup"]) == 1.5
+
+
+def test_backward_host_ms_sums_the_autograd_nodes_of_a_real_profile():
+    """On a CPU profile of a real backward: every evaluate_function event counts, nothing else."""
+    from types import SimpleNamespace
+
+    import torch
+    from torch.profiler import ProfilerActivity, profile
+
+    fake = [SimpleNamespace(name="autograd::engine::evaluate_function: AddmmBackward0", cpu_time_total=1500.0),
+            SimpleNamespace(name="autograd::engine::evaluate_function: _LinearBackward", cpu_time_total=500.0),
+            SimpleNamespace(name="aten::mm", cpu_time_total=9000.0)]
+    assert models.backward_host_ms(fake) == 2.0
+    lin = torch.nn.Sequential(torch.nn.Linear(16, 24), torch.nn.ReLU(), torch.nn.Linear(24, 8))
+    x = torch.randn(5, 16)
+    with profile(activities=[ProfilerActivity.CPU]) as prof:
+        lin(x).pow(2).mean().backward()
+    nodes = [e for e in prof.events() if e.name.startswith("autograd::engine::evaluate_function:")]
+    assert any("AddmmBackward0" in e.name for e in nodes)
+    assert models.backward_host_ms(prof.events()) == sum(e.cpu_time_total for e in nodes) / 1e3 > 0

@@ -2,7 +2,7 @@
 # One H200 session (run through the `device` tool from the repo root). Everything lands in $OUT.
 #   STEPS="tests serial dispatch calibrate compare" GIT_SHA=<sha> bash benchmarks/gpu_session.sh
 # Steps:
-#   tests     the whole suite in parallel (-n 8), minus the timing-sensitive files run by `serial`
+#   tests     the whole suite in parallel (-n $TESTS_WORKERS, 14: 208 s on the H200 at 78339a9), minus the timing-sensitive files run by `serial`
 #   serial    two-GPU checks and calibrate --quick, one at a time (timings undisturbed)
 #   kernel    benchmarks/kernel_check.py (our kernels vs torch on the issue-4 shapes)
 #   sweep     benchmarks/sweep.py $SWEEP_ARGS (default: the calib set, 48 configs per shape); with
@@ -39,7 +39,7 @@ for step in $STEPS; do
   start=$(date +%s)
   log="$OUT/$step.log"
   case $step in
-    tests)     timeout ${TESTS_TIMEOUT:-420} python3 -m pytest tests -q -n 8 --timeout 400 -p no:cacheprovider $IGNORE ${TEST_ARGS:-} > "$log" 2>&1 ;;
+    tests)     timeout ${TESTS_TIMEOUT:-420} python3 -m pytest tests -q -n ${TESTS_WORKERS:-14} --timeout 400 -p no:cacheprovider $IGNORE ${TEST_ARGS:-} > "$log" 2>&1 ;;
     serial)    timeout ${SERIAL_TIMEOUT:-420} python3 -m pytest $SERIAL -m gpu -q -rs --timeout 400 -p no:cacheprovider -s > "$log" 2>&1 ;;
     kernel)    timeout ${KERNEL_TIMEOUT:-200} python3 benchmarks/kernel_check.py --out "$OUT" --budget-s ${KERNEL_BUDGET:-150} > "$log" 2>&1 ;;
     sweep)     timeout ${SWEEP_TIMEOUT:-200} python3 benchmarks/sweep.py ${SWEEP_ARGS:---set calib --max-configs 48 --out "$OUT/sweep.csv"} > "$log" 2>&1

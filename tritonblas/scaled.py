@@ -130,7 +130,7 @@ def routable(a: Any, b: Any, scale_a: Any, scale_b: Any, bias: Any, scale_result
              use_fast_accum: Any) -> bool:
     """Whether ``enable()`` may route ``torch._scaled_mm(...)`` with these arguments: torch's CUDA
     kernel would accept the call (a row-major, b column-major, K and N multiples of 16, not e5m2 x e5m2,
-    row-wise scales with a bf16 output, no bias with an fp32 output) and we run it (tensor-wise or
+    row-wise scales only e4m3 x e4m3 to bf16, no bias with an fp32 output) and we run it (tensor-wise or
     row-wise scales, a bf16/fp16/fp32 output, no ``scale_result``), on plain tensors without autograd."""
     return _routable_recipe(a, b, scale_a, scale_b, bias, scale_result, out_dtype, use_fast_accum) is not None
 
@@ -155,8 +155,9 @@ def _routable_recipe(a, b, scale_a, scale_b, bias, scale_result, out_dtype, use_
             return None
         if a.dtype == b.dtype == torch.float8_e5m2:
             return None
-        if recipe == "row" and out_dtype != torch.bfloat16:
-            return None
+        if recipe == "row" and (out_dtype != torch.bfloat16 or a.dtype != torch.float8_e4m3fn
+                                or b.dtype != torch.float8_e4m3fn):
+            return None  # torch's row-wise kernel: e4m3 x e4m3 to bf16 (when in doubt, torch decides)
         if bias is not None and (out_dtype == torch.float32 or bias.dtype != out_dtype):
             return None
     return recipe if dispatch.placement_reason(*ts) is None and dispatch.has_profile(a.device) else None

@@ -52,8 +52,12 @@ def test_matches_float64_and_torch(recipe, out_dtype, shape, dtypes, b_colmajor,
         if device == "cpu" or (b_colmajor and k % 16 == 0 and n % 16 == 0 and dtypes != (E5M2, E5M2)
                                and (recipe == "tensor" or out_dtype == torch.bfloat16)
                                and (bb is None or out_dtype != torch.float32)):
-            theirs = torch._scaled_mm(a, b, sa, sb, bias=bb, out_dtype=out_dtype)
-            assert_gemm_close(theirs, ref, mag, k, fp8_mma=True, what="torch._scaled_mm (the bound is fair)")
+            try:
+                theirs = torch._scaled_mm(a, b, sa, sb, bias=bb, out_dtype=out_dtype)
+            except RuntimeError:
+                assert device == "cuda"  # a combination torch's CUDA kernel does not take; ours is checked above
+            else:
+                assert_gemm_close(theirs, ref, mag, k, fp8_mma=True, what="torch._scaled_mm (the bound is fair)")
 
 
 def test_fast_accum_and_zero_k(device):

@@ -91,10 +91,16 @@ class World:
         dist.barrier()
 
     def close(self) -> None:
+        """Leave the group: a barrier first, so no rank tears its connections down while a peer still
+        uses them (gloo then aborts the peer at exit: "terminate called without an active exception",
+        seen once in CI under load, 2026-12-01), then destroy it."""
         import torch.distributed as dist
 
         if dist.is_initialized():
-            dist.destroy_process_group()
+            try:
+                dist.barrier()
+            finally:
+                dist.destroy_process_group()
 
 
 def world(environ=None) -> World | None:

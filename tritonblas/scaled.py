@@ -9,9 +9,9 @@ epilogue. Contract, checked in this order (the checks and messages of torch 2.13
 - ``a`` (M, K) and ``b`` (K, N) are 2-D (RuntimeError "mat1 must be a matrix"), fp8 e4m3fn or
   e5m2 each (ValueError), their inner dims agree (RuntimeError);
 - scales are float32 and either both one element (tensor-wise) or ``scale_a`` (M, 1) and
-  ``scale_b`` (1, N), contiguous (row-wise); anything else is ValueError "Invalid scaling
-  configuration" — torch's block-wise recipes (1x128, 128x128) included, which we do not run
-  (:class:`NotImplementedError` names them, so a caller can tell "wrong" from "not here");
+  ``scale_b`` (1, N), contiguous (row-wise). torch's block-wise recipes (1x128, 128x128) are valid
+  calls we do not run: NotImplementedError names them, so a caller can tell "not here" from
+  "wrong"; anything else is ValueError "Invalid scaling configuration";
 - ``bias`` has N elements (RuntimeError "Bias must be size N"), any float dtype;
 - ``out_dtype`` is bf16, fp16 or fp32. torch's default, fp8 output (``out_dtype=None``, with
   ``scale_result``), is not supported here: :class:`NotImplementedError` naming ``out_dtype``.

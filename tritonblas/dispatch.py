@@ -366,20 +366,8 @@ _ENV_INTERPRET = settings.ENV_INTERPRET
 _environ_get = os.environ.get
 
 
-def _env_reader():
-    """A per-call environment read without ``os.environ.get``'s str encoding (~50 ns instead of
-    ~300): CPython keeps the encoded mapping in ``os.environ._data``, which ``os.environ[...] = ``,
-    ``del`` and ``putenv`` through ``os.environ`` keep current. Falls back to ``os.environ.get``."""
-    data, encode = getattr(os.environ, "_data", None), getattr(os.environ, "encodekey", None)
-    if not isinstance(data, dict) or encode is None:
-        return lambda: tuple(_environ_get(n) for n in (ENV_PROFILE, _ENV_PROFILE_DIR, _ENV_INTERPRET, tables.ENV_TABLE))
-    keys = tuple(encode(n) for n in (ENV_PROFILE, _ENV_PROFILE_DIR, _ENV_INTERPRET, tables.ENV_TABLE))
-    get = data.get
-    k0, k1, k2, k3 = keys
-    return lambda: (get(k0), get(k1), get(k2), get(k3))
-
-
-_env_now = _env_reader()
+# the environment that picks the profile or table, read per call (settings.raw_reader)
+_env_now = settings.raw_reader(ENV_PROFILE, _ENV_PROFILE_DIR, _ENV_INTERPRET, tables.ENV_TABLE)
 _deterministic = torch.are_deterministic_algorithms_enabled
 _N_FIXED = 9  # prepare_launch's args: 9 tensors, then the integers, then alpha and beta
 

@@ -30,7 +30,6 @@ weight are passed by address (the kernel's 2-D views share them), so no view is 
 from __future__ import annotations
 
 import math
-import os
 import threading
 
 import torch
@@ -39,7 +38,7 @@ from tritonblas import _compat, dispatch
 
 __all__ = ["ENV_FAST", "enabled", "direct", "linear", "matmul", "linear_hot", "matmul_hot", "clear", "MAX_ENTRIES"]
 
-from tritonblas.settings import ENV_FAST  # noqa: E402
+from tritonblas.settings import ENV_FAST, raw_equals  # noqa: E402
 MAX_ENTRIES = 4096
 
 _PLAIN = (torch.Tensor, torch.nn.Parameter)
@@ -53,7 +52,6 @@ _tracing = _C._get_tracing_state
 _any_autocast = getattr(_C, "_is_any_autocast_enabled", None) or (lambda: any(
     torch.is_autocast_enabled(d) for d in ("cuda", "cpu")))
 _empty = torch.empty
-_environ = os.environ
 
 _fast_context = dispatch.fast_context
 _LINEAR: dict[tuple, tuple] = {}  # linear signature → (fast entry, output shape)
@@ -66,17 +64,7 @@ def enabled() -> bool:
     return not _fast_off()
 
 
-def _fast_reader():
-    """``os.environ.get(ENV_FAST) == "0"`` without the str encoding of ``os.environ.get`` (CPython keeps
-    the encoded mapping current in ``os.environ._data``; the fallback is the plain read)."""
-    data, encode = getattr(_environ, "_data", None), getattr(_environ, "encodekey", None)
-    if not isinstance(data, dict) or encode is None:
-        return lambda: _environ.get(ENV_FAST) == "0"
-    key, zero, get = encode(ENV_FAST), encode("0"), data.get
-    return lambda: get(key) == zero
-
-
-_fast_off = _fast_reader()
+_fast_off = raw_equals(ENV_FAST, "0")  # per call (tritonblas.settings.raw_equals)
 
 
 def clear() -> None:
@@ -97,8 +85,13 @@ def direct(*tensors) -> bool:
             return False
     # is_compiling() first: dynamo folds it to True while tracing and never reaches the C queries
     # after it, which it cannot trace (a graph break there sent the rest of the call eager)
-    return not (_is_compiling() or _tf_modes() or _dispatch_modes() or _functorch_level() is not None
-                or _tracing() is not None)
+    return not (_is_compiling() or _intercepting())
+
+
+def _intercepting() -> bool:
+    """A TorchFunctionMode or TorchDispatchMode, a functorch transform, or TorchScript tracing is
+    active (what :func:`direct` checks besides ``is_compiling()``)."""
+    return bool(_tf_modes() or _dispatch_modes() or _functorch_level() is not None or _tracing() is not None)
 
 
 def needs_grad(*tensors) -> bool:
@@ -276,22 +269,16 @@ def linear(x, w, bias=None):
     return _linear_run(x, w, bias)
 
 
-def _intercepted_eager() -> bool:
-    """:func:`direct`'s checks minus ``is_compiling()``, for callers that have just checked it (the
-    eager branch of :mod:`tritonblas.routing`'s wrappers), plus autocast on any device."""
-    return bool(_tf_modes() or _dispatch_modes() or _functorch_level() is not None or _tracing() is not None
-                or _any_autocast())
-
-
 def linear_hot(x, w, bias=None):
     """:func:`linear` for the eager, default-profile, no-autograd call the routing wrapper sees
-    first (``F.linear(x, w[, b])`` positionally, not compiling: the wrapper checked): the warm
+    first (``F.linear(x, w[, b])`` positionally, not compiling: the wrapper checked; no autocast on
+    any device, where the route would cast first): the warm
     result, or None and the caller takes its usual route. One function instead of the route's
     chain: 48 Python calls per warm ``F.linear`` under ``enable()`` against 64 through the route
     (cProfile, CPU host, launch stubbed out, 2026-12-01)."""
     if type(x) not in _PLAIN or type(w) not in _PLAIN or (bias is not None and type(bias) not in _PLAIN):
         return None
-    if _fast_off() or _intercepted_eager():
+    if _fast_off() or _intercepting() or _any_autocast():
         return None
     if _grad_enabled() and (x.requires_grad or w.requires_grad or (bias is not None and bias.requires_grad)):
         return None
@@ -302,7 +289,7 @@ def matmul_hot(a, b):
     """:func:`linear_hot` for ``torch.matmul(a, b)`` / ``a @ b``."""
     if type(a) not in _PLAIN or type(b) not in _PLAIN:
         return None
-    if _fast_off() or _intercepted_eager():
+    if _fast_off() or _intercepting() or _any_autocast():
         return None
     if _grad_enabled() and (a.requires_grad or b.requires_grad):
         return None

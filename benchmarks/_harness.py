@@ -1,4 +1,5 @@
-"""What every benchmark script shares: the repository root on sys.path and the provenance of a run.
+"""What every benchmark script shares: the repository root on sys.path, the provenance of a run, and
+the atomic CSV writer with ``#`` provenance lines (:func:`write_csv`).
 
 ``provenance(**extra)`` is the one definition of a run's provenance: git sha (``$GIT_SHA`` first,
 for the device machine, whose copy of the tree has no ``.git``; ``-dirty`` when tracked files
@@ -19,7 +20,7 @@ ROOT = Path(__file__).resolve().parents[1]
 if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 
-__all__ = ["ROOT", "git_sha", "provenance", "utc_now"]
+__all__ = ["ROOT", "git_sha", "provenance", "utc_now", "write_csv"]
 
 
 def utc_now() -> str:
@@ -61,3 +62,23 @@ def provenance(*, short_sha: bool = False, **extra) -> dict:
     out.update(extra)
     out["date"] = utc_now()
     return out
+
+
+def write_csv(path: "str | os.PathLike[str]", rows, fields, prov: dict, *, digits: int = 5) -> None:
+    """Write ``rows`` (dicts) as CSV with columns ``fields``, after one ``# key: value`` line per
+    provenance item, atomically (a temporary file renamed over ``path``: a reader never sees half a
+    file, and an interrupted run keeps the previous one). Floats are written with ``digits``
+    significant digits; missing cells are empty."""
+    import csv
+
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_suffix(path.suffix + ".tmp")
+    with open(tmp, "w", newline="") as fh:
+        for key, v in prov.items():
+            fh.write(f"# {key}: {v}\n")
+        w = csv.DictWriter(fh, fieldnames=list(fields))
+        w.writeheader()
+        for r in rows:
+            w.writerow({f: (f"{r[f]:.{digits}g}" if isinstance(r.get(f), float) else r.get(f, "")) for f in fields})
+    os.replace(tmp, path)

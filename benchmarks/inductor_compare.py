@@ -35,7 +35,7 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "benchmarks"))
 
-from _harness import provenance  # noqa: E402
+from _harness import provenance, write_csv  # noqa: E402
 
 MODES = ("default", "max_autotune", "origami")
 FIELDS = ("m", "n", "k", "dtype", "mode", "compile_s", "us", "speedup_vs_default", "rel_err", "error")
@@ -94,20 +94,6 @@ def one(m: int, n: int, k: int, dtype_name: str, mode: str, rep_ms: int) -> dict
     return row
 
 
-def write(path: Path, rows: list, prov: dict) -> None:
-    import csv
-
-    tmp = path.with_suffix(path.suffix + ".tmp")
-    with open(tmp, "w", newline="") as fh:
-        for key, v in prov.items():
-            fh.write(f"# {key}: {v}\n")
-        wr = csv.DictWriter(fh, fieldnames=FIELDS)
-        wr.writeheader()
-        for r in rows:
-            wr.writerow({f: (f"{r[f]:.5g}" if isinstance(r.get(f), float) else r.get(f, "")) for f in FIELDS})
-    os.replace(tmp, path)
-
-
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--set", default="llm")
@@ -137,7 +123,7 @@ def main(argv=None) -> int:
             rows.append(r)
             print(f"{p.m}x{p.n}x{p.k} {mode:13}: compile {r.get('compile_s', math.nan):6.1f} s, "
                   f"{r.get('us', math.nan):8.1f} us {r['error']}", flush=True)
-            write(args.out, rows, prov)
+            write_csv(args.out, rows, FIELDS, prov)
     for mode in MODES:
         ok = [r for r in rows if r["mode"] == mode and r.get("speedup_vs_default")]
         cs = sum(r.get("compile_s", 0.0) for r in rows if r["mode"] == mode)

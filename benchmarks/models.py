@@ -608,18 +608,10 @@ def provenance() -> dict:
 
 
 def write_rows(path: Path, rows: list, prov: dict) -> None:
-    """Atomic write: header comment lines with provenance, then the CSV."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_suffix(path.suffix + ".tmp")
-    with open(tmp, "w", newline="") as fh:
-        for k, v in prov.items():
-            fh.write(f"# {k}: {v}\n")
-        w = csv.DictWriter(fh, fieldnames=FIELDS)
-        w.writeheader()
-        for r in rows:
-            d = asdict(r)
-            w.writerow({k: (f"{v:.4g}" if isinstance(v, float) else v) for k, v in d.items()})
-    os.replace(tmp, path)
+    """Atomic write: header comment lines with provenance, then the CSV (``_harness.write_csv``)."""
+    from _harness import write_csv
+
+    write_csv(path, [asdict(r) for r in rows], FIELDS, prov, digits=4)
 
 
 def read_rows(path: Path) -> list[dict]:

@@ -29,7 +29,7 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "benchmarks"))
 
-from _harness import provenance  # noqa: E402
+from _harness import provenance, write_csv  # noqa: E402
 
 FIELDS = ("m", "n", "k", "recipe", "ours_us", "torch_us", "ratio", "ours_tflops", "torch_tflops",
           "ours_err", "torch_err", "error")
@@ -82,20 +82,6 @@ def one(m: int, n: int, k: int, recipe: str, fast: bool, rep_ms: int) -> dict:
     return row
 
 
-def write(path: Path, rows: list, prov: dict) -> None:
-    import csv
-
-    tmp = path.with_suffix(path.suffix + ".tmp")
-    with open(tmp, "w", newline="") as fh:
-        for k, v in prov.items():
-            fh.write(f"# {k}: {v}\n")
-        w = csv.DictWriter(fh, fieldnames=FIELDS)
-        w.writeheader()
-        for r in rows:
-            w.writerow({k: (f"{r[k]:.5g}" if isinstance(r.get(k), float) else r.get(k, "")) for k in FIELDS})
-    os.replace(tmp, path)
-
-
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--set", default="llm")
@@ -121,7 +107,7 @@ def main(argv=None) -> int:
         rows.append(r)
         print(f"{m}x{n}x{k}: ours {r.get('ours_us', math.nan):.1f} us torch {r.get('torch_us', math.nan):.1f} us "
               f"x{r.get('ratio', math.nan):.3f} {r['error']}", flush=True)
-        write(args.out, rows, prov)
+        write_csv(args.out, rows, FIELDS, prov)
     ok = [r for r in rows if not r["error"]]
     if ok:
         gm = math.exp(sum(math.log(r["ratio"]) for r in ok) / len(ok))

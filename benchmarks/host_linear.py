@@ -113,6 +113,29 @@ def main(argv=None) -> int:
     return 0
 
 
+def decode_ms(model, prompt, k: int, prof=None) -> float:
+    """ms per token of ``k`` greedy decode tokens after ``prompt`` (DynamicCache, eager), timed from the
+    first decode token to a device sync; ``prof`` (a torch.profiler profile) records just those tokens."""
+    import torch
+    import transformers as tf
+
+    cache = tf.DynamicCache(config=model.config)
+    out = model(input_ids=prompt, past_key_values=cache, use_cache=True)
+    tok = out.logits[:, -1:].argmax(-1)
+    torch.cuda.synchronize()
+    if prof is not None:
+        prof.start()
+    t0 = time.perf_counter()
+    for _ in range(k):
+        out = model(input_ids=tok, past_key_values=cache, use_cache=True)
+        tok = out.logits[:, -1:].argmax(-1)
+    torch.cuda.synchronize()
+    ms = (time.perf_counter() - t0) / k * 1e3
+    if prof is not None:
+        prof.stop()
+    return ms
+
+
 def decode_profile(name: str, n: int) -> None:
     """Per-token wall time of eager greedy decode (DynamicCache) with torch and under enable(), and a
     cProfile of our tokens: where the host time of a real decode step goes."""
@@ -120,7 +143,6 @@ def decode_profile(name: str, n: int) -> None:
     import pstats
 
     import torch
-    import transformers as tf
 
     import models
     import tritonblas
@@ -130,16 +152,7 @@ def decode_profile(name: str, n: int) -> None:
     prompt = torch.randint(0, model.config.vocab_size, (1, 64), device="cuda")
 
     def tokens(k: int):
-        cache = tf.DynamicCache(config=model.config)
-        out = model(input_ids=prompt, past_key_values=cache, use_cache=True)
-        tok = out.logits[:, -1:].argmax(-1)
-        torch.cuda.synchronize()
-        t0 = time.perf_counter()
-        for _ in range(k):
-            out = model(input_ids=tok, past_key_values=cache, use_cache=True)
-            tok = out.logits[:, -1:].argmax(-1)
-        torch.cuda.synchronize()
-        return (time.perf_counter() - t0) / k * 1e3
+        return decode_ms(model, prompt, k)
 
     with torch.inference_mode():
         for label, ctx in (("torch", None), ("ours", tritonblas.enable)):
@@ -351,7 +364,6 @@ def decode_timeline(name: str, tokens: int = 4, out: "Path | None" = None) -> No
     import tempfile
 
     import torch
-    import transformers as tf
     from torch.profiler import ProfilerActivity, profile
 
     import models
@@ -361,21 +373,7 @@ def decode_timeline(name: str, tokens: int = 4, out: "Path | None" = None) -> No
     prompt = torch.randint(0, model.config.vocab_size, (1, 64), device="cuda")
 
     def run(k: int, prof=None) -> float:
-        cache = tf.DynamicCache(config=model.config)
-        o = model(input_ids=prompt, past_key_values=cache, use_cache=True)
-        tok = o.logits[:, -1:].argmax(-1)
-        torch.cuda.synchronize()
-        if prof is not None:
-            prof.start()
-        t0 = time.perf_counter()
-        for _ in range(k):
-            o = model(input_ids=tok, past_key_values=cache, use_cache=True)
-            tok = o.logits[:, -1:].argmax(-1)
-        torch.cuda.synchronize()
-        ms = (time.perf_counter() - t0) / k * 1e3
-        if prof is not None:
-            prof.stop()
-        return ms
+        return decode_ms(model, prompt, k, prof)
 
     with torch.inference_mode():
         for side in ("torch", "ours"):

@@ -274,7 +274,7 @@ def linear_hot(x, w, bias=None):
     first (``F.linear(x, w[, b])`` positionally, not compiling: the wrapper checked; no autocast on
     any device, where the route would cast first): the warm
     result, or None and the caller takes its usual route. One function instead of the route's
-    chain: 48 Python calls per warm ``F.linear`` under ``enable()`` against 64 through the route
+    chain: 44 Python calls per warm ``F.linear`` under ``enable()`` against 64 through the route
     (cProfile, CPU host, launch stubbed out, 2026-12-01)."""
     if type(x) not in _PLAIN or type(w) not in _PLAIN or (bias is not None and type(bias) not in _PLAIN):
         return None

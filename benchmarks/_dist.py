@@ -22,7 +22,7 @@ import datetime
 import os
 from dataclasses import dataclass
 
-__all__ = ["TIMEOUT", "World", "world"]
+__all__ = ["TIMEOUT", "World", "exit_process", "world"]
 
 TIMEOUT = datetime.timedelta(hours=24)
 
@@ -101,6 +101,28 @@ class World:
                 dist.barrier()
             finally:
                 dist.destroy_process_group()
+
+
+def exit_process(rc: int) -> None:
+    """End a benchmark script with exit status ``rc``. Under torchrun the process ends with
+    ``os._exit`` once stdout, stderr and logging are flushed, skipping the interpreter's and C++'s
+    exit-time destructors: a rank whose work, CSV (written atomically, closed) and :meth:`World.close`
+    were all done was still seen to abort there with "terminate called without an active exception"
+    (gloo/OpenMP worker threads torn down during finalisation; CI under load, twice on 2026-12-01,
+    once after the barrier in ``close`` was added), which turns a finished job into a failed one.
+    Outside torchrun it is ``sys.exit(rc)``."""
+    import logging
+    import sys
+
+    if world() is None:
+        sys.exit(rc)
+    logging.shutdown()
+    for stream in (sys.stdout, sys.stderr):
+        try:
+            stream.flush()
+        except (OSError, ValueError):
+            pass
+    os._exit(int(rc or 0))
 
 
 def world(environ=None) -> World | None:

@@ -550,4 +550,6 @@ def _report(rows, out) -> int:
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    from benchmarks._dist import exit_process
+
+    exit_process(main())

@@ -661,4 +661,6 @@ def merge_rows(out: Path, parts: list[tuple[list[str], list[str], list[dict]]], 
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    from benchmarks._dist import exit_process
+
+    exit_process(main())

@@ -104,3 +104,19 @@ def test_compare_under_torchrun_merges_the_single_process_rows(tmp_path):
     assert len(ref) == 3 and [[r[c] for c in same] for r in got] == [[r[c] for c in same] for r in ref]
     assert all(r["ours_ms"] and r["torch_ms"] for r in got), got
     assert not list(tmp_path.glob("merged.rank*.csv")), "shard files left"
+
+
+@pytest.mark.parametrize("under_torchrun", [False, True])
+def test_exit_process_flushes_and_keeps_the_status(under_torchrun):
+    """Under torchrun ``exit_process`` ends with ``os._exit`` (no exit-time destructors): buffered
+    output must still arrive and the status must be the script's."""
+    env = _env()
+    if under_torchrun:
+        env.update(WORLD_SIZE="2", RANK="1")
+    code = ("import sys, atexit; from benchmarks._dist import exit_process\n"
+            "atexit.register(lambda: print('atexit ran'))\n"
+            "sys.stdout.write('buffered, no newline'); sys.stderr.write('err too'); exit_process(3)")
+    r = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, timeout=60)
+    assert r.returncode == 3 and r.stderr.endswith("err too"), (r.returncode, r.stderr)
+    assert r.stdout.startswith("buffered, no newline")
+    assert ("atexit ran" in r.stdout) is (not under_torchrun), r.stdout  # os._exit skips exit handlers

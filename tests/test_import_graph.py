@@ -52,3 +52,14 @@ def test_no_import_cycles():
     graph = _graph()
     assert {"origami.select", "tritonblas.dispatch", "tritonblas.routing"} <= set(graph)
     assert not _cycles(graph), sorted(" -> ".join(c) for c in _cycles(graph))
+
+
+if __name__ == "__main__":  # python tests/test_import_graph.py [TREE]: the graph's size and its cycles
+    import sys
+
+    ROOT = Path(sys.argv[1]).resolve() if len(sys.argv) > 1 else ROOT
+    g = _graph()
+    found = _cycles(g)
+    print(f"{ROOT}: {len(g)} modules, {sum(map(len, g.values()))} import edges, {len(found)} cycles")
+    for c in sorted(found, key=len):
+        print("  cycle:", " -> ".join(c + (c[0],)))

@@ -388,15 +388,15 @@ def inductor_kwargs(cfg: TileConfig, p: GemmProblem, *, even_k: bool | None = No
     Every kwarg Inductor's own mm heuristics give the template: ``EVEN_K`` (K % BLOCK_K == 0, or
     ``even_k`` where the caller knows better, e.g. a symbolic K: False), ``USE_FAST_ACCUM`` (False),
     ``ACC_TYPE`` (``tl.float32``), ``num_stages``, ``num_warps``, ``BLOCK_M/N/K``, ``GROUP_M``, plus
-    ``hint_override`` (None) on NVIDIA or ``matrix_instr_nonkdim``, ``waves_per_eu``, ``kpack`` on
-    AMD. The persistent templates' own kwargs (``NUM_SMS``, TMA options) come from Inductor's base
+    ``hint_override`` (None; a parameter of ``TritonTemplate.generate`` in torch 2.13-2.15, which
+    Inductor's ROCm heuristic also emits from torch 2.15 on), and ``matrix_instr_nonkdim``,
+    ``waves_per_eu``, ``kpack`` on AMD. The persistent templates' own kwargs (``NUM_SMS``, TMA options) come from Inductor's base
     config, which a lookup hit is merged over (torch 2.13)."""
     c = {"EVEN_K": p.k % cfg.block_k == 0 if even_k is None else even_k, "USE_FAST_ACCUM": False,
          "ACC_TYPE": "tl.float32", "num_stages": cfg.num_stages, "num_warps": cfg.num_warps,
-         "BLOCK_M": cfg.block_m, "BLOCK_N": cfg.block_n, "BLOCK_K": cfg.block_k, "GROUP_M": cfg.group_m}
-    if cfg.matrix_instr_nonkdim is None:
-        c["hint_override"] = None
-    else:
+         "BLOCK_M": cfg.block_m, "BLOCK_N": cfg.block_n, "BLOCK_K": cfg.block_k, "GROUP_M": cfg.group_m,
+         "hint_override": None}
+    if cfg.matrix_instr_nonkdim is not None:
         c.update(matrix_instr_nonkdim=cfg.matrix_instr_nonkdim, waves_per_eu=cfg.waves_per_eu, kpack=cfg.kpack)
     return c
 
@@ -416,7 +416,7 @@ def render_inductor(table: TileTable, *, device_key: str | None = None,
     - Value: one config, ``template_id`` ``triton::mm`` / ``triton::bmm`` with every kwarg Inductor's
       own mm heuristics give that template — ``EVEN_K`` (K % BLOCK_K == 0), ``USE_FAST_ACCUM`` (False),
       ``ACC_TYPE`` (``tl.float32``), ``num_stages``, ``num_warps``, ``BLOCK_M/N/K``, ``GROUP_M``, plus
-      ``hint_override`` (None) on NVIDIA or ``matrix_instr_nonkdim``, ``waves_per_eu``, ``kpack`` on AMD.
+      ``hint_override`` (None), and ``matrix_instr_nonkdim``, ``waves_per_eu``, ``kpack`` on AMD.
       The full set matters: torch 2.13 merges a hit over its base kwargs (``{**base, **entry}``), but
       earlier versions of ``LookupTableChoices._create_lookup_choices`` (pytorch/pytorch history, likely
       the 2.11 line) pass the entry alone as the template's kwargs.

@@ -372,11 +372,13 @@ def _run(name: str, v: _Views, out: Tensor | None, *, c: Tensor | None = None, a
             r = torch.ops.tritonblas.addmm(c, v.a, v.b, float(alpha), float(beta), prof, cfg)
         return r.reshape(v.shape)
     _check_out(name, out, v.shape, v.a, *grad_args)
-    _check_out_overlap(name, out, c if beta != 0 else None)
     try:
         out_k = out.view(v.kernel_shape)
     except RuntimeError:  # not viewable as the kernel's output: compute, then copy
         out_k = None
+    # c is kernel-level (addmv's (N,) input is an (N, 1) view): compare it with out's kernel-level view,
+    # so ``addmv(c, a, v, out=c)`` is out being c, not a partial overlap
+    _check_out_overlap(name, out if out_k is None else out_k, c if beta != 0 else None)
     if out_k is None:
         with torch.no_grad():
             r = _run(name, v, None, c=c, alpha=alpha, beta=beta, profile=profile, config=config)

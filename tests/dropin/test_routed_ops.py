@@ -215,3 +215,12 @@ def test_concurrent_calls_are_correct(device):
     for t in threads:
         t.join()
     assert not errors and not wrong, (errors[:3], wrong)
+
+
+def test_alpha_beta_numbers_torch_takes_still_run(device):
+    import numpy as np
+
+    c, a, b = torch.randn(3, 5, device=device), torch.randn(3, 4, device=device), torch.randn(4, 5, device=device)
+    want = torch.addmm(c.double(), a.double(), b.double(), beta=2.0, alpha=-0.5).float()
+    for beta, alpha in ((torch.tensor(2.0), -0.5), (np.float32(2.0), np.float64(-0.5)), (2, torch.tensor(-0.5))):
+        torch.testing.assert_close(tritonblas.addmm(c, a, b, beta=beta, alpha=alpha), want, rtol=1e-5, atol=1e-5)

@@ -226,3 +226,21 @@ def test_use_fast_accum_must_be_a_bool(device):
     one = torch.tensor(1.0, device=device)
     with pytest.raises(TypeError, match="use_fast_accum"):
         tritonblas.scaled_mm(a, b, one, one, out_dtype=torch.bfloat16, use_fast_accum="no")
+
+
+@pytest.mark.parametrize("dtypes", [(E4M3, E4M3), (E4M3, E5M2), (E5M2, E5M2)])
+def test_nan_and_inf_inputs_propagate_like_the_reference(dtypes, device):
+    """A NaN in a row of a (e4m3fn has NaN, no inf) and an inf in a column of an e5m2 b: NaN/inf exactly
+    where the float64 reference has them (RELIABILITY.md §6 item 9). Under the interpreter the e4m3fn
+    NaN read as 480 before: a finite row."""
+    m, k, n = 16, 32, 16
+    a, b = _fp8(m, k, dtypes[0], False, device, 21), _fp8(k, n, dtypes[1], True, device, 22)
+    a[3, 5] = float("nan")
+    if dtypes[1] == E5M2:
+        b[7, 2] = float("inf")
+    sa, sb = _scales("tensor", m, n, device)
+    for out_dtype in (torch.float32, torch.bfloat16):
+        out = tritonblas.scaled_mm(a, b, sa, sb, out_dtype=out_dtype)
+        ref, mag, _ = reference(a, b, scale_a=sa, scale_b=sb)
+        assert ref[3].isnan().all()
+        assert_gemm_close(out, ref, mag, k, fp8_mma=True, what=f"non-finite {dtypes} {out_dtype}")

@@ -24,11 +24,10 @@ on GPU (nothing in the kernels changes); outside the block the order is the inte
 from __future__ import annotations
 
 import contextlib
-import os
 import random
 import threading
 
-from tritonblas.settings import ENV_INTERPRET
+from tritonblas import settings
 
 __all__ = ["apply", "interpreting", "tensor_index", "serial", "program_order", "permutation"]
 
@@ -86,7 +85,7 @@ def serial():
 
 
 def interpreting() -> bool:
-    return os.environ.get(ENV_INTERPRET, "0") == "1"
+    return settings.interpret()
 
 
 def _fp32_to_bf16_rne(x):

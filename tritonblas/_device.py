@@ -37,7 +37,7 @@ import warnings
 from dataclasses import dataclass
 from typing import Any, Iterable
 
-from origami.hardware import HardwareProfile, list_profiles, load_profile
+from origami.hardware import HardwareProfile, ProfileError, list_profiles, load_profile
 from tritonblas.log import DeviceMismatchWarning, logger
 
 __all__ = [
@@ -202,7 +202,7 @@ def match_profile(props: Any, *, index: int | None = None, strict: bool = False,
     desc = dev.describe(index)
     notes: list[str] = []
     if profile is not None:
-        hw, how = load_profile(profile), source
+        hw, how = _load_forced(profile, source), source
         if dev.name and hw.device_names and _name_score(hw, dev.name) == 0:
             notes.append(f"{source} forces {hw.name}, whose device_names {list(hw.device_names)} "
                          f"do not match {dev.name!r}")
@@ -273,6 +273,17 @@ def override_key(profile: Any) -> Any:
     return os.fspath(profile)
 
 
+def _load_forced(profile: Any, source: str) -> HardwareProfile:
+    """``load_profile(profile)``; a ProfileError from ``$TRITONBLAS_PROFILE`` names the variable (its
+    message alone said "nope: unknown profile", with nothing pointing at the environment)."""
+    try:
+        return load_profile(profile)
+    except ProfileError as e:
+        if source != ENV_PROFILE:
+            raise
+        raise ProfileError(f"${ENV_PROFILE}={profile!r}: {e}") from e
+
+
 def profile_for_device(device: Any = None, *, profile: "str | os.PathLike[str] | HardwareProfile | None" = None,
                        strict: bool = False) -> DeviceInfo:
     """The profile for ``device`` (an index, ``"cuda:1"``, a ``torch.device``, or None = current).
@@ -294,7 +305,7 @@ def profile_for_device(device: Any = None, *, profile: "str | os.PathLike[str] |
             raise DeviceError(f"no GPU to map to a hardware profile (device {device!r}): set {ENV_PROFILE} "
                               "to a profile name or path, or pass profile= (e.g. 'h200'), to run on CPU "
                               "under TRITON_INTERPRET=1")
-        hw = load_profile(forced)
+        hw = _load_forced(forced, source)
         info = DeviceInfo(profile=hw, live_compute_units=hw.compute_units, index=None, name="cpu", how=source)
     else:
         info = match_profile(_properties(index), index=index, strict=strict, profile=forced, source=source)

@@ -4,6 +4,9 @@
   (relative error ~1e10, Triton 3.6 and 3.9). We widen bf16 operands to fp32 first, which is exact.
 - **fp32 → bf16 casts truncate** (``cast_impl`` calls its converter with no rounding mode), where
   the GPU rounds to nearest even: results were off by up to one bf16 ulp. We round to nearest even.
+- **fp8 special values**: the interpreter converts fp8 bit by bit with no NaN/inf cases (an e4m3fn
+  NaN read as 480, so a NaN input gave a finite ``scaled_mm`` result). fp8 ``tl.dot`` operands and
+  fp8 casts go through a 256-entry table of torch's own conversion instead (exact).
 - **numpy ≥ 2.4 with Triton 3.6**: ``int(handle.data)`` on a 1-element array raises
   ``TypeError: only 0-dimensional arrays can be converted to Python scalars`` (every loop with a
   runtime bound fails). Backport of Triton 3.9's fix: convert the single element explicitly.
@@ -21,11 +24,10 @@ on GPU (nothing in the kernels changes); outside the block the order is the inte
 from __future__ import annotations
 
 import contextlib
-import os
 import random
 import threading
 
-from tritonblas.settings import ENV_INTERPRET
+from tritonblas import settings
 
 __all__ = ["apply", "interpreting", "tensor_index", "serial", "program_order", "permutation"]
 
@@ -83,7 +85,7 @@ def serial():
 
 
 def interpreting() -> bool:
-    return os.environ.get(ENV_INTERPRET, "0") == "1"
+    return settings.interpret()
 
 
 def _fp32_to_bf16_rne(x):
@@ -94,6 +96,19 @@ def _fp32_to_bf16_rne(x):
     rounded = ((u + np.uint32(0x7FFF) + ((u >> 16) & np.uint32(1))) >> 16).astype(np.uint16)
     nan = np.isnan(x)
     return np.where(nan, ((u >> 16) | np.uint32(0x40)).astype(np.uint16), rounded)
+
+
+def _fp8_tables(tl) -> dict:
+    """Triton fp8 dtype -> its 256 values as fp32 (numpy), from torch's own conversion: exact, with
+    NaN (and e5m2's inf) where the format has them. The interpreter's bit-level converter knows no
+    special values: an e4m3fn NaN (0x7F) became 480, an e5m2 inf 65536 in a cast."""
+    import torch
+
+    pairs = ((tl.float8e4nv, torch.float8_e4m3fn), (tl.float8e5, torch.float8_e5m2),
+             (getattr(tl, "float8e4b8", None), getattr(torch, "float8_e4m3fnuz", None)),
+             (getattr(tl, "float8e5b16", None), getattr(torch, "float8_e5m2fnuz", None)))
+    codes = torch.arange(256, dtype=torch.int32).to(torch.uint8)
+    return {t: codes.view(d).float().numpy() for t, d in pairs if t is not None and d is not None}
 
 
 def tensor_index(self) -> int:
@@ -118,10 +133,15 @@ def apply() -> bool:
 
     original_dot = interp.InterpreterBuilder.create_dot
 
+    fp8 = _fp8_tables(tl)
+
     def _widen(h):
         if h.dtype == tl.bfloat16:
             data = (h.data.astype(np.uint32) << 16).view(np.float32)
             return interp.TensorHandle(data, tl.float32)
+        table = fp8.get(h.dtype)
+        if table is not None:
+            return interp.TensorHandle(table[h.data.view(np.uint8)], tl.float32)
         return h
 
     def create_dot(self, a, b, d, input_precision, max_num_imprecise_acc):
@@ -134,6 +154,11 @@ def apply() -> bool:
     def cast_impl(self, src, dst_type):
         if src.dtype.scalar == tl.float32 and dst_type.scalar == tl.bfloat16:
             return interp.TensorHandle(_fp32_to_bf16_rne(src.data), tl.bfloat16)
+        if src.dtype.scalar in fp8 and dst_type.scalar.is_floating() and dst_type.scalar.primitive_bitwidth > 8:
+            src = _widen(src)  # exact, specials kept; then fp32 to the target as usual
+            if dst_type.scalar == tl.float32:
+                return src
+            return cast_impl(self, src, dst_type)
         return original_cast(self, src, dst_type)
 
     interp.InterpreterBuilder.cast_impl = cast_impl

@@ -1005,12 +1005,14 @@ def _out_shape(a: torch.Tensor, b: torch.Tensor) -> tuple[int, ...]:
 
 def overlap(x: torch.Tensor, y: torch.Tensor) -> str:
     """torch's overlap classes of two tensors: "none", "full" (same elements in the same order:
-    same address, shape and strides) or "partial" (any other sharing of memory)."""
+    same address, shape and strides; a size-1 dim's stride is never used, so it may differ) or
+    "partial" (any other sharing of memory)."""
     if x.numel() == 0 or y.numel() == 0:
         return "none"
     if x.untyped_storage().data_ptr() != y.untyped_storage().data_ptr():
         return "none"
-    if x.data_ptr() == y.data_ptr() and x.shape == y.shape and x.stride() == y.stride():
+    if x.data_ptr() == y.data_ptr() and x.shape == y.shape and (x.stride() == y.stride() or all(
+            sx == sy for n, sx, sy in zip(x.shape, x.stride(), y.stride()) if n != 1)):
         return "full"
 
     def span(t: torch.Tensor) -> tuple[int, int]:

@@ -113,6 +113,12 @@ def _sig(t) -> tuple:
     return (t.shape, t.stride(), t.dtype, t.device, t.data_ptr() & 15)
 
 
+def _flat(t, keep: int = 1):
+    """``t`` reshaped to (product of the leading dims, *its last ``keep`` dims), sizes spelled out:
+    ``reshape(-1, ...)`` is ambiguous (an error) for a tensor with no elements, e.g. K = 0 or N = 0."""
+    return t.reshape(math.prod(t.shape[:-keep]), *t.shape[t.dim() - keep:])
+
+
 def _store(table: dict, key: tuple, value: tuple) -> None:
     with _LOCK:
         while len(table) >= MAX_ENTRIES:
@@ -138,7 +144,7 @@ def _linear_views(x, w):
     if x.dim() == 2:
         return x, w.t()
     try:
-        return x.view(-1, x.shape[-1]), w.t()
+        return x.view(math.prod(x.shape[:-1]), x.shape[-1]), w.t()
     except RuntimeError:
         return None
 
@@ -205,11 +211,11 @@ class _Linear(torch.autograd.Function):
     def backward(ctx, grad):
         x, w = ctx.saved_tensors
         gx = gw = gb = None
-        g2 = grad.reshape(-1, grad.shape[-1])
+        g2 = _flat(grad)
         if ctx.needs_input_grad[0]:
             gx = _mm(g2, w).view(*x.shape[:-1], w.shape[1])
         if ctx.needs_input_grad[1]:
-            gw = _mm(g2.t(), x.reshape(-1, x.shape[-1]))
+            gw = _mm(g2.t(), _flat(x))
         if ctx.has_bias and ctx.needs_input_grad[2]:
             gb = g2.sum(0)
         return gx, gw, gb
@@ -219,7 +225,7 @@ def _linear_checked(x, w, bias):
     """``x @ w.T + bias`` through the dispatcher's checked path (the caller checked shapes and dtypes),
     then remember the signature for the warm path."""
     views = _linear_views(x, w)
-    a, b = views if views is not None else (x.reshape(-1, x.shape[-1]), w.t())
+    a, b = views if views is not None else (_flat(x), w.t())
     r = dispatch.gemm(a, b, c=bias, alpha=1.0, beta=0.0 if bias is None else 1.0, op="addmm" if bias is not None else "mm")
     record_linear(x, w, bias)
     return r.view(*x.shape[:-1], w.shape[0])
@@ -229,9 +235,9 @@ def _matmul_checked(a, b):
     """``a @ b`` for the cases :class:`_Matmul` takes — b 2-D, or a and b with equal batch dims —
     through the dispatcher's checked path, then remember the signature for the warm path."""
     if b.dim() == 2:
-        ka, kb = a.reshape(-1, a.shape[-1]), b
+        ka, kb = _flat(a), b
     else:
-        ka, kb = a.reshape(-1, *a.shape[-2:]), b.reshape(-1, *b.shape[-2:])
+        ka, kb = _flat(a, 2), _flat(b, 2)
     r = dispatch.gemm(ka, kb, op="mm")
     record_matmul(a, b, ka, kb)
     return r.view(*a.shape[:-1], b.shape[-1])
@@ -386,8 +392,8 @@ class _Matmul(torch.autograd.Function):
         a, b = ctx.saved_tensors
         ga = gb = None
         if b.dim() == 2:
-            g2 = grad.reshape(-1, grad.shape[-1])
-            a2 = a.reshape(-1, a.shape[-1])
+            g2 = _flat(grad)
+            a2 = _flat(a)
             if ctx.needs_input_grad[0]:
                 ga = _mm(g2, b.t()).view(a.shape)
             if ctx.needs_input_grad[1]:

@@ -26,6 +26,7 @@ from __future__ import annotations
 
 import json
 import math
+import numbers
 import os
 import warnings
 from functools import lru_cache
@@ -37,7 +38,7 @@ from origami.hardware import HardwareProfile
 from tritonblas import _compat, dispatch, fastpath
 
 __all__ = ["matmul", "addmm", "bmm", "baddbmm", "addbmm", "mv", "addmv", "linear", "explain", "clear_caches",
-           "expands_to"]
+           "expands_to", "real_scalar"]
 
 Tensor = torch.Tensor
 
@@ -372,11 +373,13 @@ def _run(name: str, v: _Views, out: Tensor | None, *, c: Tensor | None = None, a
             r = torch.ops.tritonblas.addmm(c, v.a, v.b, float(alpha), float(beta), prof, cfg)
         return r.reshape(v.shape)
     _check_out(name, out, v.shape, v.a, *grad_args)
-    _check_out_overlap(name, out, c if beta != 0 else None)
     try:
         out_k = out.view(v.kernel_shape)
     except RuntimeError:  # not viewable as the kernel's output: compute, then copy
         out_k = None
+    # c is kernel-level (addmv's (N,) input is an (N, 1) view): compare it with out's kernel-level view,
+    # so ``addmv(c, a, v, out=c)`` is out being c, not a partial overlap
+    _check_out_overlap(name, out if out_k is None else out_k, c if beta != 0 else None)
     if out_k is None:
         with torch.no_grad():
             r = _run(name, v, None, c=c, alpha=alpha, beta=beta, profile=profile, config=config)
@@ -430,9 +433,20 @@ def bmm(a: Tensor, b: Tensor, *, out: Tensor | None = None, config: TileConfig |
     return _run("bmm", _Views(a, b, shape, shape), out, profile=profile, config=config, grad_args=(a, b))
 
 
+def real_scalar(x: Any) -> bool:
+    """Whether ``x`` is what torch takes as a real ``alpha`` / ``beta`` (a Python or numpy real number,
+    a bool, or a 0-D real tensor); a string, a list, None or a 1-element 1-D tensor is not."""
+    if isinstance(x, torch.Tensor):
+        return x.dim() == 0 and not x.is_complex()
+    return isinstance(x, numbers.Real)
+
+
 def _scalar(name: str, arg: str, x: Any) -> float:
     if isinstance(x, complex) or (isinstance(x, torch.Tensor) and x.is_complex()):
         raise RuntimeError(f"{name}(): complex {arg}={x!r} is not supported for real tensors")
+    if not real_scalar(x):
+        raise TypeError(f"{name}(): argument '{arg}' must be a Number (or a 0-D tensor), not "
+                        f"{type(x).__name__}{'' if not isinstance(x, torch.Tensor) else f' of shape {_shape(x)}'}")
     return float(x)
 
 

@@ -121,8 +121,10 @@ def _autocast(*tensors: Tensor | None) -> tuple:
     return tuple(t if t is None or not t.is_floating_point() or t.dtype == dt else t.to(dt) for t in tensors)
 
 
-def _complex(*xs: Any) -> bool:
-    return any(isinstance(x, complex) or (isinstance(x, torch.Tensor) and x.is_complex()) for x in xs)
+def _not_real(*xs: Any) -> bool:
+    """Whether an alpha/beta is not a real number torch takes (complex, or not a number at all: a
+    string, None, a 1-D tensor): torch runs the call and raises or computes as it does."""
+    return not all(ops.real_scalar(x) for x in xs)
 
 
 def _tensors(*xs: Any) -> bool:
@@ -198,7 +200,7 @@ def _r_bmm(profile, a, b, out):
 
 def _r_addmm(profile, c, a, b, beta, alpha, out):
     if (not _tensors(c, a, b) or a.dim() != 2 or b.dim() != 2 or a.shape[1] != b.shape[0]
-            or not ops.expands_to(tuple(c.shape), (a.shape[0], b.shape[1])) or _complex(alpha, beta)):
+            or not ops.expands_to(tuple(c.shape), (a.shape[0], b.shape[1])) or _not_real(alpha, beta)):
         return NotImplemented
     return _run(profile, ops.addmm, (c, a, b), out, alpha=alpha, beta=beta)
 
@@ -206,7 +208,7 @@ def _r_addmm(profile, c, a, b, beta, alpha, out):
 def _r_baddbmm(profile, c, a, b, beta, alpha, out):
     if (not _tensors(c, a, b) or a.dim() != 3 or b.dim() != 3 or a.shape[0] != b.shape[0]
             or a.shape[2] != b.shape[1] or not ops.expands_to(tuple(c.shape), (a.shape[0], a.shape[1], b.shape[2]))
-            or _complex(alpha, beta)):
+            or _not_real(alpha, beta)):
         return NotImplemented
     return _run(profile, ops.baddbmm, (c, a, b), out, alpha=alpha, beta=beta)
 
@@ -214,7 +216,7 @@ def _r_baddbmm(profile, c, a, b, beta, alpha, out):
 def _r_addbmm(profile, c, a, b, beta, alpha, out):
     if (not _tensors(c, a, b) or a.dim() != 3 or b.dim() != 3 or a.shape[0] != b.shape[0]
             or a.shape[2] != b.shape[1] or not ops.expands_to(tuple(c.shape), (a.shape[1], b.shape[2]))
-            or _complex(alpha, beta)):
+            or _not_real(alpha, beta)):
         return NotImplemented
     return _run(profile, ops.addbmm, (c, a, b), out, alpha=alpha, beta=beta)
 
@@ -227,7 +229,7 @@ def _r_mv(profile, a, v, out):
 
 def _r_addmv(profile, c, a, v, beta, alpha, out):
     if (not _tensors(c, a, v) or a.dim() != 2 or v.dim() != 1 or a.shape[1] != v.shape[0]
-            or not ops.expands_to(tuple(c.shape), (a.shape[0],)) or _complex(alpha, beta)):
+            or not ops.expands_to(tuple(c.shape), (a.shape[0],)) or _not_real(alpha, beta)):
         return NotImplemented
     return _run(profile, ops.addmv, (c, a, v), out, alpha=alpha, beta=beta)
 

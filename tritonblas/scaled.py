@@ -12,7 +12,8 @@ epilogue. Contract, checked in this order (the checks and messages of torch 2.13
   ``scale_b`` (1, N), contiguous (row-wise). torch's block-wise recipes (1x128, 128x128) are valid
   calls we do not run: NotImplementedError names them, so a caller can tell "not here" from
   "wrong"; anything else is ValueError "Invalid scaling configuration";
-- ``bias`` has N elements (RuntimeError "Bias must be size N"), any float dtype;
+- ``bias`` has N elements, in any shape (read as the vector of N; RuntimeError "Bias must be size N"),
+  any float dtype;
 - ``out_dtype`` is bf16, fp16 or fp32. torch's default, fp8 output (``out_dtype=None``, with
   ``scale_result``), is not supported here: :class:`NotImplementedError` naming ``out_dtype``.
 
@@ -104,6 +105,8 @@ def scaled_mm(a: Tensor, b: Tensor, scale_a: Tensor, scale_b: Tensor, *, bias: T
     """``torch._scaled_mm(a, b, scale_a, scale_b, bias=bias, out_dtype=out_dtype,
     use_fast_accum=use_fast_accum)`` on tritonblas kernels (see the module docstring for the contract)."""
     recipe = _check(a, b, scale_a, scale_b, bias, out_dtype)
+    if not isinstance(use_fast_accum, bool):
+        raise TypeError(f"scaled_mm(): argument 'use_fast_accum' must be bool, not {type(use_fast_accum).__name__}")
     reason = dispatch.placement_reason(a, b, scale_a, scale_b, bias)
     if reason is not None:
         raise RuntimeError(f"tritonblas.scaled_mm: our kernels cannot run this call: {reason}")
@@ -113,6 +116,8 @@ def scaled_mm(a: Tensor, b: Tensor, scale_a: Tensor, scale_b: Tensor, *, bias: T
 def _run(recipe: str, a, b, scale_a, scale_b, bias, out_dtype, use_fast_accum, profile) -> Tensor:
     out = torch.empty((a.shape[0], b.shape[1]), dtype=out_dtype, device=a.device)
     sa, sb = (scale_a.reshape(()), scale_b.reshape(())) if recipe == "tensor" else (scale_a, scale_b)
+    if bias is not None and bias.dim() != 1:
+        bias = bias.reshape(-1)  # any shape of N elements (the contract; torch's CUDA kernel reads a vector)
     return dispatch.scaled_gemm(a, b, out, scale_a=sa, scale_b=sb, bias=bias, fast_accum=bool(use_fast_accum),
                                 profile=profile)
 

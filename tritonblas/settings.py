@@ -8,7 +8,7 @@ at call time (never at import). origami's own variable, ``ORIGAMI_PROFILE_DIR``,
 | ``TRITONBLAS_TABLE`` | tile table consulted before the model (exact hits) |
 | ``TRITONBLAS_FAST`` | ``0`` turns the ops' warm path (:mod:`tritonblas.fastpath`) off |
 | ``ORIGAMI_PROFILE_DIR`` | a directory of extra profiles, loadable by name |
-| ``TRITON_INTERPRET`` | ``1`` runs the kernels on CPU tensors through Triton's interpreter |
+| ``TRITON_INTERPRET`` | ``1`` (or ``true``/``yes``/``on``, as Triton reads it) runs the kernels on CPU tensors through Triton's interpreter |
 
 Hot paths read them through :func:`raw_reader` (``dispatch``'s fast key) and :func:`raw_equals`
 (``fastpath``'s off switch); every module takes the names from here.
@@ -46,8 +46,16 @@ def profile_dir() -> str | None:
     return os.environ.get(ENV_PROFILE_DIR) or None
 
 
+_TRUE = frozenset(("1", "true", "yes", "on", "y"))  # what Triton's getenv_bool takes as true (any case)
+
+
 def interpret() -> bool:
-    return os.environ.get(ENV_INTERPRET, "0") == "1"
+    """Whether ``TRITON_INTERPRET`` is on as Triton itself reads it (``1``, ``true``, ``yes``, ``on``,
+    ``y``, any case): Triton interprets the kernels then, so tritonblas must treat CPU tensors as
+    runnable and install its interpreter workarounds (``TRITON_INTERPRET=true`` sent every call to
+    torch, silently, while Triton interpreted)."""
+    value = os.environ.get(ENV_INTERPRET)
+    return value is not None and value.lower() in _TRUE
 
 
 def _raw_mapping():

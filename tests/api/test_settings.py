@@ -22,3 +22,36 @@ def test_raw_readers_follow_os_environ(monkeypatch):
     assert read()[1] is not None and read() != (read()[0], None)
     del os.environ["TRITONBLAS_TABLE"]
     assert read()[1] is None
+
+
+def test_interpret_reads_triton_interpret_as_triton_does(monkeypatch):
+    """Triton takes TRITON_INTERPRET=true/yes/on (any case) as on and interprets the kernels; tritonblas
+    took only "1", so with "true" it sent every CPU call to torch while Triton interpreted."""
+    from triton._C.libtriton import getenv_bool
+
+    from tritonblas import _interpreter
+
+    for value in ("1", "true", "TRUE", "yes", "On", "y", "0", "false", "no", "", "banana", " 1"):
+        monkeypatch.setenv("TRITON_INTERPRET", value)
+        assert settings.interpret() is bool(getenv_bool("TRITON_INTERPRET", False)), value
+        assert _interpreter.interpreting() is settings.interpret()
+    monkeypatch.delenv("TRITON_INTERPRET")
+    assert not settings.interpret()
+
+
+def test_triton_interpret_true_runs_the_kernels_on_cpu(monkeypatch):
+    import pytest
+    import torch
+
+    import tritonblas
+    from tritonblas import dispatch
+
+    if torch.cuda.is_available():
+        pytest.skip("CPU tensors under the interpreter")
+    monkeypatch.setenv("TRITON_INTERPRET", "true")
+    monkeypatch.setenv("TRITONBLAS_PROFILE", "h200")
+    a, b = torch.randn(9, 12, dtype=torch.float64).float(), torch.randn(12, 7, dtype=torch.float64).float()
+    dispatch.reset_stats()
+    out = tritonblas.matmul(a, b)
+    assert dispatch.stats()["launches"] == 1 and dispatch.stats()["fallbacks"] == 0
+    torch.testing.assert_close(out, (a.double() @ b.double()).float(), rtol=1e-5, atol=1e-5)

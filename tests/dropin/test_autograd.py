@@ -154,3 +154,20 @@ def test_compile_dynamic_no_recompiles_cpu(device):
         for m in (4, 7, 9, 16, 21):
             a = _rand(m, 8, device=device, grad=False)
             torch.testing.assert_close(f(a, b), a @ b, rtol=1.3e-6, atol=1e-5)
+
+
+@pytest.mark.parametrize("x_shape,w_shape", [((5, 0), (6, 0)), ((5, 7), (0, 7)), ((2, 5, 7), (0, 7)),
+                                             ((2, 5, 0), (6, 0))])
+def test_linear_autograd_with_an_empty_k_or_n(x_shape, w_shape, device):
+    """K = 0 or N = 0 under autograd (the warm path's autograd Function): the result and the gradients
+    are torch's (zeros, or empty), not "cannot reshape tensor of 0 elements into shape [-1, 0]"."""
+    x, w = _rand(*x_shape, device=device), _rand(*w_shape, device=device)
+    b = _rand(w_shape[0], device=device)
+    _compare(tritonblas.linear, F.linear, x, w, b, what=f"linear {x_shape} {w_shape}")
+
+
+@pytest.mark.parametrize("a_shape,b_shape", [((2, 5, 0), (0, 6)), ((2, 5, 7), (7, 0)), ((2, 5, 7), (2, 7, 0)),
+                                             ((2, 5, 0), (2, 0, 3))])
+def test_matmul_autograd_with_an_empty_k_or_n(a_shape, b_shape, device):
+    a, b = _rand(*a_shape, device=device), _rand(*b_shape, device=device)
+    _compare(tritonblas.matmul, torch.matmul, a, b, what=f"matmul {a_shape} {b_shape}")

@@ -232,6 +232,22 @@ def test_bad_env_profile_names_the_variable_value(monkeypatch):
         profile_for_device("cpu")
 
 
+@pytest.mark.parametrize("value", ["h300", "/nonexistent/profile.yaml", "not-yaml-file"])
+def test_bad_env_profile_error_names_the_variable(monkeypatch, tmp_path, value):
+    """A garbage $TRITONBLAS_PROFILE (unknown name, missing file, a file that is not a profile) is a
+    ProfileError naming the variable, also from a call that never mentions a profile."""
+    if value == "not-yaml-file":
+        value = str(tmp_path / "notes.txt")
+        (tmp_path / "notes.txt").write_text("just some text\n")
+    monkeypatch.setenv("TRITONBLAS_PROFILE", value)
+    with pytest.raises(origami.ProfileError, match=r"^\$TRITONBLAS_PROFILE="):
+        profile_for_device("cpu")
+    import torch
+    import tritonblas
+    with pytest.raises(origami.ProfileError, match=r"^\$TRITONBLAS_PROFILE="):
+        tritonblas.matmul(torch.ones(2, 2), torch.ones(2, 2))
+
+
 def test_cpu_without_a_profile_says_how_to_get_one():
     with pytest.raises(DeviceError, match="TRITONBLAS_PROFILE"):
         profile_for_device("cpu")

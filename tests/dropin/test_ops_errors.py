@@ -102,3 +102,32 @@ def test_errors_launch_nothing(device):
     with pytest.raises(RuntimeError):
         tritonblas.matmul(torch.randn(3, 4, device=device), torch.randn(5, 6, device=device))
     assert dispatch.stats() == {"launches": 0, "plans": 0, "empty": 0, "fallbacks": 0, "routed": 0, "table_hits": 0, "intercepted": 0, "fast_hits": 0}
+
+
+_BAD_SCALARS = {"str": "2", "none": None, "list": [2.0], "1d_tensor": [2.0]}  # 1d_tensor: torch.tensor([2.0])
+
+
+@pytest.mark.parametrize("op", ["addmm", "baddbmm", "addbmm", "addmv"])
+@pytest.mark.parametrize("bad", list(_BAD_SCALARS))
+@pytest.mark.parametrize("arg", ["alpha", "beta"])
+def test_alpha_beta_that_are_not_numbers(device, op, bad, arg):
+    """torch takes a real Number (or a 0-D tensor) for alpha/beta and raises TypeError otherwise. Before,
+    float() made beta="2" or a 1-element 1-D tensor a result (through enable() too: torch's error lost),
+    and None an error naming neither the op nor the argument."""
+    value = torch.tensor(_BAD_SCALARS[bad], device=device) if bad == "1d_tensor" else _BAD_SCALARS[bad]
+    args = {"addmm": lambda d: (torch.randn(3, 5, device=d), torch.randn(3, 4, device=d), torch.randn(4, 5, device=d)),
+            "baddbmm": lambda d: (torch.randn(2, 3, 5, device=d), torch.randn(2, 3, 4, device=d),
+                                  torch.randn(2, 4, 5, device=d)),
+            "addbmm": lambda d: (torch.randn(3, 5, device=d), torch.randn(2, 3, 4, device=d),
+                                 torch.randn(2, 4, 5, device=d)),
+            "addmv": lambda d: (torch.randn(3, device=d), torch.randn(3, 4, device=d), torch.randn(4, device=d))}[op](device)
+    with pytest.raises(TypeError):
+        getattr(torch, op)(*args, **{arg: value})
+    with pytest.raises(TypeError, match=f"argument '{arg}'"):
+        getattr(tritonblas, op)(*args, **{arg: value})
+    with tritonblas.enable():
+        with pytest.raises(TypeError):  # routed: torch's own error
+            getattr(torch, op)(*args, **{arg: value})
+        with pytest.raises(TypeError):
+            getattr(args[0], op)(*args[1:], **{arg: value})
+

@@ -139,6 +139,26 @@ def test_addmm_out_is_c_in_place(device):
     _close(c, want, 12)
 
 
+@pytest.mark.parametrize("strided", [False, True])
+def test_addmv_out_is_c_in_place(device, strided):
+    """addmv(c, a, v, out=c) is torch's in-place form; c's (N, 1) kernel view made it a 'partial
+    overlap' RuntimeError before. A c one element over in the same storage still raises."""
+    a, v = torch.randn(9, 13, device=device), torch.randn(13, device=device)
+    base = torch.randn(20, device=device)
+    c = base[::2][:9] if strided else base[:9]
+    want = _ref(torch.addmv, c.clone(), a, v, alpha=2.0, beta=0.5)
+    r = tritonblas.addmv(c, a, v, alpha=2.0, beta=0.5, out=c)
+    assert r is c
+    _close(c, want, 13)
+    with tritonblas.enable():
+        c2 = base[:9].clone()
+        want2 = _ref(torch.addmv, c2.clone(), a, v, beta=-1.0)
+        torch.addmv(c2, a, v, beta=-1.0, out=c2)
+    _close(c2, want2, 13)
+    with pytest.raises(RuntimeError, match="single memory location"):
+        tritonblas.addmv(base[:9], a, v, out=base[1:10])
+
+
 def test_dispatcher_computes_correctly_when_out_partly_overlaps_c(device):
     a, b = torch.randn(24, 16, device=device), torch.randn(16, 24, device=device)
     base = torch.randn(25 * 24, device=device)
@@ -195,3 +215,12 @@ def test_concurrent_calls_are_correct(device):
     for t in threads:
         t.join()
     assert not errors and not wrong, (errors[:3], wrong)
+
+
+def test_alpha_beta_numbers_torch_takes_still_run(device):
+    import numpy as np
+
+    c, a, b = torch.randn(3, 5, device=device), torch.randn(3, 4, device=device), torch.randn(4, 5, device=device)
+    want = torch.addmm(c.double(), a.double(), b.double(), beta=2.0, alpha=-0.5).float()
+    for beta, alpha in ((torch.tensor(2.0), -0.5), (np.float32(2.0), np.float64(-0.5)), (2, torch.tensor(-0.5))):
+        torch.testing.assert_close(tritonblas.addmm(c, a, b, beta=beta, alpha=alpha), want, rtol=1e-5, atol=1e-5)

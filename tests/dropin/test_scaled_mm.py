@@ -202,3 +202,45 @@ def test_warm_calls_bind_this_calls_scales_and_bias(recipe, device):
     tritonblas.scaled_mm(a, b, sa2, sb2, out_dtype=torch.bfloat16)  # no bias: another signature, checked
     tritonblas.scaled_mm(a, b, sa2, sb2, out_dtype=torch.bfloat16, use_fast_accum=True)  # another again
     assert dispatch.stats()["fast_hits"] == 0
+
+
+@pytest.mark.parametrize("bias_shape", [(32, 1), (1, 1, 32), (1, 32)])
+def test_bias_of_n_elements_in_any_shape(bias_shape, device):
+    """The contract (and torch's CUDA kernel) take a bias of N elements whatever its shape; an (N, 1)
+    bias raised ValueError naming the dispatcher's internal 'c' before, through enable() too."""
+    m, k, n = 24, 64, 32
+    a, b = _fp8(m, k, E4M3, False, device, 16), _fp8(k, n, E4M3, True, device, 17)
+    sa, sb = _scales("row", m, n, device, seed=3)
+    bias = torch.randn(bias_shape, generator=torch.Generator().manual_seed(18)).to(device)
+    out = tritonblas.scaled_mm(a, b, sa, sb, bias=bias, out_dtype=torch.float32)
+    ref, mag, _ = reference(a, b, bias=bias, scale_a=sa, scale_b=sb)
+    assert_gemm_close(out, ref, mag, k, fp8_mma=True, what=f"bias {bias_shape}")
+    with tritonblas.enable():
+        routed = torch._scaled_mm(a, b, sa, sb, bias=bias.to(torch.bfloat16), out_dtype=torch.bfloat16)
+    ref, mag, _ = reference(a, b, bias=bias.to(torch.bfloat16), scale_a=sa, scale_b=sb)
+    assert_gemm_close(routed, ref, mag, k, fp8_mma=True, what=f"routed bias {bias_shape}")
+
+
+def test_use_fast_accum_must_be_a_bool(device):
+    a, b = _fp8(16, 32, E4M3, False, device, 19), _fp8(32, 16, E4M3, True, device, 20)
+    one = torch.tensor(1.0, device=device)
+    with pytest.raises(TypeError, match="use_fast_accum"):
+        tritonblas.scaled_mm(a, b, one, one, out_dtype=torch.bfloat16, use_fast_accum="no")
+
+
+@pytest.mark.parametrize("dtypes", [(E4M3, E4M3), (E4M3, E5M2), (E5M2, E5M2)])
+def test_nan_and_inf_inputs_propagate_like_the_reference(dtypes, device):
+    """A NaN in a row of a (e4m3fn has NaN, no inf) and an inf in a column of an e5m2 b: NaN/inf exactly
+    where the float64 reference has them (RELIABILITY.md §6 item 9). Under the interpreter the e4m3fn
+    NaN read as 480 before: a finite row."""
+    m, k, n = 16, 32, 16
+    a, b = _fp8(m, k, dtypes[0], False, device, 21), _fp8(k, n, dtypes[1], True, device, 22)
+    a[3, 5] = float("nan")
+    if dtypes[1] == E5M2:
+        b[7, 2] = float("inf")
+    sa, sb = _scales("tensor", m, n, device)
+    for out_dtype in (torch.float32, torch.bfloat16):
+        out = tritonblas.scaled_mm(a, b, sa, sb, out_dtype=out_dtype)
+        ref, mag, _ = reference(a, b, scale_a=sa, scale_b=sb)
+        assert ref[3].isnan().all()
+        assert_gemm_close(out, ref, mag, k, fp8_mma=True, what=f"non-finite {dtypes} {out_dtype}")

@@ -1123,7 +1123,9 @@ def scaled_gemm(a: torch.Tensor, b: torch.Tensor, out: torch.Tensor, *, scale_a:
     """``out = scale_a ⊙ (a @ b) ⊙ scale_b + bias`` for 2-D fp8 ``a``, ``b`` into a bf16/fp16/fp32
     ``out`` (the caller, :mod:`tritonblas.scaled`, checked torch._scaled_mm's rules): the plan of
     this key (origami's pick for the fp8 problem, cached like every other), launched with the scales
-    and bias in the epilogue. Problems outside the kernels' range run ``torch._scaled_mm``."""
+    and bias in the epilogue. Returns ``out``, or None when our kernels cannot run the problem (no
+    plan, or every pick refused by the compiler): the caller runs its fallback (:mod:`tritonblas.scaled`
+    knows which of torch's fp8 recipes torch's own kernel accepts)."""
     if out.numel() == 0:
         return out
     if a.shape[-1] == 0:
@@ -1158,8 +1160,7 @@ def scaled_gemm(a: torch.Tensor, b: torch.Tensor, out: torch.Tensor, *, scale_a:
             ran = _run_checked(key, lp, info, prepare, None, "scaled_mm")
     if ran is None:
         _STATS["fallbacks"] += 1
-        return out.copy_(torch._scaled_mm(a, b, scale_a, scale_b, bias=bias, out_dtype=out.dtype,
-                                          use_fast_accum=fast_accum))
+        return None
     lp, prepared, compiled = ran
     _STATS["launches"] += 1
     if fkey is not None:

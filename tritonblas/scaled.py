@@ -118,8 +118,43 @@ def _run(recipe: str, a, b, scale_a, scale_b, bias, out_dtype, use_fast_accum, p
     sa, sb = (scale_a.reshape(()), scale_b.reshape(())) if recipe == "tensor" else (scale_a, scale_b)
     if bias is not None and bias.dim() != 1:
         bias = bias.reshape(-1)  # any shape of N elements (the contract; torch's CUDA kernel reads a vector)
-    return dispatch.scaled_gemm(a, b, out, scale_a=sa, scale_b=sb, bias=bias, fast_accum=bool(use_fast_accum),
-                                profile=profile)
+    r = dispatch.scaled_gemm(a, b, out, scale_a=sa, scale_b=sb, bias=bias, fast_accum=bool(use_fast_accum),
+                             profile=profile)
+    return r if r is not None else _fallback(recipe, a, b, sa, sb, bias, out, use_fast_accum)
+
+
+def _fallback(recipe: str, a, b, sa, sb, bias, out: Tensor, use_fast_accum: bool) -> Tensor:
+    """The product when our kernels cannot run it: ``torch._scaled_mm`` where torch's CUDA kernel
+    accepts the call (:func:`_torch_cuda_accepts`), else fp32 on torch's matmul (fp8 values are exact
+    in fp32 and in TF32; the products accumulate in fp32, as in our kernels) with the scales and the
+    bias applied in fp32, then one rounding to ``out``'s dtype. Either way a call our contract accepts
+    gets its result, not torch's refusal of a layout or recipe its kernel lacks."""
+    if a.device.type == "cuda" and _torch_cuda_accepts(a, b, recipe, bias, out.dtype):
+        return out.copy_(torch._scaled_mm(a, b, sa, sb, bias=bias, out_dtype=out.dtype, use_fast_accum=use_fast_accum))
+    r = torch.mm(a.float(), b.float())
+    r.mul_(sa.float() if recipe == "tensor" else sa.float().reshape(-1, 1))
+    r.mul_(sb.float() if recipe == "tensor" else sb.float().reshape(1, -1))
+    if bias is not None:
+        r.add_(bias.float())
+    return out.copy_(r)
+
+
+def _torch_cuda_accepts(a, b, recipe: str, bias, out_dtype) -> bool:
+    """Whether torch's CUDA ``_scaled_mm`` kernel takes these operands: a row-major, b column-major, K
+    and N multiples of 16, not e5m2 x e5m2, row-wise scales only e4m3 x e4m3 to bf16, and a bias only
+    in the output's dtype and not with an fp32 output (torch 2.11-2.15; when in doubt, torch decides:
+    this says no)."""
+    m, k, n = a.shape[0], a.shape[1], b.shape[1]
+    a_row = a.stride(1) == 1 and (a.stride(0) > 1 or m <= 1)
+    b_col = b.stride(0) == 1 and (b.stride(1) > 1 or n <= 1)
+    if not (a_row and b_col) or k % 16 or n % 16:
+        return False
+    if a.dtype == b.dtype == torch.float8_e5m2:
+        return False
+    if recipe == "row" and (out_dtype != torch.bfloat16 or a.dtype != torch.float8_e4m3fn
+                            or b.dtype != torch.float8_e4m3fn):
+        return False
+    return bias is None or (out_dtype != torch.float32 and bias.dtype == out_dtype)
 
 
 def route(profile: Any, a: Any, b: Any, scale_a: Any, scale_b: Any, bias: Any, scale_result: Any, out_dtype: Any,
@@ -152,17 +187,6 @@ def _routable_recipe(a, b, scale_a, scale_b, bias, scale_result, out_dtype, use_
         recipe = _check(a, b, scale_a, scale_b, bias, out_dtype)
     except (RuntimeError, ValueError, TypeError, NotImplementedError):
         return None  # torch raises its own error, or runs what we do not
-    if a.device.type == "cuda":
-        m, k, n = a.shape[0], a.shape[1], b.shape[1]
-        a_row = a.stride(1) == 1 and (a.stride(0) > 1 or m <= 1)
-        b_col = b.stride(0) == 1 and (b.stride(1) > 1 or n <= 1)
-        if not (a_row and b_col) or k % 16 or n % 16:
-            return None
-        if a.dtype == b.dtype == torch.float8_e5m2:
-            return None
-        if recipe == "row" and (out_dtype != torch.bfloat16 or a.dtype != torch.float8_e4m3fn
-                                or b.dtype != torch.float8_e4m3fn):
-            return None  # torch's row-wise kernel: e4m3 x e4m3 to bf16 (when in doubt, torch decides)
-        if bias is not None and (out_dtype == torch.float32 or bias.dtype != out_dtype):
-            return None
+    if a.device.type == "cuda" and not _torch_cuda_accepts(a, b, recipe, bias, out_dtype):
+        return None  # torch raises its own error there: enable() keeps torch's behaviour
     return recipe if dispatch.placement_reason(*ts) is None and dispatch.has_profile(a.device) else None

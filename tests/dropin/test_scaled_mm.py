@@ -244,3 +244,38 @@ def test_nan_and_inf_inputs_propagate_like_the_reference(dtypes, device):
         ref, mag, _ = reference(a, b, scale_a=sa, scale_b=sb)
         assert ref[3].isnan().all()
         assert_gemm_close(out, ref, mag, k, fp8_mma=True, what=f"non-finite {dtypes} {out_dtype}")
+
+
+@pytest.mark.parametrize("recipe,out_dtype,dtypes,b_colmajor", [
+    ("tensor", torch.bfloat16, (E4M3, E4M3), True),   # a call torch's CUDA kernel takes
+    ("row", torch.float16, (E4M3, E4M3), False),      # row-wise to fp16, b row-major: torch's kernel refuses
+    ("tensor", torch.float32, (E5M2, E5M2), True),    # e5m2 x e5m2: torch's kernel refuses
+])
+def test_a_call_our_kernels_cannot_run_still_gets_its_result(recipe, out_dtype, dtypes, b_colmajor, device,
+                                                            monkeypatch):
+    """When the compiler refuses every pick (dispatch.scaled_gemm returns None), scaled_mm's fallback
+    gives the contract's result: torch._scaled_mm where torch's CUDA kernel accepts the call, else fp32
+    on torch's matmul; never torch's refusal of a layout or recipe its own kernel lacks."""
+    from triton.runtime.errors import OutOfResources
+
+    from tritonblas import plan as _plan
+
+    def refuse(self):
+        raise OutOfResources(300_000, 232_448, "shared memory")
+
+    monkeypatch.setattr(_plan.PreparedLaunch, "run_kernel", refuse)
+    tritonblas.clear_caches()
+    m, k, n = 24, 48, 32
+    a = _fp8(m, k, dtypes[0], False, device, 11)
+    b = _fp8(k, n, dtypes[1], b_colmajor, device, 12)
+    sa, sb = _scales(recipe, m, n, device, seed=13)
+    bias = None if out_dtype == torch.float32 else torch.randn(n, generator=torch.Generator().manual_seed(14)).to(
+        device, out_dtype)
+    before = dispatch.stats()["fallbacks"]
+    with pytest.warns(Warning):  # the refusals are reported (FallbackWarning)
+        out = tritonblas.scaled_mm(a, b, sa, sb, bias=bias, out_dtype=out_dtype)
+    assert dispatch.stats()["fallbacks"] == before + 1
+    assert out.dtype == out_dtype and tuple(out.shape) == (m, n)
+    ref, mag, _ = reference(a, b, bias=bias, scale_a=sa, scale_b=sb)
+    assert_gemm_close(out, ref, mag, k, fp8_mma=True, what=f"scaled_mm fallback {recipe} {out_dtype} {dtypes}")
+    tritonblas.clear_caches()

@@ -225,14 +225,14 @@ def supports(m: int, n: int, k: int, dtype, a_strides, b_strides, c_strides) -> 
     es = 2
     if not _row_major_ok(a_strides, es):
         return f"A strides {tuple(a_strides)}: need (lda, 1) with lda * {es} bytes a multiple of 16"
-    if not _row_major_ok(c_strides, es):
-        return f"C strides {tuple(c_strides)}: need (ldc, 1) with ldc * {es} bytes a multiple of 16"
     kmajor = b_is_kmajor(b_strides)
     if kmajor is None:
         return f"B strides {tuple(b_strides)}: need (ldb, 1) or (1, ldb)"
     lead = b_strides[1] if kmajor else b_strides[0]
     if (lead * es) % 16:
         return f"B strides {tuple(b_strides)}: leading stride {lead} * {es} bytes is not a multiple of 16"
+    if not _row_major_ok(c_strides, es):
+        return f"C strides {tuple(c_strides)}: need (ldc, 1) with ldc * {es} bytes a multiple of 16"
     return None
 
 
@@ -325,7 +325,7 @@ def gluon_matmul(a: torch.Tensor, b: torch.Tensor, out: torch.Tensor | None = No
     a_desc, b_desc, c_desc, kmajor = make_descriptors(a, b, out, block_m, block_n, block_k)
     if num_sms is None:
         num_sms = torch.cuda.get_device_properties(a.device).multi_processor_count
-    tiles = -(-m // block_m) * -(-n // block_n)
+    tiles = ((m + block_m - 1) // block_m) * ((n + block_n - 1) // block_n)
     grid = (max(1, min(num_sms, tiles)),)
     gluon_gemm_ws_kernel[grid](a_desc, b_desc, c_desc, m, n, k, BLOCK_M=block_m, BLOCK_N=block_n, BLOCK_K=block_k,
                                STAGES=stages, GROUP_M=group_m, B_KMAJOR=kmajor, PRODUCER_REGS=PRODUCER_REGS,

@@ -11,7 +11,8 @@ column-major B for the Gluon kernel only).
 1. Trials: every (Gluon variant, shape) is first launched in a child process (this script with
    ``--trial``), one child per variant walking the shapes; a shape that gives no answer within
    ``--trial-timeout`` seconds (60) is recorded as a hang, the child is killed and a new one goes on
-   with the next shape. Nothing that failed or hung there is launched in this process.
+   with the next shape (``--after-hang continue``) or the variant's other shapes are skipped (the
+   default). Nothing that failed or hung there is launched in this process.
 2. Timing, in this process, same inputs for everyone: ``triton.testing.do_bench(warmup=25,
    rep=100, return_mode="median")`` of torch.matmul, tritonblas.matmul and each Gluon variant that
    passed its trial; every result is checked against the fp32 product (relative Frobenius error
@@ -25,15 +26,12 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import queue
-import subprocess
 import sys
-import threading
 import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from _harness import ROOT, provenance, write_csv  # noqa: E402
+from _harness import ROOT, provenance, watch_child, write_csv  # noqa: E402
 
 SHAPES = [(4096, 4096, 4096), (8192, 8192, 8192), (8192, 4096, 4096), (4096, 1024, 4096), (4096, 4096, 1024),
           (2048, 6144, 4096), (16, 4096, 4096)]
@@ -86,50 +84,38 @@ def _trial_child(label: str, cases: list) -> int:
     return 0
 
 
-def run_trials(label: str, cases: list, timeout_s: float) -> dict:
-    """{case: result row} for ``label``; a case with no answer in ``timeout_s`` is a hang."""
-    results, todo = {}, list(cases)
+def run_trials(label: str, cases: list, timeout_s: float, *, after_hang: str = "skip") -> dict:
+    """{case: result row} for ``label``; a case with no answer in ``timeout_s`` is a hang. After a
+    hang the variant's remaining cases are skipped (``after_hang="skip"``, the default: a kernel
+    that hangs once will most likely hang again, and each costs ``timeout_s`` of device time) or
+    tried in a fresh child (``"continue"``)."""
+    results, todo = {}, [tuple(c) for c in cases]
     env = {k: v for k, v in os.environ.items() if k != "TRITON_INTERPRET"}
     env["PYTHONPATH"] = os.pathsep.join([str(ROOT), env.get("PYTHONPATH", "")])
     while todo:
         cmd = [sys.executable, str(Path(__file__).resolve()), "--trial", label, json.dumps(todo)]
-        proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env)
-        lines: queue.Queue = queue.Queue()
-        threading.Thread(target=lambda: [lines.put(x) for x in proc.stdout] + [lines.put(None)], daemon=True).start()
-        err_tail: list = []
-        threading.Thread(target=lambda: [err_tail.append(x) for x in proc.stderr], daemon=True).start()
-        current, deadline = None, time.time() + timeout_s
-        while True:
-            try:
-                line = lines.get(timeout=max(0.0, deadline - time.time()))
-            except queue.Empty:  # no answer in time: a hang (or a very slow compile)
-                proc.kill()
-                proc.wait()
-                case = tuple(current) if current else tuple(todo[0])
+        for event in watch_child(cmd, timeout_s=timeout_s, env=env):
+            if event[0] == "row":
+                msg = event[1]
+                case = tuple(msg["case"])
+                msg["trial"] = "ok" if msg["ok"] else "fail"
+                results[case] = msg
+                todo.remove(case)
+                print(f"  {label} {case}: {msg['trial']} {msg.get('error', '')} ({msg['s']} s)", flush=True)
+            elif event[0] == "hang":
+                case = tuple(event[1]) if event[1] else todo[0]
                 results[case] = dict(ok=False, trial="hang", error=f"no answer within {timeout_s:.0f} s (killed)")
-                todo = [c for c in todo if tuple(c) != case]
+                todo.remove(case)
                 print(f"  {label} {case}: HANG (killed after {timeout_s:.0f} s)", flush=True)
-                break
-            if line is None:  # child exited
-                proc.wait()
-                if todo:  # it died on `current` (or before the first case)
-                    case = tuple(current) if current else tuple(todo[0])
-                    tail = "".join(err_tail)[-300:].replace("\n", " | ")
-                    results[case] = dict(ok=False, trial="crash", error=f"child exited rc {proc.returncode}: {tail}")
-                    todo = [c for c in todo if tuple(c) != case]
-                break
-            if not line.startswith("{"):
-                continue
-            msg = json.loads(line)
-            if "start" in msg:
-                current, deadline = msg["start"], time.time() + timeout_s
-                continue
-            case = tuple(msg["case"])
-            msg["trial"] = "ok" if msg["ok"] else "fail"
-            results[case] = msg
-            todo = [c for c in todo if tuple(c) != case]
-            current = None
-            print(f"  {label} {case}: {msg['trial']} {msg.get('error', '')} ({msg['s']} s)", flush=True)
+                if after_hang == "skip":
+                    for c in todo:
+                        results[c] = dict(ok=False, trial="skipped", error=f"not tried: hung on {case}")
+                    todo = []
+            elif event[0] == "exit" and todo:  # died on the case it had started (or before the first)
+                case = todo[0]
+                tail = event[2][-300:].replace("\n", " | ")
+                results[case] = dict(ok=False, trial="crash", error=f"child exited rc {event[1]}: {tail}")
+                todo.remove(case)
     return results
 
 
@@ -141,6 +127,8 @@ def main(argv: list[str]) -> int:
     ap.add_argument("--variants", default="", help="comma-separated labels of VARIANTS (default: all)")
     ap.add_argument("--layouts", default="NN", help="B layouts for the Gluon kernel: NN, NT or NN,NT")
     ap.add_argument("--trial-timeout", type=float, default=60.0)
+    ap.add_argument("--after-hang", choices=["skip", "continue"], default="skip",
+                    help="after a variant hangs: skip its other shapes (default) or try them in a new child")
     ap.add_argument("--trial", nargs=2, metavar=("LABEL", "CASES_JSON"), help=argparse.SUPPRESS)
     args = ap.parse_args(argv)
     if args.trial:
@@ -176,7 +164,7 @@ def main(argv: list[str]) -> int:
         print(f"trials ({len(cases)} cases x {len(labels)} variants, {args.trial_timeout:.0f} s each at most)",
               flush=True)
         for label in labels:
-            trials[label] = run_trials(label, cases, args.trial_timeout)
+            trials[label] = run_trials(label, cases, args.trial_timeout, after_hang=args.after_hang)
     else:
         reason = "no gluon in this triton" if not HAS_GLUON else "not a Hopper GPU"
         trials = {label: {c: dict(ok=False, trial="skipped", error=reason) for c in cases} for label in labels}
@@ -238,7 +226,7 @@ def main(argv: list[str]) -> int:
             + (f"{r['median_ms']:.4f} ms" if r.get("median_ms") else f"ERR {r.get('error', '')[:60]}") for r in shown),
             flush=True)
         write_csv(args.out, rows, COLUMNS, dict(prov, wall_s=round(time.time() - t_start)))
-        del a, b, ref32, torch_out
+        a = b = bl = out = ref32 = torch_out = None  # free before the next shape
         torch.cuda.empty_cache()
     print(f"wrote {args.out} ({len(rows)} rows, {time.time() - t_start:.0f} s)")
     return 0

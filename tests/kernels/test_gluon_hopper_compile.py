@@ -33,16 +33,20 @@ def compiled(tmp_path_factory):
         pytest.skip("Triton's bundled ptxas is missing")
     env = {k: v for k, v in os.environ.items() if k != "TRITON_INTERPRET"}
     env["TRITON_CACHE_DIR"] = str(tmp_path_factory.mktemp("triton_cache"))
-    r = subprocess.run([sys.executable, str(HERE / "_gluon_compile.py")], capture_output=True, text=True, env=env,
-                       timeout=300)
+    r = subprocess.run([sys.executable, str(HERE / "_gluon_compile.py"), *_names()], capture_output=True, text=True,
+                       env=env, timeout=300)
     assert r.returncode == 0, r.stderr[-3000:]
     rows = [json.loads(line) for line in r.stdout.splitlines() if line.startswith("{")]
     return {row["name"]: row for row in rows}
 
 
+# other configurations the wrapper accepts (block_n 64, block_k 32, deeper rings): compile-checked only
+EXTRA = ["128x64x64-s4-bf16-NN", "128x256x32-s4-bf16-NT", "128x128x32-s6-fp16-NN", "128x64x32-s8-bf16-NT"]
+
+
 def _names():
     return [f"{bm}x{bn}x{bk}-s{st}-{dt}-{lay}" for bm, bn, bk, st in G.VARIANTS for dt in ("bf16", "fp16")
-            for lay in ("NN", "NT")]
+            for lay in ("NN", "NT")] + EXTRA
 
 
 @needs_gluon

@@ -5,6 +5,11 @@ Not wired into the dispatcher, origami or the package exports: import this modul
     from tritonblas.kernels.gluon_hopper import gluon_matmul, supports
     c = gluon_matmul(a, b)                       # a (M, K), b (K, N) or b = bt.t() with bt (N, K)
 
+Checked so far on a CPU-only machine only (compiled for sm_90, PTX/SASS inspected:
+``tests/kernels/test_gluon_hopper_compile.py``, ``python tests/kernels/_gluon_compile.py``). On the
+H200: ``TRITONBLAS_TEST_GLUON=1 python3 -m pytest -m gpu tests/kernels/test_gluon_hopper_gpu.py``
+(correctness, a hang fails instead of blocking) and ``benchmarks/gluon_probe.py --out FILE.csv``.
+
 Why it exists: our Triton kernels run each tile's pipeline fill and epilogue in series with the
 main loop (benchmarks/results/kernels_vs_torch.md). Here one warp only issues TMA loads into a
 STAGES-deep ring of shared-memory slots, while the 8 default warps (two warpgroups; each owns 64

@@ -43,14 +43,15 @@ VARIANTS = {
 COLUMNS = ["m", "n", "k", "layout", "variant", "kind", "median_ms", "tflops", "torch_ms", "ratio_vs_torch",
            "rel_err_vs_fp32", "torch_rel_err_vs_fp32", "trial", "trial_s", "detail", "error"]
 TOL = 2e-2
+DEVICE = "cuda"  # (a test may point it elsewhere)
 
 
 def _inputs(m, n, k, layout, seed=0):
     import torch
 
-    gen = torch.Generator(device="cuda").manual_seed(seed)
-    a = torch.randn(m, k, device="cuda", generator=gen).bfloat16()
-    b = torch.randn(k, n, device="cuda", generator=gen).bfloat16()
+    gen = torch.Generator(device=DEVICE).manual_seed(seed)
+    a = torch.randn(m, k, device=DEVICE, generator=gen).bfloat16()
+    b = torch.randn(k, n, device=DEVICE, generator=gen).bfloat16()
     if layout == "NT":
         b = b.t().contiguous().t()  # same values, column-major
     return a, b
@@ -185,7 +186,8 @@ def main(argv: list[str]) -> int:
                          tflops=flop / torch_ms / 1e9, ratio_vs_torch=1.0, rel_err_vs_fp32=torch_err))
         row = dict(base, layout="NN", variant="tritonblas.matmul", kind="dispatcher")
         try:
-            row["detail"] = " | ".join(tritonblas.explain(a, b).splitlines()[:3])[:300]
+            picked = [x.strip() for x in tritonblas.explain(a, b).splitlines() if x.strip().startswith("config:")]
+            row["detail"] = (picked[0] if picked else "config: ?")[:200]
             out = tritonblas.matmul(a, b)
             torch.cuda.synchronize()
             row["rel_err_vs_fp32"] = err = _rel_err(out, ref32)
@@ -208,7 +210,7 @@ def main(argv: list[str]) -> int:
                     continue
                 try:
                     kw = VARIANTS[label]
-                    out = torch.empty(m, n, device="cuda", dtype=torch.bfloat16)
+                    out = torch.empty(m, n, device=DEVICE, dtype=torch.bfloat16)
                     gluon_matmul(a, bl, out, **kw)
                     torch.cuda.synchronize()
                     row["rel_err_vs_fp32"] = err = _rel_err(out, ref32)

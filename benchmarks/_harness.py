@@ -20,7 +20,7 @@ ROOT = Path(__file__).resolve().parents[1]
 if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 
-__all__ = ["ROOT", "git_sha", "provenance", "utc_now", "write_csv"]
+__all__ = ["ROOT", "git_sha", "provenance", "utc_now", "watch_child", "write_csv"]
 
 
 def utc_now() -> str:
@@ -82,3 +82,50 @@ def write_csv(path: "str | os.PathLike[str]", rows, fields, prov: dict, *, digit
         for r in rows:
             w.writerow({f: (f"{r[f]:.{digits}g}" if isinstance(r.get(f), float) else r.get(f, "")) for f in fields})
     os.replace(tmp, path)
+
+
+def watch_child(cmd: list, *, timeout_s: float, first_timeout_s: float | None = None, env: dict | None = None):
+    """Run ``cmd`` and yield what it reports, killing it when it goes quiet: for a child that prints
+    one JSON object per line, ``{"start": ...}`` before each item and a result object after it.
+
+    Yields ``("start", obj)``, ``("row", obj)``, then exactly one of ``("hang", last start or None)``
+    (no line within ``timeout_s`` — ``first_timeout_s`` before the first line, which may include a
+    compile — and the child was killed) or ``("exit", returncode, stderr tail)``. Used where a GPU
+    launch may hang (a barrier waiting for ever): the hang becomes a result, not a stuck run."""
+    import json
+    import queue
+    import threading
+
+    proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env)
+    lines: queue.Queue = queue.Queue()
+    err: list = []
+
+    def pump_out():
+        for line in proc.stdout:
+            lines.put(line)
+        lines.put(None)
+
+    threading.Thread(target=pump_out, daemon=True).start()
+    threading.Thread(target=lambda: err.extend(proc.stderr), daemon=True).start()
+    current, wait = None, first_timeout_s or timeout_s
+    while True:
+        try:
+            line = lines.get(timeout=wait)
+        except queue.Empty:
+            proc.kill()
+            proc.wait()
+            yield ("hang", current)
+            return
+        wait = timeout_s
+        if line is None:
+            proc.wait()
+            yield ("exit", proc.returncode, "".join(err)[-3000:])
+            return
+        if not line.startswith("{"):
+            continue
+        obj = json.loads(line)
+        if "start" in obj:
+            current = obj["start"]
+            yield ("start", obj)
+        else:
+            yield ("row", obj)

@@ -1,0 +1,171 @@
+"""The experimental Gluon Hopper GEMM (tritonblas/kernels/gluon_hopper.py) on a CPU-only machine:
+every variant compiles for sm_90 through the stub driver, and the PTX/SASS has what the design
+relies on (TMA loads and store, async wgmma with one group in flight, mbarrier waits, setmaxnreg
+for the producer/consumer partitions, no local memory); shared memory fits the 232448-byte limit;
+``supports()`` and the wrapper's argument checks.
+
+The compile runs ``_gluon_compile.py`` in a subprocess: this test process decorates kernels for the
+interpreter (conftest sets TRITON_INTERPRET) and must keep the real driver.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+import torch
+
+from tritonblas.kernels import gluon_hopper as G
+
+HERE = Path(__file__).resolve().parent
+needs_gluon = pytest.mark.skipif(not G.HAS_GLUON, reason="this Triton has no triton.experimental.gluon")
+
+
+@pytest.fixture(scope="module")
+def compiled(tmp_path_factory):
+    import triton
+
+    if not (Path(triton.__file__).parent / "backends" / "nvidia" / "bin" / "ptxas").exists():
+        pytest.skip("Triton's bundled ptxas is missing")
+    env = {k: v for k, v in os.environ.items() if k != "TRITON_INTERPRET"}
+    env["TRITON_CACHE_DIR"] = str(tmp_path_factory.mktemp("triton_cache"))
+    r = subprocess.run([sys.executable, str(HERE / "_gluon_compile.py"), *_names()], capture_output=True, text=True,
+                       env=env, timeout=300)
+    assert r.returncode == 0, r.stderr[-3000:]
+    rows = [json.loads(line) for line in r.stdout.splitlines() if line.startswith("{")]
+    return {row["name"]: row for row in rows}
+
+
+# other configurations the wrapper accepts (block_n 64, block_k 32, deeper rings): compile-checked only
+EXTRA = ["128x64x64-s4-bf16-NN", "128x256x32-s4-bf16-NT", "128x128x32-s6-fp16-NN", "128x64x32-s8-bf16-NT"]
+
+
+def _names():
+    return [f"{bm}x{bn}x{bk}-s{st}-{dt}-{lay}" for bm, bn, bk, st in G.VARIANTS for dt in ("bf16", "fp16")
+            for lay in ("NN", "NT")] + EXTRA
+
+
+@needs_gluon
+@pytest.mark.timeout(300)
+def test_every_variant_compiles_for_sm90(compiled):
+    assert set(compiled) == set(_names())
+    failed = {n: r["error"] for n, r in compiled.items() if not r["ok"]}
+    assert not failed, failed
+
+
+@needs_gluon
+@pytest.mark.timeout(300)
+@pytest.mark.parametrize("name", _names())
+def test_ptx_has_the_warp_specialised_pipeline(compiled, name):
+    r = compiled[name]
+    assert r["ok"], r.get("error")
+    bm, bn, bk = (int(x) for x in name.split("-")[0].split("x"))
+    # TMA: A is one box; B is one box NT ([BN, 64] rows of 128 bytes), BN / 64 boxes NN (128-byte
+    # swizzle caps a box row at 64 elements); the epilogue stores through TMA
+    assert r["tma_load"] == 1 + (1 if name.endswith("NT") else bn // 64), r
+    assert r["tma_store"] >= 1 and r["UTMASTG"] >= 1 and r["UTMALDG"] >= 2
+    # 64-row wgmma per warpgroup, k = 16: BK / 16 instructions per K-step, at most one group in flight
+    assert r["wgmma"] == bk // 16 and r["HGMMA"] == bk // 16
+    assert r["wgmma_wait_1"] >= 1
+    # a producer and a consumer wait (ready / empty), the expect-tx arrive, the consumer's release
+    assert r["mbarrier_try_wait"] >= 2 and r["mbarrier_expect_tx"] >= 1 and r["mbarrier_arrive"] >= 2
+    # partitions: 8 consumer warps + the producer's warpgroup, registers moved between them
+    assert r["reqntid"] == 384 and r["num_warps"] == 12
+    assert G.PRODUCER_REGS in r["setmaxnreg"] and r["setmaxnreg_inc"] > 0 and r["setmaxnreg_dec"] > 0
+    assert r["USETMAXREG"] > 0
+    # the consumer's release barrier across both warpgroups (named barrier of 256 threads)
+    assert r["named_bar_256"] > 0
+    assert r["local_memory"] == 0 and r["STL/LDL"] == 0
+    assert r["regs"] <= G.MAXNREG and r["spill_stores"] == 0 and r["spill_loads"] == 0
+
+
+@needs_gluon
+@pytest.mark.timeout(300)
+@pytest.mark.parametrize("name", _names())
+def test_shared_memory_fits(compiled, name):
+    r = compiled[name]
+    assert r["ok"], r.get("error")
+    need = r["smem"]["total"]
+    # Triton's allocation: the ring, the epilogue tile and the barriers, plus a little alignment and
+    # warp-specialisation scratch; the static shared memory of the cubin comes on top
+    assert need <= r["shared"] <= need + 1024, (r["shared"], r["smem"])
+    assert r["shared"] + r.get("static_shared", 0) <= G.MAX_SMEM, r
+
+
+def test_smem_accounting_of_the_variants():
+    assert G.smem_bytes(128, 256, 64, 3) == dict(ring=147456, epilogue=65536, barriers=48, total=213040)
+    assert G.smem_bytes(128, 128, 64, 4) == dict(ring=131072, epilogue=32768, barriers=64, total=163904)
+    for bm, bn, bk, st in G.VARIANTS:
+        assert G.smem_bytes(bm, bn, bk, st)["total"] <= G.MAX_SMEM
+    assert G.smem_bytes(128, 256, 64, 4)["total"] > G.MAX_SMEM  # why 128x256 stops at 3 stages
+
+
+# --- supports() -----------------------------------------------------------------------------------
+BF16 = torch.bfloat16
+
+
+@needs_gluon
+def test_supports_accepts_row_and_column_major_b():
+    m, n, k = 300, 264, 1000
+    assert G.supports(m, n, k, BF16, (k, 1), (n, 1), (n, 1)) is None
+    assert G.supports(m, n, k, torch.float16, (k, 1), (1, k), (n, 1)) is None  # NT
+    assert G.supports(127, 255, 65, BF16, (72, 1), (256, 1), (256, 1)) is None  # padded leading dims
+
+
+@needs_gluon
+@pytest.mark.parametrize("args, word", [
+    ((64, 64, 64, torch.float32, (64, 1), (64, 1), (64, 1)), "dtype"),
+    ((64, 64, 0, BF16, (64, 1), (64, 1), (64, 1)), "empty"),
+    ((64, 64, 65, BF16, (65, 1), (64, 1), (64, 1)), "A strides"),
+    ((64, 64, 64, BF16, (1, 64), (64, 1), (64, 1)), "A strides"),
+    ((64, 63, 64, BF16, (64, 1), (63, 1), (64, 1)), "B strides"),
+    ((64, 64, 63, BF16, (64, 1), (1, 63), (64, 1)), "B strides"),
+    ((64, 64, 64, BF16, (64, 1), (128, 2), (64, 1)), "B strides"),
+    ((64, 63, 64, BF16, (64, 1), (64, 1), (63, 1)), "C strides"),
+    ((64, 64, 64, BF16, (64, 1), (64, 1), (1, 64)), "C strides"),
+])
+def test_supports_gives_the_reason(args, word):
+    reason = G.supports(*args)
+    assert reason is not None and word in reason, reason
+
+
+# --- the wrapper's argument checks (raised before anything is launched) ---------------------------
+def _t(*shape, dtype=BF16):
+    return torch.zeros(*shape, dtype=dtype)
+
+
+@needs_gluon
+@pytest.mark.parametrize("call, arg", [
+    (lambda: G.gluon_matmul(_t(64, 64, dtype=torch.float32), _t(64, 64, dtype=torch.float32)), "a"),
+    (lambda: G.gluon_matmul(_t(64, 64), _t(64, 64, dtype=torch.float16)), "b"),
+    (lambda: G.gluon_matmul(_t(64, 32), _t(64, 64)), "b"),
+    (lambda: G.gluon_matmul(_t(2, 64, 64), _t(64, 64)), "a"),
+    (lambda: G.gluon_matmul(_t(64, 64), [[1.0]]), "b"),
+    (lambda: G.gluon_matmul(_t(64, 64), _t(64, 64), out=_t(64, 32)), "out"),
+    (lambda: G.gluon_matmul(_t(64, 64), _t(64, 64), out=_t(64, 64, dtype=torch.float16)), "out"),
+    (lambda: G.gluon_matmul(_t(64, 65)[:, :63], _t(63, 64)), "a"),  # row stride 130 bytes
+    (lambda: G.gluon_matmul(_t(64, 64), _t(64, 63)), "b"),
+    (lambda: G.gluon_matmul(_t(64, 64), _t(64, 64), out=_t(64, 72)[:, 1:65]), "out"),  # misaligned base
+    (lambda: G.gluon_matmul(_t(64, 64), _t(64, 64)), "a"),  # CPU tensors: no sm_90 device
+    (lambda: G.gluon_matmul(_t(64, 64), _t(64, 64), block_m=64), "block_m"),
+    (lambda: G.gluon_matmul(_t(64, 64), _t(64, 64), block_n=96), "block_n"),
+    (lambda: G.gluon_matmul(_t(64, 64), _t(64, 64), block_k=128), "block_k"),
+    (lambda: G.gluon_matmul(_t(64, 64), _t(64, 64), stages=4), "stages"),  # 128x256x64 x4 > 232448 B
+    (lambda: G.gluon_matmul(_t(64, 64), _t(64, 64), stages=1), "stages"),
+    (lambda: G.gluon_matmul(_t(64, 64), _t(64, 64), group_m=0), "group_m"),
+])
+def test_wrapper_names_the_bad_argument(call, arg):
+    with pytest.raises(ValueError) as e:
+        call()
+    assert str(e.value).startswith(f"{arg}") and (str(e.value)[len(arg)] in ":="), str(e.value)
+
+
+@needs_gluon
+def test_wrapper_empty_problems_need_no_kernel():
+    assert G.gluon_matmul(_t(0, 64), _t(64, 64)).shape == (0, 64)
+    out = torch.full((8, 16), 3.0, dtype=BF16)
+    assert torch.equal(G.gluon_matmul(_t(8, 0), _t(0, 16), out=out), torch.zeros(8, 16, dtype=BF16))

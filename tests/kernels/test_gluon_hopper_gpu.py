@@ -1,0 +1,148 @@
+"""GPU tests of the experimental Gluon Hopper GEMM (tritonblas/kernels/gluon_hopper.py), H200 only:
+
+    TRITONBLAS_TEST_GLUON=1 python3 -m pytest -m gpu tests/kernels/test_gluon_hopper_gpu.py -x -n 4 -rs
+
+Opt-in (``TRITONBLAS_TEST_GLUON=1``) while the kernel has never run on a GPU: the whole-suite GPU
+run (``gpu_session.sh`` step ``tests``) must not spend its time budget on a kernel that may hang.
+
+For each variant (tile config x dtype x B layout) a child process (this file run as a script) runs
+every shape on fresh random data, NaN-prefilled outputs, and checks each against the float64
+reference with the bound of the other GPU kernel tests (``tests/_check.py``: fp32 accumulation over
+K plus the output rounding), and checks nothing was written outside C. The parent kills a child
+that goes quiet for SHAPE_TIMEOUT_S on one shape (``_harness.watch_child``): a hung kernel (a
+barrier waiting for ever) fails the test, naming the shape it was on, cannot block the suite, and
+skips the later variants (a kernel that hangs once hangs again; each would cost another minute).
+
+Shapes: tiny (1x8x16: one tile, mostly out of bounds), ragged edges in M, N and K with padded
+16-byte leading dimensions, 4096^3 (3.9 tiles per program), K-loops shorter than the ring
+(k_steps < STAGES) over many tiles per program — the barrier phases run across tile boundaries —
+and a grid of 3 programs walking ~11 tiles each.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+HERE = Path(__file__).resolve().parent
+ROOT = HERE.parents[1]
+
+# (m, n, k, num_sms or None)
+SHAPES = [
+    (1, 8, 16, None),
+    (127, 255, 65, None),
+    (300, 257, 1000, None),
+    (256, 512, 96, None),  # 2 K-steps < STAGES, 2-4 tiles
+    (4096, 2048, 40, None),  # 1 K-step (K < BLOCK_K), 256-512 tiles: phases wrap across tiles
+    (1000, 1000, 200, 3),  # 3 programs, ~11-32 tiles each, 4 K-steps (the last one ragged)
+    (4096, 4096, 4096, None),
+]
+VARIANTS = ["128x256x64-s3", "128x128x64-s4"]
+FIRST_TIMEOUT_S = 120  # the child's start: imports and the kernel's compile
+SHAPE_TIMEOUT_S = 60  # one shape: launch, reference, check (4096^3 takes a few seconds)
+
+
+def _padded(rows: int, cols: int, dtype, device, transposed: bool = False):
+    """Random (rows, cols) operand whose leading dimension is padded to 8 elements (16 bytes):
+    TMA needs 16-byte row strides, the kernel must still read only the logical extent."""
+    import torch
+
+    if transposed:  # column-major: a (cols, rows) row-major buffer, transposed
+        return _padded(cols, rows, dtype, device).t()
+    ld = -(-cols // 8) * 8
+    buf = torch.randn(rows, ld, device=device).to(dtype)
+    if ld > cols:
+        buf[:, cols:] = float("nan")  # padding that must never be read into the product
+    return buf[:, :cols]
+
+
+def _child(variant: str, dtype_name: str, layout: str) -> int:
+    os.environ.pop("TRITON_INTERPRET", None)
+    sys.path.insert(0, str(ROOT))
+    sys.path.insert(0, str(ROOT / "tests"))
+    import torch
+
+    from _check import check_gemm
+    from tritonblas.kernels.gluon_hopper import gluon_matmul
+
+    tile, stages = variant.split("-")
+    bm, bn, bk = (int(x) for x in tile.split("x"))
+    dtype = {"bf16": torch.bfloat16, "fp16": torch.float16}[dtype_name]
+    torch.manual_seed(0)
+    for m, n, k, num_sms in SHAPES:
+        print(json.dumps(dict(start=[m, n, k, num_sms])), flush=True)
+        t0 = time.time()
+        try:
+            a = _padded(m, k, dtype, "cuda")
+            b = _padded(k, n, dtype, "cuda", transposed=(layout == "NT"))
+            # NaN everywhere, with 8 rows and the padding columns past the logical extent: a
+            # store the TMA unit did not clip at the edges shows there
+            ld = -(-n // 8) * 8
+            out_buf = torch.full((m + 8, ld), float("nan"), dtype=dtype, device="cuda")
+            out = out_buf[:m, :n]
+            gluon_matmul(a, b, out, block_m=bm, block_n=bn, block_k=bk, stages=int(stages[1:]), num_sms=num_sms)
+            torch.cuda.synchronize()
+            check_gemm(out, a, b, what=f"gluon {variant} {dtype_name} {layout} {m}x{n}x{k}")
+            outside = torch.cat([out_buf[m:].reshape(-1), out_buf[:m, n:].reshape(-1)])
+            assert torch.isnan(outside).all(), f"{int((~torch.isnan(outside)).sum())} elements written outside C"
+            row = dict(shape=[m, n, k, num_sms], ok=True)
+        except Exception as e:  # noqa: BLE001 - reported to the parent
+            row = dict(shape=[m, n, k, num_sms], ok=False, error=f"{type(e).__name__}: {e}"[:3000])
+        row["s"] = round(time.time() - t0, 3)
+        print(json.dumps(row), flush=True)
+    return 0
+
+
+_HUNG: list = []  # (variant, shape) of a hang: the later variants are skipped, each would cost minutes
+
+
+@pytest.mark.gpu
+@pytest.mark.timeout(FIRST_TIMEOUT_S + SHAPE_TIMEOUT_S * len(SHAPES) + 60)
+@pytest.mark.parametrize("layout", ["NN", "NT"])
+@pytest.mark.parametrize("dtype_name", ["bf16", "fp16"])
+@pytest.mark.parametrize("variant", VARIANTS)
+def test_gluon_hopper_matches_reference(variant, dtype_name, layout):
+    import torch
+
+    if torch.cuda.get_device_capability()[0] != 9:
+        pytest.skip("the Gluon kernel is for Hopper (sm_90) only")
+    from tritonblas.kernels.gluon_hopper import HAS_GLUON
+
+    if not HAS_GLUON:
+        pytest.skip("this Triton has no triton.experimental.gluon")
+    if os.environ.get("TRITONBLAS_TEST_GLUON") != "1":
+        pytest.skip("opt-in: set TRITONBLAS_TEST_GLUON=1 (the experimental Gluon kernel may hang)")
+    if _HUNG:
+        pytest.skip(f"not run: an earlier case hung ({_HUNG[0]})")
+    sys.path.insert(0, str(ROOT / "benchmarks"))
+    from _harness import watch_child
+
+    env = {k: v for k, v in os.environ.items() if k != "TRITON_INTERPRET"}
+    cmd = [sys.executable, str(Path(__file__).resolve()), "--child", variant, dtype_name, layout]
+    done, bad, end = [], [], None
+    for event in watch_child(cmd, timeout_s=SHAPE_TIMEOUT_S, first_timeout_s=FIRST_TIMEOUT_S, env=env):
+        if event[0] == "row":
+            done.append(event[1]["shape"])
+            if not event[1]["ok"]:
+                bad.append(f"{event[1]['shape']}: {event[1]['error']}")
+        elif event[0] in ("hang", "exit"):
+            end = event
+    what = f"{variant} {dtype_name} {layout}"
+    if end[0] == "hang":
+        _HUNG.append(f"{what} on {end[1]}")
+        pytest.fail(f"{what}: no result within {SHAPE_TIMEOUT_S} s on shape {end[1]} (a hang?), child killed; "
+                    f"finished: {done}")
+    assert not bad, "\n".join(bad)
+    assert len(done) == len(SHAPES), f"{what}: child exited (rc {end[1]}) after {done}:\n{end[2]}"
+
+
+if __name__ == "__main__":
+    if len(sys.argv) == 5 and sys.argv[1] == "--child":
+        sys.exit(_child(*sys.argv[2:]))
+    print(__doc__)
+    sys.exit(2)

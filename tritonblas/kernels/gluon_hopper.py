@@ -1,0 +1,338 @@
+"""Experimental, opt-in warp-specialised persistent GEMM for Hopper (sm_90), written in Gluon.
+
+Not wired into the dispatcher, origami or the package exports: import this module explicitly.
+
+    from tritonblas.kernels.gluon_hopper import gluon_matmul, supports
+    c = gluon_matmul(a, b)                       # a (M, K), b (K, N) or b = bt.t() with bt (N, K)
+
+Checked so far on a CPU-only machine only (compiled for sm_90, PTX/SASS inspected:
+``tests/kernels/test_gluon_hopper_compile.py``, ``python tests/kernels/_gluon_compile.py``). On the
+H200: ``TRITONBLAS_TEST_GLUON=1 python3 -m pytest -m gpu tests/kernels/test_gluon_hopper_gpu.py``
+(correctness, a hang fails instead of blocking) and ``benchmarks/gluon_probe.py --out FILE.csv``.
+
+Why it exists: our Triton kernels run each tile's pipeline fill and epilogue in series with the
+main loop (benchmarks/results/kernels_vs_torch.md). Here one warp only issues TMA loads into a
+STAGES-deep ring of shared-memory slots, while the 8 default warps (two warpgroups; each owns 64
+rows of the 128-row tile and issues its own wgmma) consume the ring and run the epilogue. While
+the consumers convert and store one tile, the producer is already filling the ring for the next.
+
+Synchronisation (one ``ready`` and one ``empty`` mbarrier per ring slot, both with arrival count 1):
+
+- Both partitions walk the same tiles in the same order with the same K-step count, and keep one
+  running step counter ``it`` over all the K-steps of all their tiles; slot ``it % STAGES`` is
+  used for the ``it // STAGES``-th time, so the parity to wait for is ``(it // STAGES) & 1``.
+- producer, per step: wait ``empty[s]`` with the parity *inverted* (a fresh mbarrier counts its
+  previous phase, parity 1, as complete, so the first pass over the ring does not block), then
+  ``expect`` (an arrive carrying the full A+B box byte count: TMA transfers the whole box even where
+  it is out of bounds, zero-filled) and the two TMA loads that complete ``ready[s]``.
+- consumers, per step: wait ``ready[s]``, issue an async wgmma, wait until at most one wgmma is in
+  flight; the wgmma of the *previous* step has then retired, so, after a barrier across both
+  warpgroups (the arrive is issued by one thread only), its slot is released with an arrive on
+  ``empty``. After a tile's last step: wait for all wgmma, release the last slot.
+- epilogue: wait for the previous tile's TMA store to have read the staging buffer, write the
+  converted tile into it, fence, TMA store (clipped at the matrix edges), do not wait.
+"""
+
+from __future__ import annotations
+
+import torch
+
+try:  # Triton without Gluon (< 3.4) or without its Hopper modules: the module still imports
+    from triton.experimental import gluon
+    from triton.experimental.gluon import language as gl
+    from triton.experimental.gluon.language.nvidia.hopper import (
+        fence_async_shared,
+        mbarrier,
+        tma,
+        warpgroup_mma,
+        warpgroup_mma_wait,
+    )
+    from triton.experimental.gluon.nvidia.hopper import TensorDescriptor
+
+    HAS_GLUON = True
+except ImportError:  # pragma: no cover - depends on the installed Triton
+    HAS_GLUON = False
+
+__all__ = ["HAS_GLUON", "VARIANTS", "gluon_matmul", "smem_bytes", "supports", "launch_options"]
+
+DTYPES = (torch.bfloat16, torch.float16)
+MAX_SMEM = 232448  # bytes of shared memory one block may use on sm_90 (227 KiB)
+NUM_WARPS = 8  # default (consumer) partition: two warpgroups, 64 rows of the 128-row tile each
+PRODUCER_WARPS = 1
+PRODUCER_REGS = 40  # per thread, after setmaxnreg; the consumers get what maxnreg leaves
+# 8 + 1 warps are launched as 3 warpgroups (384 threads): 65536 registers / 384 = 170, and ptxas
+# wants a multiple of 8. The consumers then get (168 * 384 - 40 * 128) / 256 = 232 registers.
+MAXNREG = 168
+# The tile configurations this kernel is meant to run (and the tests compile): (BM, BN, BK, STAGES).
+VARIANTS = ((128, 256, 64, 3), (128, 128, 64, 4))
+
+
+def smem_bytes(block_m: int, block_n: int, block_k: int, stages: int, elem_bytes: int = 2) -> dict:
+    """Shared memory the kernel allocates, by part: the A/B ring, the epilogue staging tile and the
+    2·STAGES mbarriers (8 bytes each). Triton may add alignment padding between the parts."""
+    ring = stages * (block_m * block_k + block_k * block_n) * elem_bytes
+    epilogue = block_m * block_n * elem_bytes
+    barriers = 2 * stages * 8
+    return dict(ring=ring, epilogue=epilogue, barriers=barriers, total=ring + epilogue + barriers)
+
+
+def launch_options() -> dict:
+    """The launch keywords of the kernel (besides the grid): warps and register limit."""
+    return dict(num_warps=NUM_WARPS, maxnreg=MAXNREG)
+
+
+# --- the kernel ----------------------------------------------------------------------------------
+if HAS_GLUON:
+
+    @gluon.jit
+    def _tile_mn(tile, num_m, num_n, GROUP_M: gl.constexpr):
+        """(pid_m, pid_n) of ``tile``: groups of GROUP_M tile rows, walked column by column inside
+        a group, so consecutive programs share B columns and a band of A rows in L2."""
+        per_group = GROUP_M * num_n
+        first_m = (tile // per_group) * GROUP_M
+        rows = gl.minimum(num_m - first_m, GROUP_M)
+        r = tile % per_group
+        return first_m + r % rows, r // rows
+
+    @gluon.jit
+    def _producer(a_desc, b_desc, a_ring, b_ring, ready, empty, M, N, K,
+                  BLOCK_M: gl.constexpr, BLOCK_N: gl.constexpr, BLOCK_K: gl.constexpr,
+                  STAGES: gl.constexpr, GROUP_M: gl.constexpr, B_KMAJOR: gl.constexpr):
+        """Worker partition (1 warp): TMA loads of every K-step of every tile of this program."""
+        num_m = gl.cdiv(M, BLOCK_M)
+        num_n = gl.cdiv(N, BLOCK_N)
+        k_steps = gl.cdiv(K, BLOCK_K)
+        step_bytes: gl.constexpr = a_desc.block_type.nbytes + b_desc.block_type.nbytes
+        it = 0
+        for tile in range(gl.program_id(0), num_m * num_n, gl.num_programs(0)):
+            pid_m, pid_n = _tile_mn(tile, num_m, num_n, GROUP_M)
+            off_m = pid_m * BLOCK_M
+            off_n = pid_n * BLOCK_N
+            for ks in range(k_steps):
+                s = it % STAGES
+                # inverted parity: the first pass over the ring finds every slot free
+                mbarrier.wait(empty.index(s), ((it // STAGES) & 1) ^ 1)
+                bar = ready.index(s)
+                mbarrier.expect(bar, step_bytes)
+                off_k = ks * BLOCK_K
+                tma.async_copy_global_to_shared(a_desc, [off_m, off_k], bar, a_ring.index(s))
+                if B_KMAJOR:
+                    tma.async_copy_global_to_shared(b_desc, [off_n, off_k], bar, b_ring.index(s))
+                else:
+                    tma.async_copy_global_to_shared(b_desc, [off_k, off_n], bar, b_ring.index(s))
+                it += 1
+
+    @gluon.jit
+    def _consumer(c_desc, a_ring, b_ring, ready, empty, c_smem, M, N, K,
+                  BLOCK_M: gl.constexpr, BLOCK_N: gl.constexpr, BLOCK_K: gl.constexpr,
+                  STAGES: gl.constexpr, GROUP_M: gl.constexpr, B_KMAJOR: gl.constexpr,
+                  num_warps: gl.constexpr):
+        """Default partition (num_warps warps): wgmma over the ring, then the TMA-store epilogue."""
+        # warps stacked along M: warpgroup g owns rows [64 g, 64 g + 64) of the tile; one wgmma
+        # instruction covers 16 rows per warp and the whole BLOCK_N
+        acc_layout: gl.constexpr = gl.NVMMADistributedLayout(version=[3, 0], warps_per_cta=[num_warps, 1],
+                                                             instr_shape=[16, BLOCK_N, 16])
+        num_m = gl.cdiv(M, BLOCK_M)
+        num_n = gl.cdiv(N, BLOCK_N)
+        k_steps = gl.cdiv(K, BLOCK_K)
+        acc = gl.zeros([BLOCK_M, BLOCK_N], gl.float32, acc_layout)
+        it = 0
+        for tile in range(gl.program_id(0), num_m * num_n, gl.num_programs(0)):
+            pid_m, pid_n = _tile_mn(tile, num_m, num_n, GROUP_M)
+            for ks in range(k_steps):
+                s = it % STAGES
+                mbarrier.wait(ready.index(s), (it // STAGES) & 1)
+                if B_KMAJOR:
+                    b_op = b_ring.index(s).permute((1, 0))
+                else:
+                    b_op = b_ring.index(s)
+                acc = warpgroup_mma(a_ring.index(s), b_op, acc, use_acc=ks > 0, is_async=True)
+                # <= 1 in flight: the previous step's wgmma (this warpgroup's) has retired
+                acc = warpgroup_mma_wait(num_outstanding=1, deps=(acc, ))
+                # the arrive below is one thread's: first make sure both warpgroups got here
+                gl.thread_barrier()
+                mbarrier.arrive(empty.index((it + STAGES - 1) % STAGES), pred=ks > 0)
+                it += 1
+            acc = warpgroup_mma_wait(num_outstanding=0, deps=(acc, ))
+            gl.thread_barrier()
+            mbarrier.arrive(empty.index((it + STAGES - 1) % STAGES))
+
+            # epilogue, while the producer fills the ring for the next tile
+            out = acc.to(c_desc.dtype)
+            tma.store_wait(pendings=0)  # the previous tile's store has read c_smem
+            gl.thread_barrier()
+            c_smem.store(out)
+            fence_async_shared()
+            gl.thread_barrier()
+            tma.async_copy_shared_to_global(c_desc, [pid_m * BLOCK_M, pid_n * BLOCK_N], c_smem)
+        tma.store_wait(pendings=0)
+
+    @gluon.jit
+    def gluon_gemm_ws_kernel(a_desc, b_desc, c_desc, M, N, K,
+                             BLOCK_M: gl.constexpr, BLOCK_N: gl.constexpr, BLOCK_K: gl.constexpr,
+                             STAGES: gl.constexpr, GROUP_M: gl.constexpr, B_KMAJOR: gl.constexpr,
+                             PRODUCER_REGS: gl.constexpr, num_warps: gl.constexpr):
+        """C = A @ B, persistent over tiles, TMA producer warp + two consumer warpgroups.
+
+        a_desc: (M, K) row-major, box [BLOCK_M, BLOCK_K]; b_desc: (K, N) row-major, box
+        [BLOCK_K, BLOCK_N], or (B_KMAJOR) Bᵀ as (N, K) row-major, box [BLOCK_N, BLOCK_K];
+        c_desc: (M, N) row-major, box [BLOCK_M, BLOCK_N]."""
+        dtype: gl.constexpr = a_desc.dtype
+        a_ring = gl.allocate_shared_memory(dtype, [STAGES] + a_desc.block_type.shape, a_desc.layout)
+        b_ring = gl.allocate_shared_memory(dtype, [STAGES] + b_desc.block_type.shape, b_desc.layout)
+        c_smem = gl.allocate_shared_memory(c_desc.dtype, c_desc.block_type.shape, c_desc.layout)
+        ready = gl.allocate_shared_memory(gl.int64, [STAGES, 1], mbarrier.MBarrierLayout())
+        empty = gl.allocate_shared_memory(gl.int64, [STAGES, 1], mbarrier.MBarrierLayout())
+        for i in gl.static_range(STAGES):
+            mbarrier.init(ready.index(i), count=1)
+            mbarrier.init(empty.index(i), count=1)
+        fence_async_shared()  # the initialised barriers are visible to the TMA unit
+
+        gl.warp_specialize([
+            (_consumer, (c_desc, a_ring, b_ring, ready, empty, c_smem, M, N, K, BLOCK_M, BLOCK_N, BLOCK_K,
+                         STAGES, GROUP_M, B_KMAJOR, num_warps)),
+            (_producer, (a_desc, b_desc, a_ring, b_ring, ready, empty, M, N, K, BLOCK_M, BLOCK_N, BLOCK_K,
+                         STAGES, GROUP_M, B_KMAJOR)),
+        ], [1], [PRODUCER_REGS])
+
+        for i in gl.static_range(STAGES):
+            mbarrier.invalidate(ready.index(i))
+            mbarrier.invalidate(empty.index(i))
+
+
+# --- host side -----------------------------------------------------------------------------------
+def _row_major_ok(strides, elem_bytes: int) -> bool:
+    """Unit stride in the last dimension and a 16-byte-aligned row stride (TMA's requirement)."""
+    return strides[1] == 1 and (strides[0] * elem_bytes) % 16 == 0
+
+
+def b_is_kmajor(b_strides) -> bool | None:
+    """B (K, N) as stored: False row-major (K, N), True column-major (Bᵀ (N, K) row-major, "NT"),
+    None neither. A (K, 1) or (1, N) B counts as row-major when its strides say so."""
+    if b_strides[1] == 1:
+        return False
+    if b_strides[0] == 1:
+        return True
+    return None
+
+
+def supports(m: int, n: int, k: int, dtype, a_strides, b_strides, c_strides) -> str | None:
+    """Why this kernel cannot compute C (m, n) = A (m, k) @ B (k, n) with these strides (elements),
+    or None if it can. Needs bf16/fp16, a row-major A and C and a row-major or column-major B, each
+    with a 16-byte-aligned leading stride; the base pointers must also be 16-byte aligned (the
+    wrapper checks those)."""
+    if not HAS_GLUON:
+        return "this Triton has no Gluon (triton.experimental.gluon)"
+    if dtype not in DTYPES:
+        return f"dtype {dtype} is not bf16 or fp16"
+    if min(m, n, k) < 1:
+        return f"empty problem (m, n, k) = ({m}, {n}, {k})"
+    es = 2
+    if not _row_major_ok(a_strides, es):
+        return f"A strides {tuple(a_strides)}: need (lda, 1) with lda * {es} bytes a multiple of 16"
+    kmajor = b_is_kmajor(b_strides)
+    if kmajor is None:
+        return f"B strides {tuple(b_strides)}: need (ldb, 1) or (1, ldb)"
+    lead = b_strides[1] if kmajor else b_strides[0]
+    if (lead * es) % 16:
+        return f"B strides {tuple(b_strides)}: leading stride {lead} * {es} bytes is not a multiple of 16"
+    if not _row_major_ok(c_strides, es):
+        return f"C strides {tuple(c_strides)}: need (ldc, 1) with ldc * {es} bytes a multiple of 16"
+    return None
+
+
+def _check_config(block_m, block_n, block_k, stages, group_m):
+    if block_m != 128:
+        raise ValueError(f"block_m={block_m}: only 128 (two warpgroups of 64 rows) is implemented")
+    if block_n not in (64, 128, 256):
+        raise ValueError(f"block_n={block_n}: must be 64, 128 or 256")
+    if block_k not in (32, 64):
+        raise ValueError(f"block_k={block_k}: must be 32 or 64 (128-byte swizzled bf16/fp16 rows)")
+    if stages < 2:
+        raise ValueError(f"stages={stages}: must be at least 2")
+    if group_m < 1:
+        raise ValueError(f"group_m={group_m}: must be at least 1")
+    need = smem_bytes(block_m, block_n, block_k, stages)["total"]
+    if need > MAX_SMEM:
+        raise ValueError(f"stages={stages}: {block_m}x{block_n}x{block_k} with {stages} stages needs {need} bytes "
+                         f"of shared memory, more than {MAX_SMEM}")
+
+
+def make_descriptors(a, b, out, block_m, block_n, block_k):
+    """Host TMA descriptors (a, b, c) and whether B is K-major; inputs already validated."""
+    gdt = gl.bfloat16 if a.dtype == torch.bfloat16 else gl.float16
+    kmajor = b_is_kmajor(b.stride())
+    a_block = [block_m, block_k]
+    a_desc = TensorDescriptor(a, list(a.shape), list(a.stride()), a_block,
+                              gl.NVMMASharedLayout.get_default_for(a_block, gdt))
+    if kmajor:
+        bt = b.t()  # (N, K), row-major
+        b_block = [block_n, block_k]
+        b_desc = TensorDescriptor(bt, list(bt.shape), list(bt.stride()), b_block,
+                                  gl.NVMMASharedLayout.get_default_for(b_block, gdt))
+    else:
+        b_block = [block_k, block_n]
+        b_desc = TensorDescriptor(b, list(b.shape), list(b.stride()), b_block,
+                                  gl.NVMMASharedLayout.get_default_for(b_block, gdt))
+    c_block = [block_m, block_n]
+    c_desc = TensorDescriptor(out, list(out.shape), list(out.stride()), c_block,
+                              gl.NVMMASharedLayout.get_default_for(c_block, gdt))
+    return a_desc, b_desc, c_desc, kmajor
+
+
+def gluon_matmul(a: torch.Tensor, b: torch.Tensor, out: torch.Tensor | None = None, *, block_m: int = 128,
+                 block_n: int = 256, block_k: int = 64, stages: int = 3, group_m: int = 8,
+                 num_sms: int | None = None) -> torch.Tensor:
+    """C = a @ b with the warp-specialised Gluon kernel (Hopper only). ``a`` (M, K) row-major, ``b``
+    (K, N) row-major or column-major, ``out`` (M, N) row-major of a's dtype (allocated if None).
+    Raises ValueError naming the offending argument when the kernel cannot run on these inputs."""
+    if not HAS_GLUON:
+        raise ValueError("a: this Triton has no Gluon (triton.experimental.gluon); the kernel cannot run")
+    for name, t in (("a", a), ("b", b)):
+        if not isinstance(t, torch.Tensor):
+            raise ValueError(f"{name}: expected a torch.Tensor, got {type(t).__name__}")
+        if t.dim() != 2:
+            raise ValueError(f"{name}: expected a 2-D tensor, got shape {tuple(t.shape)}")
+    if a.dtype not in DTYPES:
+        raise ValueError(f"a: dtype {a.dtype} is not bf16 or fp16")
+    if b.dtype != a.dtype:
+        raise ValueError(f"b: dtype {b.dtype} differs from a's {a.dtype}")
+    if a.shape[1] != b.shape[0]:
+        raise ValueError(f"b: shape {tuple(b.shape)} does not match a {tuple(a.shape)} (inner dimensions)")
+    if a.device != b.device:
+        raise ValueError(f"b: on {b.device}, a on {a.device}")
+    m, k = a.shape
+    n = b.shape[1]
+    if out is None:
+        out = torch.empty((m, n), dtype=a.dtype, device=a.device)
+    else:
+        if not isinstance(out, torch.Tensor) or tuple(out.shape) != (m, n):
+            raise ValueError(f"out: expected a ({m}, {n}) tensor")
+        if out.dtype != a.dtype:
+            raise ValueError(f"out: dtype {out.dtype} differs from a's {a.dtype}")
+        if out.device != a.device:
+            raise ValueError(f"out: on {out.device}, a on {a.device}")
+    _check_config(block_m, block_n, block_k, stages, group_m)
+    if m == 0 or n == 0:
+        return out
+    if k == 0:
+        return out.zero_()
+    reason = supports(m, n, k, a.dtype, a.stride(), b.stride(), out.stride())
+    if reason is not None:
+        name = "a" if reason.startswith("A ") else "b" if reason.startswith("B ") else \
+            "out" if reason.startswith("C ") else "a"
+        raise ValueError(f"{name}: {reason}")
+    for name, t in (("a", a), ("b", b), ("out", out)):
+        if t.data_ptr() % 16:
+            raise ValueError(f"{name}: data pointer is not 16-byte aligned (TMA needs it)")
+    if a.device.type != "cuda":
+        raise ValueError(f"a: on {a.device}; the Gluon kernel needs a CUDA (sm_90) device")
+    a_desc, b_desc, c_desc, kmajor = make_descriptors(a, b, out, block_m, block_n, block_k)
+    if num_sms is None:
+        num_sms = torch.cuda.get_device_properties(a.device).multi_processor_count
+    tiles = ((m + block_m - 1) // block_m) * ((n + block_n - 1) // block_n)
+    grid = (max(1, min(num_sms, tiles)),)
+    gluon_gemm_ws_kernel[grid](a_desc, b_desc, c_desc, m, n, k, BLOCK_M=block_m, BLOCK_N=block_n, BLOCK_K=block_k,
+                               STAGES=stages, GROUP_M=group_m, B_KMAJOR=kmajor, PRODUCER_REGS=PRODUCER_REGS,
+                               **launch_options())
+    return out

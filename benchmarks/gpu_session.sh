@@ -16,6 +16,10 @@
 #   models    benchmarks/models.py $MODELS_ARGS (real models, torch vs enable()) -> $OUT/models_h200.csv
 #   inductor  benchmarks/inductor_compare.py $INDUCTOR_ARGS (compile time + speed: default, max-autotune, origami provider)
 #   fp8       benchmarks/scaled_mm_compare.py $FP8_ARGS (tritonblas.scaled_mm vs torch._scaled_mm) -> $OUT/scaled_mm_h200.csv
+#   gluon     the experimental Gluon kernel (tritonblas/kernels/gluon_hopper.py): its sm_90 compile census,
+#             its GPU correctness test (opt-in, TRITONBLAS_TEST_GLUON=1; a hang fails, per variant) and
+#             benchmarks/gluon_probe.py (vs torch.matmul and tritonblas.matmul) -> $OUT/gluon_*.{jsonl,log,csv}
+#   timeline  benchmarks/host_linear.py --timeline/--split $TIMELINE_MODELS (where eager decode's time goes)
 #   demo      python -m tritonblas demo --profile h200
 # Each step has its own timeout (env *_TIMEOUT) and log ($OUT/<step>.log); a step's failure does not
 # stop the next.
@@ -64,6 +68,15 @@ for step in $STEPS; do
                  --out "$OUT/models_h200.csv" > "$log" 2>&1 ;;
     inductor)  timeout ${INDUCTOR_TIMEOUT:-420} python3 benchmarks/inductor_compare.py ${INDUCTOR_ARGS:-} --out "$OUT/inductor_h200.csv" > "$log" 2>&1 ;;
     fp8)       timeout ${FP8_TIMEOUT:-300} python3 benchmarks/scaled_mm_compare.py ${FP8_ARGS:-} --out "$OUT/scaled_mm_h200.csv" > "$log" 2>&1 ;;
+    gluon)     { timeout 120 python3 tests/kernels/_gluon_compile.py > "$OUT/gluon_compile.jsonl" 2>&1
+                 TRITONBLAS_TEST_GLUON=1 timeout ${GLUON_TEST_TIMEOUT:-300} python3 -m pytest -m gpu \
+                   tests/kernels/test_gluon_hopper_gpu.py -n 4 -rs -p no:cacheprovider > "$OUT/gluon_gpu_test.log" 2>&1
+                 echo "gpu test rc=$?"
+                 timeout ${GLUON_PROBE_TIMEOUT:-280} python3 benchmarks/gluon_probe.py --out "$OUT/gluon_probe.csv"
+               } > "$log" 2>&1 ;;
+    timeline)  { timeout 200 python3 benchmarks/host_linear.py --timeline ${TIMELINE_MODELS:-llama3.2-1b} --out "$OUT"
+                 timeout 240 python3 benchmarks/host_linear.py --split ${SPLIT_MODELS:-bert-large llama3.2-1b}
+               } > "$log" 2>&1 ;;
     demo)      timeout ${DEMO_TIMEOUT:-120} python3 -m tritonblas demo --profile h200 > "$log" 2>&1 ;;
     *)         python3 $step > "$OUT/$(basename $step).log" 2>&1 ;;
   esac

@@ -8,11 +8,19 @@ still sees the public entry points through the ``torch.library`` custom ops. Wit
 compile ``dispatch._build`` and trace origami's numpy arrays as fake tensors (H200, torch 2.11,
 2026-12-01: "RuntimeError when making fake tensor call ... setflags"). Uses dynamo's frame
 execution strategy (torch >= 2.6); elsewhere a no-op.
+
+:func:`gluon_cta_barrier` — Gluon's barrier across the threads of one CTA: ``gl.thread_barrier``
+in Triton 3.6, ``gl.barrier`` (with a ``cluster`` keyword) from Triton 3.9 on, where the old name
+is gone.
+
+:func:`gluon_tma_copies` — Gluon's TMA load and store builtins on Hopper: ``tma.async_load`` /
+``tma.async_store`` from Triton 3.9 on (where the 3.6 names ``async_copy_global_to_shared`` /
+``async_copy_shared_to_global`` raise "has been removed"), the 3.6 names before.
 """
 
 from __future__ import annotations
 
-__all__ = ["dynamo_eager_only"]
+__all__ = ["dynamo_eager_only", "gluon_cta_barrier", "gluon_tma_copies"]
 
 
 def dynamo_eager_only(*fns) -> bool:
@@ -29,3 +37,16 @@ def dynamo_eager_only(*fns) -> bool:
         if code is not None:
             set_code_exec_strategy(code, strategy)
     return True
+
+
+def gluon_cta_barrier(gl):
+    """The CTA-wide barrier builtin of Gluon's language module ``gl`` (call it with no arguments)."""
+    return getattr(gl, "thread_barrier", None) or gl.barrier
+
+
+def gluon_tma_copies(tma):
+    """(load, store) builtins of Gluon's Hopper ``tma`` module: ``load(desc, coord, barrier, dst)``
+    and ``store(desc, coord, src)``."""
+    if hasattr(tma, "async_load") and hasattr(tma, "async_store"):
+        return tma.async_load, tma.async_store
+    return tma.async_copy_global_to_shared, tma.async_copy_shared_to_global

@@ -47,7 +47,8 @@ def parse(name: str):
 
 
 PTX_FEATURES = {
-    "tma_load": r"cp\.async\.bulk\.tensor\.\dd\.shared::cluster\.global",
+    # the destination state space: shared::cluster (Triton 3.6), shared::cta (3.9)
+    "tma_load": r"cp\.async\.bulk\.tensor\.\dd\.shared::(?:cluster|cta)\.global",
     "tma_store": r"cp\.async\.bulk\.tensor\.\dd\.global\.shared::cta",
     "wgmma": r"wgmma\.mma_async",
     "wgmma_wait_1": r"wgmma\.wait_group\.sync\.aligned\s+1;",
@@ -65,12 +66,24 @@ SASS_FEATURES = {"UTMALDG": r"UTMALDG", "UTMASTG": r"UTMASTG", "HGMMA": r"HGMMA"
                  "SYNCS": r"SYNCS", "STL/LDL": r"\b(?:STL|LDL)\b"}
 
 
+def _ptxas_path() -> str:
+    """The ptxas this Triton assembles sm_90 with: its own choice where it says (Triton 3.9:
+    ``get_ptxas(90)``, the newer of the two bundled, as its PTX version needs it), else the bundled
+    ``ptxas``."""
+    try:
+        from triton.backends.nvidia.compiler import get_ptxas
+
+        return get_ptxas(90).path
+    except (ImportError, AttributeError, TypeError):
+        return str(BIN / "ptxas")
+
+
 def _ptxas(ptx: str) -> dict:
     """Registers / spills / barriers of the PTX as the bundled ptxas reports them (sm_90a)."""
     with tempfile.TemporaryDirectory() as d:
         src = Path(d) / "k.ptx"
         src.write_text(ptx)
-        r = subprocess.run([str(BIN / "ptxas"), "-arch=sm_90a", "-v", str(src), "-o", str(Path(d) / "k.cubin")],
+        r = subprocess.run([_ptxas_path(), "-arch=sm_90a", "-v", str(src), "-o", str(Path(d) / "k.cubin")],
                            capture_output=True, text=True, timeout=300)
     text = r.stdout + r.stderr
     out = {}

@@ -49,6 +49,10 @@ try:  # Triton without Gluon (< 3.4) or without its Hopper modules: the module s
     )
     from triton.experimental.gluon.nvidia.hopper import TensorDescriptor
 
+    from tritonblas._compat import gluon_cta_barrier, gluon_tma_copies
+
+    _cta_barrier = gluon_cta_barrier(gl)  # gl.thread_barrier (Triton 3.6) / gl.barrier (3.9)
+    _tma_load, _tma_store = gluon_tma_copies(tma)
     HAS_GLUON = True
 except ImportError:  # pragma: no cover - depends on the installed Triton
     HAS_GLUON = False
@@ -115,11 +119,11 @@ if HAS_GLUON:
                 bar = ready.index(s)
                 mbarrier.expect(bar, step_bytes)
                 off_k = ks * BLOCK_K
-                tma.async_copy_global_to_shared(a_desc, [off_m, off_k], bar, a_ring.index(s))
+                _tma_load(a_desc, [off_m, off_k], bar, a_ring.index(s))
                 if B_KMAJOR:
-                    tma.async_copy_global_to_shared(b_desc, [off_n, off_k], bar, b_ring.index(s))
+                    _tma_load(b_desc, [off_n, off_k], bar, b_ring.index(s))
                 else:
-                    tma.async_copy_global_to_shared(b_desc, [off_k, off_n], bar, b_ring.index(s))
+                    _tma_load(b_desc, [off_k, off_n], bar, b_ring.index(s))
                 it += 1
 
     @gluon.jit
@@ -150,21 +154,21 @@ if HAS_GLUON:
                 # <= 1 in flight: the previous step's wgmma (this warpgroup's) has retired
                 acc = warpgroup_mma_wait(num_outstanding=1, deps=(acc, ))
                 # the arrive below is one thread's: first make sure both warpgroups got here
-                gl.thread_barrier()
+                _cta_barrier()
                 mbarrier.arrive(empty.index((it + STAGES - 1) % STAGES), pred=ks > 0)
                 it += 1
             acc = warpgroup_mma_wait(num_outstanding=0, deps=(acc, ))
-            gl.thread_barrier()
+            _cta_barrier()
             mbarrier.arrive(empty.index((it + STAGES - 1) % STAGES))
 
             # epilogue, while the producer fills the ring for the next tile
             out = acc.to(c_desc.dtype)
             tma.store_wait(pendings=0)  # the previous tile's store has read c_smem
-            gl.thread_barrier()
+            _cta_barrier()
             c_smem.store(out)
             fence_async_shared()
-            gl.thread_barrier()
-            tma.async_copy_shared_to_global(c_desc, [pid_m * BLOCK_M, pid_n * BLOCK_N], c_smem)
+            _cta_barrier()
+            _tma_store(c_desc, [pid_m * BLOCK_M, pid_n * BLOCK_N], c_smem)
         tma.store_wait(pendings=0)
 
     @gluon.jit

@@ -19,6 +19,10 @@
 #   gluon     the experimental Gluon kernel (tritonblas/kernels/gluon_hopper.py): its sm_90 compile census,
 #             its GPU correctness test (opt-in, TRITONBLAS_TEST_GLUON=1; a hang fails, per variant) and
 #             benchmarks/gluon_probe.py (vs torch.matmul and tritonblas.matmul) -> $OUT/gluon_*.{jsonl,log,csv}
+#   heldout   the held-out split's exhaustive sweeps (issue 19) under torchrun on every GPU, resumable
+#             (rows already in benchmarks/data/h200_heldout/ are kept; every rank stops starting shapes
+#             after $HELDOUT_BUDGET s, default 480, and the rows are merged); then the
+#             missing-picks report; the CSVs come back in $OUT/heldout_data.tgz (commit them to resume)
 #   timeline  benchmarks/host_linear.py --timeline/--split $TIMELINE_MODELS (where eager decode's time goes)
 #   demo      python -m tritonblas demo --profile h200
 # Each step has its own timeout (env *_TIMEOUT) and log ($OUT/<step>.log); a step's failure does not
@@ -73,6 +77,11 @@ for step in $STEPS; do
                    tests/kernels/test_gluon_hopper_gpu.py -n 4 -rs -p no:cacheprovider > "$OUT/gluon_gpu_test.log" 2>&1
                  echo "gpu test rc=$?"
                  timeout ${GLUON_PROBE_TIMEOUT:-280} python3 benchmarks/gluon_probe.py --out "$OUT/gluon_probe.csv"
+               } > "$log" 2>&1 ;;
+    heldout)   { timeout $(( ${HELDOUT_BUDGET:-480} + 90 )) python3 -m torch.distributed.run --standalone --nproc-per-node gpu \
+                   benchmarks/sweep.py --heldout --rep-ms ${HELDOUT_REP_MS:-3} --budget-s ${HELDOUT_BUDGET:-480} ${HELDOUT_ARGS:-}
+                 echo "sweep rc=$?"; python3 benchmarks/missing_picks.py --profile h200
+                 tar czf "$OUT/heldout_data.tgz" benchmarks/data/h200_heldout
                } > "$log" 2>&1 ;;
     timeline)  { timeout 200 python3 benchmarks/host_linear.py --timeline ${TIMELINE_MODELS:-llama3.2-1b} --out "$OUT"
                  timeout 240 python3 benchmarks/host_linear.py --split ${SPLIT_MODELS:-bert-large llama3.2-1b}

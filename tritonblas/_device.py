@@ -274,8 +274,8 @@ def override_key(profile: Any) -> Any:
 
 
 def _load_forced(profile: Any, source: str) -> HardwareProfile:
-    """``load_profile(profile)``; a ProfileError from ``$TRITONBLAS_PROFILE`` names the variable (its
-    message alone said "nope: unknown profile", with nothing pointing at the environment)."""
+    """``load_profile(profile)``; a ProfileError for a profile forced by ``$TRITONBLAS_PROFILE`` is
+    prefixed with the variable and its value, so the message points at the environment."""
     try:
         return load_profile(profile)
     except ProfileError as e:

@@ -18,7 +18,8 @@
 #   fp8       benchmarks/scaled_mm_compare.py $FP8_ARGS (tritonblas.scaled_mm vs torch._scaled_mm) -> $OUT/scaled_mm_h200.csv
 #   gluon     the experimental Gluon kernel (tritonblas/kernels/gluon_hopper.py): its sm_90 compile census,
 #             its GPU correctness test (opt-in, TRITONBLAS_TEST_GLUON=1; a hang fails, per variant) and
-#             benchmarks/gluon_probe.py (vs torch.matmul and tritonblas.matmul) -> $OUT/gluon_*.{jsonl,log,csv}
+#             benchmarks/gluon_probe.py (vs torch.matmul and tritonblas.matmul) -> $OUT/gluon_*.{jsonl,log,csv};
+#             in models: TRITONBLAS_GLUON=1 STEPS=models ... routes plain 2-D GEMMs to it (dispatch.gluon_eligible)
 #   heldout   the held-out split's exhaustive sweeps (issue 19) under torchrun on every GPU, resumable
 #             (rows already in benchmarks/data/h200_heldout/ are kept; every rank stops starting shapes
 #             after $HELDOUT_BUDGET s, default 480, and the rows are merged); then the
@@ -74,7 +75,8 @@ for step in $STEPS; do
     fp8)       timeout ${FP8_TIMEOUT:-300} python3 benchmarks/scaled_mm_compare.py ${FP8_ARGS:-} --out "$OUT/scaled_mm_h200.csv" > "$log" 2>&1 ;;
     gluon)     { timeout 120 python3 tests/kernels/_gluon_compile.py > "$OUT/gluon_compile.jsonl" 2>&1
                  TRITONBLAS_TEST_GLUON=1 timeout ${GLUON_TEST_TIMEOUT:-300} python3 -m pytest -m gpu \
-                   tests/kernels/test_gluon_hopper_gpu.py -n 4 -rs -p no:cacheprovider > "$OUT/gluon_gpu_test.log" 2>&1
+                   tests/kernels/test_gluon_hopper_gpu.py tests/dropin/test_gluon_route.py -n 4 -rs -p no:cacheprovider \
+                   > "$OUT/gluon_gpu_test.log" 2>&1
                  echo "gpu test rc=$?"
                  timeout ${GLUON_PROBE_TIMEOUT:-280} python3 benchmarks/gluon_probe.py --out "$OUT/gluon_probe.csv"
                } > "$log" 2>&1 ;;

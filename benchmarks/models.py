@@ -604,7 +604,10 @@ def provenance() -> dict:
             versions[mod] = __import__(mod).__version__
         except ImportError:
             versions[mod] = "none"
-    return run_provenance(short_sha=True, **versions)
+    from tritonblas import settings  # the switches that change what "ours" runs, when set
+
+    switches = " ".join(f"{k}={os.environ[k]}" for k in settings.ALL if k.startswith("TRITONBLAS_") and k in os.environ)
+    return run_provenance(short_sha=True, **versions, tritonblas_env=switches or "none")
 
 
 def write_rows(path: Path, rows: list, prov: dict) -> None:

@@ -86,7 +86,7 @@ from tritonblas._device import ENV_PROFILE, DeviceError, DeviceInfo, clear_devic
 __all__ = [
     "DTYPES", "KERNEL_DTYPES", "DETERMINISTIC_KINDS", "MAX_PLANS", "GemmKey",
     "dtype_of", "allow_tf32", "fallback_reason", "device_info", "has_profile", "gemm", "plan_for", "explain",
-    "stats", "reset_stats", "clear_caches", "scaled_gemm", "placement_reason", "fast_lookup", "fast_valid", "fast_context", "launch_fast", "launch_ready",
+    "stats", "reset_stats", "clear_caches", "scaled_gemm", "gluon_eligible", "placement_reason", "fast_lookup", "fast_valid", "fast_context", "launch_fast", "launch_ready",
     "raw_ready", "count", "count_all", "overlap", "FastEntry", "run_fast", "run_fast_out",
 ]
 
@@ -1092,6 +1092,9 @@ def gemm(a: torch.Tensor, b: torch.Tensor, out: torch.Tensor | None = None, *, c
         elif out.numel():
             out.zero_()
         return out
+    if c is None and alpha == 1 and config is None and settings.gluon() and _gluon_gemm(a, b, out):
+        _STATS["launches"] += 1
+        return out
     info, tf32, lp, key = _plan_of(a, b, out, c, profile, config, op)
     if lp is _FALLBACK:
         _STATS["fallbacks"] += 1
@@ -1115,6 +1118,45 @@ def gemm(a: torch.Tensor, b: torch.Tensor, out: torch.Tensor | None = None, *, c
     if fkey is not None:
         _remember(fkey, lp, info, profile, prepared, a, b, out, c, alpha, beta, compiled)
     return out
+
+
+GLUON_MIN = (128, 128, 64)  # M, N, K: one full 128-row tile, one 128-column tile, one K-step
+
+
+def gluon_eligible(a: torch.Tensor, b: torch.Tensor, out: torch.Tensor) -> str | None:
+    """Why the ``TRITONBLAS_GLUON=1`` experiment does not take ``out = a @ b``, or None when it does:
+    2-D bf16/fp16 operands and output of one dtype on an sm_90 GPU, at least :data:`GLUON_MIN`, and
+    what :func:`tritonblas.kernels.gluon_hopper.supports` accepts with 16-byte-aligned pointers."""
+    if a.dim() != 2 or b.dim() != 2 or out.dim() != 2:
+        return "not a 2-D GEMM"
+    if not (a.dtype == b.dtype == out.dtype) or a.dtype not in (torch.bfloat16, torch.float16):
+        return f"dtypes {a.dtype}, {b.dtype} -> {out.dtype}: needs one of bf16 / fp16"
+    (m, k), n = a.shape, b.shape[1]
+    if m < GLUON_MIN[0] or n < GLUON_MIN[1] or k < GLUON_MIN[2]:
+        return f"{m}x{n}x{k} is under {GLUON_MIN}"
+    if a.device.type != "cuda" or torch.cuda.get_device_capability(a.device) != (9, 0):
+        return f"{a.device} is not an sm_90 GPU"
+    from tritonblas.kernels import gluon_hopper
+
+    why = gluon_hopper.supports(m, n, k, a.dtype, a.stride(), b.stride(), out.stride())
+    if why is None and (a.data_ptr() | b.data_ptr() | out.data_ptr()) % 16:
+        why = "a pointer is not 16-byte aligned"
+    return why
+
+
+def _gluon_gemm(a: torch.Tensor, b: torch.Tensor, out: torch.Tensor) -> bool:
+    """``out = a @ b`` on the Gluon kernel when :func:`gluon_eligible` (128x256x64 with 3 stages for
+    N >= 256, else 128x128x64 with 4); False when it does not take the call. An experiment to measure
+    the kernel inside real models (``benchmarks/models.py``), not a selection: origami does not score
+    this kernel yet."""
+    if gluon_eligible(a, b, out) is not None:
+        return False
+    from tritonblas.kernels import gluon_hopper
+
+    wide = b.shape[1] >= 256
+    with _cuda_guard(a.device):
+        gluon_hopper.gluon_matmul(a, b, out=out, block_n=256 if wide else 128, stages=3 if wide else 4)
+    return True
 
 
 def scaled_gemm(a: torch.Tensor, b: torch.Tensor, out: torch.Tensor, *, scale_a: torch.Tensor,

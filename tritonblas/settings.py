@@ -8,6 +8,7 @@ at call time (never at import). origami's own variable, ``ORIGAMI_PROFILE_DIR``,
 | ``TRITONBLAS_TABLE`` | tile table consulted before the model (exact hits) |
 | ``TRITONBLAS_FAST`` | ``0`` turns the ops' warm path (:mod:`tritonblas.fastpath`) off |
 | ``ORIGAMI_PROFILE_DIR`` | a directory of extra profiles, loadable by name |
+| ``TRITONBLAS_GLUON`` | ``1`` (experimental, H200 only): plain 2-D bf16/fp16 GEMMs of at least 128x128x64 run the warp-specialised Gluon kernel (:mod:`tritonblas.kernels.gluon_hopper`) instead of origami's pick, to measure it inside models; not a selection |
 | ``TRITON_INTERPRET`` | ``1`` (or ``true``/``yes``/``on``, as Triton reads it) runs the kernels on CPU tensors through Triton's interpreter |
 
 Hot paths read them through :func:`raw_reader` (``dispatch``'s fast key) and :func:`raw_equals`
@@ -20,14 +21,15 @@ import os
 
 from origami.hardware import ENV_PROFILE_DIR
 
-__all__ = ["ENV_PROFILE", "ENV_TABLE", "ENV_FAST", "ENV_PROFILE_DIR", "ENV_INTERPRET", "ALL",
-           "profile", "table", "fast", "profile_dir", "interpret", "raw_reader", "raw_equals"]
+__all__ = ["ENV_PROFILE", "ENV_TABLE", "ENV_FAST", "ENV_PROFILE_DIR", "ENV_INTERPRET", "ENV_GLUON", "ALL",
+           "profile", "table", "fast", "profile_dir", "interpret", "gluon", "raw_reader", "raw_equals"]
 
 ENV_PROFILE = "TRITONBLAS_PROFILE"
 ENV_TABLE = "TRITONBLAS_TABLE"
 ENV_FAST = "TRITONBLAS_FAST"
 ENV_INTERPRET = "TRITON_INTERPRET"
-ALL = (ENV_PROFILE, ENV_TABLE, ENV_FAST, ENV_PROFILE_DIR, ENV_INTERPRET)
+ENV_GLUON = "TRITONBLAS_GLUON"
+ALL = (ENV_PROFILE, ENV_TABLE, ENV_FAST, ENV_PROFILE_DIR, ENV_INTERPRET, ENV_GLUON)
 
 
 def profile() -> str | None:
@@ -40,6 +42,10 @@ def table() -> str | None:
 
 def fast() -> bool:
     return os.environ.get(ENV_FAST) != "0"
+
+
+def gluon() -> bool:
+    return os.environ.get(ENV_GLUON) == "1"
 
 
 def profile_dir() -> str | None:

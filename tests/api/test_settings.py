@@ -55,3 +55,13 @@ def test_triton_interpret_true_runs_the_kernels_on_cpu(monkeypatch):
     out = tritonblas.matmul(a, b)
     assert dispatch.stats()["launches"] == 1 and dispatch.stats()["fallbacks"] == 0
     torch.testing.assert_close(out, (a.double() @ b.double()).float(), rtol=1e-5, atol=1e-5)
+
+
+def test_the_readme_documents_every_variable():
+    """README.md's environment table names every variable tritonblas reads (settings.ALL)."""
+    from pathlib import Path
+
+    readme = (Path(__file__).resolve().parents[2] / "README.md").read_text()
+    table = readme[readme.index("### Environment variables"):]
+    missing = [name for name in settings.ALL if f"`{name}" not in table]
+    assert not missing, f"README.md's environment table does not document: {missing}"

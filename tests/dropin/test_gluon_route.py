@@ -1,0 +1,119 @@
+"""The ``TRITONBLAS_GLUON=1`` experiment (``dispatch.gluon_eligible`` / ``dispatch._gluon_gemm``):
+which GEMMs it takes, and that it never changes a result it does not take.
+
+On CPU: the eligibility rule's reasons, and results under the variable equal to those without it
+(every CPU call is ineligible: the kernel needs an sm_90 GPU). On the H200 (``-m gpu``, opt-in with
+``TRITONBLAS_TEST_GLUON=1`` like the kernel's own GPU test, in a child process with a timeout so a
+hang fails instead of blocking): eligible ``tritonblas.matmul`` / ``F.linear`` calls run the Gluon
+kernel and match the float64 reference; ineligible ones (bias, small M) still run origami's pick.
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+import torch
+
+import tritonblas
+from tritonblas import dispatch, settings
+from _check import assert_gemm_close, reference
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def _t(*shape, dtype=torch.bfloat16):
+    return torch.randn(*shape, generator=torch.Generator().manual_seed(sum(shape)), dtype=torch.float32).to(dtype)
+
+
+@pytest.mark.parametrize("a,b,out,why", [
+    (_t(2, 256, 64), _t(64, 256), _t(2, 256, 256), "not a 2-D GEMM"),
+    (_t(256, 64, dtype=torch.float32), _t(64, 256, dtype=torch.float32), _t(256, 256, dtype=torch.float32),
+     "needs one of bf16 / fp16"),
+    (_t(256, 64), _t(64, 256, dtype=torch.float16), _t(256, 256), "needs one of bf16 / fp16"),
+    (_t(64, 64), _t(64, 256), _t(64, 256), "is under (128, 128, 64)"),
+    (_t(256, 32), _t(32, 256), _t(256, 256), "is under (128, 128, 64)"),
+    (_t(256, 64), _t(64, 256), _t(256, 256), "cpu is not an sm_90 GPU"),
+])
+def test_eligibility_names_its_reason(a, b, out, why):
+    got = dispatch.gluon_eligible(a, b, out)
+    assert got is not None and why in got, got
+
+
+def test_the_variable_is_read_per_call(monkeypatch):
+    monkeypatch.delenv(settings.ENV_GLUON, raising=False)
+    assert not settings.gluon()
+    monkeypatch.setenv(settings.ENV_GLUON, "1")
+    assert settings.gluon()
+    monkeypatch.setenv(settings.ENV_GLUON, "0")
+    assert not settings.gluon()
+    assert settings.ENV_GLUON in settings.ALL
+
+
+@pytest.mark.usefixtures("cpu_profile")
+def test_cpu_results_are_unchanged_under_the_variable(monkeypatch, device):
+    if device != "cpu":
+        pytest.skip("the CPU half; the GPU half is test_eligible_calls_run_the_gluon_kernel_on_the_h200")
+    a, b = _t(130, 70), _t(70, 140)
+    ref, mag, _ = reference(a, b)
+    tritonblas.clear_caches()
+    plain = tritonblas.matmul(a, b)
+    monkeypatch.setenv(settings.ENV_GLUON, "1")
+    tritonblas.clear_caches()
+    under = tritonblas.matmul(a, b)
+    assert torch.equal(plain, under)
+    assert_gemm_close(under, ref, mag, a.shape[1], what="matmul under TRITONBLAS_GLUON=1 on CPU")
+
+
+CHILD = r"""
+import torch, torch.nn.functional as F
+import tritonblas
+from tritonblas import dispatch
+from tritonblas.kernels import gluon_hopper
+from _check import assert_gemm_close, reference
+ran = []
+real = gluon_hopper.gluon_matmul
+def spy(*args, **kw):
+    ran.append(kw.get("block_n"))
+    return real(*args, **kw)
+gluon_hopper.gluon_matmul = spy
+g = torch.Generator(device="cuda").manual_seed(0)
+for (m, n, k, dt, nt) in [(512, 384, 256, torch.bfloat16, False), (1000, 1000, 1000, torch.float16, True),
+                          (4096, 4096, 4096, torch.bfloat16, False)]:
+    a = torch.randn(m, k, device="cuda", generator=g).to(dt)
+    b = (torch.randn(n, k, device="cuda", generator=g).to(dt).t() if nt else
+         torch.randn(k, n, device="cuda", generator=g).to(dt))
+    before = len(ran)
+    out = tritonblas.matmul(a, b)
+    torch.cuda.synchronize()
+    assert len(ran) == before + 1, ("the Gluon kernel did not run", m, n, k)
+    ref, mag, _ = reference(a, b)
+    assert_gemm_close(out, ref, mag, k, what=f"gluon route {m}x{n}x{k} {dt} nt={nt}")
+x = torch.randn(4, 128, 512, device="cuda", generator=g).to(torch.bfloat16)
+w = torch.randn(768, 512, device="cuda", generator=g).to(torch.bfloat16)
+with tritonblas.enable():
+    before = len(ran)
+    y = F.linear(x, w)
+    assert len(ran) == before + 1, "F.linear without bias did not take the Gluon kernel"
+    ref, mag, _ = reference(x.reshape(-1, 512), w.t())
+    assert_gemm_close(y.reshape(-1, 768), ref, mag, 512, what="F.linear under the gluon route")
+    before = len(ran)
+    yb = F.linear(x, w, torch.randn(768, device="cuda", generator=g).to(torch.bfloat16))
+    small = tritonblas.matmul(x[0, :16], w.t())
+    assert len(ran) == before, "a bias or a 16-row GEMM must keep origami's pick"
+print("GLUON ROUTE OK", ran)
+"""
+
+
+@pytest.mark.gpu
+def test_eligible_calls_run_the_gluon_kernel_on_the_h200():
+    if not torch.cuda.is_available() or torch.cuda.get_device_capability() != (9, 0):
+        pytest.skip("needs an sm_90 GPU (the H200)")
+    if os.environ.get("TRITONBLAS_TEST_GLUON") != "1":
+        pytest.skip("opt-in until the Gluon kernel has run once on a GPU: TRITONBLAS_TEST_GLUON=1")
+    env = dict(os.environ, TRITONBLAS_GLUON="1", PYTHONPATH=f"{ROOT}{os.pathsep}{ROOT / 'tests'}")
+    r = subprocess.run([sys.executable, "-c", CHILD], env=env, capture_output=True, text=True, timeout=240)
+    assert r.returncode == 0 and "GLUON ROUTE OK" in r.stdout, r.stdout[-2000:] + r.stderr[-4000:]

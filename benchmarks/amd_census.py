@@ -197,11 +197,36 @@ def compile_key(spec: dict, arch: str) -> str:
     return hashlib.sha1(text.encode()).hexdigest()[:16]
 
 
+def _remap_lines() -> range:
+    """The source lines of ``kernels.pid.chiplet_remap`` (in pid.py)."""
+    import inspect
+
+    from tritonblas.kernels import pid
+
+    src, start = inspect.getsourcelines(pid.chiplet_remap.fn)
+    return range(start, start + len(src))
+
+
+def remap_ops(gcn: str, chiplets: int) -> int:
+    """Scalar ``s_and_b32 .., -chiplets`` masks (the signed ``pid % NUM_CHIPLETS`` of
+    ``kernels.pid.chiplet_remap``) that the assembly's line table attributes to chiplet_remap's own
+    lines in pid.py: the same mask also rounds unrolled loop counts (Triton 3.9's split-K kernel,
+    gfx942), which is no remap."""
+    lines, count, here = _remap_lines(), 0, None
+    mask = re.compile(rf"\bs_and_b32 s\d+, s\d+, -{chiplets}\b")
+    for line in gcn.splitlines():
+        if line.lstrip().startswith(".loc"):
+            m = re.search(r";\s*pid\.py:(\d+):", line)
+            here = int(m.group(1)) if m else None
+        elif here is not None and here in lines and mask.search(line):
+            count += 1
+    return count
+
+
 def parse_amdgcn(gcn: str, chiplets: int = 8) -> dict:
     """Register, spill, scratch and occupancy figures from AMDGCN assembly (LLVM's metadata block
-    and its trailing comments), the MFMA instruction shapes used, and ``remap_ops``: scalar
-    ``s_and_b32 .., -chiplets`` masks, the signed ``pid % NUM_CHIPLETS`` of ``kernels.pid.chiplet_remap``
-    (none in the kernels compiled with NUM_CHIPLETS = 1: tests/benchmarks/test_amd_census.py)."""
+    and its trailing comments), the MFMA instruction shapes used, and ``remap_ops`` (:func:`remap_ops`;
+    none in the kernels compiled with NUM_CHIPLETS = 1: tests/benchmarks/test_amd_census.py)."""
     def num(pattern: str) -> int:
         m = re.search(pattern, gcn, re.M)
         return int(m.group(1)) if m else -1
@@ -211,7 +236,7 @@ def parse_amdgcn(gcn: str, chiplets: int = 8) -> dict:
         vgpr_spills=num(r"^\s*\.vgpr_spill_count:\s+(\d+)"), sgpr_spills=num(r"^\s*\.sgpr_spill_count:\s+(\d+)"),
         scratch_bytes=num(r"^; ScratchSize:\s+(\d+)"), occupancy=num(r"^; Occupancy:\s+(\d+)"),
         mfma_16x16=len(re.findall(r"v_mfma_\w*?16x16x", gcn)), mfma_32x32=len(re.findall(r"v_mfma_\w*?32x32x", gcn)),
-        remap_ops=len(re.findall(rf"s_and_b32 s\d+, s\d+, -{chiplets}\b", gcn)),
+        remap_ops=remap_ops(gcn, chiplets),
     )
 
 

@@ -58,14 +58,21 @@ def _warps(bm: int, bn: int) -> tuple[int, ...]:
     return (4, 8)
 
 
-@lru_cache(maxsize=256)
 def base_array(hw: HardwareProfile, a_dtype: DType, b_dtype: DType, a_layout: Layout, b_layout: Layout,
                staged: bool = False) -> np.ndarray:
-    """All problem-independent-valid candidate rows for this dtype/layout class (int64, read-only).
+    """All problem-independent-valid candidate rows for this dtype/layout class (int64, read-only),
+    for the compiler the model predicts for (cached per ``space.amd_direct_to_lds(hw)``, the one
+    predicate input that depends on it: :mod:`origami.toolchain`).
 
     ``staged``: the narrow-load class (:func:`origami.space.narrow_loads`): on NVIDIA register-staged
     loads (under 4-byte alignment), whose space also obeys ``space.check_staged_registers``; on AMD
     operands under 16-byte alignment, whose register rule (``space.check_registers``) is stricter."""
+    return _base_array(hw, a_dtype, b_dtype, a_layout, b_layout, staged, space.amd_direct_to_lds(hw))
+
+
+@lru_cache(maxsize=256)
+def _base_array(hw: HardwareProfile, a_dtype: DType, b_dtype: DType, a_layout: Layout, b_layout: Layout,
+                staged: bool, _direct_lds: bool) -> np.ndarray:
     probe = GemmProblem(1 << 14, 1 << 14, 1 << 14, a_dtype, b_dtype, DType.BF16, a_layout, b_layout,
                         align_bytes=2 if staged else 16)
     stages = (2, 1) if hw.is_amd else (3, 4)  # preferred first: ties keep the earlier row
@@ -154,7 +161,6 @@ def _family_key(r: tuple) -> tuple:
     return (bm, bn, bk, stages, occ, one_wg), kind, per_cu, split
 
 
-@lru_cache(maxsize=256)
 def search_plan(hw: HardwareProfile, a_dtype: DType, b_dtype: DType, a_layout: Layout,
                 b_layout: Layout, staged: bool = False) -> tuple[np.ndarray, np.ndarray]:
     """The branch and bound's view of ``base_array(...)``: ``(fams, fam_rows)``, int64, read-only.
@@ -163,6 +169,12 @@ def search_plan(hw: HardwareProfile, a_dtype: DType, b_dtype: DType, a_layout: L
     which _core.screen_bounds bounds together. Family f's rows are
     ``fam_rows[fams[f, F_START]:fams[f, F_END]]``, ascending; the columns are _core's ``F_*``.
     The families of one tile group are contiguous (groups in order of their first row)."""
+    return _search_plan(hw, a_dtype, b_dtype, a_layout, b_layout, staged, space.amd_direct_to_lds(hw))
+
+
+@lru_cache(maxsize=256)
+def _search_plan(hw: HardwareProfile, a_dtype: DType, b_dtype: DType, a_layout: Layout, b_layout: Layout,
+                 staged: bool, _direct_lds: bool) -> tuple[np.ndarray, np.ndarray]:
     base = base_array(hw, a_dtype, b_dtype, a_layout, b_layout, staged)
     rows = np.nonzero(base[:, C["model_twin"]] < 0)[0]
     groups: dict[tuple, dict[tuple, list[int]]] = {}

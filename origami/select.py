@@ -18,7 +18,7 @@ import numpy as np
 from origami import _core
 from origami.config import TileConfig
 from origami.config import Kind
-from origami.space import PREDICATES, narrow_loads, resident_programs
+from origami.space import PREDICATES, amd_direct_to_lds, narrow_loads, resident_programs
 from origami._encoding import K_PERSISTENT, KIND_CODE, R_BM, R_BN, R_GMULT, R_KIND, R_NCHIP, persistent_grid
 from origami.enumerate import base_array, config_for_tiles, row_tiles, row_to_config, search_plan
 from origami.hardware import HardwareProfile, load_profile
@@ -122,7 +122,7 @@ class _Space:
 
 
 @lru_cache(maxsize=256)
-def _space_of(hw: HardwareProfile, a_dtype, b_dtype, a_layout, b_layout, staged: bool = False) -> _Space:
+def _space_of(hw: HardwareProfile, a_dtype, b_dtype, a_layout, b_layout, staged: bool, _direct_lds: bool) -> _Space:
     return _Space(hw, a_dtype, b_dtype, a_layout, b_layout, staged)
 
 
@@ -132,7 +132,7 @@ def _space(problem: GemmProblem, hw: HardwareProfile) -> _Space:
         raise ValueError(f"a_dtype: {problem.a_dtype.value} has no matrix rate on {hw.name} "
                          f"(matrix.peak_flops.{key} is 0 in {hw.path}); no kernel configuration exists")
     return _space_of(hw, problem.a_dtype, problem.b_dtype, problem.a_layout, problem.b_layout,
-                     narrow_loads(problem, hw))
+                     narrow_loads(problem, hw), amd_direct_to_lds(hw))
 
 
 def _inputs(problem: GemmProblem, hw: HardwareProfile):
@@ -189,7 +189,7 @@ def _estimate(sp: _Space, i: int, lat: float, t: Sequence[float], problem: GemmP
 
 
 @lru_cache(maxsize=4096)
-def _rank_cached(problem: GemmProblem, hw: HardwareProfile, k: int) -> tuple[Estimate, ...]:
+def _rank_cached(problem: GemmProblem, hw: HardwareProfile, k: int, _direct_lds: bool) -> tuple[Estimate, ...]:
     base, lat, terms = score_problem(problem, hw)
     finite = np.nonzero(np.isfinite(lat))[0]
     if finite.size == 0:
@@ -203,18 +203,21 @@ def rank(problem: GemmProblem, hw: "HardwareProfile | str", k: int = 5) -> list[
     """The ``k`` best candidates, best first (ties broken by the fixed enumeration order)."""
     if problem.m == 0 or problem.n == 0 or problem.batch == 0:
         raise ValueError(f"{problem.describe()}: empty output, nothing to select")
-    return list(_rank_cached(problem, load_profile(hw), int(k)))
+    hw = load_profile(hw)
+    return list(_rank_cached(problem, hw, int(k), amd_direct_to_lds(hw)))
 
 
 def select(problem: GemmProblem, hw: "HardwareProfile | str") -> Estimate:
     """The best candidate (== rank(problem, hw, 1)[0]), via the branch-and-bound scorer."""
     if problem.m == 0 or problem.n == 0 or problem.batch == 0:
         raise ValueError(f"{problem.describe()}: empty output, nothing to select")
-    return _select_cached(problem, load_profile(hw))
+    hw = load_profile(hw)
+    return _select_cached(problem, hw, amd_direct_to_lds(hw))
 
 
 @lru_cache(maxsize=4096)
-def _select_cached(problem: GemmProblem, hw: HardwareProfile) -> Estimate:
+def _select_cached(problem: GemmProblem, hw: HardwareProfile, _direct_lds: bool) -> Estimate:
+    # _direct_lds: the compiler-dependent input of the space (origami.toolchain), part of the key
     return _select_uncached(problem, hw)
 
 
@@ -388,7 +391,7 @@ def explain(problem: GemmProblem, hw: "HardwareProfile | str", k: int = 3) -> st
 def warmup() -> None:
     """Compile (or load from the on-disk cache) the numba kernels now rather than on first use."""
     p = GemmProblem(256, 256, 256)
-    _rank_cached.__wrapped__(p, load_profile("h200"), 1)
+    _rank_cached.__wrapped__(p, load_profile("h200"), 1, False)
     _select_uncached(p, load_profile("h200"))
     select_many_arrays([p], load_profile("h200"))
 

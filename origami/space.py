@@ -11,12 +11,13 @@ import math
 from functools import lru_cache
 from typing import Callable
 
+from origami import toolchain
 from origami.config import Kind, TileConfig
 from origami.hardware import HardwareProfile
 from origami.problem import DType, GemmProblem
 
 __all__ = [
-    "TileConfig", "Kind", "smem_bytes", "acc_registers_per_thread", "resident_programs", "register_staged",
+    "TileConfig", "Kind", "smem_bytes", "amd_direct_to_lds", "acc_registers_per_thread", "resident_programs", "register_staged",
     "narrow_loads", "amd_register_budget", "amd_vgprs_per_thread", "amd_vgpr_bound",
     "staged_registers_per_thread", "check_staged_registers", "MAX_STAGED_REGS_PER_THREAD",
     "check_smem", "check_registers", "check_instr", "check_vendor", "check_problem", "check_residency",
@@ -44,11 +45,14 @@ def smem_bytes(cfg: TileConfig, problem: GemmProblem, hw: HardwareProfile) -> in
 
     A = BM·BK·bytes(a), B = BK·BN·bytes(b).
     - AMD (stream pipeliner): max(A, B) for num_stages = 1, else (num_stages − 1)·(A + B) — tritonBLAS'
-      formula, validated 35/35 against compiled metadata on gfx942 with Triton 3.6 (reference study §4).
-      Triton 3.8 allocates more on gfx950 (num_stages·(A + B) plus padding: 67520 B for a config this
-      formula puts at 32768, found by the CI's second lane, 2026-12-01; gfx942 unchanged); a pick the
-      compiler refuses is replanned by the dispatcher (``dispatch._run_checked``), so this costs a
-      compile, not a wrong answer or a crash.
+      formula, validated 35/35 against compiled metadata on gfx942 with Triton 3.6 (reference study §4),
+      and on gfx942 with Triton 3.9 (the CI census sample, 13/13, 2026-12-01).
+    - AMD gfx950 under Triton >= 3.8 (:func:`amd_direct_to_lds`): every stage is an LDS buffer plus
+      row padding, bounded here by num_stages·(A + B)·17/16. Compiled on this CPU for gfx950 with
+      Triton 3.9 (benchmarks/amd_census.py, 2026-12-01, 36 configs with num_stages >= 2 from the
+      mi350x/mi355x spaces): the allocation was num_stages·(A + B) plus 0.8-6.2% (the most with
+      32x32 MFMA and a transposed A), never above this bound; num_stages = 1 stays max(A, B) (18 of
+      20 configs; the other 2, 32-row tiles with 32x32 MFMA, took 2·max(A, B), at most 16 KiB).
     - NVIDIA: num_stages·(A + B) (every stage is a cp.async/TMA buffer; stage 1 still stages the dot
       operands in shared memory for wgmma); equal to `kernel.metadata.shared` of the compiled sm_90
       pointer kernels (tests/kernels/test_aot_compile.py, Triton 3.6, 2026-11-30). The TMA kernel
@@ -57,8 +61,23 @@ def smem_bytes(cfg: TileConfig, problem: GemmProblem, hw: HardwareProfile) -> in
     a = cfg.block_m * cfg.block_k * problem.a_dtype.bytes
     b = cfg.block_k * cfg.block_n * problem.b_dtype.bytes
     if hw.is_amd:
-        return max(a, b) if cfg.num_stages == 1 else (cfg.num_stages - 1) * (a + b)
+        if cfg.num_stages == 1:
+            return max(a, b)
+        if amd_direct_to_lds(hw):
+            staged = cfg.num_stages * (a + b)
+            return staged + staged // 16
+        return (cfg.num_stages - 1) * (a + b)
     return max(1, cfg.num_stages) * (a + b)
+
+
+def amd_direct_to_lds(hw: HardwareProfile) -> bool:
+    """Whether the compiler stages all num_stages operand buffers in LDS on ``hw``: gfx950 with
+    Triton 3.8 or later (:func:`origami.toolchain.triton_version`; 3.6 keeps one stage in registers,
+    as on gfx942 with every release measured)."""
+    if hw.arch != "gfx950":
+        return False
+    version = toolchain.triton_version()
+    return version is not None and version >= (3, 8)
 
 
 def acc_registers_per_thread(cfg: TileConfig, hw: HardwareProfile) -> int:

@@ -1,6 +1,7 @@
 """The environment variables tritonblas reads: their names, in one place, and readers that read them
-at call time (never at import). origami's own variable, ``ORIGAMI_PROFILE_DIR``, is named in
-``origami.hardware`` (origami does not import tritonblas) and re-exported here.
+at call time (never at import). origami's own variables, ``ORIGAMI_PROFILE_DIR`` and
+``ORIGAMI_TRITON_VERSION``, are named in ``origami.hardware`` and ``origami.toolchain`` (origami does
+not import tritonblas) and re-exported here.
 
 | name | effect |
 |---|---|
@@ -8,6 +9,7 @@ at call time (never at import). origami's own variable, ``ORIGAMI_PROFILE_DIR``,
 | ``TRITONBLAS_TABLE`` | tile table consulted before the model (exact hits) |
 | ``TRITONBLAS_FAST`` | ``0`` turns the ops' warm path (:mod:`tritonblas.fastpath`) off |
 | ``ORIGAMI_PROFILE_DIR`` | a directory of extra profiles, loadable by name |
+| ``ORIGAMI_TRITON_VERSION`` | ``MAJOR.MINOR`` of the Triton the model predicts for, when it is not the installed one (tables made for another machine) |
 | ``TRITONBLAS_GLUON`` | ``1`` (experimental, H200 only): plain 2-D bf16/fp16 GEMMs of at least 128x128x64 run the warp-specialised Gluon kernel (:mod:`tritonblas.kernels.gluon_hopper`) instead of origami's pick, to measure it inside models; not a selection |
 | ``TRITON_INTERPRET`` | ``1`` (or ``true``/``yes``/``on``, as Triton reads it) runs the kernels on CPU tensors through Triton's interpreter |
 
@@ -20,8 +22,9 @@ from __future__ import annotations
 import os
 
 from origami.hardware import ENV_PROFILE_DIR
+from origami.toolchain import ENV_TRITON_VERSION
 
-__all__ = ["ENV_PROFILE", "ENV_TABLE", "ENV_FAST", "ENV_PROFILE_DIR", "ENV_INTERPRET", "ENV_GLUON", "ALL",
+__all__ = ["ENV_PROFILE", "ENV_TABLE", "ENV_FAST", "ENV_PROFILE_DIR", "ENV_INTERPRET", "ENV_GLUON", "ENV_TRITON_VERSION", "ALL",
            "profile", "table", "fast", "profile_dir", "interpret", "gluon", "raw_reader", "raw_equals"]
 
 ENV_PROFILE = "TRITONBLAS_PROFILE"
@@ -29,7 +32,7 @@ ENV_TABLE = "TRITONBLAS_TABLE"
 ENV_FAST = "TRITONBLAS_FAST"
 ENV_INTERPRET = "TRITON_INTERPRET"
 ENV_GLUON = "TRITONBLAS_GLUON"
-ALL = (ENV_PROFILE, ENV_TABLE, ENV_FAST, ENV_PROFILE_DIR, ENV_INTERPRET, ENV_GLUON)
+ALL = (ENV_PROFILE, ENV_TABLE, ENV_FAST, ENV_PROFILE_DIR, ENV_TRITON_VERSION, ENV_INTERPRET, ENV_GLUON)
 
 
 def profile() -> str | None:

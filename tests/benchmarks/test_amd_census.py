@@ -59,8 +59,18 @@ def test_the_sample_covers_both_arches_and_every_profile_and_compiles(rows):
 
 @pytest.mark.timeout(600)
 def test_lds_is_the_predicates_formula(rows):
-    """The AMD stream pipeliner allocates exactly (stages − 1)·(A + B), or max(A, B) at one stage."""
-    off = [(r["profile"], r["config"], r["lds_bytes"], r["lds_pred"]) for r in rows if r["lds_bytes"] != r["lds_pred"]]
+    """Where the stream pipeliner keeps one stage in registers (gfx942; gfx950 before Triton 3.8) it
+    allocates exactly (stages − 1)·(A + B), or max(A, B) at one stage: the predicate's number. Where
+    every stage is an LDS buffer (``space.amd_direct_to_lds``: gfx950, Triton >= 3.8) the predicate
+    bounds the allocation from above, within the 1/16 it adds to stages·(A + B)."""
+    off = []
+    for r in rows:
+        got, pred = int(r["lds_bytes"]), int(r["lds_pred"])
+        if int(r["num_stages"]) > 1 and space.amd_direct_to_lds(origami.load_profile(r["profile"])):
+            if not pred * 16 // 17 <= got <= pred:
+                off.append((r["profile"], r["config"], got, pred, "bound"))
+        elif got != pred:
+            off.append((r["profile"], r["config"], got, pred, "exact"))
     assert not off, off
 
 

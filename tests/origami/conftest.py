@@ -23,3 +23,12 @@ def update_golden(request) -> bool:
     except ValueError:  # option not registered (this conftest was not an initial one)
         flag = False
     return flag or os.environ.get("UPDATE_GOLDEN", "") not in ("", "0")
+
+
+@pytest.fixture
+def fitted_toolchain(monkeypatch):
+    """The Triton release the shipped profiles and the golden rankings were made with (3.6): the
+    model's compiler-dependent rule (gfx950's LDS, origami.toolchain) as there, whatever is installed."""
+    from origami import toolchain
+
+    monkeypatch.setenv(toolchain.ENV_TRITON_VERSION, "3.6")

@@ -144,7 +144,7 @@ def check(name: str, update: bool, golden: Path = GOLDEN) -> None:
 
 
 @pytest.mark.parametrize("name", SHIPPED)
-def test_golden_top5_rankings(name, update_golden):
+def test_golden_top5_rankings(name, update_golden, fitted_toolchain):
     check(name, update_golden)
 
 

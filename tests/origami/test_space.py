@@ -30,8 +30,9 @@ def cfg(hw, bm=128, bn=64, bk=64, warps=4, stages=2, kind=Kind.DP, **kw) -> Tile
 # --- shared memory ------------------------------------------------------------------------------
 @pytest.mark.parametrize("name", AMD)
 @pytest.mark.parametrize("dtype", ["bf16", "fp32", "fp8_e4m3"])
-def test_smem_formula_amd(name, dtype):
-    """AMD stream pipeliner: max(A, B) at one stage, (stages - 1)·(A + B) otherwise (tritonBLAS, 35/35)."""
+def test_smem_formula_amd(name, dtype, fitted_toolchain):
+    """AMD stream pipeliner: max(A, B) at one stage, (stages - 1)·(A + B) otherwise (tritonBLAS, 35/35);
+    gfx950 under Triton >= 3.8 is tests/origami/test_toolchain.py's."""
     hw = PROFILES[name]
     p = GemmProblem(1024, 1024, 1024, dtype, dtype, "bf16")
     e = DType(dtype).bytes

@@ -131,24 +131,83 @@ def _gcd(a, b):
 
 
 @njit(cache=CACHE, fastmath=FASTMATH)
+def _one_group(nruns, run, stride, rows_g, num_pid_n, start, last_run):
+    """Distinct (rows, cols) of the tiles ``start + j·stride + i`` (j < nruns, i < run; the last run
+    ``last_run`` long) inside one GROUP_M group of ``rows_g`` rows, where tile t is at row t % rows_g
+    and column t // rows_g; tiles past the group's rows_g·num_pid_n are not there."""
+    size = rows_g * num_pid_n
+    if start >= size:
+        return 0, 0
+    fit = _cdiv(size - start, stride)
+    if fit < nruns:
+        nruns, last_run = fit, run
+    last = min(start + (nruns - 1) * stride + last_run, size)  # one past the last tile
+    d = _gcd(stride, rows_g)
+    period = rows_g // d
+    if nruns >= period:
+        rows = rows_g if run >= d else period * run
+    else:
+        rows = nruns * run
+    rows = min(rows_g, rows, (nruns - 1) * run + (last - start - (nruns - 1) * stride))
+    if stride >= rows_g:
+        cols = (nruns - 1) * _cdiv(run, rows_g) + _cdiv(last - (start + (nruns - 1) * stride), rows_g)
+    else:
+        cols = (last - 1) // rows_g - start // rows_g + 1
+    return rows, min(num_pid_n, cols)
+
+
+@njit(cache=CACHE, fastmath=FASTMATH)
+def _full_groups(nruns, run, stride, gm, groups, num_pid_n):
+    """Distinct (rows, cols) of runs of ``run`` tiles ``stride`` apart in whole groups of ``gm`` rows
+    (gm divides stride): tile t is at column (t // gm) mod num_pid_n of group t // (gm·num_pid_n),
+    so the runs start at columns j·u mod num_pid_n (u = stride / gm), e = ceil(run / gm) wide."""
+    u = stride // gm
+    e = _cdiv(run, gm)
+    d = _gcd(u, num_pid_n)
+    period = num_pid_n // d
+    if nruns >= period:
+        cols = num_pid_n if e >= d else period * e
+    else:  # nruns of the period's multiples of d: steps of delta until they wrap (at most 3 gap sizes)
+        delta = min(u % num_pid_n, num_pid_n - u % num_pid_n)
+        gap = delta if nruns * delta <= num_pid_n else max(d, num_pid_n // nruns)
+        cols = (nruns - 1) * min(gap, e) + e
+    if u >= num_pid_n:
+        g = nruns * _cdiv(e, num_pid_n)
+    else:
+        g = ((nruns - 1) * u + e - 1) // num_pid_n + 1
+    return min(groups, g) * min(gm, run), min(num_pid_n, cols)
+
+
+@njit(cache=CACHE, fastmath=FASTMATH)
 def _runs(count, run, stride, num_pid_m, num_pid_n, group_m):
     """Distinct (row-blocks, col-blocks) of ``count`` tile ids laid out as runs of ``run``
-    consecutive ids whose starts are ``stride`` apart (closed form under GROUP_M)."""
+    consecutive ids whose starts are ``stride`` apart, under GROUP_M: the whole groups
+    (:func:`_full_groups`) and the last, shorter group (:func:`_one_group`), whose column sets are
+    added (their union lies between the larger and the sum, within 2x of either). Against the exact
+    walk (distinct_exact, tests/origami/test_model_properties.py): within 1.9x on the test grid of
+    11766 round-robin cases (8 chiplets, chunk 1/8/32, GROUP_M 1/8), mean |log ratio| 0.029."""
     if run >= count or stride == run:
         return _contiguous(0, count, num_pid_m, num_pid_n, group_m)
     gm = min(group_m, num_pid_m)
     nruns = _cdiv(count, run)
-    span = (nruns - 1) * stride + run
-    width = gm * num_pid_n
-    groups = min(_cdiv(num_pid_m, gm), _cdiv(span, width))
-    runs_per_group = min(nruns, _cdiv(width, stride))
-    starts = min(runs_per_group, gm // _gcd(gm, stride % gm if stride % gm else gm))
-    rows = min(num_pid_m, min(gm, run * starts) * groups)
-    if stride >= gm:
-        cols = nruns * _cdiv(run, gm)
-    else:
-        cols = _cdiv(span, gm)
-    return max(1, rows), max(1, min(num_pid_n, cols))
+    last_run = count - (nruns - 1) * run
+    if gm == num_pid_m or stride % gm:
+        # one group of every row (or GROUP_M not dividing the stride, which the enumerated powers of
+        # two never give): the one-group form, in each group the runs reach
+        rows, cols = _one_group(nruns, run, stride, gm, num_pid_n, 0, last_run)
+        if gm < num_pid_m:
+            rows = min(num_pid_m, rows * _cdiv((nruns - 1) * stride + run, gm * num_pid_n))
+        return max(1, rows), max(1, cols)
+    full = num_pid_m // gm
+    wfull = full * gm * num_pid_n
+    first = min(nruns, _cdiv(wfull, stride))
+    rows, cols = _full_groups(first, run, stride, gm, full, num_pid_n)
+    tail = num_pid_m - full * gm
+    if nruns > first and tail > 0:
+        r2, c2 = _one_group(nruns - first, run, stride, tail, num_pid_n, first * stride - wfull, last_run)
+        rows += r2
+        cols += c2
+    return max(1, min(num_pid_m, rows)), max(1, min(num_pid_n, cols))
 
 
 @njit(cache=CACHE, fastmath=FASTMATH)

@@ -55,9 +55,21 @@ def test_skinny_gemm_on_h200_splits_k():
 
 
 @pytest.mark.parametrize("name", ["mi300x", "mi350x"])
-def test_large_gemm_uses_the_chiplet_remap_on_amd(name):
-    est = origami.select(BIG, name)
-    assert est.config.num_chiplets == 8, est.config.short()
+def test_large_gemm_pick_is_chiplet_aware_on_amd(name):
+    """AMD dispatches program p to XCD p mod 8. With GROUP_M = 8 and no remap each XCD gets one tile
+    row of every group: the remap must cut the model's LLC/HBM traffic there (by ~2x on 8192^3), and
+    the pick must carry no more of it than that chiplet-hostile order. (The plain order with
+    GROUP_M = 1 is as local when N's tile count is a multiple of 8: each XCD takes a stripe of
+    columns; the model ties it with the remap on this compute-bound shape.)"""
+    import dataclasses
+
+    hw = origami.load_profile(name)
+    est = origami.select(BIG, hw)
+    hostile = dataclasses.replace(est.config, group_m=8, num_chiplets=1, chunk=1)
+    remapped = dataclasses.replace(hostile, num_chiplets=8, chunk=8)
+    t_hostile, t_remap = (origami.predict(BIG, hw, c).terms for c in (hostile, remapped))
+    assert t_remap["llc"] < 0.6 * t_hostile["llc"] and t_remap["hbm"] < 0.6 * t_hostile["hbm"], (t_remap, t_hostile)
+    assert est.terms["llc"] <= t_hostile["llc"] and est.latency_ns <= origami.predict(BIG, hw, hostile).latency_ns
 
 
 def test_large_gemm_has_no_chiplet_remap_on_h200():

@@ -51,11 +51,11 @@ def test_the_predicate_rejects_what_triton_3_9_cannot_fit_on_gfx950(monkeypatch)
 
 
 def test_selection_follows_the_toolchain_and_its_caches_do_not_go_stale(monkeypatch):
-    """64x8192x8192 bf16 on mi350x: under 3.6's rule the pick is a 2-stage 64x256x128 Stream-K
+    """64x16384x4096 bf16 on mi350x: under 3.6's rule the pick is a 2-stage 64x256x128 split-K
     config, which needs 174080 B of LDS under 3.8+'s (over 160 KiB): there the pick is one that fits.
     The caches are keyed by the compiler-dependent input, so switching back gives 3.6's pick again."""
     hw = origami.load_profile("mi350x")
-    p = GemmProblem(64, 8192, 8192, a_dtype=DType.BF16, b_dtype=DType.BF16, c_dtype=DType.BF16)
+    p = GemmProblem(64, 16384, 4096, a_dtype=DType.BF16, b_dtype=DType.BF16, c_dtype=DType.BF16)
     monkeypatch.setenv(toolchain.ENV_TRITON_VERSION, "3.6")
     old = origami.select(p, hw).config
     monkeypatch.setenv(toolchain.ENV_TRITON_VERSION, "3.9")

@@ -563,6 +563,9 @@ class _Reject(Exception):
     """Internal: the whole file is ignored, for this reason."""
 
 
+_TOO_DEEP = "not a tritonblas tile table: JSON nested too deeply to parse (corrupt or hostile?)"
+
+
 def _parse_json(text: str) -> tuple[dict, dict]:
     try:
         doc = json.loads(text, object_pairs_hook=unique_keys)
@@ -570,6 +573,8 @@ def _parse_json(text: str) -> tuple[dict, dict]:
         raise _Reject(f"duplicate key {e.args[0]!r}") from None
     except ValueError as e:
         raise _Reject(f"not valid JSON (truncated or corrupt?): {e}") from None
+    except RecursionError:
+        raise _Reject(_TOO_DEEP) from None
     if not isinstance(doc, dict) or doc.get("format") != FORMAT:
         if isinstance(doc, dict) and doc and all(isinstance(v, list) for v in doc.values()):
             raise _Reject("not a tritonblas tile table: it looks like a PyTorch Inductor lookup table "
@@ -597,6 +602,8 @@ def _parse_csv(text: str) -> tuple[dict, dict]:
             meta[name] = json.loads(value)
         except ValueError as e:
             raise _Reject(f"line {i + 1}: {name}: not valid JSON (truncated or corrupt?): {e}") from None
+        except RecursionError:
+            raise _Reject(f"line {i + 1}: {name}: {_TOO_DEEP}") from None
         i += 1
     if i >= len(lines) or lines[i] != ",".join(KEY_FIELDS + CONFIG_FIELDS):
         raise _Reject(f"line {i + 1}: expected the header {','.join(KEY_FIELDS + CONFIG_FIELDS)} "
@@ -723,7 +730,13 @@ def _check_entries(entries: Mapping[str, Any], hw: HardwareProfile):
         if not d.keys() <= names:
             rejected.append((key, f"config: unknown field(s) {sorted(set(d) - names)}"))
             continue
-        ck = (*map(d.get, CONFIG_FIELDS), len(d))
+        bad_type = next((f for f in CONFIG_FIELDS if f in d and not isinstance(d[f], (str, int, float, type(None)))),
+                        None)
+        if bad_type is not None:  # a list or mapping where a number belongs (also unhashable: no cache key)
+            rejected.append((key, f"TileConfig.{bad_type}: expected {'a string' if bad_type == 'kind' else 'an int'}, "
+                                  f"got {type(d[bad_type]).__name__} {d[bad_type]!r}"))
+            continue
+        ck = (*((type(v), v) for v in map(d.get, CONFIG_FIELDS)), len(d))  # typed: 128.0 and True are no 128 and 1
         cfg = configs.get(ck)
         if cfg is None:
             try:

@@ -511,6 +511,32 @@ def test_env_table_read_at_call_time_and_reloaded(tmp_path, monkeypatch, table_f
     assert tables.lookup(p, hw) is None
 
 
+def test_env_table_made_for_a_profile_file_is_used_with_that_profile(tmp_path, monkeypatch, hw):
+    """A profile loaded from a file keeps its base's name (``calibrate`` writes ``name: h200``), so a
+    table made for it (``table --profile my.yaml``) records name h200 with the file's content hash.
+    Through $TRITONBLAS_TABLE it was checked against the *shipped* h200, called stale and never
+    used ("regenerate the table": regenerating could not help). The lookup's own profile decides."""
+    src = (ROOT / "hwprofiles" / "h200.yaml").read_text()
+    line = next(x for x in src.splitlines() if x.startswith("launch_overhead_ns:"))
+    mine = tmp_path / "my_h200.yaml"
+    mine.write_text(src.replace(line, "launch_overhead_ns: 4321.0"))
+    custom = origami.load_profile(mine)
+    assert custom.name == hw.name and custom.content_hash != hw.content_hash
+    p = origami.GemmProblem(128, 256, 512)
+    path = tables.write_table(tables.make_table([p], custom), tmp_path / "mine.json")
+    monkeypatch.setenv(tables.ENV_TABLE, str(path))
+    with warnings.catch_warnings(record=True) as w:
+        warnings.simplefilter("always")
+        assert tables.lookup(p, custom) == origami.select(p, custom).config
+        assert tables.lookup(p, str(mine)) == origami.select(p, custom).config
+    assert not [x for x in w if issubclass(x.category, TableWarning)], [str(x.message) for x in w]
+    with warnings.catch_warnings(record=True) as w:  # the shipped h200 is another profile: one warning, misses
+        warnings.simplefilter("always")
+        assert tables.lookup(p, hw) is None and tables.lookup(p, hw) is None
+    msgs = [str(x.message) for x in w if issubclass(x.category, TableWarning)]
+    assert len(msgs) == 1 and custom.content_hash in msgs[0] and hw.content_hash in msgs[0], msgs
+
+
 def test_env_table_corrupt_warns_once_and_misses(tmp_path, monkeypatch, hw):
     bad = tmp_path / "bad.json"
     bad.write_text('{"format": "tritonblas-tile-table", "format_ver')

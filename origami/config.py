@@ -106,9 +106,9 @@ class TileConfig:
         if self.kind is not Kind.DP:
             raise ValueError(f"TileConfig.kind: only 'dp' configs map to a triton.Config for a user kernel, "
                              f"got {self.kind.value!r} ({self.short()})")
+        names = _checked_names(names)
         import triton
 
-        names = {**TRITON_NAMES, **(names or {})}
         kwargs = {names[f]: getattr(self, f) for f in TRITON_NAMES}
         kwargs.update({f: getattr(self, f) for f in _AMD_FIELDS if getattr(self, f) is not None})
         return triton.Config(kwargs, num_warps=self.num_warps, num_stages=self.num_stages)
@@ -145,6 +145,23 @@ class TileConfig:
         if self.waves_per_eu is not None:
             s += f" wpe{self.waves_per_eu} mi{self.matrix_instr_nonkdim} kp{self.kpack}"
         return s
+
+
+def _checked_names(names: Mapping[str, str] | None) -> dict[str, str]:
+    """TRITON_NAMES overridden by ``names``: keys TileConfig fields of TRITON_NAMES, values distinct
+    identifiers (a typo'd key was ignored, two fields under one name silently lost one of them)."""
+    names = dict(names or {})
+    unknown = sorted(map(repr, set(names) - set(TRITON_NAMES)))
+    if unknown:
+        raise ValueError(f"names: unknown TileConfig field(s) {', '.join(unknown)}; expected some of "
+                         f"{', '.join(TRITON_NAMES)}")
+    bad = [f"{k}={v!r}" for k, v in names.items() if not (isinstance(v, str) and v.isidentifier())]
+    if bad:
+        raise ValueError(f"names: constexpr names must be identifiers, got {', '.join(bad)}")
+    out = {**TRITON_NAMES, **names}
+    if len(set(out.values())) != len(out):
+        raise ValueError(f"names: two fields map to one constexpr name: {out}")
+    return out
 
 
 _INT_FIELDS = tuple(f.name for f in fields(TileConfig) if f.name != "kind")

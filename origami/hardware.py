@@ -374,7 +374,10 @@ def _profile_dirs() -> list[Path]:
 
 def _shipped_text(name: str) -> str | None:
     f = resources.files("hwprofiles").joinpath(f"{name}.yaml")
-    return f.read_text() if f.is_file() else None
+    try:
+        return f.read_text() if f.is_file() else None
+    except (OSError, ValueError):  # a name the OS refuses (too long, a NUL byte): no such profile
+        return None
 
 
 def list_profiles() -> list[str]:
@@ -390,25 +393,39 @@ def load_profile(name_or_path: "str | os.PathLike[str] | HardwareProfile") -> Ha
     """Load and validate a profile by shipped name, ``$ORIGAMI_PROFILE_DIR`` name, or file path."""
     if isinstance(name_or_path, HardwareProfile):
         return name_or_path
-    s = os.fspath(name_or_path)
+    s = os.fspath(name_or_path) if isinstance(name_or_path, (str, os.PathLike)) else None
+    if not isinstance(s, str):
+        raise TypeError(f"profile: expected a profile name, a YAML path or a HardwareProfile, "
+                        f"got {type(name_or_path).__name__} {name_or_path!r}")
     path = Path(s)
-    if s.endswith((".yaml", ".yml")) or os.sep in s or path.is_file():
-        if not path.is_file():
+    if s.endswith((".yaml", ".yml")) or os.sep in s or _is_file(path):
+        if not _is_file(path):
             raise ProfileError(f"{s}: no such profile file")
-        try:
-            text = path.read_text()
-        except (OSError, UnicodeDecodeError) as e:
-            raise ProfileError(f"{s}: cannot read: {e}") from None
-        return _load_text(text, path.name)
+        return _load_text(_read(path, s), path.name)
     for d in _profile_dirs():
         f = d / f"{s}.yaml"
-        if f.is_file():
-            return _load_text(f.read_text(), f.name)
+        if _is_file(f):
+            return _load_text(_read(f, str(f)), f.name)
     text = _shipped_text(s)
     if text is None:
         raise ProfileError(f"{s}: unknown profile; available: {', '.join(list_profiles())} "
                            "(or pass a path to a YAML file; `python -m tritonblas calibrate` writes one)")
     return _load_text(text, f"{s}.yaml")
+
+
+def _is_file(path: Path) -> bool:
+    """``path.is_file()``, False where the OS refuses the name itself (too long: ENAMETOOLONG)."""
+    try:
+        return path.is_file()
+    except (OSError, ValueError):
+        return False
+
+
+def _read(path: Path, shown: str) -> str:
+    try:
+        return path.read_text()
+    except (OSError, UnicodeDecodeError) as e:
+        raise ProfileError(f"{shown}: cannot read: {e}") from None
 
 
 @lru_cache(maxsize=64)

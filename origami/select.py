@@ -9,9 +9,10 @@ from __future__ import annotations
 from dataclasses import dataclass
 from functools import lru_cache
 from itertools import chain
+import operator
 from operator import attrgetter
 from types import MappingProxyType
-from typing import Mapping, Sequence
+from typing import Any, Mapping, Sequence
 
 import numpy as np
 
@@ -200,11 +201,25 @@ def _rank_cached(problem: GemmProblem, hw: HardwareProfile, k: int, _direct_lds:
 
 
 def rank(problem: GemmProblem, hw: "HardwareProfile | str", k: int = 5) -> list[Estimate]:
-    """The ``k`` best candidates, best first (ties broken by the fixed enumeration order)."""
+    """The ``k`` best candidates, best first (ties broken by the fixed enumeration order); ``k`` an
+    int >= 1 (a TypeError or ValueError naming ``k`` otherwise)."""
+    k = _check_k(k)
     if problem.m == 0 or problem.n == 0 or problem.batch == 0:
         raise ValueError(f"{problem.describe()}: empty output, nothing to select")
     hw = load_profile(hw)
-    return list(_rank_cached(problem, hw, int(k), amd_direct_to_lds(hw)))
+    return list(_rank_cached(problem, hw, k, amd_direct_to_lds(hw)))
+
+
+def _check_k(k: Any) -> int:
+    try:
+        n = operator.index(k) if not isinstance(k, bool) else None
+    except TypeError:
+        n = None
+    if n is None:
+        raise TypeError(f"k: expected an int >= 1 (how many candidates), got {type(k).__name__} {k!r}")
+    if n < 1:
+        raise ValueError(f"k: expected an int >= 1 (how many candidates), got {k!r}")
+    return n
 
 
 def select(problem: GemmProblem, hw: "HardwareProfile | str") -> Estimate:

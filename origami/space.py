@@ -256,6 +256,9 @@ def check_vendor(cfg: TileConfig, problem: GemmProblem, hw: HardwareProfile) -> 
     return None
 
 
+_INT32_MAX = 2**31 - 1
+
+
 def check_problem(cfg: TileConfig, problem: GemmProblem, hw: HardwareProfile) -> str | None:
     if cfg.kind is Kind.SPLITK:
         if cfg.split_k < 2:
@@ -266,6 +269,13 @@ def check_problem(cfg: TileConfig, problem: GemmProblem, hw: HardwareProfile) ->
         if tiles >= hw.compute_units:
             return (f"split-K: {tiles} tiles already fill the {hw.compute_units} compute units "
                     "(split-K is for grids that leave units idle)")
+    # the kernels' tile-id math is int32 (tritonblas.kernels.pid): GROUP_M x tile columns, and the
+    # chiplet remap's NUM_CHIPLETS x CHUNK, must fit, or ids wrap (NaN / wrong tiles, or a compile error)
+    if cfg.group_m * -(-max(problem.n, 1) // cfg.block_n) > _INT32_MAX:
+        return (f"group: GROUP_M={cfg.group_m} x {-(-problem.n // cfg.block_n)} tile columns overflows the "
+                f"kernels' int32 tile ids (GROUP_M beyond the tile rows changes nothing)")
+    if cfg.num_chiplets * cfg.chunk > _INT32_MAX:
+        return f"chiplets: {cfg.num_chiplets} x chunk {cfg.chunk} overflows the kernels' int32 program ids"
     if cfg.block_m > max(64, 4 * problem.m) or cfg.block_n > max(64, 4 * problem.n):
         return (f"tile: {cfg.block_m}x{cfg.block_n} is more than 4x the {problem.m}x{problem.n} output "
                 "(and larger than 64)")

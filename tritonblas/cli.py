@@ -98,6 +98,8 @@ def cmd_profiles(args) -> int:
         print(f"# {hw.name} ({hw.path}, content hash {hw.content_hash})")
         print(yaml.safe_dump(hw.to_yaml_dict(), sort_keys=False, width=120))
         return 0
+    if args.name:
+        raise UsageError(f"profiles list: takes no name, got {args.name!r} (`profiles show {args.name}` shows one)")
     rows, docs = [], []
     for name in origami.list_profiles():
         hw = _profile(name)
@@ -495,6 +497,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     except UsageError as e:
         print(f"error: {e}", file=sys.stderr)
         return 2
+    except BrokenPipeError:  # the reader left (`... --json | head`): no traceback, and none at exit
+        import os
+
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        return 1
 
 
 if __name__ == "__main__":  # pragma: no cover

@@ -135,6 +135,8 @@ def _build_class():
         docstring). ``profile``: a profile name, path or loaded profile (default: the device's)."""
 
         def __init__(self, profile: "str | HardwareProfile | None" = None):
+            if profile is not None:
+                load_profile(profile)  # a bad name fails here, not deep inside Inductor's compile
             super().__init__()
             self.profile = profile
 

@@ -563,6 +563,13 @@ class _Reject(Exception):
     """Internal: the whole file is ignored, for this reason."""
 
 
+class _StaleProfile(_Reject):
+    """Internal: ignored because of the profile checked against (another profile may accept it)."""
+
+
+_TOO_DEEP = "not a tritonblas tile table: JSON nested too deeply to parse (corrupt or hostile?)"
+
+
 def _parse_json(text: str) -> tuple[dict, dict]:
     try:
         doc = json.loads(text, object_pairs_hook=unique_keys)
@@ -570,6 +577,8 @@ def _parse_json(text: str) -> tuple[dict, dict]:
         raise _Reject(f"duplicate key {e.args[0]!r}") from None
     except ValueError as e:
         raise _Reject(f"not valid JSON (truncated or corrupt?): {e}") from None
+    except RecursionError:
+        raise _Reject(_TOO_DEEP) from None
     if not isinstance(doc, dict) or doc.get("format") != FORMAT:
         if isinstance(doc, dict) and doc and all(isinstance(v, list) for v in doc.values()):
             raise _Reject("not a tritonblas tile table: it looks like a PyTorch Inductor lookup table "
@@ -597,6 +606,8 @@ def _parse_csv(text: str) -> tuple[dict, dict]:
             meta[name] = json.loads(value)
         except ValueError as e:
             raise _Reject(f"line {i + 1}: {name}: not valid JSON (truncated or corrupt?): {e}") from None
+        except RecursionError:
+            raise _Reject(f"line {i + 1}: {name}: {_TOO_DEEP}") from None
         i += 1
     if i >= len(lines) or lines[i] != ",".join(KEY_FIELDS + CONFIG_FIELDS):
         raise _Reject(f"line {i + 1}: expected the header {','.join(KEY_FIELDS + CONFIG_FIELDS)} "
@@ -676,10 +687,10 @@ def _load(path: str, strict: bool, profile) -> TileTable:
     try:
         hw = load_profile(profile if profile is not None else prof["name"])
     except ProfileError as e:
-        raise _Reject(f"stale: profile {prof['name']!r} of the table cannot be loaded "
+        raise _StaleProfile(f"stale: profile {prof['name']!r} of the table cannot be loaded "
                       f"({str(e).splitlines()[0]}); pass profile=") from None
     if hw.content_hash != prof["content_hash"]:
-        raise _Reject(f"stale: made for profile {prof['name']} with content hash {prof['content_hash']}, "
+        raise _StaleProfile(f"stale: made for profile {prof['name']} with content hash {prof['content_hash']}, "
                       f"but profile {hw.name} has content hash {hw.content_hash} (regenerate the table)")
     made_with, here = meta.get("triton_version"), _triton_version()
     if made_with is not None and here is not None and _minor(str(made_with)) != _minor(here):
@@ -723,7 +734,13 @@ def _check_entries(entries: Mapping[str, Any], hw: HardwareProfile):
         if not d.keys() <= names:
             rejected.append((key, f"config: unknown field(s) {sorted(set(d) - names)}"))
             continue
-        ck = (*map(d.get, CONFIG_FIELDS), len(d))
+        bad_type = next((f for f in CONFIG_FIELDS if f in d and not isinstance(d[f], (str, int, float, type(None)))),
+                        None)
+        if bad_type is not None:  # a list or mapping where a number belongs (also unhashable: no cache key)
+            rejected.append((key, f"TileConfig.{bad_type}: expected {'a string' if bad_type == 'kind' else 'an int'}, "
+                                  f"got {type(d[bad_type]).__name__} {d[bad_type]!r}"))
+            continue
+        ck = (*((type(v), v) for v in map(d.get, CONFIG_FIELDS)), len(d))  # typed: 128.0 and True are no 128 and 1
         cfg = configs.get(ck)
         if cfg is None:
             try:
@@ -746,7 +763,7 @@ def _check_entries(entries: Mapping[str, Any], hw: HardwareProfile):
 _LOCK = threading.Lock()
 _EXPLICIT: list[TileTable] = []          # set_table's table (at most one)
 GENERATION = [0]                          # bumped by set_table: the dispatcher keys plans and warm entries on GENERATION[0]
-_ENV_CACHE: dict[str, tuple[Any, TileTable]] = {}
+_ENV_CACHE: dict[tuple[str, str | None], tuple[Any, TileTable, bool]] = {}
 _WARNED: set[tuple[str | None, str, str, str]] = set()
 
 
@@ -779,33 +796,46 @@ def _signature(path: str):
     return (st.st_mtime_ns, st.st_size, st.st_ino, st.st_dev)
 
 
-def active_table() -> TileTable | None:
+def active_table(profile: "HardwareProfile | str | None" = None) -> TileTable | None:
     """The table :func:`lookup` consults: :func:`set_table`'s, else the file named by
-    ``$TRITONBLAS_TABLE`` (read now; reloaded when the file changes), else None."""
+    ``$TRITONBLAS_TABLE`` (read now; reloaded when the file changes), else None.
+
+    ``profile``: the profile the file is checked against (``load_table(profile=)``; :func:`lookup`
+    passes the one it looks up for), so a table made for a profile loaded from a file — e.g. one
+    ``calibrate`` wrote, which keeps its base's name — is used with that profile; by default the
+    table's profile is loaded by name."""
     with _LOCK:
         if _EXPLICIT:
             return _EXPLICIT[0]
     path = os.environ.get(ENV_TABLE)
     if not path:
         return None
+    hw = None if profile is None else load_profile(profile)
+    own = None if hw is None else hw.content_hash
     sig = _signature(path)
     with _LOCK:
-        hit = _ENV_CACHE.get(path)
-        if hit is not None and hit[0] == sig:
-            return hit[1]
-    table = load_table(path)
+        for key in dict.fromkeys(((path, own), (path, None))):
+            hit = _ENV_CACHE.get(key)
+            # a verdict that no profile could change (unreadable, corrupt, stale format) serves every
+            # profile: the file is warned about once, not once per profile
+            if hit is not None and hit[0] == sig and (key[1] == own or hit[2]):
+                return hit[1]
+    try:
+        table, any_profile = _load(path, False, hw), False
+    except _Reject as r:
+        table, any_profile = _fail(path, str(r), False, stacklevel=3), not isinstance(r, _StaleProfile)
     with _LOCK:
-        _ENV_CACHE[path] = (sig, table)
+        _ENV_CACHE[(path, None if any_profile else own)] = (sig, table, any_profile)
     return table
 
 
 def lookup(problem: GemmProblem, profile: "HardwareProfile | str") -> TileConfig | None:
     """The active table's config for exactly ``problem`` on ``profile``; None: the model decides
     (no table, a miss, or a table made for another profile — warned once per table and profile)."""
-    table = active_table()
+    hw = load_profile(profile)
+    table = active_table(hw)
     if table is None or not table.entries:
         return None
-    hw = load_profile(profile)
     if hw.content_hash != table.profile_hash:
         tag = (table.path, table.created, table.profile_hash, hw.content_hash)
         with _LOCK:

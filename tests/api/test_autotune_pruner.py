@@ -30,6 +30,18 @@ def test_to_triton_config_nvidia():
     assert TileConfig.from_triton_config(renamed) == cfg
 
 
+def test_to_triton_config_refuses_bad_names():
+    """names= with a typo'd field was ignored (the kernel then missed its constexpr at launch); two
+    fields under one constexpr name silently dropped one (BLOCK_N got block_n, BLOCK_M vanished)."""
+    cfg = TileConfig(Kind.DP, 128, 64, 32, 4, 3)
+    for names, needle in (({"block_x": "BX"}, "unknown TileConfig field"), ({"block_m": "BLOCK_N"}, "two fields"),
+                          ({"block_m": 3}, "identifiers"), ({"block_m": "BLOCK M"}, "identifiers")):
+        with pytest.raises(ValueError, match=f"^names: .*{needle}"):
+            cfg.to_triton_config(names)
+    swapped = cfg.to_triton_config({"block_m": "BLOCK_N", "block_n": "BLOCK_M"})  # a consistent swap is fine
+    assert swapped.kwargs["BLOCK_N"] == 128 and swapped.kwargs["BLOCK_M"] == 64
+
+
 def test_to_triton_config_amd_extras():
     cfg = TileConfig(Kind.DP, 256, 128, 64, 8, 2, group_m=4, waves_per_eu=0, matrix_instr_nonkdim=16, kpack=2)
     tc = cfg.to_triton_config()

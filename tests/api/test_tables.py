@@ -454,6 +454,44 @@ def test_bad_entries_are_dropped_with_one_warning(tmp_path, table_file):
     assert str(e.value).startswith(f"{bad}: entry ")
 
 
+def test_entry_values_of_the_wrong_json_type_are_dropped_not_a_crash(tmp_path, table_file):
+    """A list or mapping where a TileConfig field belongs (in a re-signed file) is one bad entry, named;
+    it used to raise TypeError (unhashable) out of load_table, and so out of every matmul reading the
+    table through $TRITONBLAS_TABLE. A float or bool equal to a valid int is no int, even when an
+    identical valid config was seen first."""
+    doc = json.loads(table_file.read_text())
+    k1, k2, k3, k4 = list(doc["entries"])[:4]
+
+    def edit(d):
+        d["entries"][k4] = {**d["entries"][k1], "block_m": float(d["entries"][k1]["block_m"])}
+        d["entries"][k1] = {**d["entries"][k1], "block_m": [128]}
+        d["entries"][k2] = {**d["entries"][k2], "kind": ["dp"]}
+        d["entries"][k3] = {**d["entries"][k3], "num_stages": {"a": 1}}
+
+    bad = _rewrite(table_file, tmp_path / "types.json", edit)
+    t, w = _load_recording(bad)
+    assert len(w) == 1 and "dropped 4 of 200" in str(w[0].message), [str(x.message) for x in w]
+    assert {k for k, _ in t.rejected} == {k1, k2, k3, k4} and len(t) == 196
+    reasons = dict(t.rejected)
+    assert "TileConfig.block_m" in reasons[k1] and "list" in reasons[k1]
+    assert "TileConfig.kind" in reasons[k2] and "TileConfig.num_stages" in reasons[k3]
+    assert "TileConfig.block_m: expected an int" in reasons[k4]
+    with pytest.raises(TableError, match="entry .*TileConfig"):
+        tables.load_table(bad, strict=True)
+
+
+@pytest.mark.parametrize("fmt", ["json", "csv"])
+def test_deeply_nested_json_falls_back(tmp_path, table_file, fmt):
+    """JSON nested deeper than Python's recursion limit raised RecursionError out of load_table."""
+    deep = "[" * 100_000 + "]" * 100_000
+    bad = tmp_path / f"deep.{fmt}"
+    if fmt == "json":
+        bad.write_text('{"format": "tritonblas-tile-table", "x": ' + deep + "}")
+    else:
+        bad.write_text(f"# tritonblas-tile-table\n# profile: {deep}\n")
+    _assert_fallback(bad, "nested too deeply")
+
+
 # --- the dispatcher hook: TRITONBLAS_TABLE, set_table, lookup --------------------------------
 def test_env_table_read_at_call_time_and_reloaded(tmp_path, monkeypatch, table_file, hw):
     t = tables.load_table(table_file, strict=True)
@@ -471,6 +509,32 @@ def test_env_table_read_at_call_time_and_reloaded(tmp_path, monkeypatch, table_f
     assert tables.lookup(q, hw) is None and tables.lookup(p, hw) == t.get(p)
     monkeypatch.delenv(tables.ENV_TABLE)
     assert tables.lookup(p, hw) is None
+
+
+def test_env_table_made_for_a_profile_file_is_used_with_that_profile(tmp_path, monkeypatch, hw):
+    """A profile loaded from a file keeps its base's name (``calibrate`` writes ``name: h200``), so a
+    table made for it (``table --profile my.yaml``) records name h200 with the file's content hash.
+    Through $TRITONBLAS_TABLE it was checked against the *shipped* h200, called stale and never
+    used ("regenerate the table": regenerating could not help). The lookup's own profile decides."""
+    src = (ROOT / "hwprofiles" / "h200.yaml").read_text()
+    line = next(x for x in src.splitlines() if x.startswith("launch_overhead_ns:"))
+    mine = tmp_path / "my_h200.yaml"
+    mine.write_text(src.replace(line, "launch_overhead_ns: 4321.0"))
+    custom = origami.load_profile(mine)
+    assert custom.name == hw.name and custom.content_hash != hw.content_hash
+    p = origami.GemmProblem(128, 256, 512)
+    path = tables.write_table(tables.make_table([p], custom), tmp_path / "mine.json")
+    monkeypatch.setenv(tables.ENV_TABLE, str(path))
+    with warnings.catch_warnings(record=True) as w:
+        warnings.simplefilter("always")
+        assert tables.lookup(p, custom) == origami.select(p, custom).config
+        assert tables.lookup(p, str(mine)) == origami.select(p, custom).config
+    assert not [x for x in w if issubclass(x.category, TableWarning)], [str(x.message) for x in w]
+    with warnings.catch_warnings(record=True) as w:  # the shipped h200 is another profile: one warning, misses
+        warnings.simplefilter("always")
+        assert tables.lookup(p, hw) is None and tables.lookup(p, hw) is None
+    msgs = [str(x.message) for x in w if issubclass(x.category, TableWarning)]
+    assert len(msgs) == 1 and custom.content_hash in msgs[0] and hw.content_hash in msgs[0], msgs
 
 
 def test_env_table_corrupt_warns_once_and_misses(tmp_path, monkeypatch, hw):

@@ -62,6 +62,8 @@ def test_demo_one_profile():
     (("select", "4", "4", "4", "--profile", "nope"), ("nope", "unknown profile")),
     (("explain", "4", "4"), ("explain",)),
     (("frobnicate",), ("frobnicate",)),
+    (("profiles", "list", "h200"), ("profiles list", "'h200'", "profiles show h200")),  # was silently ignored
+    (("profiles", "h200"), ("profiles", "h200")),
     (("table", "--profile", "h200"), ("--shapes", "-o")),
     (("table", "--profile", "h200", "--shapes", "s.yaml", "-o", "t.json", "--format", "xml"), ("xml",)),
 ])
@@ -147,3 +149,19 @@ def test_verbose_logs_on_stderr():
     r = run_cli("-v", "select", "64", "64", "64", "--top", "1")
     assert r.returncode == 0, r.stderr
     assert "tritonblas.cli: numba warm-up" in r.stderr and "ranked in" in r.stderr
+
+
+def test_closed_stdout_pipe_gives_no_traceback():
+    """`python -m tritonblas select ... --json | head -1`: the reader leaves early. The write raised
+    BrokenPipeError with a traceback (and another "Exception ignored" at exit)."""
+    import subprocess
+    import sys
+
+    from _cli import ROOT, cli_env
+
+    p = subprocess.Popen([sys.executable, "-m", "tritonblas", "select", "4096", "4096", "4096", "--top", "100000",
+                          "--json"], stdout=subprocess.PIPE, stderr=subprocess.PIPE, cwd=ROOT, env=cli_env())
+    p.stdout.close()  # far more than a pipe buffer of JSON follows
+    err = p.stderr.read().decode()
+    assert p.wait(timeout=120) != 0
+    assert "Traceback" not in err and "BrokenPipeError" not in err and "Exception ignored" not in err, err

@@ -101,6 +101,16 @@ def _expressible_best(p: GemmProblem, name: str, templates) -> float:
     return min((t for tid, t in _best_by_template(p, name).items() if tid in templates), default=float("inf"))
 
 
+def test_a_bad_profile_fails_at_construction():
+    """OrigamiChoices(profile="nope") was accepted and raised only inside Inductor's compile of the
+    first GEMM (a deep traceback from torch.compile); now the constructor names it."""
+    with pytest.raises(origami.ProfileError, match="nope: unknown profile"):
+        ind.OrigamiChoices(profile="nope")
+    with pytest.raises(TypeError, match="^profile: "):
+        ind.OrigamiChoices(profile=42)
+    assert ind.OrigamiChoices(profile="h200").profile == "h200"
+
+
 def test_installs_through_inductors_hooks():
     with inductor_config.patch(inductor_choices_class=ind.OrigamiChoices):
         from torch._inductor.virtualized import _choices_default

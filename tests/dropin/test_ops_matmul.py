@@ -280,6 +280,17 @@ def test_invalid_config_names_the_violations(device):
         tritonblas.matmul(a, b, config={"kind": "dp"})
 
 
+def test_forced_group_m_that_overflows_int32_tile_ids_is_refused(device):
+    """GROUP_M=2^30 with 2 tile columns wraps the kernels' int32 tile ids: it returned NaN (interpreter)
+    instead of raising. Now the shared predicate refuses it like any invalid config."""
+    from origami import TileConfig
+
+    a, b = _operand((16, 16), device), _operand((16, 128), device)
+    with pytest.raises(ValueError, match="group: GROUP_M=1073741824"):
+        tritonblas.matmul(a, b, config=TileConfig("dp", 16, 64, 16, 4, 2, group_m=2**30))
+    _same(tritonblas.matmul(a, b, config=TileConfig("dp", 16, 64, 16, 4, 2, group_m=2**20)), torch.matmul(a, b), "g2^20")
+
+
 def test_tf32_flag_reaches_the_key(device):
     a, b = _operand((9, 8), device), _operand((8, 7), device)
     old, old_prec = torch.backends.cuda.matmul.allow_tf32, torch.get_float32_matmul_precision()

@@ -280,6 +280,21 @@ def test_missing_profile_file(tmp_path):
         origami.load_profile(tmp_path / "nope.yaml")
 
 
+@pytest.mark.parametrize("name", ["x" * 300, "x" * 300 + ".yaml", "h200" * 100])
+def test_overlong_profile_name_is_a_profile_error(name, monkeypatch, tmp_path):
+    """A name longer than the OS allows (ENAMETOOLONG) raised OSError out of load_profile, so out of
+    the CLI's --profile (a traceback) and out of load_table for a table naming such a profile."""
+    monkeypatch.setenv("ORIGAMI_PROFILE_DIR", str(tmp_path))
+    with pytest.raises(origami.ProfileError, match="unknown profile|no such profile file"):
+        origami.load_profile(name)
+
+
+def test_profile_argument_of_the_wrong_type_names_it():
+    for bad in (None, 42, b"h200", ["h200"]):
+        with pytest.raises(TypeError, match="^profile: expected a profile name"):
+            origami.load_profile(bad)
+
+
 # --- ORIGAMI_PROFILE_DIR, immutability, content hash --------------------------------------------
 def test_profile_dir_adds_a_profile(tmp_path, monkeypatch):
     (tmp_path / "myh200.yaml").write_text(set_field(H200, "name", "myh200"))
@@ -288,6 +303,16 @@ def test_profile_dir_adds_a_profile(tmp_path, monkeypatch):
     assert origami.list_profiles() == SHIPPED + ["myh200"]
     hw = origami.load_profile("myh200")
     assert hw.name == "myh200" and hw.compute_units == 132
+
+
+def test_unreadable_file_in_the_profile_dir_is_a_profile_error(tmp_path, monkeypatch):
+    """A non-UTF-8 ``<name>.yaml`` in $ORIGAMI_PROFILE_DIR raised UnicodeDecodeError (a traceback from
+    the CLI); now a ProfileError naming the file, as for a path."""
+    (tmp_path / "junk.yaml").write_bytes(b"\xff\xfe\x00 not text")
+    monkeypatch.setenv("ORIGAMI_PROFILE_DIR", str(tmp_path))
+    with pytest.raises(origami.ProfileError, match=r"junk\.yaml: cannot read"):
+        origami.load_profile("junk")
+    assert origami.load_profile("h200").name == "h200"  # the other profiles still load
 
 
 def test_loaded_profile_is_immutable():

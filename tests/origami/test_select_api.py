@@ -23,6 +23,19 @@ def test_empty_output_raises(fn, m, n, batch):
         getattr(origami, fn)(GemmProblem(m, n, 64, batch=batch), "h200")
 
 
+@pytest.mark.parametrize("fn", ["rank", "explain"])
+def test_k_must_be_a_positive_int(fn):
+    """rank(p, hw, -1) sliced [:-1]: every candidate but the worst, silently; explain(k=-2) likewise,
+    and k=1.5 or "3" were truncated/parsed. Now k names itself; numpy ints still work."""
+    p = GemmProblem(256, 256, 256)
+    for bad, exc in ((0, ValueError), (-1, ValueError), (-5, ValueError), (1.5, TypeError), ("3", TypeError),
+                     (None, TypeError), (True, TypeError)):
+        with pytest.raises(exc, match=r"^k: expected an int >= 1"):
+            getattr(origami, fn)(p, "h200", bad)
+    assert len(origami.rank(p, "h200", np.int64(3))) == 3
+    assert origami.explain(p, "h200", 2).count("\n  #") == 2
+
+
 def test_unknown_profile_raises_profile_error():
     with pytest.raises(origami.ProfileError, match="unknown profile") as exc:
         origami.select(GemmProblem(64, 64, 64), "no_such_gpu")

@@ -152,6 +152,23 @@ def test_blocks_much_larger_than_the_problem_are_rejected():
     assert space.check_problem(cfg(hw, 64, 128, 64), GemmProblem(16, 4096, 4096), hw) is None
 
 
+def test_group_m_and_chunk_must_fit_the_kernels_int32_tile_ids():
+    """GROUP_M x tile columns is int32 arithmetic in the kernels (tritonblas.kernels.pid.tile_coords):
+    a forced or tabled GROUP_M of 2^30 made the interpreter return NaN for 16x128x16, one of 10^12
+    failed to compile. Any GROUP_M that fits is fine (beyond the tile rows it changes nothing)."""
+    hw = PROFILES["h200"]
+    p = GemmProblem(16, 128, 16)
+    assert space.check_problem(cfg(hw, 16, 64, 16, group_m=2**29), p, hw) is None  # 2^29 x 2 columns fits
+    for g in (2**30, 10**12):
+        why = space.check_problem(cfg(hw, 16, 64, 16, group_m=g), p, hw)
+        assert why is not None and why.startswith("group:") and str(g) in why, why
+        with pytest.raises(ValueError, match="group: GROUP_M"):
+            origami.predict(p, hw, cfg(hw, 16, 64, 16, group_m=g))
+    amd = PROFILES["mi300x"]
+    big = cfg(amd, 128, 128, 64, num_chiplets=amd.chiplets, chunk=2**31)
+    assert "overflows" in space.check_problem(big, P, amd)
+
+
 def test_residency_bounds_persistent_grids():
     hw = PROFILES["h200"]
     c = cfg(hw, 128, 128, 64, stages=3)

@@ -204,10 +204,19 @@ def rank(problem: GemmProblem, hw: "HardwareProfile | str", k: int = 5) -> list[
     """The ``k`` best candidates, best first (ties broken by the fixed enumeration order); ``k`` an
     int >= 1 (a TypeError or ValueError naming ``k`` otherwise)."""
     k = _check_k(k)
+    _check_problem(problem)
     if problem.m == 0 or problem.n == 0 or problem.batch == 0:
         raise ValueError(f"{problem.describe()}: empty output, nothing to select")
     hw = load_profile(hw)
     return list(_rank_cached(problem, hw, k, amd_direct_to_lds(hw)))
+
+
+def _check_problem(problem: Any) -> GemmProblem:
+    """``problem`` itself, or a TypeError naming it: the entry points take an origami.GemmProblem."""
+    if not isinstance(problem, GemmProblem):
+        raise TypeError(f"problem: expected an origami.GemmProblem, got {type(problem).__name__} "
+                        f"(build one with origami.GemmProblem(m, n, k, ...))")
+    return problem
 
 
 def _check_k(k: Any) -> int:
@@ -224,6 +233,7 @@ def _check_k(k: Any) -> int:
 
 def select(problem: GemmProblem, hw: "HardwareProfile | str") -> Estimate:
     """The best candidate (== rank(problem, hw, 1)[0]), via the branch-and-bound scorer."""
+    _check_problem(problem)
     if problem.m == 0 or problem.n == 0 or problem.batch == 0:
         raise ValueError(f"{problem.describe()}: empty output, nothing to select")
     hw = load_profile(hw)
@@ -255,6 +265,7 @@ def select_among(problem: GemmProblem, hw: "HardwareProfile | str", kinds: Seque
     template is data-parallel with GROUP_M and no remap (``tritonblas.tables.render_inductor``), its
     persistent templates run min(SMs, tiles) programs (``grid_per_cu=1``, ``tritonblas.inductor``).
     Scores every row of the problem's class (~10-130 µs; :func:`select` prunes instead)."""
+    _check_problem(problem)
     hw = load_profile(hw)
     if problem.m == 0 or problem.n == 0 or problem.batch == 0:
         raise ValueError(f"{problem.describe()}: empty output, nothing to select")
@@ -311,6 +322,7 @@ def predict(problem: GemmProblem, hw: "HardwareProfile | str", config: TileConfi
     Raises ValueError naming the first violated predicate (``check_smem: shared memory: ...``), a
     persistent/Stream-K grid the model cannot express, or a config the model gives no finite time
     (a Stream-K grid that divides the tiles leaves nothing to stream)."""
+    _check_problem(problem)
     hw = load_profile(hw)
     if not isinstance(config, TileConfig):
         raise TypeError(f"config: expected an origami.TileConfig, got {type(config).__name__}")
@@ -334,6 +346,8 @@ def predict(problem: GemmProblem, hw: "HardwareProfile | str", config: TileConfi
 
 def select_many(problems: Sequence[GemmProblem], hw: "HardwareProfile | str") -> list[TileConfig]:
     """Selected configs, in order, for many problems (parallel over problems)."""
+    for p in problems:
+        _check_problem(p)
     hw = load_profile(hw)
     idx, _, groups = select_many_arrays(problems, hw)
     out: list[TileConfig | None] = [None] * len(problems)
@@ -387,6 +401,7 @@ def select_many_arrays(problems: Sequence[GemmProblem], hw: HardwareProfile):
 
 def explain(problem: GemmProblem, hw: "HardwareProfile | str", k: int = 3) -> str:
     """A readable breakdown of the best candidates: what bounds each, TFLOP/s, % of roofline."""
+    _check_problem(problem)
     hw = load_profile(hw)
     ests = rank(problem, hw, k)
     peak = hw.matrix_peak_flops[problem.a_dtype.rate_key]
@@ -421,6 +436,7 @@ def candidates(problem: GemmProblem, hw: "HardwareProfile | str") -> list[TileCo
     """The whole valid search space for ``problem`` on ``hw``: every row the scorer gives a finite
     time (the enumerated axes of :mod:`origami.enumerate` under the predicates of
     :mod:`origami.space`), as TileConfigs, in row order."""
+    _check_problem(problem)
     hw = load_profile(hw)
     base, lat, _ = score_problem(problem, hw)
     return [row_to_config(base[i], problem, hw) for i in np.nonzero(np.isfinite(lat))[0]]

@@ -15,7 +15,7 @@ import os
 import re
 from functools import lru_cache
 
-__all__ = ["ENV_TRITON_VERSION", "triton_version", "DISTRIBUTIONS"]
+__all__ = ["ENV_TRITON_VERSION", "triton_version", "installed_triton", "DISTRIBUTIONS"]
 
 ENV_TRITON_VERSION = "ORIGAMI_TRITON_VERSION"
 # the names Triton is installed under: upstream, and the ROCm builds PyTorch ships
@@ -30,17 +30,25 @@ def _parse(text: str, source: str) -> tuple[int, int]:
 
 
 @lru_cache(maxsize=1)
-def _installed() -> tuple[int, int] | None:
+def installed_triton() -> str | None:
+    """The installed Triton's version string from its package metadata (any of
+    :data:`DISTRIBUTIONS`; importing triton is slow and not needed), or None."""
     from importlib import metadata
 
     for name in DISTRIBUTIONS:
         try:
-            return _parse(metadata.version(name), f"the {name} package's version")
+            return metadata.version(name)
         except metadata.PackageNotFoundError:
             continue
-        except ValueError:
-            continue
     return None
+
+
+def _installed() -> tuple[int, int] | None:
+    text = installed_triton()
+    try:
+        return None if text is None else _parse(text, "the installed Triton's version")
+    except ValueError:
+        return None
 
 
 def triton_version() -> tuple[int, int] | None:

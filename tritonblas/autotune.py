@@ -49,8 +49,13 @@ def problem_of(args: Mapping[str, Any], *, m: str = "M", n: str = "N", k: str = 
         raise ValueError(f"pruner: the kernel has no argument(s) {missing} (arguments: {sorted(args)}); "
                          "pass m=/n=/k=/a=/b= with its names")
     ta, tb, tc = args[a], args[b], args.get(c) if c else None
-    tensors = [t for t in (ta, tb, tc) if t is not None]
-    for name, t in zip((a, b, c), tensors):
+    named = [(name, t) for name, t in ((a, ta), (b, tb), (c, tc)) if t is not None or name in (a, b)]
+    for name, t in named:
+        if not hasattr(t, "dtype") or not hasattr(t, "stride"):
+            raise ValueError(f"pruner: argument {name} is {type(t).__name__}, not a tensor (pass a=/b=/c= with "
+                             "the names of the kernel's A, B and C tensor arguments)")
+    tensors = [t for _, t in named]
+    for name, t in named:
         if t.dtype not in DTYPES:
             raise ValueError(f"pruner: argument {name} has dtype {t.dtype}, which origami has no DType for")
 

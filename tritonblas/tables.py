@@ -74,6 +74,7 @@ from origami._yaml import DuplicateKey, unique_keys
 from origami.config import Kind, TileConfig
 from origami.hardware import HardwareProfile, ProfileError, load_profile
 from origami.problem import DType, GemmProblem, Layout
+from origami.toolchain import installed_triton
 from tritonblas.log import TableWarning, logger
 
 __all__ = [
@@ -196,15 +197,9 @@ def _library_version() -> str:
     return f"tritonblas {__version__}"
 
 
-@lru_cache(maxsize=1)
 def _triton_version() -> str | None:
-    """The installed Triton's version, from its metadata (importing triton is slow and not needed)."""
-    from importlib import metadata
-
-    try:
-        return metadata.version("triton")
-    except metadata.PackageNotFoundError:
-        return None
+    """The installed Triton's version (origami.toolchain: its metadata, ROCm builds included)."""
+    return installed_triton()
 
 
 def _minor(version: str) -> str:
@@ -672,7 +667,7 @@ def _load(path: str, strict: bool, profile) -> TileTable:
     meta, entries = _parse_csv(text) if text.lstrip()[:1] == "#" else _parse_json(text)
 
     version = meta.get("format_version")
-    if version != FORMAT_VERSION:
+    if type(version) is not int or version != FORMAT_VERSION:  # True == 1 and 1.0 == 1 in Python
         raise _Reject(f"stale: format_version {version!r}, this tritonblas reads {FORMAT_VERSION}")
     checksum = meta.pop("checksum", None)
     if not isinstance(entries, dict):

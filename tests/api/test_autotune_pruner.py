@@ -133,3 +133,15 @@ def test_example_user_kernel_autotunes_through_the_pruner(monkeypatch, device):
     problem = GemmProblem(80, 72, 48, "fp32", "fp32", "fp32")
     best = rank_configs(mod.CONFIGS, problem, "h200")[0][0]
     assert mod.matmul_kernel.best_config is best
+
+
+def test_problem_of_names_the_argument_that_is_not_a_tensor():
+    """A None or integer where a tensor belongs is named as itself (the names once shifted past a
+    dropped None), and a None C is simply absent."""
+    args = _args(64, 48, 32)
+    with pytest.raises(ValueError, match=r"argument a_ptr is NoneType, not a tensor"):
+        problem_of({**args, "a_ptr": None})
+    with pytest.raises(ValueError, match=r"argument b_ptr is int, not a tensor"):
+        problem_of({**args, "b_ptr": 7})
+    p = problem_of({**args, "c_ptr": None})
+    assert (p.m, p.n, p.k) == (64, 48, 32)

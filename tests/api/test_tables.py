@@ -392,7 +392,7 @@ def test_stale_profile_hash_falls_back(tmp_path, table_file, hw):
 
 
 def test_stale_format_version_falls_back(tmp_path, table_file):
-    for v in (0, 2, "1"):
+    for v in (0, 2, "1", True, 1.0):  # True == 1 and 1.0 == 1 in Python: not this format's version
         bad = _rewrite(table_file, tmp_path / f"v{v}.json", lambda d, v=v: d.update(format_version=v))
         _assert_fallback(bad, "stale", f"format_version {v!r}", f"reads {tables.FORMAT_VERSION}")
 

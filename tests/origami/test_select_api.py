@@ -127,3 +127,14 @@ def test_rank_returns_k_best_first():
 
 def test_warmup_runs():
     origami.warmup()
+
+
+@pytest.mark.parametrize("entry", ["select", "rank", "explain", "candidates", "predict", "select_many"])
+def test_a_problem_that_is_not_a_gemmproblem_is_a_typeerror_naming_it(entry):
+    bad = {"m": 1, "n": 2, "k": 3}
+    call = {"select": lambda: origami.select(bad, "h200"), "rank": lambda: origami.rank(bad, "h200"),
+            "explain": lambda: origami.explain(bad, "h200"), "candidates": lambda: origami.candidates(bad, "h200"),
+            "predict": lambda: origami.predict(bad, "h200", origami.TileConfig("dp", 64, 64, 32, 4, 3)),
+            "select_many": lambda: origami.select_many([origami.GemmProblem(8, 8, 8), bad], "h200")}[entry]
+    with pytest.raises(TypeError, match=r"problem: expected an origami.GemmProblem, got dict"):
+        call()

@@ -1,6 +1,7 @@
 """Experimental, opt-in warp-specialised persistent GEMM for Hopper (sm_90), written in Gluon.
 
-Not wired into the dispatcher, origami or the package exports: import this module explicitly.
+Not in origami's space or the package exports: import this module explicitly. The dispatcher runs
+it only under ``TRITONBLAS_GLUON=1`` (an experiment: ``tritonblas.dispatch.gluon_eligible``).
 
     from tritonblas.kernels.gluon_hopper import gluon_matmul, supports
     c = gluon_matmul(a, b)                       # a (M, K), b (K, N) or b = bt.t() with bt (N, K)

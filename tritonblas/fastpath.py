@@ -212,10 +212,13 @@ class _Linear(torch.autograd.Function):
         x, w = ctx.saved_tensors
         gx = gw = gb = None
         g2 = _flat(grad)
+        # create_graph=True (grad mode on in backward): the gradients must carry their own graph for a
+        # double backward; the raw launches below record none (their results were silently constants)
+        mm = _mm_graph if _grad_enabled() else _mm
         if ctx.needs_input_grad[0]:
-            gx = _mm(g2, w).view(*x.shape[:-1], w.shape[1])
+            gx = mm(g2, w).view(*x.shape[:-1], w.shape[1])
         if ctx.needs_input_grad[1]:
-            gw = _mm(g2.t(), _flat(x))
+            gw = mm(g2.t(), _flat(x))
         if ctx.has_bias and ctx.needs_input_grad[2]:
             gb = g2.sum(0)
         return gx, gw, gb
@@ -241,6 +244,12 @@ def _matmul_checked(a, b):
     r = dispatch.gemm(ka, kb, op="mm")
     record_matmul(a, b, ka, kb)
     return r.view(*a.shape[:-1], b.shape[-1])
+
+
+def _mm_graph(a, b):
+    """a @ b for a backward under ``create_graph=True``: through :class:`_Matmul`, so the result is
+    differentiable (its backward runs on the same kernels)."""
+    return _Matmul.apply(a, b)
 
 
 def _mm(a, b):
@@ -391,18 +400,20 @@ class _Matmul(torch.autograd.Function):
     def backward(ctx, grad):
         a, b = ctx.saved_tensors
         ga = gb = None
+        graph = _grad_enabled()  # create_graph=True: differentiable gradients (see _Linear.backward)
         if b.dim() == 2:
             g2 = _flat(grad)
             a2 = _flat(a)
             if ctx.needs_input_grad[0]:
-                ga = _mm(g2, b.t()).view(a.shape)
+                ga = (_mm_graph if graph else _mm)(g2, b.t()).view(a.shape)
             if ctx.needs_input_grad[1]:
-                gb = _mm_like(a2.t(), g2, b)
+                gb = _mm_graph(a2.t(), g2) if graph else _mm_like(a2.t(), g2, b)
             return ga, gb
+        mm = _Matmul.apply if graph else _matmul_checked
         if ctx.needs_input_grad[0]:
-            ga = _matmul_checked(grad, b.mT)
+            ga = mm(grad, b.mT)
         if ctx.needs_input_grad[1]:
-            gb = _matmul_checked(a.mT, grad)
+            gb = mm(a.mT, grad)
         return ga, gb
 
 

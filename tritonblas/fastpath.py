@@ -49,6 +49,7 @@ _tf_modes = _C._is_torch_function_mode_enabled
 _dispatch_modes = _C._len_torch_dispatch_stack
 _functorch_level = _C._functorch.peek_interpreter_stack
 _tracing = _C._get_tracing_state
+_fwad = torch.autograd.forward_ad  # its _current_level >= 0: a dual level is open (forward-mode AD)
 _any_autocast = getattr(_C, "_is_any_autocast_enabled", None) or (lambda: any(
     torch.is_autocast_enabled(d) for d in ("cuda", "cpu")))
 _empty = torch.empty
@@ -89,9 +90,18 @@ def direct(*tensors) -> bool:
 
 
 def _intercepting() -> bool:
-    """A TorchFunctionMode or TorchDispatchMode, a functorch transform, or TorchScript tracing is
-    active (what :func:`direct` checks besides ``is_compiling()``)."""
-    return bool(_tf_modes() or _dispatch_modes() or _functorch_level() is not None or _tracing() is not None)
+    """A TorchFunctionMode or TorchDispatchMode, a functorch transform, TorchScript tracing, or a
+    forward-mode AD dual level (``torch.autograd.forward_ad.dual_level``: a dual tensor is a plain
+    Tensor whose tangent only torch's ops carry) is active (what :func:`direct` checks besides
+    ``is_compiling()``)."""
+    return bool(_tf_modes() or _dispatch_modes() or _functorch_level() is not None or _tracing() is not None
+                or _fwad._current_level >= 0)
+
+
+def forward_ad() -> bool:
+    """Whether a forward-mode AD dual level is open: the kernels (and the custom ops, whose autograd
+    has no forward formula) would drop the tangents, so torch's ops run the call."""
+    return _fwad._current_level >= 0
 
 
 def needs_grad(*tensors) -> bool:

@@ -36,6 +36,7 @@ __all__ = ["enable", "active", "ROUTED"]
 
 Tensor = torch.Tensor
 _is_compiling = torch.compiler.is_compiling
+_functorch_level = torch._C._functorch.peek_interpreter_stack
 _PLAIN = (torch.Tensor, torch.nn.Parameter)
 
 
@@ -108,6 +109,11 @@ def _kernel_ok(profile: Any, *tensors: Any) -> bool:
     for t in ts:
         if type(t) not in _PLAIN:
             return False
+    if not _is_compiling() and (fastpath.forward_ad() or _functorch_level() is not None):
+        # forward-mode AD (the kernels drop tangents) or a functorch transform (grad/jacrev/jvp raise
+        # on the custom ops, whose autograd has no setup_context for functorch): torch's own op
+        # (not while compiling: dynamo cannot trace the C query, and the compiled graph keeps the ops)
+        return False
     if dispatch.fallback_reason(*ts) is not None:
         return False
     return dispatch.has_profile(ts[0].device, profile)

@@ -366,7 +366,7 @@ class _Enabled:
 
     def __init__(self, profile: Any = None) -> None:
         self.profile = profile
-        self._entered = 0
+        self._entered: list = []  # per open entry, the stack (thread) it was pushed on
 
     def __enter__(self) -> "_Enabled":
         with _PATCH_LOCK:
@@ -374,15 +374,26 @@ class _Enabled:
                 _install()
             _ACTIVE[0] += 1
             _COMPILE_PROFILE[0] = self.profile
-        _TLS.stack.append(self.profile)
-        self._entered += 1
+        stack = _TLS.stack
+        stack.append(self.profile)
+        self._entered.append(stack)
         return self
 
     def __exit__(self, *exc) -> None:
-        if self._entered == 0:
+        if not self._entered:
             raise RuntimeError("tritonblas.enable(): __exit__ without a matching __enter__")
-        self._entered -= 1
-        _TLS.stack.pop()
+        stack = _TLS.stack
+        entered = self._entered
+        # this thread's latest entry (one object may be open in several threads at once)
+        i = next((i for i in range(len(entered) - 1, -1, -1) if entered[i] is stack), None)
+        if i is None:
+            # the block is scoped to the thread that entered it: popping this thread's stack (an
+            # IndexError, or another block's entry) left the wrappers installed and the entering
+            # thread routing for good; nothing changes here, that thread can still leave the block
+            raise RuntimeError("tritonblas.enable(): __exit__ in a thread other than the one that entered "
+                               "the block; leave it in the thread that entered it")
+        del entered[i]
+        stack.pop()
         with _PATCH_LOCK:
             _ACTIVE[0] -= 1
             if _ACTIVE[0] == 0:

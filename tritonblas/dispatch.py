@@ -184,6 +184,8 @@ class GemmKey:
 def _placement_reason(t: torch.Tensor, dev: torch.device) -> str | None:
     if t.layout != torch.strided:
         return f"layout {t.layout}"
+    if t.is_neg():  # a lazily negated view (e.g. ``z.conj().imag``): the kernels read the stored values
+        return "a negative-bit view (is_neg())"
     if t.device != dev:
         return f"tensors on {dev} and {t.device}"
     return None
@@ -376,18 +378,19 @@ def _fast_key(a: torch.Tensor, b: torch.Tensor, out: torch.Tensor | None, c: tor
               profile: Any, config: TileConfig | None) -> tuple | None:
     """Everything that decides a launch but the tensors' addresses and alpha/beta, as one flat tuple.
 
-    Per operand: shape, strides, dtype, device and ``data_ptr() % 16`` (which fixes Triton's pointer
-    specialisation and, with the strides, the alignment/edge classes and the TMA check). Then the
+    Per operand: shape, strides, dtype, device, ``data_ptr() % 16`` (which fixes Triton's pointer
+    specialisation and, with the strides, the alignment/edge classes and the TMA check) and the
+    negative bit (a lazily negated view: torch runs it, the warm entry of its plain twin must not). Then the
     TF32 flag, the environment that picks the profile, ``profile=``, ``config=``. None when a tensor
     has no strides (sparse and other layouts: the checked path sends those to torch).
     """
     try:
-        key = (a.shape, a.stride(), a.dtype, a.device, a.data_ptr() & 15,
-               b.shape, b.stride(), b.dtype, b.device, b.data_ptr() & 15)
+        key = (a.shape, a.stride(), a.dtype, a.device, a.data_ptr() & 15, a.is_neg(),
+               b.shape, b.stride(), b.dtype, b.device, b.data_ptr() & 15, b.is_neg())
         if out is not None:
-            key += (1, out.shape, out.stride(), out.dtype, out.device, out.data_ptr() & 15)
+            key += (1, out.shape, out.stride(), out.dtype, out.device, out.data_ptr() & 15, out.is_neg())
         if c is not None:
-            key += (2, c.shape, c.stride(), c.dtype, c.device, c.data_ptr() & 15)
+            key += (2, c.shape, c.stride(), c.dtype, c.device, c.data_ptr() & 15, c.is_neg())
     except (RuntimeError, NotImplementedError):
         return None
     if profile is not None and type(profile) is not str:

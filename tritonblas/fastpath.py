@@ -49,6 +49,7 @@ _tf_modes = _C._is_torch_function_mode_enabled
 _dispatch_modes = _C._len_torch_dispatch_stack
 _functorch_level = _C._functorch.peek_interpreter_stack
 _tracing = _C._get_tracing_state
+_fwad = torch.autograd.forward_ad  # its _current_level >= 0: a dual level is open (forward-mode AD)
 _any_autocast = getattr(_C, "_is_any_autocast_enabled", None) or (lambda: any(
     torch.is_autocast_enabled(d) for d in ("cuda", "cpu")))
 _empty = torch.empty
@@ -89,9 +90,18 @@ def direct(*tensors) -> bool:
 
 
 def _intercepting() -> bool:
-    """A TorchFunctionMode or TorchDispatchMode, a functorch transform, or TorchScript tracing is
-    active (what :func:`direct` checks besides ``is_compiling()``)."""
-    return bool(_tf_modes() or _dispatch_modes() or _functorch_level() is not None or _tracing() is not None)
+    """A TorchFunctionMode or TorchDispatchMode, a functorch transform, TorchScript tracing, or a
+    forward-mode AD dual level (``torch.autograd.forward_ad.dual_level``: a dual tensor is a plain
+    Tensor whose tangent only torch's ops carry) is active (what :func:`direct` checks besides
+    ``is_compiling()``)."""
+    return bool(_tf_modes() or _dispatch_modes() or _functorch_level() is not None or _tracing() is not None
+                or _fwad._current_level >= 0)
+
+
+def forward_ad() -> bool:
+    """Whether a forward-mode AD dual level is open: the kernels (and the custom ops, whose autograd
+    has no forward formula) would drop the tangents, so torch's ops run the call."""
+    return _fwad._current_level >= 0
 
 
 def needs_grad(*tensors) -> bool:
@@ -110,7 +120,7 @@ def transposed_view(t) -> bool:
 
 
 def _sig(t) -> tuple:
-    return (t.shape, t.stride(), t.dtype, t.device, t.data_ptr() & 15)
+    return (t.shape, t.stride(), t.dtype, t.device, t.data_ptr() & 15, t.is_neg())
 
 
 def _flat(t, keep: int = 1):
@@ -128,14 +138,17 @@ def _store(table: dict, key: tuple, value: tuple) -> None:
 
 # --- linear ----------------------------------------------------------------------------------
 def _linear_key(x, w, bias) -> tuple:
-    """:func:`_sig` of x, w and bias (None) and the fast context, as one flat tuple (x's device at [3])."""
+    """:func:`_sig` of x, w and bias (None) and the fast context, as one flat tuple (x's device at [3]);
+    the negative bit is in it: a lazily negated view (``z.conj().imag``) has its plain twin's
+    signature otherwise, and torch runs it."""
     dt = x.dtype
     if bias is None:
-        return (x.shape, x.stride(), dt, x.device, x.data_ptr() & 15,
-                w.shape, w.stride(), w.dtype, w.device, w.data_ptr() & 15, None, _fast_context(dt))
-    return (x.shape, x.stride(), dt, x.device, x.data_ptr() & 15,
-            w.shape, w.stride(), w.dtype, w.device, w.data_ptr() & 15,
-            bias.shape, bias.stride(), bias.dtype, bias.device, bias.data_ptr() & 15, _fast_context(dt))
+        return (x.shape, x.stride(), dt, x.device, x.data_ptr() & 15, x.is_neg(),
+                w.shape, w.stride(), w.dtype, w.device, w.data_ptr() & 15, w.is_neg(), None, _fast_context(dt))
+    return (x.shape, x.stride(), dt, x.device, x.data_ptr() & 15, x.is_neg(),
+            w.shape, w.stride(), w.dtype, w.device, w.data_ptr() & 15, w.is_neg(),
+            bias.shape, bias.stride(), bias.dtype, bias.device, bias.data_ptr() & 15, bias.is_neg(),
+            _fast_context(dt))
 
 
 def _linear_views(x, w):
@@ -212,10 +225,13 @@ class _Linear(torch.autograd.Function):
         x, w = ctx.saved_tensors
         gx = gw = gb = None
         g2 = _flat(grad)
+        # create_graph=True (grad mode on in backward): the gradients must carry their own graph for a
+        # double backward; the raw launches below record none (their results were silently constants)
+        mm = _mm_graph if _grad_enabled() else _mm
         if ctx.needs_input_grad[0]:
-            gx = _mm(g2, w).view(*x.shape[:-1], w.shape[1])
+            gx = mm(g2, w).view(*x.shape[:-1], w.shape[1])
         if ctx.needs_input_grad[1]:
-            gw = _mm(g2.t(), _flat(x))
+            gw = mm(g2.t(), _flat(x))
         if ctx.has_bias and ctx.needs_input_grad[2]:
             gb = g2.sum(0)
         return gx, gw, gb
@@ -241,6 +257,12 @@ def _matmul_checked(a, b):
     r = dispatch.gemm(ka, kb, op="mm")
     record_matmul(a, b, ka, kb)
     return r.view(*a.shape[:-1], b.shape[-1])
+
+
+def _mm_graph(a, b):
+    """a @ b for a backward under ``create_graph=True``: through :class:`_Matmul`, so the result is
+    differentiable (its backward runs on the same kernels)."""
+    return _Matmul.apply(a, b)
 
 
 def _mm(a, b):
@@ -391,18 +413,20 @@ class _Matmul(torch.autograd.Function):
     def backward(ctx, grad):
         a, b = ctx.saved_tensors
         ga = gb = None
+        graph = _grad_enabled()  # create_graph=True: differentiable gradients (see _Linear.backward)
         if b.dim() == 2:
             g2 = _flat(grad)
             a2 = _flat(a)
             if ctx.needs_input_grad[0]:
-                ga = _mm(g2, b.t()).view(a.shape)
+                ga = (_mm_graph if graph else _mm)(g2, b.t()).view(a.shape)
             if ctx.needs_input_grad[1]:
-                gb = _mm_like(a2.t(), g2, b)
+                gb = _mm_graph(a2.t(), g2) if graph else _mm_like(a2.t(), g2, b)
             return ga, gb
+        mm = _Matmul.apply if graph else _matmul_checked
         if ctx.needs_input_grad[0]:
-            ga = _matmul_checked(grad, b.mT)
+            ga = mm(grad, b.mT)
         if ctx.needs_input_grad[1]:
-            gb = _matmul_checked(a.mT, grad)
+            gb = mm(a.mT, grad)
         return ga, gb
 
 

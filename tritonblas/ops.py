@@ -359,6 +359,11 @@ def _check_out_overlap(name: str, out: Tensor, c: Tensor | None) -> None:
 def _run(name: str, v: _Views, out: Tensor | None, *, c: Tensor | None = None, alpha: float = 1.0,
          beta: float = 0.0, profile: Any = None, config: Any = None, grad_args: tuple = ()) -> Tensor:
     prof, cfg = _profile_arg(profile), _config_arg(config)
+    if fastpath.forward_ad():  # forward-mode AD: torch's ops carry the tangents (our kernels drop them)
+        if out is not None:
+            _check_out(name, out, v.shape, v.a, *grad_args)
+        r = dispatch._torch_gemm(v.a, v.b, None, c, alpha, beta).reshape(v.shape)
+        return r if out is None else out.copy_(r)
     if out is None and _direct(v.a, v.b, c):  # the custom op's own implementation, minus the dispatcher
         p, k = _decode(prof, cfg)
         if c is None:

@@ -36,6 +36,7 @@ __all__ = ["enable", "active", "ROUTED"]
 
 Tensor = torch.Tensor
 _is_compiling = torch.compiler.is_compiling
+_functorch_level = torch._C._functorch.peek_interpreter_stack
 _PLAIN = (torch.Tensor, torch.nn.Parameter)
 
 
@@ -108,6 +109,11 @@ def _kernel_ok(profile: Any, *tensors: Any) -> bool:
     for t in ts:
         if type(t) not in _PLAIN:
             return False
+    if not _is_compiling() and (fastpath.forward_ad() or _functorch_level() is not None):
+        # forward-mode AD (the kernels drop tangents) or a functorch transform (grad/jacrev/jvp raise
+        # on the custom ops, whose autograd has no setup_context for functorch): torch's own op
+        # (not while compiling: dynamo cannot trace the C query, and the compiled graph keeps the ops)
+        return False
     if dispatch.fallback_reason(*ts) is not None:
         return False
     return dispatch.has_profile(ts[0].device, profile)
@@ -360,7 +366,7 @@ class _Enabled:
 
     def __init__(self, profile: Any = None) -> None:
         self.profile = profile
-        self._entered = 0
+        self._entered: list = []  # per open entry, the stack (thread) it was pushed on
 
     def __enter__(self) -> "_Enabled":
         with _PATCH_LOCK:
@@ -368,15 +374,26 @@ class _Enabled:
                 _install()
             _ACTIVE[0] += 1
             _COMPILE_PROFILE[0] = self.profile
-        _TLS.stack.append(self.profile)
-        self._entered += 1
+        stack = _TLS.stack
+        stack.append(self.profile)
+        self._entered.append(stack)
         return self
 
     def __exit__(self, *exc) -> None:
-        if self._entered == 0:
+        if not self._entered:
             raise RuntimeError("tritonblas.enable(): __exit__ without a matching __enter__")
-        self._entered -= 1
-        _TLS.stack.pop()
+        stack = _TLS.stack
+        entered = self._entered
+        # this thread's latest entry (one object may be open in several threads at once)
+        i = next((i for i in range(len(entered) - 1, -1, -1) if entered[i] is stack), None)
+        if i is None:
+            # the block is scoped to the thread that entered it: popping this thread's stack (an
+            # IndexError, or another block's entry) left the wrappers installed and the entering
+            # thread routing for good; nothing changes here, that thread can still leave the block
+            raise RuntimeError("tritonblas.enable(): __exit__ in a thread other than the one that entered "
+                               "the block; leave it in the thread that entered it")
+        del entered[i]
+        stack.pop()
         with _PATCH_LOCK:
             _ACTIVE[0] -= 1
             if _ACTIVE[0] == 0:

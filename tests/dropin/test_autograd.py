@@ -171,3 +171,33 @@ def test_linear_autograd_with_an_empty_k_or_n(x_shape, w_shape, device):
 def test_matmul_autograd_with_an_empty_k_or_n(a_shape, b_shape, device):
     a, b = _rand(*a_shape, device=device), _rand(*b_shape, device=device)
     _compare(tritonblas.matmul, torch.matmul, a, b, what=f"matmul {a_shape} {b_shape}")
+
+
+@pytest.mark.parametrize("case", ["linear", "matmul", "matmul_batched"])
+def test_double_backward_through_the_warm_path(case, device):
+    """create_graph=True through the warm path's autograd Functions: the first-order gradients carry a
+    graph, so a gradient penalty reaches the weight (the raw launches of the backward used to return
+    constants: d/dw of |dL/dx|² was silently dropped, no error)."""
+    def fn(x, w):
+        if case == "linear":
+            return F.linear(x, w)
+        if case == "matmul":
+            return torch.matmul(x, w.t())
+        return torch.matmul(x.view(2, 3, 7), w.t().expand(2, 7, 5))
+
+    def run(route):
+        torch.manual_seed(0)
+        x, w = _rand(6, 7, device=device), _rand(5, 7, device=device)
+        grads = []
+        for _ in range(2):  # cold, then warm
+            with tritonblas.enable() if route else torch.enable_grad():
+                y = fn(x, w)
+                gx, = torch.autograd.grad(y.pow(2).sum(), x, create_graph=True)
+                assert gx.requires_grad
+                gw, = torch.autograd.grad(y.sum() + gx.pow(2).sum(), w)
+            grads.append((gx.detach(), gw))
+        return grads
+
+    for (gx, gw), (rx, rw) in zip(run(True), run(False)):
+        torch.testing.assert_close(gx, rx, rtol=1e-5, atol=1e-4)
+        torch.testing.assert_close(gw, rw, rtol=1e-5, atol=1e-3)

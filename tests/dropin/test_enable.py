@@ -129,3 +129,55 @@ def test_autocast(device):
     assert ours.dtype == ref.dtype == torch.bfloat16
     assert dispatch.stats()["routed"] == 1
     torch.testing.assert_close(ours.float(), ref.float(), rtol=2e-2, atol=2e-2)
+
+
+def _dual_cases(device):
+    x, w, t = _rand(6, 7, device=device), _rand(5, 7, device=device), _rand(6, 7, device=device)
+    b, c = _rand(5, device=device), _rand(6, 5, device=device)
+    return x, t, {
+        "F.linear": lambda d: F.linear(d, w, b),
+        "torch.matmul": lambda d: torch.matmul(d.view(2, 3, 7), w.t()),
+        "torch.addmm": lambda d: torch.addmm(c, d, w.t(), beta=0.5, alpha=2),
+        "tritonblas.linear": lambda d: tritonblas.linear(d, w, b),
+        "tritonblas.matmul": lambda d: tritonblas.matmul(d, w.t()),
+        "tritonblas.addmm": lambda d: tritonblas.addmm(c, d, w.t()),
+    }
+
+
+@pytest.mark.parametrize("name", list(_dual_cases("cpu")[2]))
+def test_forward_mode_ad_keeps_the_tangent(name, device):
+    """A dual tensor (torch.autograd.forward_ad) is a plain Tensor with requires_grad False: the warm
+    path, the direct dispatcher and the custom ops all ran the primal and returned no tangent, silently.
+    Under a dual level torch runs the call (routed: torch's own op), warm signature or not."""
+    import torch.autograd.forward_ad as fwAD
+
+    x, t, cases = _dual_cases(device)
+    fn = cases[name]
+    with fwAD.dual_level():
+        want = fwAD.unpack_dual(fn(fwAD.make_dual(x, t)))
+    with tritonblas.enable():
+        fn(x), fn(x)  # the signature is warm
+        for _ in range(2):
+            with fwAD.dual_level():
+                got = fwAD.unpack_dual(fn(fwAD.make_dual(x, t)))
+            assert got.tangent is not None, name
+            torch.testing.assert_close(got.primal, want.primal, rtol=1e-5, atol=1e-5)
+            torch.testing.assert_close(got.tangent, want.tangent, rtol=1e-5, atol=1e-5)
+        torch.testing.assert_close(fn(x), want.primal, rtol=1e-5, atol=1e-5)  # routed again after
+
+
+def test_functorch_transforms_run_torch(device):
+    """torch.func.grad / jacrev over a routed call: torch's op (the custom ops raised "must override
+    the setup_context staticmethod"); vmap stays correct."""
+    x, w = _rand(4, 7, device=device), _rand(5, 7, device=device)
+
+    def f(v):
+        return F.linear(v, w).pow(2).sum()
+
+    want_g, want_j = torch.func.grad(f)(x), torch.func.jacrev(lambda v: F.linear(v, w))(x)
+    with tritonblas.enable():
+        F.linear(x, w)
+        torch.testing.assert_close(torch.func.grad(f)(x), want_g)
+        torch.testing.assert_close(torch.func.jacrev(lambda v: F.linear(v, w))(x), want_j)
+        torch.testing.assert_close(torch.func.vmap(lambda v: F.linear(v, w))(x.view(2, 2, 7)),
+                                   (x @ w.t()).view(2, 2, 5), rtol=1e-5, atol=1e-5)

@@ -454,3 +454,26 @@ class dispatch_checked:
 
     def __exit__(self, *exc):
         dispatch._fast_hit, dispatch._remember, dispatch._reuse = self._hit, self._remember, self._reuse
+
+
+def test_negative_bit_views_run_torch_cold_and_warm(device):
+    """A lazily negated view (``torch._neg_view``; ``z.conj().imag`` of a complex tensor is one) stores
+    the un-negated values: the kernels read them as they are, so the result had the wrong sign, cold
+    (the checked path) and warm (the plain twin's signature served it). torch resolves the bit."""
+    import torch.nn.functional as F
+
+    x, w = _rand(6, 16, device=device), _rand(24, 16, device=device, seed=1)
+    neg = torch._neg_view(x)
+    assert neg.is_neg() and neg.stride() == x.stride() and neg.data_ptr() == x.data_ptr()
+    imag = torch.complex(torch.zeros_like(x), x).conj().imag  # the public way to get one
+    assert imag.is_neg()
+    want = -(x.double() @ w.double().T)
+    with torch.no_grad():
+        for route in (False, True):
+            with tritonblas.enable() if route else torch.no_grad():
+                for _ in range(2):  # x's signatures are warm
+                    F.linear(x, w), torch.matmul(x, w.T), tritonblas.linear(x, w), tritonblas.matmul(x, w.T)
+                for got in (F.linear(neg, w), torch.matmul(neg, w.T), tritonblas.linear(neg, w),
+                            tritonblas.matmul(neg, w.T), tritonblas.linear(x, torch._neg_view(w)),
+                            F.linear(imag, w), tritonblas.matmul(imag, w.T)):
+                    torch.testing.assert_close(got.double(), want, rtol=1e-5, atol=1e-4)

@@ -339,3 +339,48 @@ def test_descriptor_cache_keeps_many_weights_and_evicts_oldest_first():
         r.expand(1, p)
     assert len(r.cache[1]) == _fastlaunch._CACHE_MAX
     assert layers[0] not in r.cache[1] and many[-1] in r.cache[1]
+
+
+def test_enable_exited_in_another_thread(device):
+    """__exit__ from a thread that did not enter the block: a clear RuntimeError and nothing changed
+    (it popped that thread's empty stack: IndexError, the wrappers stayed installed and the entering
+    thread kept routing for good); the entering thread then leaves normally. One object entered in
+    two threads at once leaves in each."""
+    import threading
+
+    a, b = torch.randn(9, 7, device=device), torch.randn(7, 5, device=device)
+    ctx = tritonblas.enable()
+    errors = []
+
+    def leave():
+        try:
+            ctx.__exit__(None, None, None)
+        except RuntimeError as e:
+            errors.append(str(e))
+
+    ctx.__enter__()
+    t = threading.Thread(target=leave)
+    t.start()
+    t.join()
+    assert errors and "thread other than" in errors[0], errors
+    assert tritonblas.routing.active()
+    ctx.__exit__(None, None, None)
+    assert not tritonblas.routing.active() and torch.mm is torch._C._VariableFunctions.mm
+
+    inside, go, done = threading.Event(), threading.Event(), []
+
+    def worker():
+        with ctx:
+            inside.set()
+            go.wait(30)
+            done.append(torch.equal(torch.mm(a, b), torch.mm(a, b)))
+
+    ctx.__enter__()
+    t = threading.Thread(target=worker)
+    t.start()
+    inside.wait(30)
+    ctx.__exit__(None, None, None)  # the main thread's entry, while the worker's is open
+    assert not tritonblas.routing.active()
+    go.set()
+    t.join()
+    assert done == [True] and torch.mm is torch._C._VariableFunctions.mm

@@ -186,6 +186,8 @@ def _placement_reason(t: torch.Tensor, dev: torch.device) -> str | None:
         return f"layout {t.layout}"
     if t.is_neg():  # a lazily negated view (e.g. ``z.conj().imag``): the kernels read the stored values
         return "a negative-bit view (is_neg())"
+    if t._is_zerotensor():  # autograd's efficient zero tensor: no storage to read
+        return "an efficient zero tensor (no storage)"
     if t.device != dev:
         return f"tensors on {dev} and {t.device}"
     return None

@@ -477,3 +477,28 @@ def test_negative_bit_views_run_torch_cold_and_warm(device):
                             tritonblas.matmul(neg, w.T), tritonblas.linear(x, torch._neg_view(w)),
                             F.linear(imag, w), tritonblas.matmul(imag, w.T)):
                     torch.testing.assert_close(got.double(), want, rtol=1e-5, atol=1e-4)
+
+
+def test_efficient_zero_tensors_run_torch(device):
+    """autograd's efficient zero tensor (``torch._efficientzerotensor``) has no storage: reading its
+    data pointer raised RuntimeError ("invalid python storage") on every entry point, routed calls
+    under ``enable()`` included, where torch returns zeros (or C for addmm)."""
+    import torch.nn.functional as F
+
+    z = torch._efficientzerotensor(16, 24, device=device)
+    b, c = _rand(24, 8, device=device), _rand(16, 8, device=device, seed=2)
+    assert z._is_zerotensor()
+    cases = {"matmul": lambda: tritonblas.matmul(z, b), "matmul_b": lambda: tritonblas.matmul(b.t(), z.t()),
+             "linear": lambda: tritonblas.linear(z, b.t()), "addmm": lambda: tritonblas.addmm(c, z, b),
+             "enable_matmul": lambda: _in_enable(lambda: torch.matmul(z, b)),
+             "enable_linear": lambda: _in_enable(lambda: F.linear(z, b.t()))}
+    for name, call in cases.items():
+        for _ in range(2):  # cold, then whatever the warm path holds
+            got = call()
+            want = c if name == "addmm" else torch.zeros(got.shape, device=device)
+            torch.testing.assert_close(got.float(), want.float(), msg=name)
+
+
+def _in_enable(call):
+    with tritonblas.enable():
+        return call()

@@ -86,7 +86,7 @@ from tritonblas._device import ENV_PROFILE, DeviceError, DeviceInfo, clear_devic
 __all__ = [
     "DTYPES", "KERNEL_DTYPES", "DETERMINISTIC_KINDS", "MAX_PLANS", "GemmKey",
     "dtype_of", "allow_tf32", "fallback_reason", "device_info", "has_profile", "gemm", "plan_for", "explain",
-    "stats", "reset_stats", "clear_caches", "scaled_gemm", "gluon_eligible", "placement_reason", "fast_lookup", "fast_valid", "fast_context", "launch_fast", "launch_ready",
+    "stats", "reset_stats", "clear_caches", "scaled_gemm", "gluon_eligible", "torch_gemm", "placement_reason", "fast_lookup", "fast_valid", "fast_context", "launch_fast", "launch_ready",
     "raw_ready", "count", "count_all", "overlap", "FastEntry", "run_fast", "run_fast_out",
 ]
 
@@ -1039,8 +1039,9 @@ def _shares_memory(x: torch.Tensor, y: torch.Tensor) -> bool:
     return x.untyped_storage().data_ptr() == y.untyped_storage().data_ptr() and x.numel() > 0 and y.numel() > 0
 
 
-def _torch_gemm(a, b, out, c, alpha, beta):
-    """torch's own op for a call we do not run (its errors are torch's)."""
+def torch_gemm(a, b, out, c, alpha, beta):
+    """``out = alpha·(a @ b) + beta·c`` by torch's own ops, for a call tritonblas does not run (torch's
+    results and errors; the arguments as :func:`gemm` takes them)."""
     if a.dim() == 2 and b.dim() == 2:
         r = torch.addmm(c, a, b, beta=beta, alpha=alpha) if c is not None else torch.mm(a, b)
     else:
@@ -1082,7 +1083,7 @@ def gemm(a: torch.Tensor, b: torch.Tensor, out: torch.Tensor | None = None, *, c
         _STATS["fallbacks"] += 1
         if logger.isEnabledFor(logging.DEBUG):
             logger.debug("tritonblas.%s: torch runs a %s @ b %s: %s", op, tuple(a.shape), tuple(b.shape), reason)
-        return _torch_gemm(a, b, out, c, alpha, beta)
+        return torch_gemm(a, b, out, c, alpha, beta)
     if out is None:
         out = torch.empty(_out_shape(a, b), dtype=a.dtype, device=a.device)
     elif _shares_memory(out, a) or _shares_memory(out, b) or (c is not None and _partly_overlaps(out, c)):
@@ -1103,7 +1104,7 @@ def gemm(a: torch.Tensor, b: torch.Tensor, out: torch.Tensor | None = None, *, c
     info, tf32, lp, key = _plan_of(a, b, out, c, profile, config, op)
     if lp is _FALLBACK:
         _STATS["fallbacks"] += 1
-        return _torch_gemm(a, b, out, c, alpha, beta)
+        return torch_gemm(a, b, out, c, alpha, beta)
     alpha, beta = float(alpha), float(beta)
 
     def prepare(plan):
@@ -1117,7 +1118,7 @@ def gemm(a: torch.Tensor, b: torch.Tensor, out: torch.Tensor | None = None, *, c
         ran = _run_checked(key, lp, info, prepare, prepared, op)
     if ran is None:
         _STATS["fallbacks"] += 1
-        return _torch_gemm(a, b, out, c, alpha, beta)
+        return torch_gemm(a, b, out, c, alpha, beta)
     lp, prepared, compiled = ran
     _STATS["launches"] += 1
     if fkey is not None:

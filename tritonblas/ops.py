@@ -362,7 +362,7 @@ def _run(name: str, v: _Views, out: Tensor | None, *, c: Tensor | None = None, a
     if fastpath.forward_ad():  # forward-mode AD: torch's ops carry the tangents (our kernels drop them)
         if out is not None:
             _check_out(name, out, v.shape, v.a, *grad_args)
-        r = dispatch._torch_gemm(v.a, v.b, None, c, alpha, beta).reshape(v.shape)
+        r = dispatch.torch_gemm(v.a, v.b, None, c, alpha, beta).reshape(v.shape)
         return r if out is None else out.copy_(r)
     if out is None and _direct(v.a, v.b, c):  # the custom op's own implementation, minus the dispatcher
         p, k = _decode(prof, cfg)

@@ -41,3 +41,32 @@ def test_routed_calls_compile_with_fullgraph(backend, device):
         got = torch.compile(f, fullgraph=True, backend=backend)(x)
     assert dispatch.stats()["launches"] == 2
     torch.testing.assert_close(got.double(), want, rtol=1e-5, atol=1e-5)
+
+
+def test_meta_tensors_in_a_block_run_torch(device):
+    """Meta tensors reach the routes (shape inference, torch's decompositions): they used to raise
+    "unknown device type for autocast" from the routes' autocast query instead of running torch's op."""
+    a, b = torch.empty(5, 6, device="meta"), torch.empty(6, 4, device="meta")
+    with tritonblas.enable():
+        assert torch.mm(a, b).shape == (5, 4)
+        assert (a @ b).device.type == "meta"
+        assert F.linear(a, b.t()).shape == (5, 4)
+        assert torch.addmm(b[0], a, b).shape == (5, 4)
+
+
+@pytest.mark.timeout(300)
+@pytest.mark.parametrize("backend", ["aot_eager", "inductor"])
+def test_inplace_gemms_with_torch_decompositions_compile_in_a_block(backend, device):
+    """``c.addmm_(a, b)`` / ``v.addmv_(a, x)`` compiled inside ``enable()``: torch's Python
+    decompositions of these in-place ops call ``torch.mm`` / ``torch.mv`` on meta tensors while
+    dynamo runs them on fake tensors; the routed wrapper took them and crashed the compile."""
+    a, b, c = torch.randn(5, 6, device=device), torch.randn(6, 4, device=device), torch.randn(5, 4, device=device)
+
+    def f(c, a, b):
+        return c.clone().addmm_(a, b, beta=0.5), c[:, 0].clone().addmv_(a, b[:, 0], alpha=2.0)
+
+    want = f(c.double(), a.double(), b.double())
+    with torch.no_grad(), tritonblas.enable():
+        got = torch.compile(f, backend=backend)(c, a, b)
+    for g, w in zip(got, want):
+        torch.testing.assert_close(g.double(), w, rtol=1e-5, atol=1e-5)

@@ -70,3 +70,21 @@ def test_inplace_gemms_with_torch_decompositions_compile_in_a_block(backend, dev
         got = torch.compile(f, backend=backend)(c, a, b)
     for g, w in zip(got, want):
         torch.testing.assert_close(g.double(), w, rtol=1e-5, atol=1e-5)
+
+
+@pytest.mark.timeout(300)
+@pytest.mark.parametrize("fullgraph", [False, True])
+def test_a_loaded_profile_object_compiles(fullgraph, device):
+    """``tritonblas.matmul(a, b, profile=<HardwareProfile>)`` compiled: the op gets the profile by a
+    key that ``ops._profile_arg`` stores in ``ops._PROFILES``; traced, that store was a side effect
+    dynamo replays after the graph, so the graph's op raised KeyError('hash:...') on the first call."""
+    import origami
+
+    from tritonblas import ops
+
+    hw = origami.load_profile("h200")
+    ops._PROFILES.clear()
+    a, b = torch.randn(5, 6, device=device), torch.randn(6, 4, device=device)
+    got = torch.compile(lambda a, b: tritonblas.matmul(a, b, profile=hw), backend="aot_eager",
+                        fullgraph=fullgraph)(a, b)
+    torch.testing.assert_close(got.double(), a.double() @ b.double(), rtol=1e-5, atol=1e-5)

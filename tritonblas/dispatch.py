@@ -181,13 +181,21 @@ class GemmKey:
 
 
 # --- support and profiles --------------------------------------------------------------------
+_is_dynamo_compiling = torch.compiler.is_dynamo_compiling  # dynamo folds it to True while tracing; False
+# whenever code really runs (is_compiling() is True for the whole compile session, AOT and Inductor included)
+
+
 def _placement_reason(t: torch.Tensor, dev: torch.device) -> str | None:
     if t.layout != torch.strided:
         return f"layout {t.layout}"
-    if t.is_neg():  # a lazily negated view (e.g. ``z.conj().imag``): the kernels read the stored values
-        return "a negative-bit view (is_neg())"
-    if t._is_zerotensor():  # autograd's efficient zero tensor: no storage to read
-        return "an efficient zero tensor (no storage)"
+    # while dynamo traces (enable()'s routes under torch.compile), these C queries are not traceable
+    # (a graph break, an error under fullgraph=True): the custom op's own call of dispatch.gemm
+    # checks the real tensors at run time
+    if not _is_dynamo_compiling():
+        if t.is_neg():  # a lazily negated view (e.g. ``z.conj().imag``): the kernels read the stored values
+            return "a negative-bit view (is_neg())"
+        if t._is_zerotensor():  # autograd's efficient zero tensor: no storage to read
+            return "an efficient zero tensor (no storage)"
     if t.device != dev:
         return f"tensors on {dev} and {t.device}"
     return None

@@ -51,12 +51,21 @@ def _profile_arg(profile: Any) -> Optional[str]:
     if profile is None:
         return None
     if isinstance(profile, HardwareProfile):
-        key = f"hash:{profile.content_hash}"
-        _PROFILES[key] = profile
-        return key
+        return _register_profile(profile)
     if isinstance(profile, (str, os.PathLike)):
         return os.fspath(profile)
     raise TypeError(f"profile: expected a profile name, a path or a HardwareProfile, got {type(profile).__name__}")
+
+
+def _register_profile(profile: HardwareProfile) -> str:
+    key = f"hash:{profile.content_hash}"
+    _PROFILES[key] = profile
+    return key
+
+
+# dynamo runs it while tracing and keeps its result as a constant: traced, the store into _PROFILES
+# was a side effect replayed only after the graph, whose op had already looked the key up (KeyError)
+_register_profile = torch._dynamo.assume_constant_result(_register_profile)
 
 
 def _profile_obj(profile: Optional[str]) -> Any:

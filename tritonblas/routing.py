@@ -119,9 +119,22 @@ def _kernel_ok(profile: Any, *tensors: Any) -> bool:
     return dispatch.has_profile(ts[0].device, profile)
 
 
+_is_autocast_enabled = torch.is_autocast_enabled
+_autocast_available = torch.amp.is_autocast_available
+
+
+def _autocast_on(dev: str) -> bool:
+    """``torch.is_autocast_enabled(dev)``, False for a device type autocast does not know (``meta``,
+    where torch raises "unknown device type for autocast": meta tensors in a block, and torch's own
+    decompositions calling ``torch.mm`` on them while torch.compile traces ``addmm_``)."""
+    if dev == "cuda" or dev == "cpu":
+        return _is_autocast_enabled(dev)
+    return _autocast_available(dev) and _is_autocast_enabled(dev)
+
+
 def _autocast(*tensors: Tensor | None) -> tuple:
     dev = next(t for t in tensors if t is not None).device.type
-    if not torch.is_autocast_enabled(dev):
+    if not _autocast_on(dev):
         return tensors
     dt = torch.get_autocast_dtype(dev)
     return tuple(t if t is None or not t.is_floating_point() or t.dtype == dt else t.to(dt) for t in tensors)
@@ -136,8 +149,6 @@ def _not_real(*xs: Any) -> bool:
 def _tensors(*xs: Any) -> bool:
     return all(isinstance(x, torch.Tensor) for x in xs)
 
-
-_autocast_on = torch.is_autocast_enabled
 
 
 def _run(profile: Any, fn: Callable, tensors: tuple, out: Any, **kwargs):

@@ -1,0 +1,90 @@
+"""torch.compile meets tritonblas on CPU (the interpreter runs the kernels inside the compiled
+graph): routed calls under ``enable()`` with ``fullgraph=True``, compared with float64 torch."""
+
+from __future__ import annotations
+
+import pytest
+import torch
+import torch.nn.functional as F
+
+import tritonblas
+from tritonblas import dispatch
+
+pytestmark = pytest.mark.usefixtures("cpu_profile")  # tests/dropin/conftest.py
+
+
+@pytest.fixture(autouse=True)
+def _reset():
+    torch._dynamo.reset()
+    yield
+    torch._dynamo.reset()
+
+
+@pytest.mark.timeout(300)
+@pytest.mark.parametrize("backend", ["eager", "aot_eager"])
+def test_routed_calls_compile_with_fullgraph(backend, device):
+    """``with tritonblas.enable(): torch.compile(f, fullgraph=True)(x)`` on an ``nn.Linear`` and a
+    ``torch.matmul``: the routes' checks used to call ``Tensor.is_neg()`` / ``_is_zerotensor()``
+    while dynamo traced them, which it cannot ("torch.* op returned non-Tensor": an error under
+    fullgraph=True, a graph break per GEMM otherwise)."""
+    lin = torch.nn.Linear(6, 8).to(device)
+    y = torch.randn(8, 3, device=device)
+
+    def f(x):
+        return torch.matmul(lin(x).relu(), y)
+
+    x = torch.randn(2, 5, 6, device=device)
+    with torch.no_grad():
+        want = torch.matmul(F.linear(x.double(), lin.weight.double(), lin.bias.double()).relu(), y.double())
+    dispatch.reset_stats()
+    with torch.no_grad(), tritonblas.enable():
+        got = torch.compile(f, fullgraph=True, backend=backend)(x)
+    assert dispatch.stats()["launches"] == 2
+    torch.testing.assert_close(got.double(), want, rtol=1e-5, atol=1e-5)
+
+
+def test_meta_tensors_in_a_block_run_torch(device):
+    """Meta tensors reach the routes (shape inference, torch's decompositions): they used to raise
+    "unknown device type for autocast" from the routes' autocast query instead of running torch's op."""
+    a, b = torch.empty(5, 6, device="meta"), torch.empty(6, 4, device="meta")
+    with tritonblas.enable():
+        assert torch.mm(a, b).shape == (5, 4)
+        assert (a @ b).device.type == "meta"
+        assert F.linear(a, b.t()).shape == (5, 4)
+        assert torch.addmm(b[0], a, b).shape == (5, 4)
+
+
+@pytest.mark.timeout(300)
+@pytest.mark.parametrize("backend", ["aot_eager", "inductor"])
+def test_inplace_gemms_with_torch_decompositions_compile_in_a_block(backend, device):
+    """``c.addmm_(a, b)`` / ``v.addmv_(a, x)`` compiled inside ``enable()``: torch's Python
+    decompositions of these in-place ops call ``torch.mm`` / ``torch.mv`` on meta tensors while
+    dynamo runs them on fake tensors; the routed wrapper took them and crashed the compile."""
+    a, b, c = torch.randn(5, 6, device=device), torch.randn(6, 4, device=device), torch.randn(5, 4, device=device)
+
+    def f(c, a, b):
+        return c.clone().addmm_(a, b, beta=0.5), c[:, 0].clone().addmv_(a, b[:, 0], alpha=2.0)
+
+    want = f(c.double(), a.double(), b.double())
+    with torch.no_grad(), tritonblas.enable():
+        got = torch.compile(f, backend=backend)(c, a, b)
+    for g, w in zip(got, want):
+        torch.testing.assert_close(g.double(), w, rtol=1e-5, atol=1e-5)
+
+
+@pytest.mark.timeout(300)
+@pytest.mark.parametrize("fullgraph", [False, True])
+def test_a_loaded_profile_object_compiles(fullgraph, device):
+    """``tritonblas.matmul(a, b, profile=<HardwareProfile>)`` compiled: the op gets the profile by a
+    key that ``ops._profile_arg`` stores in ``ops._PROFILES``; traced, that store was a side effect
+    dynamo replays after the graph, so the graph's op raised KeyError('hash:...') on the first call."""
+    import origami
+
+    from tritonblas import ops
+
+    hw = origami.load_profile("h200")
+    ops._PROFILES.clear()
+    a, b = torch.randn(5, 6, device=device), torch.randn(6, 4, device=device)
+    got = torch.compile(lambda a, b: tritonblas.matmul(a, b, profile=hw), backend="aot_eager",
+                        fullgraph=fullgraph)(a, b)
+    torch.testing.assert_close(got.double(), a.double() @ b.double(), rtol=1e-5, atol=1e-5)

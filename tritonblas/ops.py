@@ -84,12 +84,21 @@ def _config_obj(text: str) -> TileConfig:
     return TileConfig.from_dict(json.loads(text))
 
 
+def _config_text(config: TileConfig) -> str:
+    return _config_json(config)
+
+
+# dynamo cannot trace json.dumps (its C encoder): it runs this while tracing and keeps the text as a
+# constant, so a config= call compiles with fullgraph=True
+_config_text = torch._dynamo.assume_constant_result(_config_text)
+
+
 def _config_arg(config: Any) -> Optional[str]:
     if config is None:
         return None
     if not isinstance(config, TileConfig):
         raise TypeError(f"config: expected an origami.TileConfig, got {type(config).__name__}")
-    return _config_json(config)
+    return _config_text(config)
 
 
 def _decode(profile: Optional[str], config: Optional[str]):
@@ -359,7 +368,9 @@ def _check_out_overlap(name: str, out: Tensor, c: Tensor | None) -> None:
     """torch's error for an ``out`` that partly overlaps the accumulated input ``c`` (out being c
     itself, as in an in-place addmm, is allowed; an ``out`` sharing memory with a or b is computed
     into a temporary and copied by :func:`dispatch.gemm`)."""
-    if c is not None and dispatch.overlap(out, c) == "partial":
+    if c is None or torch.compiler.is_dynamo_compiling():
+        return  # dynamo cannot trace storage pointers; the traced graph is functionalized (no aliasing left)
+    if dispatch.overlap(out, c) == "partial":
         raise RuntimeError(f"{name}(): unsupported operation: some elements of the input tensor and the written-to "
                            "tensor refer to a single memory location. Please clone() the tensor before performing "
                            "the operation.")

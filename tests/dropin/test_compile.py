@@ -88,3 +88,29 @@ def test_a_loaded_profile_object_compiles(fullgraph, device):
     got = torch.compile(lambda a, b: tritonblas.matmul(a, b, profile=hw), backend="aot_eager",
                         fullgraph=fullgraph)(a, b)
     torch.testing.assert_close(got.double(), a.double() @ b.double(), rtol=1e-5, atol=1e-5)
+
+
+@pytest.mark.timeout(300)
+def test_config_and_out_arguments_compile_with_fullgraph(device):
+    """``config=TileConfig(...)`` (its JSON text: dynamo cannot trace json.dumps) and ``out=c`` on
+    addmm/baddbmm (the partial-overlap check reads storage pointers, which dynamo cannot trace) both
+    broke ``fullgraph=True``; the results must equal float64 torch's."""
+    import origami
+
+    cfg = origami.TileConfig("dp", 16, 16, 16, 4, 2)
+    g = torch.Generator().manual_seed(5)
+    a, b, c = (torch.randn(*s, generator=g).to(device) for s in ((20, 24), (24, 12), (20, 12)))
+    a3, b3, c3 = (torch.randn(*s, generator=g).to(device) for s in ((2, 9, 7), (2, 7, 5), (2, 9, 5)))
+
+    def f(a, b, c, a3, b3, c3):
+        out, out3 = c.clone(), c3.clone()
+        tritonblas.addmm(out, a, b, out=out)
+        torch.baddbmm(out3, a3, b3, beta=0.5, out=out3)  # routed: the block is open around the call
+        return tritonblas.matmul(a, b, config=cfg), out, out3
+
+    with tritonblas.enable():
+        got = torch.compile(f, fullgraph=True, backend="aot_eager")(a, b, c, a3, b3, c3)
+    d = [t.double() for t in (a, b, c, a3, b3, c3)]
+    want = (d[0] @ d[1], d[2] + d[0] @ d[1], 0.5 * d[5] + d[3] @ d[4])
+    for x, y in zip(got, want):
+        torch.testing.assert_close(x.double(), y, rtol=1e-4, atol=1e-4)

@@ -7,6 +7,11 @@
 - **fp8 special values**: the interpreter converts fp8 bit by bit with no NaN/inf cases (an e4m3fn
   NaN read as 480, so a NaN input gave a finite ``scaled_mm`` result). fp8 ``tl.dot`` operands and
   fp8 casts go through a 256-entry table of torch's own conversion instead (exact).
+- **casts to fp8** (``x.to(tl.float8e4nv)``, an fp8 output's store): the same bit-level converter
+  clamps the exponent, drops the rounding carry and knows no NaN: an fp32 NaN became 384, inf and
+  1000 became 256 in e4m3fn, 480 became 256 in e5m2. Round-to-nearest-even casts from fp32, fp16
+  and bf16 to fp8 use torch's conversion instead (e4m3fn saturates to ±448 and keeps NaN; e5m2
+  overflows to ±inf).
 - **numpy ≥ 2.4 with Triton 3.6**: ``int(handle.data)`` on a 1-element array raises
   ``TypeError: only 0-dimensional arrays can be converted to Python scalars`` (every loop with a
   runtime bound fails). Backport of Triton 3.9's fix: convert the single element explicitly.
@@ -111,6 +116,16 @@ def _fp8_tables(tl) -> dict:
     return {t: codes.view(d).float().numpy() for t, d in pairs if t is not None and d is not None}
 
 
+def _to_fp8_dtypes(tl) -> dict:
+    """Triton fp8 dtype -> the torch dtype whose conversion a cast to it follows under the interpreter."""
+    import torch
+
+    pairs = ((tl.float8e4nv, torch.float8_e4m3fn), (tl.float8e5, torch.float8_e5m2),
+             (getattr(tl, "float8e4b8", None), getattr(torch, "float8_e4m3fnuz", None)),
+             (getattr(tl, "float8e5b16", None), getattr(torch, "float8_e5m2fnuz", None)))
+    return {t: d for t, d in pairs if t is not None and d is not None}
+
+
 def tensor_index(self) -> int:
     """``tl.tensor.__index__`` under the interpreter: the scalar of a 1-element handle (Triton 3.9's
     fix; Triton 3.6's ``int(handle.data)`` fails on 1-element arrays with numpy >= 2.4)."""
@@ -162,6 +177,24 @@ def apply() -> bool:
         return original_cast(self, src, dst_type)
 
     interp.InterpreterBuilder.cast_impl = cast_impl
+
+    original_fp_to_fp = interp.InterpreterBuilder.create_fp_to_fp
+    to_fp8 = _to_fp8_dtypes(tl)
+    rtne = getattr(getattr(interp, "_ir", None), "ROUNDING_MODE", None)
+    rtne = getattr(rtne, "RTNE", None)
+
+    def create_fp_to_fp(self, src, dst_type, rounding_mode):
+        target = to_fp8.get(dst_type.scalar)
+        if (target is not None and src.dtype.scalar in (tl.float32, tl.float16, tl.bfloat16)
+                and (rounding_mode is None or rounding_mode == rtne)):
+            import torch
+
+            wide = np.array(_widen(src).data, copy=True)
+            data = torch.from_numpy(wide).to(target).view(torch.uint8).numpy()
+            return interp.TensorHandle(data.reshape(wide.shape), dst_type.scalar)
+        return original_fp_to_fp(self, src, dst_type, rounding_mode)
+
+    interp.InterpreterBuilder.create_fp_to_fp = create_fp_to_fp
 
     original_patch = interp._patch_lang_tensor
 

@@ -33,3 +33,28 @@ def test_gelu_large_magnitudes_match_torch(kind, device, h200):
     torch.testing.assert_close(got, want, rtol=1e-5, atol=1e-30, equal_nan=True)
     finite = torch.isfinite(want)
     assert torch.equal(torch.signbit(got[finite]), torch.signbit(want[finite]))
+
+
+# fp32 results around and past the fp8 ranges (e4m3fn max 448, e5m2 max 57344), ties, NaN and ±inf
+FP8_EDGES = [0.0, 1.0, 1.9375, 300.0, 448.0, 464.0, 465.0, 480.0, 1000.0, 6e4, 57344.0, 61440.0, 1e6, INF, -INF,
+             float("nan"), -1000.0, -465.0, 2.0 ** -10, 3 * 2.0 ** -17, 1e-9]
+
+
+@pytest.mark.timeout(120)
+@pytest.mark.parametrize("kind", ["dp", "streamk"])
+@pytest.mark.parametrize("out_dtype", [torch.float8_e4m3fn, torch.float8_e5m2])
+def test_fp8_output_rounds_like_torch(kind, out_dtype, device, h200):
+    """An fp8 output (what ``tritonblas.matmul`` of two fp8 tensors returns) is the fp32 epilogue
+    value rounded to nearest even by torch's conversion: e4m3fn saturates and keeps NaN, e5m2
+    overflows to ±inf. (The interpreter's own converter gave 384 for NaN and 256 for inf or 1000 in
+    e4m3fn, and 256 for 480 in e5m2.)"""
+    n = len(FP8_EDGES)
+    a = torch.ones(4, 16, device=device).to(out_dtype)
+    b = torch.zeros(16, n, device=device).to(out_dtype)
+    bias = torch.tensor(FP8_EDGES, device=device)
+    kw = dict(grid=3) if kind == "streamk" else {}
+    out, _ = run_gemm(config(kind, 16, 16, 32, **kw), a, b, h200, out_dtype=out_dtype, bias=bias)
+    want = bias.cpu().to(out_dtype).expand(4, n)
+    got = out.cpu()
+    assert torch.equal(got.view(torch.uint8), want.contiguous().view(torch.uint8)), \
+        (got[0].float().tolist(), want[0].float().tolist())

@@ -1038,7 +1038,12 @@ def _shares_memory(x: torch.Tensor, y: torch.Tensor) -> bool:
 
 
 def _torch_gemm(a, b, out, c, alpha, beta):
-    """torch's own op for a call we do not run (its errors are torch's)."""
+    """torch's own op for a call we do not run (its errors are torch's). Without C, alpha ≠ 1 goes
+    into torch's addmm/baddbmm with beta = 0 (C ignored), as the caller's ``addmm(..., beta=0)``
+    would: ``mm(a, b) * alpha`` rounded twice, and an fp16 ``a @ b`` past 65504 became inf before
+    the scale (``addmm(c, a, b, beta=0, alpha=1e-3)`` gave inf where torch gives 1280)."""
+    if c is None and alpha != 1:
+        c, beta = a.new_zeros(()), 0.0
     if a.dim() == 2 and b.dim() == 2:
         r = torch.addmm(c, a, b, beta=beta, alpha=alpha) if c is not None else torch.mm(a, b)
     else:
@@ -1046,8 +1051,6 @@ def _torch_gemm(a, b, out, c, alpha, beta):
         a3 = a.expand(shape[0], *a.shape[-2:])
         b3 = b.expand(shape[0], *b.shape[-2:])
         r = torch.baddbmm(c, a3, b3, beta=beta, alpha=alpha) if c is not None else torch.bmm(a3, b3)
-    if c is None and alpha != 1:
-        r = r * alpha
     if out is None:
         return r
     return out.copy_(r)

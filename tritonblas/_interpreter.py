@@ -11,7 +11,9 @@
   clamps the exponent, drops the rounding carry and knows no NaN: an fp32 NaN became 384, inf and
   1000 became 256 in e4m3fn, 480 became 256 in e5m2. Round-to-nearest-even casts from fp32, fp16
   and bf16 to fp8 use torch's conversion instead (e4m3fn saturates to ±448 and keeps NaN; e5m2
-  overflows to ±inf).
+  overflows to ±inf). Triton's ``.to()`` from fp8 to a wider float also takes this route (not
+  ``cast_impl``): an fp8 C or bias read NaN as 480 (e4m3fn) or 114688 and inf as 65536 (e5m2); it
+  goes through the table too.
 - **numpy ≥ 2.4 with Triton 3.6**: ``int(handle.data)`` on a 1-element array raises
   ``TypeError: only 0-dimensional arrays can be converted to Python scalars`` (every loop with a
   runtime bound fails). Backport of Triton 3.9's fix: convert the single element explicitly.
@@ -192,6 +194,9 @@ def apply() -> bool:
             wide = np.array(_widen(src).data, copy=True)
             data = torch.from_numpy(wide).to(target).view(torch.uint8).numpy()
             return interp.TensorHandle(data.reshape(wide.shape), dst_type.scalar)
+        if (src.dtype.scalar in fp8 and dst_type.scalar.is_floating()
+                and dst_type.scalar.primitive_bitwidth > 8):
+            return cast_impl(self, src, dst_type)  # the exact table, specials kept
         return original_fp_to_fp(self, src, dst_type, rounding_mode)
 
     interp.InterpreterBuilder.create_fp_to_fp = create_fp_to_fp

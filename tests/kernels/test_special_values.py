@@ -58,3 +58,25 @@ def test_fp8_output_rounds_like_torch(kind, out_dtype, device, h200):
     got = out.cpu()
     assert torch.equal(got.view(torch.uint8), want.contiguous().view(torch.uint8)), \
         (got[0].float().tolist(), want[0].float().tolist())
+
+
+@pytest.mark.timeout(120)
+@pytest.mark.parametrize("fp8", [torch.float8_e4m3fn, torch.float8_e5m2])
+@pytest.mark.parametrize("where", ["c", "bias"])
+def test_fp8_c_and_bias_keep_special_values(fp8, where, device, h200):
+    """An fp8 C or bias is widened in the epilogue (``.to(tl.float32)``): NaN and inf must stay NaN
+    and inf (the interpreter's fp8 converter read an e4m3fn NaN as 480, an e5m2 NaN as 114688 and
+    inf as 65536)."""
+    vals = [1.0, float("nan"), 448.0, -2.0, 0.001, -0.0]
+    if fp8 == torch.float8_e5m2:
+        vals += [INF, -INF, 57344.0]
+    n = len(vals)
+    v = torch.tensor(vals, device=device).to(fp8)
+    a = torch.zeros(2, 16, device=device).to(fp8)
+    b = torch.zeros(16, n, device=device).to(fp8)
+    kw = dict(c=v.expand(2, n), beta=1.0) if where == "c" else dict(bias=v)
+    out, _ = run_gemm(config("dp", 16, 16, 32), a, b, h200, out_dtype=torch.float32, **kw)
+    want = v.float().cpu().expand(2, n)
+    got = out.cpu()
+    assert torch.equal(torch.isnan(got), torch.isnan(want)), (got[0].tolist(), want[0].tolist())
+    assert torch.equal(got.nan_to_num(), (want + 0.0).nan_to_num()), (got[0].tolist(), want[0].tolist())

@@ -4,6 +4,8 @@
   (relative error ~1e10, Triton 3.6 and 3.9). We widen bf16 operands to fp32 first, which is exact.
 - **fp32 → bf16 casts truncate** (``cast_impl`` calls its converter with no rounding mode), where
   the GPU rounds to nearest even: results were off by up to one bf16 ulp. We round to nearest even.
+- **bf16 → fp32 casts lose subnormals** (the same bit-level converter: 0x0001 became 0, 0x0003
+  became 2⁻¹²⁷, so a bf16 C or bias of 9.2e-41 read 0). We widen by the 16-bit shift (exact).
 - **fp8 special values**: the interpreter converts fp8 bit by bit with no NaN/inf cases (an e4m3fn
   NaN read as 480, so a NaN input gave a finite ``scaled_mm`` result). fp8 ``tl.dot`` operands and
   fp8 casts go through a 256-entry table of torch's own conversion instead (exact).
@@ -171,6 +173,10 @@ def apply() -> bool:
     def cast_impl(self, src, dst_type):
         if src.dtype.scalar == tl.float32 and dst_type.scalar == tl.bfloat16:
             return interp.TensorHandle(_fp32_to_bf16_rne(src.data), tl.bfloat16)
+        if src.dtype.scalar == tl.bfloat16 and dst_type.scalar.is_floating() and dst_type.scalar != tl.bfloat16:
+            src = _widen(src)  # exact (the bit-level converter zeroed or halved bf16 subnormals)
+            if dst_type.scalar == tl.float32:
+                return src
         if src.dtype.scalar in fp8 and dst_type.scalar.is_floating() and dst_type.scalar.primitive_bitwidth > 8:
             src = _widen(src)  # exact, specials kept; then fp32 to the target as usual
             if dst_type.scalar == tl.float32:

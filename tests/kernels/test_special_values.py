@@ -80,3 +80,23 @@ def test_fp8_c_and_bias_keep_special_values(fp8, where, device, h200):
     got = out.cpu()
     assert torch.equal(torch.isnan(got), torch.isnan(want)), (got[0].tolist(), want[0].tolist())
     assert torch.equal(got.nan_to_num(), (want + 0.0).nan_to_num()), (got[0].tolist(), want[0].tolist())
+
+
+@pytest.mark.timeout(120)
+@pytest.mark.parametrize("where", ["c", "bias"])
+def test_bf16_subnormal_c_and_bias_are_exact(where, device, h200):
+    """bf16 subnormals (and the smallest normals, NaN, inf, -0) in C or bias reach the fp32 epilogue
+    unchanged: bf16 → fp32 is exact. (The interpreter's converter turned 0x0001 into 0 and 0x0003
+    into 2⁻¹²⁷.)"""
+    bits = [0x0001, 0x0002, 0x0003, 0x0040, 0x007F, 0x0080, 0x8001, 0x807F, 0x3F80, 0x7F7F, 0x7F80, 0xFF80,
+            0x7FC0, 0x8000]
+    n = len(bits)
+    v = torch.tensor(bits, dtype=torch.int32).to(torch.int16).view(torch.bfloat16).to(device)
+    a = torch.zeros(1, 16, dtype=torch.bfloat16, device=device)
+    b = torch.zeros(16, n, dtype=torch.bfloat16, device=device)
+    kw = dict(c=v.reshape(1, n), beta=1.0) if where == "c" else dict(bias=v)
+    out, _ = run_gemm(config("dp", 16, 16, 16), a, b, h200, out_dtype=torch.float32, **kw)
+    want = v.float().cpu().reshape(1, n) + 0.0
+    got = out.cpu()
+    assert torch.equal(torch.isnan(got), torch.isnan(want))
+    assert torch.equal(got.nan_to_num(), want.nan_to_num()), (got[0].tolist(), want[0].tolist())

@@ -12,8 +12,10 @@
 - **casts to fp8** (``x.to(tl.float8e4nv)``, an fp8 output's store): the same bit-level converter
   clamps the exponent, drops the rounding carry and knows no NaN: an fp32 NaN became 384, inf and
   1000 became 256 in e4m3fn, 480 became 256 in e5m2. Round-to-nearest-even casts from fp32, fp16
-  and bf16 to fp8 use torch's conversion instead (e4m3fn saturates to ±448 and keeps NaN; e5m2
-  overflows to ±inf). Triton's ``.to()`` from fp8 to a wider float also takes this route (not
+  and bf16 to fp8 now do what sm_90 does (``cvt.rn.satfinite.e4m3x2.f32`` / ``.e5m2x2``, seen in
+  the PTX): round to nearest even, saturate to ±max finite (inf included), keep NaN. That is
+  torch's conversion for e4m3fn; torch's e5m2 overflows to ±inf instead, which the kernels' own
+  output cast (``kernels._epilogue.to_out``) adds on top. Triton's ``.to()`` from fp8 to a wider float also takes this route (not
   ``cast_impl``): an fp8 C or bias read NaN as 480 (e4m3fn) or 114688 and inf as 65536 (e5m2); it
   goes through the table too.
 - **numpy ≥ 2.4 with Triton 3.6**: ``int(handle.data)`` on a 1-element array raises
@@ -198,8 +200,16 @@ def apply() -> bool:
             import torch
 
             wide = np.array(_widen(src).data, copy=True)
-            data = torch.from_numpy(wide).to(target).view(torch.uint8).numpy()
-            return interp.TensorHandle(data.reshape(wide.shape), dst_type.scalar)
+            out = torch.from_numpy(wide).to(target)
+            bits = out.view(torch.uint8).clone()
+            inf = torch.isinf(out.float())
+            if bool(inf.any()):  # satfinite: overflow (and ±inf itself) gives ±max finite
+                big = torch.finfo(target).max
+                sat = torch.tensor([big, -big]).to(target).view(torch.uint8)
+                neg = torch.from_numpy(wide) < 0
+                bits[inf & ~neg] = sat[0]
+                bits[inf & neg] = sat[1]
+            return interp.TensorHandle(bits.numpy().reshape(wide.shape), dst_type.scalar)
         if (src.dtype.scalar in fp8 and dst_type.scalar.is_floating()
                 and dst_type.scalar.primitive_bitwidth > 8):
             return cast_impl(self, src, dst_type)  # the exact table, specials kept

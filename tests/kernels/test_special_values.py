@@ -100,3 +100,23 @@ def test_bf16_subnormal_c_and_bias_are_exact(where, device, h200):
     got = out.cpu()
     assert torch.equal(torch.isnan(got), torch.isnan(want))
     assert torch.equal(got.nan_to_num(), want.nan_to_num()), (got[0].tolist(), want[0].tolist())
+
+
+@pytest.mark.timeout(120)
+@pytest.mark.parametrize("out_dtype", [torch.float8_e4m3fn, torch.float8_e5m2])
+def test_fp8_output_of_the_flat_tma_kernel(out_dtype, device, h200):
+    """The same rounding through ``gemm_tma_flat_kernel``'s TMA-store epilogue (32 columns: the
+    output rows and the half tiles are 16-byte multiples)."""
+    from tritonblas.plan import launch, make_plan, problem_from_tensors
+
+    vals = (FP8_EDGES + [0.0] * 32)[:32]
+    a = torch.ones(4, 16, device=device).to(out_dtype)
+    b = torch.zeros(16, 32, device=device).to(out_dtype)
+    out = torch.empty(4, 32, device=device, dtype=out_dtype)
+    plan = make_plan(config("persistent", 16, 32, 32, grid=1), problem_from_tensors(a, b, out), h200, tma=True,
+                     flat=True)
+    assert plan.kernel_name == "gemm_tma_flat_kernel"
+    launch(plan, a, b, out, bias=torch.tensor(vals, device=device))
+    want = torch.tensor(vals).to(out_dtype).expand(4, 32).contiguous()
+    assert torch.equal(out.cpu().view(torch.uint8), want.view(torch.uint8)), (out[0].float().tolist(),
+                                                                              want[0].float().tolist())

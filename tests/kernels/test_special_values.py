@@ -1,7 +1,12 @@
 """Special values through the epilogue and the kernels (RELIABILITY.md §4.2 "Special values"):
-activations at magnitudes where their fp32 evaluation can overflow, against the float64 reference
-(torch's tanh-GELU), NaN/Inf pattern and sign exactly. (§4.2's bound scales with |pre-activation|,
-so it cannot see −5414 for GELU(−3e38) = −0: this test uses an absolute tolerance.)"""
+
+- activations at magnitudes where their fp32 evaluation can overflow, against the float64 reference
+  (torch's tanh-GELU), NaN/Inf pattern and sign exactly (§4.2's bound scales with |pre-activation|,
+  so it cannot see −5414 for GELU(−3e38) = −0: the test uses an absolute tolerance);
+- fp8 outputs rounded, saturated (e4m3fn) or overflowed to inf (e5m2) bit for bit as torch's
+  conversion does, on the pointer and TMA-store epilogues;
+- fp8 and bf16 C / bias values (NaN, inf, subnormals) widened exactly into the fp32 epilogue.
+"""
 
 from __future__ import annotations
 

@@ -4,9 +4,20 @@
   (relative error ~1e10, Triton 3.6 and 3.9). We widen bf16 operands to fp32 first, which is exact.
 - **fp32 → bf16 casts truncate** (``cast_impl`` calls its converter with no rounding mode), where
   the GPU rounds to nearest even: results were off by up to one bf16 ulp. We round to nearest even.
+- **bf16 → fp32 casts lose subnormals** (the same bit-level converter: 0x0001 became 0, 0x0003
+  became 2⁻¹²⁷, so a bf16 C or bias of 9.2e-41 read 0). We widen by the 16-bit shift (exact).
 - **fp8 special values**: the interpreter converts fp8 bit by bit with no NaN/inf cases (an e4m3fn
   NaN read as 480, so a NaN input gave a finite ``scaled_mm`` result). fp8 ``tl.dot`` operands and
   fp8 casts go through a 256-entry table of torch's own conversion instead (exact).
+- **casts to fp8** (``x.to(tl.float8e4nv)``, an fp8 output's store): the same bit-level converter
+  clamps the exponent, drops the rounding carry and knows no NaN: an fp32 NaN became 384, inf and
+  1000 became 256 in e4m3fn, 480 became 256 in e5m2. Round-to-nearest-even casts from fp32, fp16
+  and bf16 to fp8 now do what sm_90 does (``cvt.rn.satfinite.e4m3x2.f32`` / ``.e5m2x2``, seen in
+  the PTX): round to nearest even, saturate to ±max finite (inf included), keep NaN. That is
+  torch's conversion for e4m3fn; torch's e5m2 overflows to ±inf instead, which the kernels' own
+  output cast (``kernels._epilogue.to_out``) adds on top. Triton's ``.to()`` from fp8 to a wider float also takes this route (not
+  ``cast_impl``): an fp8 C or bias read NaN as 480 (e4m3fn) or 114688 and inf as 65536 (e5m2); it
+  goes through the table too.
 - **numpy ≥ 2.4 with Triton 3.6**: ``int(handle.data)`` on a 1-element array raises
   ``TypeError: only 0-dimensional arrays can be converted to Python scalars`` (every loop with a
   runtime bound fails). Backport of Triton 3.9's fix: convert the single element explicitly.
@@ -111,6 +122,16 @@ def _fp8_tables(tl) -> dict:
     return {t: codes.view(d).float().numpy() for t, d in pairs if t is not None and d is not None}
 
 
+def _to_fp8_dtypes(tl) -> dict:
+    """Triton fp8 dtype -> the torch dtype whose conversion a cast to it follows under the interpreter."""
+    import torch
+
+    pairs = ((tl.float8e4nv, torch.float8_e4m3fn), (tl.float8e5, torch.float8_e5m2),
+             (getattr(tl, "float8e4b8", None), getattr(torch, "float8_e4m3fnuz", None)),
+             (getattr(tl, "float8e5b16", None), getattr(torch, "float8_e5m2fnuz", None)))
+    return {t: d for t, d in pairs if t is not None and d is not None}
+
+
 def tensor_index(self) -> int:
     """``tl.tensor.__index__`` under the interpreter: the scalar of a 1-element handle (Triton 3.9's
     fix; Triton 3.6's ``int(handle.data)`` fails on 1-element arrays with numpy >= 2.4)."""
@@ -154,6 +175,10 @@ def apply() -> bool:
     def cast_impl(self, src, dst_type):
         if src.dtype.scalar == tl.float32 and dst_type.scalar == tl.bfloat16:
             return interp.TensorHandle(_fp32_to_bf16_rne(src.data), tl.bfloat16)
+        if src.dtype.scalar == tl.bfloat16 and dst_type.scalar.is_floating() and dst_type.scalar != tl.bfloat16:
+            src = _widen(src)  # exact (the bit-level converter zeroed or halved bf16 subnormals)
+            if dst_type.scalar == tl.float32:
+                return src
         if src.dtype.scalar in fp8 and dst_type.scalar.is_floating() and dst_type.scalar.primitive_bitwidth > 8:
             src = _widen(src)  # exact, specials kept; then fp32 to the target as usual
             if dst_type.scalar == tl.float32:
@@ -162,6 +187,35 @@ def apply() -> bool:
         return original_cast(self, src, dst_type)
 
     interp.InterpreterBuilder.cast_impl = cast_impl
+
+    original_fp_to_fp = interp.InterpreterBuilder.create_fp_to_fp
+    to_fp8 = _to_fp8_dtypes(tl)
+    rtne = getattr(getattr(interp, "_ir", None), "ROUNDING_MODE", None)
+    rtne = getattr(rtne, "RTNE", None)
+
+    def create_fp_to_fp(self, src, dst_type, rounding_mode):
+        target = to_fp8.get(dst_type.scalar)
+        if (target is not None and src.dtype.scalar in (tl.float32, tl.float16, tl.bfloat16)
+                and (rounding_mode is None or rounding_mode == rtne)):
+            import torch
+
+            wide = np.array(_widen(src).data, copy=True)
+            out = torch.from_numpy(wide).to(target)
+            bits = out.view(torch.uint8).clone()
+            inf = torch.isinf(out.float())
+            if bool(inf.any()):  # satfinite: overflow (and ±inf itself) gives ±max finite
+                big = torch.finfo(target).max
+                sat = torch.tensor([big, -big]).to(target).view(torch.uint8)
+                neg = torch.from_numpy(wide) < 0
+                bits[inf & ~neg] = sat[0]
+                bits[inf & neg] = sat[1]
+            return interp.TensorHandle(bits.numpy().reshape(wide.shape), dst_type.scalar)
+        if (src.dtype.scalar in fp8 and dst_type.scalar.is_floating()
+                and dst_type.scalar.primitive_bitwidth > 8):
+            return cast_impl(self, src, dst_type)  # the exact table, specials kept
+        return original_fp_to_fp(self, src, dst_type, rounding_mode)
+
+    interp.InterpreterBuilder.create_fp_to_fp = create_fp_to_fp
 
     original_patch = interp._patch_lang_tensor
 

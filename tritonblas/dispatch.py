@@ -1049,7 +1049,11 @@ def _shares_memory(x: torch.Tensor, y: torch.Tensor) -> bool:
 
 def torch_gemm(a, b, out, c, alpha, beta):
     """``out = alpha·(a @ b) + beta·c`` by torch's own ops, for a call tritonblas does not run (torch's
-    results and errors; the arguments as :func:`gemm` takes them)."""
+    results and errors; the arguments as :func:`gemm` takes them). Without C, alpha ≠ 1 goes into
+    torch's addmm/baddbmm with beta = 0 (C ignored), as the caller's ``addmm(..., beta=0)`` does: one
+    rounding, and an fp16 ``a @ b`` past 65504 is scaled before it could become inf."""
+    if c is None and alpha != 1:
+        c, beta = a.new_zeros(()), 0.0
     if a.dim() == 2 and b.dim() == 2:
         r = torch.addmm(c, a, b, beta=beta, alpha=alpha) if c is not None else torch.mm(a, b)
     else:
@@ -1057,8 +1061,6 @@ def torch_gemm(a, b, out, c, alpha, beta):
         a3 = a.expand(shape[0], *a.shape[-2:])
         b3 = b.expand(shape[0], *b.shape[-2:])
         r = torch.baddbmm(c, a3, b3, beta=beta, alpha=alpha) if c is not None else torch.bmm(a3, b3)
-    if c is None and alpha != 1:
-        r = r * alpha
     if out is None:
         return r
     return out.copy_(r)

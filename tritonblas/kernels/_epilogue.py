@@ -14,18 +14,36 @@ import triton.language as tl
 
 from tritonblas.kernels._tiles import aligned, operand_offsets
 
-__all__ = ["ACT_NONE", "ACT_RELU", "ACT_GELU", "gelu_tanh", "epilogue", "epilogue_values", "store_partial",
-           "load_partial"]
+__all__ = ["ACT_NONE", "ACT_RELU", "ACT_GELU", "gelu_tanh", "to_out", "epilogue", "epilogue_values",
+           "store_partial", "load_partial"]
 
 ACT_NONE, ACT_RELU, ACT_GELU = 0, 1, 2
 
 
 @triton.jit
 def gelu_tanh(x):
-    """0.5·x·(1 + tanh(√(2/π)·(x + 0.044715·x³))), written as x·sigmoid(2u) (no tanh needed); the
-    exponent is clamped so large negative x gives x·e⁻⁸⁰ ≈ −0 without an inf intermediate."""
+    """0.5·x·(1 + tanh(√(2/π)·(x + 0.044715·x³))), written as x·sigmoid(u), u = 2·√(2/π)·(…) (no
+    tanh needed). The sigmoid is the overflow-free form: e = exp(−|u|) ∈ [0, 1], sigmoid(u) =
+    1/(1 + e) for u ≥ 0 and e/(1 + e) below, so large negative x (x³ = −inf included) gives
+    x·0 = −0 and x = −inf gives NaN, as torch's. (The earlier x / (1 + exp(min(−u, 80))) returned
+    x·e⁻⁸⁰: −5414 for x = −3e38, −inf for x = −inf.)"""
     u = 1.5957691216057308 * (x + 0.044715 * x * x * x)
-    return x / (1.0 + tl.exp(tl.minimum(-u, 80.0)))
+    e = tl.exp(-tl.abs(u))
+    return x * tl.where(u >= 0, 1.0 / (1.0 + e), e / (1.0 + e))
+
+
+@triton.jit
+def to_out(x, DTYPE: tl.constexpr):
+    """The fp32 epilogue value ``x`` cast to the output dtype with torch's semantics. sm_90 casts to
+    fp8 with ``cvt.rn.satfinite`` (seen in the PTX): fine for e4m3fn, which has no inf and which
+    torch saturates too, but torch's e5m2 overflows to ±inf (|x| ≥ 61440, the midpoint above
+    57344, rounds up to 2¹⁶) where satfinite gives ±57344: those lanes get the inf bits."""
+    y = x.to(DTYPE)
+    if DTYPE == tl.float8e5:
+        over = tl.abs(x) >= 61440.0
+        inf = tl.where(x < 0, 0xFC, 0x7C).to(tl.uint8)
+        y = tl.where(over, inf, y.to(tl.uint8, bitcast=True)).to(tl.float8e5, bitcast=True)
+    return y
 
 
 @triton.jit
@@ -82,9 +100,9 @@ def _epilogue_block(acc, Out, C, Bias, ScaleA, ScaleB, bid, rm, rn, M, N,
     o_ptrs = Out + bid.to(tl.int64) * aligned(stride_ob, OUT_ALIGN) \
         + operand_offsets(rm, rn, stride_om, stride_on, OUT_ORDER, OUT_ALIGN)
     if EDGE:
-        tl.store(o_ptrs, acc.to(Out.dtype.element_ty), mask=mask)
+        tl.store(o_ptrs, to_out(acc, Out.dtype.element_ty), mask=mask)
     else:
-        tl.store(o_ptrs, acc.to(Out.dtype.element_ty))
+        tl.store(o_ptrs, to_out(acc, Out.dtype.element_ty))
 
 
 @triton.jit

@@ -19,7 +19,7 @@ Sizes and operand strides are ``do_not_specialize``: Triton would otherwise comp
 import triton
 import triton.language as tl
 
-from tritonblas.kernels._epilogue import epilogue, epilogue_values
+from tritonblas.kernels._epilogue import epilogue, epilogue_values, to_out
 from tritonblas.kernels._tiles import operand_offsets, tile_acc, tile_position
 from tritonblas.kernels.pid import chiplet_remap
 
@@ -226,11 +226,11 @@ def gemm_tma_flat_kernel(A, B, C, Out, Bias, ScaleA, ScaleB, Workspace, Counters
         if OUT_TMA:
             halves = tl.reshape(acc, (BLOCK_M, 2, BLOCK_N // 2)).permute(0, 2, 1)
             lo, hi = tl.split(halves)
-            _tma_store_half(Out, bid, off_m, off_n, lo.to(Out.dtype), TMA_BATCHED)
-            _tma_store_half(Out, bid, off_m, off_n + BLOCK_N // 2, hi.to(Out.dtype), TMA_BATCHED)
+            _tma_store_half(Out, bid, off_m, off_n, to_out(lo, Out.dtype), TMA_BATCHED)
+            _tma_store_half(Out, bid, off_m, off_n + BLOCK_N // 2, to_out(hi, Out.dtype), TMA_BATCHED)
         else:  # one masked store, no interior/edge branch: Triton 3.6's loop fusion fails on an scf.if
             rm = off_m + tl.arange(0, BLOCK_M)
             rn = off_n + tl.arange(0, BLOCK_N)
             o_ptrs = Out + bid.to(tl.int64) * stride_ob + operand_offsets(rm, rn, stride_om, stride_on, OUT_ORDER,
                                                                           OUT_ALIGN)
-            tl.store(o_ptrs, acc.to(Out.dtype.element_ty), mask=(rm < M)[:, None] & (rn < N)[None, :])
+            tl.store(o_ptrs, to_out(acc, Out.dtype.element_ty), mask=(rm < M)[:, None] & (rn < N)[None, :])

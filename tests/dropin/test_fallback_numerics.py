@@ -1,0 +1,43 @@
+"""Calls that torch runs for us (``dispatch.torch_gemm``: dtypes without a kernel, CPU tensors
+without the interpreter, plans with no kernel) must give torch's own result, bit for bit: alpha
+goes into torch's addmm/baddbmm (beta = 0 when there is no C), never a second rounding after it."""
+
+from __future__ import annotations
+
+import pytest
+import torch
+
+import tritonblas
+from tritonblas import dispatch
+
+
+@pytest.fixture
+def forced_fallback(monkeypatch):
+    """Every call takes the fallback, as CPU tensors do without TRITON_INTERPRET."""
+    monkeypatch.setattr(dispatch, "fallback_reason", lambda *t: "forced by the test")
+    dispatch.clear_caches()
+    yield
+    dispatch.clear_caches()
+
+
+def test_fp16_alpha_scales_before_rounding(forced_fallback):
+    a = torch.full((4, 64), 200.0, dtype=torch.float16)
+    b = torch.full((64, 4), 100.0, dtype=torch.float16)  # a @ b = 1.28e6 > 65504
+    c = torch.randn(4, 4).half()
+    want = torch.addmm(c, a, b, beta=0, alpha=1e-3)
+    assert torch.isfinite(want).all()
+    assert torch.equal(tritonblas.addmm(c, a, b, beta=0, alpha=1e-3), want)
+    a3, b3, c3 = a.expand(2, 4, 64), b.expand(2, 64, 4), c.expand(2, 4, 4)
+    assert torch.equal(tritonblas.baddbmm(c3, a3, b3, beta=0, alpha=1e-3), torch.baddbmm(c3, a3, b3, beta=0, alpha=1e-3))
+
+
+def test_float64_matches_torch_bitwise():
+    """float64 has no kernel: the fallback runs it through the public ops, no monkeypatch."""
+    g = torch.Generator().manual_seed(5)
+    a = torch.randn(8, 16, generator=g, dtype=torch.float64)
+    b = torch.randn(16, 8, generator=g, dtype=torch.float64)
+    c = torch.randn(8, 8, generator=g, dtype=torch.float64)
+    for alpha in (0.1, -3.7, 1 / 3):
+        assert torch.equal(tritonblas.addmm(c, a, b, beta=0, alpha=alpha), torch.addmm(c, a, b, beta=0, alpha=alpha))
+    a3, b3, c3 = a.expand(3, 8, 16), b.expand(3, 16, 8), c.expand(3, 8, 8)
+    assert torch.equal(tritonblas.baddbmm(c3, a3, b3, beta=0, alpha=0.1), torch.baddbmm(c3, a3, b3, beta=0, alpha=0.1))

@@ -94,6 +94,37 @@ def file_columns(path: Path) -> list[str]:
         return next(csv.reader(line for line in f if not line.startswith("#")), None) or COLS
 
 
+REQUIRED_COLS = [c for c in PROBLEM_COLS if c != "align_bytes"] + CONFIG_COLS[:6] + ["median_ms"]
+
+
+def prepare_resume(path: Path) -> bool:
+    """Make an existing sweep CSV safe to append to; True when it must be written as a new file
+    (absent, empty, or only ``#`` lines: no column header yet). A last line without its newline is
+    a row a killed run was writing: it is cut off (its config is timed again), else the next row
+    would be appended onto it and a half-written time read as the config's. A header without the
+    sweep's columns (a CSV of another schema) is a SystemExit naming the file and the columns."""
+    if not path.exists():
+        return True
+    if path.is_dir():
+        raise SystemExit(f"--out {path}: is a directory, not a sweep CSV")
+    data = path.read_bytes()
+    if data and not data.endswith(b"\n"):
+        with path.open("r+b") as f:
+            f.truncate(data.rfind(b"\n") + 1)
+    try:
+        with path.open(newline="") as f:
+            header = next(csv.reader(line for line in f if not line.startswith("#")), None)
+    except (UnicodeDecodeError, csv.Error) as e:
+        raise SystemExit(f"--out {path}: not a sweep CSV ({type(e).__name__}: {e})") from None
+    if not header:
+        return True
+    missing = [c for c in REQUIRED_COLS if c not in header]
+    if missing:
+        raise SystemExit(f"--out {path}: not a sweep CSV (missing column(s) {', '.join(missing)}); "
+                         "resume needs a file this script wrote, or a new path")
+    return False
+
+
 def read_rows(path: Path) -> list[dict]:
     if not path.exists():
         return []
@@ -228,8 +259,8 @@ def run_shard(args, jobs: list[tuple[list, Path]], device: str, skip: list[set] 
     pool = [compile_pool(args.workers) if args.workers and device != "cpu" else None]
     try:
         for j, (shapes, out, configs_of) in enumerate(jobs):
+            new_file = prepare_resume(out)
             done = {row_key(r) for r in read_rows(out)} | (skip[j] if skip else set())
-            new_file = not out.exists()
             out.parent.mkdir(parents=True, exist_ok=True)
             if not _sweep_shapes(args, shapes, out, device, hw, done, new_file, t_start, pool, configs_of, header):
                 break
@@ -542,6 +573,9 @@ def run_ranks(args, jobs, world) -> int:
     then every rank's rows merged into ``OUT`` on rank 0, then the shard files removed."""
     world.init()
     try:
+        if world.is_root:
+            for _, out, _ in jobs:
+                prepare_resume(out)  # a half-written last row is cut, not merged as done
         skip = world.broadcast([{row_key(r) for r in read_rows(out)} for _, out, _ in jobs] if world.is_root else None)
         mine = [(world.shard(shapes), shard_path(out, world.rank), c) for shapes, out, c in jobs]
         run_shard(args, mine, world.device(), skip,

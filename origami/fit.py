@@ -54,15 +54,21 @@ def _config(row: dict) -> TileConfig:
 
 
 def read_sweep(paths: "str | Path | Iterable[str | Path]") -> list[Measured]:
-    """Shapes of one or more sweep CSVs (rows without a time are skipped; '#' lines are provenance)."""
+    """Shapes of one or more sweep CSVs (rows without a time are skipped; '#' lines are provenance).
+    A time that is not a finite positive number (nan, inf, 0, negative) is a ValueError naming the
+    file and the data row: a fit must not read it as a measurement."""
     if isinstance(paths, (str, Path)):
         paths = [paths]
     by: dict[GemmProblem, dict[TileConfig, float]] = {}
     for path in paths:
         with open(path) as f:
-            for row in csv.DictReader(line for line in f if not line.startswith("#")):
+            for i, row in enumerate(csv.DictReader(line for line in f if not line.startswith("#")), start=1):
                 if not row.get("median_ms"):
                     continue
+                ms = float(row["median_ms"])
+                if not (math.isfinite(ms) and ms > 0):
+                    raise ValueError(f"{path}: data row {i}: median_ms {row['median_ms']!r} is not a positive "
+                                     "finite time")
                 kw = {c: row[c] for c in _PROBLEM}
                 for c in ("m", "n", "k", "batch"):
                     kw[c] = int(kw[c])
@@ -71,7 +77,7 @@ def read_sweep(paths: "str | Path | Iterable[str | Path]") -> list[Measured]:
                 else:  # sweeps before the column: the sweep timed contiguous tensors
                     kw["align_bytes"] = GemmProblem.contiguous_align_bytes(**{c: kw[c] for c in _PROBLEM})
                 p = GemmProblem(**kw)
-                by.setdefault(p, {})[_config(row)] = float(row["median_ms"])
+                by.setdefault(p, {})[_config(row)] = ms
     return [Measured(p, tuple(d), tuple(d.values())) for p, d in by.items() if len(d) >= 2]
 
 

@@ -126,11 +126,29 @@ def read_heldout_sweeps(paths: "Sequence[str | os.PathLike[str]]", *,
     held-out file would make the guard score fitted data)."""
     held = heldout_dims() if heldout is None else heldout
     for path in paths:
-        with open(path, newline="") as f:
-            for i, row in enumerate(csv.DictReader(line for line in f if not line.startswith("#")), start=2):
-                dims = (int(row["m"]), int(row["n"]), int(row["k"]), int(row.get("batch") or 1))
-                if dims not in held:
-                    raise CalibrationError(f"held-out sweep {path}: data row {i}: {dims[0]}x{dims[1]}x{dims[2]} is "
-                                           "not in the held-out split (benchmarks/shapes/heldout)")
+        try:
+            with open(path, newline="") as f:
+                header = next(csv.reader(line for line in f if not line.startswith("#")), None)
+            missing = [c for c in SWEEP_COLUMNS if c not in (header or ())]
+            if missing:
+                raise CalibrationError(f"held-out sweep {path}: not a sweep CSV (missing column(s) "
+                                       f"{', '.join(missing)})")
+            with open(path, newline="") as f:
+                for i, row in enumerate(csv.DictReader(line for line in f if not line.startswith("#")), start=2):
+                    try:
+                        dims = (int(row["m"]), int(row["n"]), int(row["k"]), int(row.get("batch") or 1))
+                    except (KeyError, TypeError, ValueError):
+                        raise CalibrationError(f"held-out sweep {path}: data row {i}: m, n, k, batch must be "
+                                               f"integers, got {row.get('m')!r}, {row.get('n')!r}, "
+                                               f"{row.get('k')!r}, {row.get('batch')!r}") from None
+                    if dims not in held:
+                        raise CalibrationError(f"held-out sweep {path}: data row {i}: {dims[0]}x{dims[1]}x{dims[2]} "
+                                               "is not in the held-out split (benchmarks/shapes/heldout)")
+            read_sweep(path)  # every row parses (the merged read below cannot fail on one file)
+        except (OSError, UnicodeDecodeError, csv.Error, KeyError, TypeError, ValueError) as e:
+            if isinstance(e, CalibrationError):
+                raise
+            msg = " ".join(str(e).split())
+            raise CalibrationError(f"held-out sweep {path}: not a valid sweep CSV: {type(e).__name__}: {msg}") from None
     return read_sweep(list(paths)) if paths else []
 

@@ -74,6 +74,31 @@ def _write(path: Path, text: str) -> Path:
     return path
 
 
+def _with_time(t: str) -> str:
+    """calib.csv with the first data row's median_ms replaced by ``t``."""
+    lines = SWEEP.read_text().splitlines()
+    h = next(i for i, x in enumerate(lines) if not x.startswith("#"))
+    col = lines[h].split(",").index("median_ms")
+    row = lines[h + 1].split(",")
+    row[col] = t
+    return "\n".join([*lines[:h + 1], ",".join(row), *lines[h + 2:]]) + "\n"
+
+
+def test_bad_held_out_sweep_is_one_error_naming_it(tmp_path):
+    """--heldout-sweeps files are user input too: a malformed one is one line naming the file."""
+    cases = {"cols.csv": b"a,b\n1,2\n", "bytes.csv": b"\xff\xfe,\x80\n",
+             "dims.csv": ",".join(heldout.SWEEP_COLUMNS).encode() + b"\nx,1,1,1,bf16,bf16,bf16,N,N,dp,1,1,1,1,1,1\n"}
+    for name, data in cases.items():
+        p = tmp_path / name
+        p.write_bytes(data)
+        with pytest.raises(_measure.CalibrationError, match=rf"held-out sweep .*{name}"):
+            heldout.read_heldout_sweeps([p])
+    out = tmp_path / "out.yaml"
+    assert_usage_error(run_cli("calibrate", "--no-measure", "--base", "h200", "--fit", str(SWEEP), "-o", str(out),
+                               "--heldout-sweeps", str(tmp_path / "cols.csv")), "cols.csv", "not a sweep CSV")
+    assert not out.exists()
+
+
 @pytest.mark.parametrize("make, needles", [
     (lambda d: d / "missing.csv", ("missing.csv", "no such file")),
     (lambda d: d, ("is a directory",)),
@@ -82,6 +107,8 @@ def _write(path: Path, text: str) -> Path:
     (lambda d: _write(d / "bad_kind.csv", SWEEP.read_text().replace(",dp,", ",warp,", 3)), ("bad_kind.csv",)),
     (lambda d: _write(d / "few.csv", "\n".join(SWEEP.read_text().splitlines()[:60]) + "\n"),
      ("few.csv", "at least 4")),
+    *[(lambda d, t=t: _write(d / f"time_{t}.csv", _with_time(t)), (f"time_{t}.csv", "median_ms", "positive"))
+      for t in ("nan", "-1.5", "0", "inf")],
 ])
 def test_bad_fit_file_exits_2_naming_it(tmp_path, make, needles):
     src = tmp_path / "in"

@@ -803,6 +803,11 @@ def calibrate_command(args, *, out: Callable[[str], None] | None = None) -> int:
             raise CalibrationError(f"-o {output}: cannot write to {output.parent}")
         if _same_file(output, _base_file(args.base)) and not args.force:
             raise CalibrationError(f"-o {output}: is the --base profile; pass --force to replace it")
+        for opt in ("fit", "heldout_sweeps"):  # a sweep is data, never replaced by a profile (even with --force)
+            for src in getattr(args, opt, None) or ():
+                if _same_file(output, str(src)):
+                    raise CalibrationError(f"-o {output}: is the --{opt.replace('_', '-')} input {src}; "
+                                           "name a new profile file")
     if args.no_measure and not args.fit:
         raise CalibrationError("--no-measure: nothing to do without --fit SWEEP.csv")
     if args.rounds < 1:

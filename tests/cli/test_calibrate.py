@@ -84,6 +84,16 @@ def _with_time(t: str) -> str:
     return "\n".join([*lines[:h + 1], ",".join(row), *lines[h + 2:]]) + "\n"
 
 
+@pytest.mark.parametrize("opt", ["--fit", "--heldout-sweeps"])
+def test_output_naming_an_input_sweep_is_refused_and_the_sweep_kept(tmp_path, opt):
+    mine = tmp_path / "mine.csv"
+    mine.write_text(SWEEP.read_text())
+    args = ["--fit", str(mine)] if opt == "--fit" else ["--fit", str(SWEEP), "--heldout-sweeps", str(mine)]
+    assert_usage_error(run_cli("calibrate", "--no-measure", "--base", "h200", *args, "-o", str(mine), "--force"),
+                       "mine.csv", opt)
+    assert mine.read_text() == SWEEP.read_text()
+
+
 def test_bad_held_out_sweep_is_one_error_naming_it(tmp_path):
     """--heldout-sweeps files are user input too: a malformed one is one line naming the file."""
     cases = {"cols.csv": b"a,b\n1,2\n", "bytes.csv": b"\xff\xfe,\x80\n",

@@ -103,6 +103,27 @@ def read_csv(path: Path) -> list[dict]:
         return list(csv.DictReader(line for line in f if not line.startswith("#")))
 
 
+def resume_rows(path: Path, fresh: bool = False) -> list[dict]:
+    """The rows of an existing ``--out`` a re-run keeps (none with ``fresh``): whole rows of this
+    schema only. A short or long row (a file cut or edited mid-row) is dropped, so its shape is
+    measured again instead of a half-written time being kept. A file that is not a compare CSV
+    (no problem or ``ours_ms`` column, undecodable) is a SystemExit naming it: it would be
+    overwritten by the first shape's write."""
+    if not path.exists():
+        return []
+    try:
+        with path.open(newline="") as f:
+            header = next(csv.reader(line for line in f if not line.startswith("#")), None)
+            rows = [] if fresh or not header else read_csv(path)
+    except (OSError, UnicodeDecodeError, csv.Error) as e:
+        raise SystemExit(f"compare: --out {path}: not a compare CSV ({type(e).__name__}: {e})") from None
+    missing = [c for c in [*PROBLEM_COLS, "ours_ms"] if header and c not in header]
+    if missing:
+        raise SystemExit(f"compare: --out {path}: not a compare CSV (missing column(s) {', '.join(missing)}); "
+                         "it would be overwritten: name a new --out")
+    return [r for r in rows if set(COLUMNS) <= set(r) and None not in r and None not in r.values()]
+
+
 def write_csv_atomic(path: Path, rows: list[dict]) -> None:
     path.parent.mkdir(parents=True, exist_ok=True)
     tmp = path.with_name(path.name + ".tmp")
@@ -478,7 +499,7 @@ def main(argv=None) -> int:
             torch.cuda.synchronize()
         del x
     prov = provenance(torch, triton)
-    rows = [] if args.fresh else [r for r in read_csv(out) if set(COLUMNS) <= set(r)]
+    rows = resume_rows(out, args.fresh)
     done = {problem_key(r) for r in rows}
     from tritonblas.plan import compile_pool
 
@@ -500,7 +521,7 @@ def _run_ranks(args, world, shapes, out, rows, prov, ctx) -> int:
     ones ``OUT`` had, in shape order, and prints the summary over all of them (module docstring)."""
     done = world.broadcast({problem_key(r) for r in rows} if world.is_root else None)
     mine = out.with_suffix(f".rank{world.rank}.csv")
-    own = [] if args.fresh else [r for r in read_csv(mine) if set(COLUMNS) <= set(r)]
+    own = resume_rows(mine, args.fresh)
     _run_shapes(args, world.shard(shapes), mine, own, done | {problem_key(r) for r in own}, prov, ctx,
                 report=False)
     parts = world.gather(read_csv(mine))

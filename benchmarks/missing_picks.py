@@ -26,7 +26,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from benchmarks.sweep import COLS, CONFIG_COLS, PROBLEM_COLS, cell, read_rows  # noqa: E402
+from benchmarks.sweep import COLS, CONFIG_COLS, PROBLEM_COLS, REQUIRED_COLS, cell, read_rows  # noqa: E402
 from origami.fit import read_sweep, pick_efficiency  # noqa: E402
 
 DATA = ROOT / "benchmarks" / "data"
@@ -64,6 +64,23 @@ def _key(r: dict) -> tuple:
     return tuple(r.get(c) or "" for c in PROBLEM_COLS[:-1])  # the shape (align_bytes may be absent in old files)
 
 
+def _sweep_rows(path: Path) -> list[dict]:
+    """:func:`read_rows` of a sweep CSV that ``--apply`` merges: a file without the sweep's columns,
+    or a row cut short or too long (a killed or edited run), is a SystemExit naming the file and the
+    row, before anything is written."""
+    rows = read_rows(path)
+    with path.open(newline="") as f:
+        header = next(csv.reader(line for line in f if not line.startswith("#")), None) or []
+    missing = [c for c in REQUIRED_COLS if c not in header]
+    if missing:
+        raise SystemExit(f"--apply: {path}: not a sweep CSV (missing column(s) {', '.join(missing)})")
+    for i, r in enumerate(rows, start=1):
+        if None in r or None in r.values():
+            raise SystemExit(f"--apply: {path}: data row {i} has {len(header) - sum(v is None for v in r.values())}"
+                             f" cells for {len(header)} columns (a cut or edited row); re-time it with sweep.py --rows")
+    return rows
+
+
 def apply(profile: str) -> list[str]:
     """Replace each original file's rows of the shapes its repick file holds; returns what it did."""
     done = []
@@ -71,13 +88,13 @@ def apply(profile: str) -> list[str]:
         orig = DATA / rp.parent.name[: -len("_repick")] / rp.name
         if not orig.exists():
             raise SystemExit(f"--apply: {rp} has no original {orig}")
-        new = read_rows(rp)
+        new = _sweep_rows(rp)
         shapes = {_key(r) for r in new}
         with orig.open() as f:
             header = [line.rstrip("\n") for line in f if line.startswith("#")]
         with rp.open() as f:
             header += [f"# repick {rp.relative_to(ROOT)}: {line[1:].strip()}" for line in f if line.startswith("#")]
-        kept = [r for r in read_rows(orig) if _key(r) not in shapes]
+        kept = [r for r in _sweep_rows(orig) if _key(r) not in shapes]
         cols = list(dict.fromkeys(COLS + [c for r in kept[:1] for c in r]))
         tmp = orig.with_suffix(".tmp")
         with tmp.open("w", newline="") as f:

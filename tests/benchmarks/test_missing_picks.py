@@ -6,6 +6,8 @@ from __future__ import annotations
 import sys
 from pathlib import Path
 
+import pytest
+
 sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 
 from benchmarks import missing_picks as mp  # noqa: E402
@@ -48,3 +50,24 @@ def test_apply_replaces_only_the_repicked_shapes(tmp_path, monkeypatch):
     assert len(after) == len(rows)
     assert {r["median_ms"] for r in after if r["m"] == first["m"] and r["n"] == first["n"] and r["k"] == first["k"]} == {"9.0"}
     assert len(read_sweep(orig)) == len(read_sweep(LLM)) and "# repick" in orig.read_text()
+
+
+@pytest.mark.parametrize("cut", ["short", "schema"])
+def test_apply_refuses_a_cut_or_foreign_repick_file_and_writes_nothing(tmp_path, monkeypatch, cut):
+    data_dir = tmp_path / "data"
+    (data_dir / "h200").mkdir(parents=True)
+    (data_dir / "h200_repick").mkdir()
+    orig = data_dir / "h200" / "llm.csv"
+    orig.write_text(LLM.read_text())
+    rows = read_rows(LLM)
+    cols = list(rows[0])
+    rep = "# git_sha=abc\n" + ",".join(cols) + "\n" + ",".join({**rows[0], "median_ms": "9.0"}.values()) + "\n"
+    rep += ",".join(list(rows[1].values())[: cols.index("median_ms")]) + ",0.0\n"  # a killed run's last row
+    if cut == "schema":
+        rep = "# git_sha=abc\nshape,ms\n16x16x16,0.1\n"
+    (data_dir / "h200_repick" / "llm.csv").write_text(rep)
+    monkeypatch.setattr(mp, "DATA", data_dir)
+    monkeypatch.setattr(mp, "ROOT", tmp_path)
+    with pytest.raises(SystemExit, match=r"llm\.csv.*(data row 2|not a sweep CSV)"):
+        mp.apply("h200")
+    assert orig.read_text() == LLM.read_text()

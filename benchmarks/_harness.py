@@ -68,20 +68,30 @@ def write_csv(path: "str | os.PathLike[str]", rows, fields, prov: dict, *, digit
     """Write ``rows`` (dicts) as CSV with columns ``fields``, after one ``# key: value`` line per
     provenance item, atomically (a temporary file renamed over ``path``: a reader never sees half a
     file, and an interrupted run keeps the previous one). Floats are written with ``digits``
-    significant digits; missing cells are empty."""
+    significant digits; missing cells are empty. The data is on disk (fsync) before the rename, and
+    a failed write removes its temporary file and leaves ``path`` as it was. A provenance value is
+    written on its one line (line breaks become spaces), so it cannot add a line that is not a
+    ``#`` comment."""
     import csv
 
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
     tmp = path.with_suffix(path.suffix + ".tmp")
-    with open(tmp, "w", newline="") as fh:
-        for key, v in prov.items():
-            fh.write(f"# {key}: {v}\n")
-        w = csv.DictWriter(fh, fieldnames=list(fields))
-        w.writeheader()
-        for r in rows:
-            w.writerow({f: (f"{r[f]:.{digits}g}" if isinstance(r.get(f), float) else r.get(f, "")) for f in fields})
-    os.replace(tmp, path)
+    try:
+        with open(tmp, "w", newline="") as fh:
+            for key, v in prov.items():
+                fh.write(f"# {key}: {' '.join(str(v).splitlines())}\n")
+            w = csv.DictWriter(fh, fieldnames=list(fields))
+            w.writeheader()
+            for r in rows:
+                w.writerow({f: (f"{r[f]:.{digits}g}" if isinstance(r.get(f), float) else r.get(f, ""))
+                            for f in fields})
+            fh.flush()
+            os.fsync(fh.fileno())
+        os.replace(tmp, path)
+    except BaseException:
+        tmp.unlink(missing_ok=True)
+        raise
 
 
 def watch_child(cmd: list, *, timeout_s: float, first_timeout_s: float | None = None, env: dict | None = None):

@@ -197,11 +197,6 @@ def _library_version() -> str:
     return f"tritonblas {__version__}"
 
 
-def _triton_version() -> str | None:
-    """The installed Triton's version (origami.toolchain: its metadata, ROCm builds included)."""
-    return installed_triton()
-
-
 def _minor(version: str) -> str:
     return ".".join(version.split("+")[0].split(".")[:2])
 
@@ -297,7 +292,7 @@ def make_table(problems: Sequence[GemmProblem], profile: "HardwareProfile | str"
         if progress:
             progress(len(chunk))
     return TileTable(MappingProxyType(entries), hw.name, hw.content_hash, hw.arch, FORMAT_VERSION,
-                     _library_version(), _triton_version(),
+                     _library_version(), installed_triton(),
                      _dt.datetime.now(_dt.timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ"))
 
 
@@ -687,7 +682,7 @@ def _load(path: str, strict: bool, profile) -> TileTable:
     if hw.content_hash != prof["content_hash"]:
         raise _StaleProfile(f"stale: made for profile {prof['name']} with content hash {prof['content_hash']}, "
                       f"but profile {hw.name} has content hash {hw.content_hash} (regenerate the table)")
-    made_with, here = meta.get("triton_version"), _triton_version()
+    made_with, here = meta.get("triton_version"), installed_triton()
     if made_with is not None and here is not None and _minor(str(made_with)) != _minor(here):
         raise _Reject(f"stale: made with Triton {made_with}, this is Triton {here}")
 

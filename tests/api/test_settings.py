@@ -47,7 +47,7 @@ def test_triton_interpret_true_runs_the_kernels_on_cpu(monkeypatch):
     from tritonblas import dispatch
 
     if torch.cuda.is_available():
-        pytest.skip("CPU tensors under the interpreter")
+        pytest.skip("a CPU-only check (the interpreter running CPU tensors); the GPU suite runs the kernels on the GPU")
     monkeypatch.setenv("TRITON_INTERPRET", "true")
     monkeypatch.setenv("TRITONBLAS_PROFILE", "h200")
     a, b = torch.randn(9, 12, dtype=torch.float64).float(), torch.randn(12, 7, dtype=torch.float64).float()

@@ -19,6 +19,7 @@ from pathlib import Path
 import pytest
 
 import origami
+from origami.toolchain import installed_triton
 from origami.select import select_many
 from origami.shapes import load_shapes
 from tritonblas import tables
@@ -398,10 +399,10 @@ def test_stale_format_version_falls_back(tmp_path, table_file):
 
 
 def test_stale_triton_version_falls_back(tmp_path, table_file):
-    if tables._triton_version() is None:
+    if installed_triton() is None:
         pytest.skip("triton is not installed: nothing to compare a table's Triton version with")
     bad = _rewrite(table_file, tmp_path / "triton.json", lambda d: d.update(triton_version="2.1.0"))
-    _assert_fallback(bad, "stale", "Triton 2.1.0", f"Triton {tables._triton_version()}")
+    _assert_fallback(bad, "stale", "Triton 2.1.0", f"Triton {installed_triton()}")
     ok = _rewrite(table_file, tmp_path / "none.json", lambda d: d.update(triton_version=None))
     assert len(tables.load_table(ok, strict=True)) == 200  # made without Triton: nothing to compare
 

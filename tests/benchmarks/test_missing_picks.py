@@ -30,20 +30,26 @@ def test_job_rows_hold_each_pick_and_the_shapes_timed_configs():
         assert mine[0]["kind"] == pick.kind.value and int(mine[0]["block_n"]) == pick.block_n
 
 
-def test_apply_replaces_only_the_repicked_shapes(tmp_path, monkeypatch):
+def _data_dir(tmp_path, monkeypatch):
+    """A data tree holding a copy of llm.csv and an empty repick folder, which missing_picks reads:
+    (the repick file to write, the copied original, the original's rows)."""
     data_dir = tmp_path / "data"
     (data_dir / "h200").mkdir(parents=True)
     (data_dir / "h200_repick").mkdir()
     orig = data_dir / "h200" / "llm.csv"
     orig.write_text(LLM.read_text())
-    rows = read_rows(LLM)
+    monkeypatch.setattr(mp, "DATA", data_dir)
+    monkeypatch.setattr(mp, "ROOT", tmp_path)
+    return data_dir / "h200_repick" / "llm.csv", orig, read_rows(LLM)
+
+
+def test_apply_replaces_only_the_repicked_shapes(tmp_path, monkeypatch):
+    repick, orig, rows = _data_dir(tmp_path, monkeypatch)
     first = rows[0]
     shape = [r for r in rows if all(r[c] == first[c] for c in ("m", "n", "k"))]
     rep = "# git_sha=abc\n" + ",".join(shape[0]) + "\n" + "".join(
         ",".join({**r, "median_ms": "9.0"}.values()) + "\n" for r in shape)
-    (data_dir / "h200_repick" / "llm.csv").write_text(rep)
-    monkeypatch.setattr(mp, "DATA", data_dir)
-    monkeypatch.setattr(mp, "ROOT", tmp_path)
+    repick.write_text(rep)
     done = mp.apply("h200")
     assert len(done) == 1 and "1 shapes replaced" in done[0]
     after = read_rows(orig)
@@ -54,20 +60,13 @@ def test_apply_replaces_only_the_repicked_shapes(tmp_path, monkeypatch):
 
 @pytest.mark.parametrize("cut", ["short", "schema"])
 def test_apply_refuses_a_cut_or_foreign_repick_file_and_writes_nothing(tmp_path, monkeypatch, cut):
-    data_dir = tmp_path / "data"
-    (data_dir / "h200").mkdir(parents=True)
-    (data_dir / "h200_repick").mkdir()
-    orig = data_dir / "h200" / "llm.csv"
-    orig.write_text(LLM.read_text())
-    rows = read_rows(LLM)
+    repick, orig, rows = _data_dir(tmp_path, monkeypatch)
     cols = list(rows[0])
     rep = "# git_sha=abc\n" + ",".join(cols) + "\n" + ",".join({**rows[0], "median_ms": "9.0"}.values()) + "\n"
     rep += ",".join(list(rows[1].values())[: cols.index("median_ms")]) + ",0.0\n"  # a killed run's last row
     if cut == "schema":
         rep = "# git_sha=abc\nshape,ms\n16x16x16,0.1\n"
-    (data_dir / "h200_repick" / "llm.csv").write_text(rep)
-    monkeypatch.setattr(mp, "DATA", data_dir)
-    monkeypatch.setattr(mp, "ROOT", tmp_path)
+    repick.write_text(rep)
     with pytest.raises(SystemExit, match=r"llm\.csv.*(data row 2|not a sweep CSV)"):
         mp.apply("h200")
     assert orig.read_text() == LLM.read_text()

@@ -11,7 +11,7 @@ from __future__ import annotations
 import enum
 from dataclasses import dataclass
 
-__all__ = ["DType", "Layout", "GemmProblem"]
+__all__ = ["DType", "Layout", "GemmProblem", "TMA_STORE_GRANULE", "tma_store_exact"]
 
 
 class DType(str, enum.Enum):
@@ -197,3 +197,19 @@ def stride_align_bytes(n0: int, n1: int, s0: int, s1: int, batch_stride: int, el
         while align > 1 and v % align:
             align //= 2
     return align
+
+
+# The TMA unit writes global memory in whole 16-byte chunks: a store whose box ends past a row's
+# inner extent clips rows (M) exactly but writes the columns up to the next 16-byte boundary. Seen
+# on the H200 (2026-12-01, tests/kernels/test_gluon_hopper_gpu.py): C = out_buf[:127, :255] in a
+# NaN-filled (135, 256) bf16 buffer had column 255 written in all 127 rows, out_buf[:300, :257] of
+# (308, 264) columns 257..263 (2,100 elements). Triton documents it (triton-lang/triton#11583).
+TMA_STORE_GRANULE = 16
+
+
+def tma_store_exact(inner: int, elem_bytes: int) -> bool:
+    """Whether a TMA store into a tensor whose contiguous dim has ``inner`` elements writes nothing
+    past it (:data:`TMA_STORE_GRANULE`): its byte length is a whole number of 16-byte chunks. Every
+    kernel that stores through a tensor descriptor checks this on the host first, or a column slice
+    of a larger tensor would get its neighbour's elements overwritten."""
+    return inner > 0 and (inner * elem_bytes) % TMA_STORE_GRANULE == 0

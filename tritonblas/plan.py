@@ -24,7 +24,7 @@ import torch
 from origami._encoding import persistent_grid
 from origami.config import Kind, TileConfig
 from origami.hardware import HardwareProfile
-from origami.problem import DType, GemmProblem, Layout, layout_order, stride_align_bytes
+from origami.problem import DType, GemmProblem, Layout, layout_order, stride_align_bytes, tma_store_exact
 from origami.space import smem_bytes, violations
 from origami.staging import staging_copy_ns  # the copy cost (origami's policy), named here for plan's callers
 from tritonblas import _interpreter
@@ -663,9 +663,11 @@ def prepare_launch(plan: LaunchPlan, a: torch.Tensor, b: torch.Tensor, out: torc
     kernel = getattr(kernels, kernel_name)
     extra_meta = {}
     if kernel_name == _FLAT_KERNEL:
-        # TMA store: a row-major, 16-byte-aligned output and a half tile at least 16 bytes wide
-        out_tma = (orders["out"] == 0 and _tma_ok(out, 0) and (cfg.block_n // 2) * out.element_size() >= 16
-                   and cfg.block_n >= 2)
+        # TMA store: a row-major, 16-byte-aligned output whose rows are whole 16-byte chunks (the
+        # unit writes past a ragged row end: origami.problem.tma_store_exact) and a half tile at
+        # least 16 bytes wide
+        out_tma = (orders["out"] == 0 and _tma_ok(out, 0) and tma_store_exact(out.shape[-1], out.element_size())
+                   and (cfg.block_n // 2) * out.element_size() >= 16 and cfg.block_n >= 2)
         extra_meta["OUT_TMA"] = out_tma
         if out_tma:
             out_arg, _ = _descriptor(out, 0, batch > 1, cfg.block_m, cfg.block_n // 2)

@@ -109,6 +109,27 @@ def test_tma_flat_kernel(kind, dtype, out_dtype, ta, tb, device, h200):
 
 
 @pytest.mark.timeout(120)
+def test_flat_kernel_stores_a_ragged_row_end_without_tma(device, h200):
+    """An output whose rows end inside a 16-byte chunk (71 fp16 columns of an 80-column buffer:
+    aligned base and stride) gets the masked pointer store, not the TMA store, which writes whole
+    16-byte chunks past N on the H200 (origami.problem.tma_store_exact); the padding stays untouched."""
+    from origami.problem import tma_store_exact
+    from tritonblas.plan import make_plan, prepare_launch, problem_from_tensors
+
+    assert not tma_store_exact(71, 2) and tma_store_exact(72, 2) and tma_store_exact(4, 4)
+    a = operand(40, 64, torch.float16, False, device)
+    b = torch.randn(64, 80, device=device).half()[:, :71]  # a TMA-aligned B of the same ragged N
+    buf = torch.full((40, 80), float("nan"), dtype=torch.float16, device=device)
+    out = buf[:, :71]
+    plan = make_plan(config("dp"), problem_from_tensors(a, b, out), h200, tma=True, flat=True)
+    prepared = prepare_launch(plan, a, b, out)
+    assert plan.kernel_name == "gemm_tma_flat_kernel" and prepared.kwargs["OUT_TMA"] is False
+    prepared.run()
+    check_gemm(out, a, b, what="flat, ragged row end")
+    assert torch.isnan(buf[:, 71:]).all()
+
+
+@pytest.mark.timeout(120)
 def test_tma_flat_kernel_batched_and_pointer_store(device, h200):
     """Batched descriptors (A broadcast) through the flat kernel; a transposed output (no TMA store)
     takes the masked pointer store; an unaligned operand falls back to the pointer kernel."""

@@ -113,7 +113,7 @@ def test_supports_accepts_row_and_column_major_b():
     m, n, k = 300, 264, 1000
     assert G.supports(m, n, k, BF16, (k, 1), (n, 1), (n, 1)) is None
     assert G.supports(m, n, k, torch.float16, (k, 1), (1, k), (n, 1)) is None  # NT
-    assert G.supports(127, 255, 65, BF16, (72, 1), (256, 1), (256, 1)) is None  # padded leading dims
+    assert G.supports(127, 264, 65, BF16, (72, 1), (272, 1), (272, 1)) is None  # padded leading dims
 
 
 @needs_gluon
@@ -127,6 +127,9 @@ def test_supports_accepts_row_and_column_major_b():
     ((64, 64, 64, BF16, (64, 1), (128, 2), (64, 1)), "B strides"),
     ((64, 63, 64, BF16, (64, 1), (64, 1), (63, 1)), "C strides"),
     ((64, 64, 64, BF16, (64, 1), (64, 1), (1, 64)), "C strides"),
+    # rows of 255 / 257 bf16 elements end inside a 16-byte chunk: the TMA store would write past N
+    ((127, 255, 65, BF16, (72, 1), (256, 1), (256, 1)), "past the row end"),
+    ((300, 257, 1000, BF16, (1000, 1), (264, 1), (264, 1)), "past the row end"),
 ])
 def test_supports_gives_the_reason(args, word):
     reason = G.supports(*args)

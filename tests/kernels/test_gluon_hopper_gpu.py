@@ -35,8 +35,9 @@ ROOT = HERE.parents[1]
 # (m, n, k, num_sms or None)
 SHAPES = [
     (1, 8, 16, None),
-    (127, 255, 65, None),
-    (300, 257, 1000, None),
+    (127, 264, 65, None),  # ragged in M, N and K against every tile; rows whole 16-byte chunks
+    (300, 200, 1000, None),
+    (127, 255, 65, None),  # rows end inside a 16-byte chunk: the wrapper must refuse (the TMA store would overrun)
     (256, 512, 96, None),  # 2 K-steps < STAGES, 2-4 tiles
     (4096, 2048, 40, None),  # 1 K-step (K < BLOCK_K), 256-512 tiles: phases wrap across tiles
     (1000, 1000, 200, 3),  # 3 programs, ~11-32 tiles each, 4 K-steps (the last one ragged)
@@ -85,11 +86,27 @@ def _child(variant: str, dtype_name: str, layout: str) -> int:
             ld = -(-n // 8) * 8
             out_buf = torch.full((m + 8, ld), float("nan"), dtype=dtype, device="cuda")
             out = out_buf[:m, :n]
-            gluon_matmul(a, b, out, block_m=bm, block_n=bn, block_k=bk, stages=int(stages[1:]), num_sms=num_sms)
-            torch.cuda.synchronize()
-            check_gemm(out, a, b, what=f"gluon {variant} {dtype_name} {layout} {m}x{n}x{k}")
-            outside = torch.cat([out_buf[m:].reshape(-1), out_buf[:m, n:].reshape(-1)])
-            assert torch.isnan(outside).all(), f"{int((~torch.isnan(outside)).sum())} elements written outside C"
+            kw = dict(block_m=bm, block_n=bn, block_k=bk, stages=int(stages[1:]), num_sms=num_sms)
+            if (n * 2) % 16:
+                try:
+                    gluon_matmul(a, b, out, **kw)
+                except ValueError as e:
+                    assert str(e).startswith("out:") and "past the row end" in str(e), e
+                else:
+                    raise AssertionError(f"N = {n}: the wrapper took a C whose rows end inside a 16-byte chunk")
+                assert torch.isnan(out_buf).all(), "the refused call wrote to C"
+            # twice: the first call goes through Triton's launch (and binds the raw launcher), the
+            # second through the raw launch of the warm key, on fresh NaNs
+            for call in ("jit", "raw"):
+                if (n * 2) % 16:
+                    break
+                out_buf.fill_(float("nan"))
+                gluon_matmul(a, b, out, **kw)
+                torch.cuda.synchronize()
+                check_gemm(out, a, b, what=f"gluon {variant} {dtype_name} {layout} {m}x{n}x{k} ({call})")
+                outside = torch.cat([out_buf[m:].reshape(-1), out_buf[:m, n:].reshape(-1)])
+                assert torch.isnan(outside).all(), \
+                    f"{call}: {int((~torch.isnan(outside)).sum())} elements written outside C"
             row = dict(shape=[m, n, k, num_sms], ok=True)
         except Exception as e:  # noqa: BLE001 - reported to the parent
             row = dict(shape=[m, n, k, num_sms], ok=False, error=f"{type(e).__name__}: {e}"[:3000])

@@ -38,6 +38,8 @@ from __future__ import annotations
 
 import torch
 
+from origami.problem import tma_store_exact
+
 try:  # Triton without Gluon (< 3.4) or without its Hopper modules: the module still imports
     from triton.experimental import gluon
     from triton.experimental.gluon import language as gl
@@ -224,7 +226,8 @@ def b_is_kmajor(b_strides) -> bool | None:
 def supports(m: int, n: int, k: int, dtype, a_strides, b_strides, c_strides) -> str | None:
     """Why this kernel cannot compute C (m, n) = A (m, k) @ B (k, n) with these strides (elements),
     or None if it can. Needs bf16/fp16, a row-major A and C and a row-major or column-major B, each
-    with a 16-byte-aligned leading stride; the base pointers must also be 16-byte aligned (the
+    with a 16-byte-aligned leading stride, and C's rows a whole number of 16-byte chunks
+    (``origami.problem.tma_store_exact``); the base pointers must also be 16-byte aligned (the
     wrapper checks those)."""
     if not HAS_GLUON:
         return "this Triton has no Gluon (triton.experimental.gluon)"
@@ -243,6 +246,9 @@ def supports(m: int, n: int, k: int, dtype, a_strides, b_strides, c_strides) -> 
         return f"B strides {tuple(b_strides)}: leading stride {lead} * {es} bytes is not a multiple of 16"
     if not _row_major_ok(c_strides, es):
         return f"C strides {tuple(c_strides)}: need (ldc, 1) with ldc * {es} bytes a multiple of 16"
+    if not tma_store_exact(n, es):
+        return (f"C has N = {n}: {n * es} bytes per row is not a multiple of 16, and the TMA store "
+                f"would write past the row end")
     return None
 
 
@@ -332,12 +338,61 @@ def gluon_matmul(a: torch.Tensor, b: torch.Tensor, out: torch.Tensor | None = No
             raise ValueError(f"{name}: data pointer is not 16-byte aligned (TMA needs it)")
     if a.device.type != "cuda":
         raise ValueError(f"a: on {a.device}; the Gluon kernel needs a CUDA (sm_90) device")
+    key = (a.device.index, a.dtype, m, n, k, a.stride(), b.stride(), out.stride(), block_m, block_n, block_k,
+           stages, group_m, num_sms)
+    warm = _WARM.get(key)
+    if warm is not None and not _launch_hooks_on():
+        raw, grid0, tail = warm
+        raw(grid0, torch.cuda.current_stream(a.device).cuda_stream,
+            (*raw.expand(0, a.data_ptr()), *raw.expand(1, b.data_ptr()), *raw.expand(2, out.data_ptr()),
+             m, n, k, *tail))
+        return out
     a_desc, b_desc, c_desc, kmajor = make_descriptors(a, b, out, block_m, block_n, block_k)
-    if num_sms is None:
-        num_sms = torch.cuda.get_device_properties(a.device).multi_processor_count
+    sms = num_sms if num_sms is not None else torch.cuda.get_device_properties(a.device).multi_processor_count
     tiles = ((m + block_m - 1) // block_m) * ((n + block_n - 1) // block_n)
-    grid = (max(1, min(num_sms, tiles)),)
-    gluon_gemm_ws_kernel[grid](a_desc, b_desc, c_desc, m, n, k, BLOCK_M=block_m, BLOCK_N=block_n, BLOCK_K=block_k,
-                               STAGES=stages, GROUP_M=group_m, B_KMAJOR=kmajor, PRODUCER_REGS=PRODUCER_REGS,
-                               **launch_options())
+    grid = (max(1, min(sms, tiles)),)
+    consts = dict(BLOCK_M=block_m, BLOCK_N=block_n, BLOCK_K=block_k, STAGES=stages, GROUP_M=group_m,
+                  B_KMAJOR=kmajor, PRODUCER_REGS=PRODUCER_REGS)
+    compiled = gluon_gemm_ws_kernel[grid](a_desc, b_desc, c_desc, m, n, k, **consts, **launch_options())
+    _bind_warm(key, compiled, (a_desc, b_desc, c_desc), grid[0], consts)
     return out
+
+
+# Warm launches: key (device, dtype, m, n, k, strides, tile config, num_sms) -> (RawLauncher, grid,
+# constexpr tail). Triton's own launch of this kernel costs ~140 us of host time per call on the
+# H200 host (Triton 3.6; benchmarks/results/gluon_probe_h200_*.csv: 0.14-0.15 ms for shapes whose GPU
+# time is a few tens of us): it builds three TensorDescriptor objects, binds and specialises every
+# argument and encodes three CUtensorMaps. A warm key instead reuses tritonblas._fastlaunch's raw
+# launcher (maps cached per base address); the key fixes shapes and strides, so only the addresses vary.
+_WARM: dict = {}
+_WARM_MAX = 256
+
+
+def _bind_warm(key: tuple, compiled, descs: tuple, grid0: int, consts: dict) -> None:
+    from tritonblas import _fastlaunch
+
+    params = getattr(gluon_gemm_ws_kernel, "params", None)
+    if params is None or compiled is None or not hasattr(compiled, "packed_metadata"):
+        return
+    names = [p.name for p in params]
+    consts = {**consts, "num_warps": launch_options()["num_warps"]}  # a parameter of the kernel too
+    if names[:6] != ["a_desc", "b_desc", "c_desc", "M", "N", "K"] or set(names[6:]) != set(consts):
+        return
+    raw = _fastlaunch.bind(compiled, dict(enumerate(descs)))
+    if raw is None:
+        return
+    if len(_WARM) >= _WARM_MAX:
+        _WARM.pop(next(iter(_WARM)))
+    _WARM[key] = (raw, grid0, tuple(consts[name] for name in names[6:]))
+
+
+def _launch_hooks_on() -> bool:
+    """Whether a Triton launch hook (a profiler's) is installed: then every launch goes through
+    Triton so the hook sees it."""
+    try:
+        from triton import knobs
+
+        rt = knobs.runtime
+        return rt.launch_enter_hook is not None or rt.launch_exit_hook is not None
+    except (ImportError, AttributeError):  # pragma: no cover - depends on the installed Triton
+        return True

@@ -13,6 +13,7 @@ import hashlib
 import json
 import math
 import os
+import threading
 from dataclasses import dataclass
 from functools import lru_cache
 from importlib import resources
@@ -23,7 +24,7 @@ from typing import Any, Mapping, Sequence
 from origami._yaml import YamlError, dump_yaml, float_text, load_yaml
 
 __all__ = ["HardwareProfile", "ProfileError", "load_profile", "list_profiles", "SCHEMA", "MODEL_PARAMS",
-           "render_profile", "check_profile_text", "as_written"]
+           "render_profile", "check_profile_text", "as_written", "profile_by_hash"]
 
 SCHEMA_VERSION = 1
 RATE_KEYS = ("fp32", "tf32", "fp16", "bf16", "fp8", "int8")
@@ -349,13 +350,32 @@ def _build(raw: Any, where: str) -> HardwareProfile:
         raise ProfileError(f"{len(errors)} error(s) in profile {where}:\n  {body}" if len(errors) > 1 else body)
     canonical = json.dumps(raw, sort_keys=True, default=str)
     ro = MappingProxyType
-    return HardwareProfile(
+    hw = HardwareProfile(
         name=d["name"], vendor=d["vendor"], arch=d["arch"], device_names=d["device_names"],
         compute=ro(d["compute"]), memory=ro(d["memory"]),
         matrix_peak_flops=ro(d["matrix"]["peak_flops"]), matrix_instr_shape=ro(d["matrix"]["instr_shape"]),
         launch_overhead_ns=d["launch_overhead_ns"], model=ro(d["model"]), sources=ro(d["sources"]),
         content_hash=hashlib.sha256(canonical.encode()).hexdigest()[:16], path=where,
     )
+    with _BY_HASH_LOCK:
+        _BY_HASH.pop(hw.content_hash, None)
+        _BY_HASH[hw.content_hash] = hw
+        while len(_BY_HASH) > _BY_HASH_MAX:
+            del _BY_HASH[next(iter(_BY_HASH))]
+    return hw
+
+
+# Every profile this module has built, by content hash (the newest _BY_HASH_MAX): what lets a
+# profile *object* cross a traced boundary as its hash alone (tritonblas.ops under torch.compile,
+# where storing it in a registry while tracing would be a side effect dynamo replays too late).
+_BY_HASH: dict[str, HardwareProfile] = {}
+_BY_HASH_MAX = 256
+_BY_HASH_LOCK = threading.Lock()
+
+
+def profile_by_hash(content_hash: str) -> "HardwareProfile | None":
+    """The profile origami built (loaded, checked or calibrated) with this ``content_hash``, or None."""
+    return _BY_HASH.get(content_hash)
 
 
 # ---------------------------------------------------------------------------------------------

@@ -20,7 +20,7 @@ is gone.
 
 from __future__ import annotations
 
-__all__ = ["dynamo_eager_only", "gluon_cta_barrier", "gluon_tma_copies"]
+__all__ = ["dynamo_eager_only", "gluon_cta_barrier", "gluon_tma_copies", "e4m3fn_overflow_is_nan"]
 
 
 def dynamo_eager_only(*fns) -> bool:
@@ -50,3 +50,14 @@ def gluon_tma_copies(tma):
     if hasattr(tma, "async_load") and hasattr(tma, "async_store"):
         return tma.async_load, tma.async_store
     return tma.async_copy_global_to_shared, tma.async_copy_shared_to_global
+
+
+def e4m3fn_overflow_is_nan() -> bool:
+    """Whether the installed torch turns an fp32 value past float8_e4m3fn's range (|x| > 464, ±inf)
+    into NaN (torch 2.11: 1000 -> 0x7F, seen on the H200 host, 2026-12-01) rather than saturating it
+    to ±448 (torch 2.13 and 2.15 on CPU: 0x7E, -1000 -> 0xFE). Asked of torch itself, once: the
+    kernels' fp8 outputs follow whichever torch they run beside."""
+    import torch
+
+    x = torch.tensor([1000.0, float("inf")]).to(torch.float8_e4m3fn).view(torch.uint8).tolist()
+    return x == [0x7F, 0x7F]

@@ -314,7 +314,13 @@ def profile_for_device(device: Any = None, *, profile: "str | os.PathLike[str] |
     return info
 
 
+# GPU index -> whether it maps to a profile with neither profile= nor $TRITONBLAS_PROFILE given
+# (tritonblas.dispatch.has_profile's answers, kept where the mapping they depend on is kept)
+HAS_PROFILE: dict[int, bool] = {}
+
+
 def clear_device_cache() -> None:
     """Forget every device → profile mapping (after changing the environment or the profile files)."""
     with _LOCK:
         CACHE.clear()
+        HAS_PROFILE.clear()

@@ -86,7 +86,7 @@ from tritonblas._device import ENV_PROFILE, DeviceError, DeviceInfo, clear_devic
 __all__ = [
     "DTYPES", "KERNEL_DTYPES", "DETERMINISTIC_KINDS", "MAX_PLANS", "GemmKey",
     "dtype_of", "allow_tf32", "fallback_reason", "device_info", "has_profile", "gemm", "plan_for", "explain",
-    "stats", "reset_stats", "clear_caches", "scaled_gemm", "gluon_eligible", "torch_gemm", "placement_reason", "fast_lookup", "fast_valid", "fast_context", "launch_fast", "launch_ready",
+    "stats", "reset_stats", "clear_caches", "warm_has_profile", "scaled_gemm", "gluon_eligible", "torch_gemm", "placement_reason", "fast_lookup", "fast_valid", "fast_context", "launch_fast", "launch_ready",
     "raw_ready", "count", "count_all", "overlap", "FastEntry", "run_fast", "run_fast_out",
 ]
 
@@ -248,11 +248,30 @@ def has_profile(device: torch.device, profile: Any = None) -> bool:
         return True
     if device.type != "cuda":
         return False
+    index = device.index if device.index is not None else torch.cuda.current_device()
+    known = _device.HAS_PROFILE.get(index)
+    if known is not None:
+        return known
+    if torch.compiler.is_compiling():
+        # dynamo cannot trace the device lookup (its lock: "Unsupported context manager", torch 2.11
+        # on the H200, 2026-12-01); enable() answers this eagerly for every visible GPU, so only a GPU
+        # that appeared since is left to torch's op here
+        return False
     try:
         device_info(device)
+        known = True
     except DeviceError:
-        return False
-    return True
+        known = False
+    _device.HAS_PROFILE[index] = known
+    return known
+
+
+def warm_has_profile() -> None:
+    """Answer :func:`has_profile` for every visible GPU now (eagerly), so a traced call reads the answer."""
+    if not torch.cuda.is_available():
+        return
+    for i in range(torch.cuda.device_count()):
+        has_profile(torch.device("cuda", i))
 
 
 # --- stats -----------------------------------------------------------------------------------

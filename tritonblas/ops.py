@@ -34,7 +34,7 @@ from typing import Any, NamedTuple, Optional
 
 import torch
 from origami.config import TileConfig
-from origami.hardware import HardwareProfile
+from origami.hardware import HardwareProfile, profile_by_hash
 from tritonblas import _compat, dispatch, fastpath
 
 __all__ = ["matmul", "addmm", "bmm", "baddbmm", "addbmm", "mv", "addmv", "linear", "explain", "clear_caches",
@@ -51,6 +51,8 @@ def _profile_arg(profile: Any) -> Optional[str]:
     if profile is None:
         return None
     if isinstance(profile, HardwareProfile):
+        if torch.compiler.is_compiling():  # no store while tracing; _profile_obj resolves the hash
+            return f"hash:{profile.content_hash}"
         return _register_profile(profile)
     if isinstance(profile, (str, os.PathLike)):
         return os.fspath(profile)
@@ -63,14 +65,20 @@ def _register_profile(profile: HardwareProfile) -> str:
     return key
 
 
-# dynamo runs it while tracing and keeps its result as a constant: traced, the store into _PROFILES
-# was a side effect replayed only after the graph, whose op had already looked the key up (KeyError)
-_register_profile = torch._dynamo.assume_constant_result(_register_profile)
-
-
 def _profile_obj(profile: Optional[str]) -> Any:
+    """The profile a custom op's ``profile`` string names. A profile object passed while dynamo traced
+    arrives as ``hash:<content hash>`` with no store behind it (a store while tracing is a side effect
+    dynamo replays only after the graph, whose op had already looked the key up; and torch 2.11 cannot
+    hand a frozen dataclass to ``assume_constant_result``, seen on the H200, 2026-12-01): origami knows
+    every profile it built by hash (``origami.hardware.profile_by_hash``)."""
     if profile is not None and profile.startswith("hash:"):
-        return _PROFILES[profile]
+        hit = _PROFILES.get(profile)
+        if hit is None:
+            hit = profile_by_hash(profile[5:])
+        if hit is None:
+            raise ValueError(f"profile: the HardwareProfile with content hash {profile[5:]} was not built by "
+                             "origami (load_profile / calibrate); under torch.compile pass one of those, or its name")
+        return hit
     return profile
 
 

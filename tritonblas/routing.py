@@ -380,6 +380,8 @@ class _Enabled:
         self._entered: list = []  # per open entry, the stack (thread) it was pushed on
 
     def __enter__(self) -> "_Enabled":
+        if not torch.compiler.is_compiling():
+            dispatch.warm_has_profile()  # what a traced route asks (dispatch.has_profile), answered eagerly
         with _PATCH_LOCK:
             if _ACTIVE[0] == 0:
                 _install()

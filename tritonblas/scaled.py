@@ -7,11 +7,11 @@ epilogue. Contract, checked in this order (the checks and messages of torch 2.13
 ``_scaled_mm``; the exception types are torch's):
 
 - ``a`` (M, K) and ``b`` (K, N) are 2-D (RuntimeError "mat1 must be a matrix"), fp8 e4m3fn or
-  e5m2 each (ValueError), their inner dims agree (RuntimeError);
+  e5m2 each (ScaledMMError: a RuntimeError and a ValueError), their inner dims agree (RuntimeError);
 - scales are float32 and either both one element (tensor-wise) or ``scale_a`` (M, 1) and
   ``scale_b`` (1, N), contiguous (row-wise). torch's block-wise recipes (1x128, 128x128) are valid
   calls we do not run: NotImplementedError names them, so a caller can tell "not here" from
-  "wrong"; anything else is ValueError "Invalid scaling configuration";
+  "wrong"; anything else is ScaledMMError "Invalid scaling configuration";
 - ``bias`` has N elements, in any shape (read as the vector of N; RuntimeError "Bias must be size N"),
   any float dtype;
 - ``out_dtype`` is bf16, fp16 or fp32. torch's default, fp8 output (``out_dtype=None``, with
@@ -33,7 +33,14 @@ import torch
 
 from tritonblas import dispatch
 
-__all__ = ["scaled_mm", "route", "routable", "FP8_DTYPES", "OUT_DTYPES"]
+__all__ = ["scaled_mm", "route", "routable", "FP8_DTYPES", "OUT_DTYPES", "ScaledMMError"]
+
+
+class ScaledMMError(RuntimeError, ValueError):
+    """An fp8 ``scaled_mm`` call torch rejects as an invalid scaling configuration or operand dtype.
+    Both a RuntimeError and a ValueError: torch raises RuntimeError for these from its CUDA kernel
+    (torch 2.11 on the H200, 2026-12-01: "Invalid scaling configuration. ... Got a.dtype()=BFloat16")
+    and ValueError from its CPU checks in 2.13-2.15, so code catching either still catches ours."""
 
 Tensor = torch.Tensor
 FP8_DTYPES = (torch.float8_e4m3fn, torch.float8_e5m2)
@@ -45,22 +52,22 @@ def _recipe(a: Tensor, b: Tensor, scale_a: Tensor, scale_b: Tensor) -> str:
     m, k, n = a.shape[0], a.shape[1], b.shape[1]
     if scale_a.numel() == 1 and scale_b.numel() == 1:
         if scale_a.dtype != torch.float32 or scale_b.dtype != torch.float32:
-            raise ValueError("Invalid scaling configuration: for tensor-wise scaling, scale_a and scale_b must be "
+            raise ScaledMMError("Invalid scaling configuration: for tensor-wise scaling, scale_a and scale_b must be "
                              f"float32, got {scale_a.dtype} and {scale_b.dtype}")
         return "tensor"
     if scale_a.dtype != torch.float32 or scale_b.dtype != torch.float32 or scale_a.dim() != 2 or scale_b.dim() != 2:
-        raise ValueError("Invalid scaling configuration: for row-wise scaling, scale_a and scale_b must be 2-D "
+        raise ScaledMMError("Invalid scaling configuration: for row-wise scaling, scale_a and scale_b must be 2-D "
                          f"float32, got {scale_a.dtype} {tuple(scale_a.shape)} and {scale_b.dtype} "
                          f"{tuple(scale_b.shape)}")
     sa, sb = tuple(scale_a.shape), tuple(scale_b.shape)
     if sa == (m, 1) and sb == (1, n):
         if not (scale_a.is_contiguous() and scale_b.is_contiguous()):
-            raise ValueError("Invalid scaling configuration: row-wise scale_a and scale_b must be contiguous")
+            raise ScaledMMError("Invalid scaling configuration: row-wise scale_a and scale_b must be contiguous")
         return "row"
     kb, mb, nb = -(-k // 128), -(-m // 128), -(-n // 128)
     if (sa, sb) in (((m, kb), (kb, nb)), ((m, kb), (kb, n)), ((mb, kb), (kb, n))):
         return "block"
-    raise ValueError(f"Invalid scaling configuration: scale_a {sa} and scale_b {sb}; tensor-wise scales have "
+    raise ScaledMMError(f"Invalid scaling configuration: scale_a {sa} and scale_b {sb}; tensor-wise scales have "
                      f"one element each, row-wise ones are scale_a ({m}, 1) and scale_b (1, {n})")
 
 
@@ -76,7 +83,7 @@ def _check(a: Any, b: Any, scale_a: Any, scale_b: Any, bias: Any, out_dtype: Any
         raise RuntimeError(f"mat2 must be a matrix (scaled_mm: b is {b.dim()}-D)")
     for name, t in (("a", a), ("b", b)):
         if t.dtype not in FP8_DTYPES:
-            raise ValueError(f"scaled_mm: {name} must be float8_e4m3fn or float8_e5m2, got {t.dtype}")
+            raise ScaledMMError(f"scaled_mm: {name} must be float8_e4m3fn or float8_e5m2, got {t.dtype}")
     if a.shape[1] != b.shape[0]:
         raise RuntimeError(f"mat_a and mat_b shapes cannot be multiplied ({a.shape[0]}x{a.shape[1]} and "
                            f"{b.shape[0]}x{b.shape[1]})")

@@ -233,9 +233,10 @@ def test_bad_env_profile_names_the_variable_value(monkeypatch):
 
 
 @pytest.mark.parametrize("value", ["h300", "/nonexistent/profile.yaml", "not-yaml-file"])
-def test_bad_env_profile_error_names_the_variable(monkeypatch, tmp_path, value):
+def test_bad_env_profile_error_names_the_variable(monkeypatch, tmp_path, value, device):
     """A garbage $TRITONBLAS_PROFILE (unknown name, missing file, a file that is not a profile) is a
-    ProfileError naming the variable, also from a call that never mentions a profile."""
+    ProfileError naming the variable, also from a call that never mentions a profile (on the
+    kernels' device: with a GPU, CPU tensors run torch's matmul and read no profile)."""
     if value == "not-yaml-file":
         value = str(tmp_path / "notes.txt")
         (tmp_path / "notes.txt").write_text("just some text\n")
@@ -245,7 +246,7 @@ def test_bad_env_profile_error_names_the_variable(monkeypatch, tmp_path, value):
     import torch
     import tritonblas
     with pytest.raises(origami.ProfileError, match=r"^\$TRITONBLAS_PROFILE="):
-        tritonblas.matmul(torch.ones(2, 2), torch.ones(2, 2))
+        tritonblas.matmul(torch.ones(2, 2, device=device), torch.ones(2, 2, device=device))
 
 
 def test_cpu_without_a_profile_says_how_to_get_one():

@@ -117,7 +117,13 @@ def test_installs_through_inductors_hooks():
 
         assert isinstance(_choices_default(), ind.OrigamiChoices)
         # the FX-graph cache key takes the handler's uuid (config._cache_config_factory_keys)
-        assert inductor_config.save_config_portable()["inductor_choices_class"] == ind.OrigamiChoices().uuid()
+        # torch 2.13-2.15 store the handler's uuid there; torch 2.11 keeps the class itself (seen on
+        # the H200, 2026-12-01)
+        value = inductor_config.save_config_portable()["inductor_choices_class"]
+        if isinstance(value, str):
+            assert value == ind.OrigamiChoices().uuid()
+        else:
+            assert value is ind.OrigamiChoices
     assert ind.OrigamiChoices("h200").uuid() != ind.OrigamiChoices("mi300x").uuid()
     handler = ind.OrigamiChoices("h200")
     with V.set_choices_handler(handler):

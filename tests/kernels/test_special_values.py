@@ -66,6 +66,35 @@ def test_fp8_output_rounds_like_torch(kind, out_dtype, device, h200):
 
 
 @pytest.mark.timeout(120)
+@pytest.mark.skipif(torch.cuda.is_available(), reason="flips a kernel constexpr: interpreter only")
+@pytest.mark.parametrize("nan_mode", [False, True])
+def test_e4m3fn_overflow_follows_either_torch(nan_mode, monkeypatch, device, h200):
+    """torch 2.11 turns an e4m3fn overflow (|x| > 464, ±inf) into NaN, 2.13+ saturates it to ±448
+    (``_compat.e4m3fn_overflow_is_nan``); the epilogue's ``E4M3_OVERFLOW_NAN`` follows the
+    installed one. Both modes, whichever torch runs here: the NaN mode's expectation is torch's
+    conversion with the overflowing lanes set to 0x7F / 0xFF."""
+    from tritonblas.kernels import _epilogue
+    import triton.language as tl
+
+    monkeypatch.setattr(_epilogue, "E4M3_OVERFLOW_NAN", tl.constexpr(nan_mode))
+    e4 = torch.float8_e4m3fn
+    n = len(FP8_EDGES)
+    a = torch.ones(4, 16, device=device).to(e4)
+    b = torch.zeros(16, n, device=device).to(e4)
+    bias = torch.tensor(FP8_EDGES, device=device)
+    out, _ = run_gemm(config("dp", 16, 16, 32), a, b, h200, out_dtype=e4, bias=bias)
+    want = bias.cpu().to(e4).view(torch.uint8).clone()
+    over = bias.cpu().abs() > 464.0
+    if nan_mode:
+        want[over] = torch.where(bias.cpu()[over] < 0, 0xFF, 0x7F).to(torch.uint8)
+    else:
+        want[over] = torch.where(bias.cpu()[over] < 0, 0xFE, 0x7E).to(torch.uint8)
+    assert int(over.sum()) == 11  # 465 ... 1e6, ±inf, -1000, -465
+    got = out.cpu().view(torch.uint8)
+    assert torch.equal(got, want.expand(4, n)), (got[0].tolist(), want.tolist())
+
+
+@pytest.mark.timeout(120)
 @pytest.mark.parametrize("fp8", [torch.float8_e4m3fn, torch.float8_e5m2])
 @pytest.mark.parametrize("where", ["c", "bias"])
 def test_fp8_c_and_bias_keep_special_values(fp8, where, device, h200):

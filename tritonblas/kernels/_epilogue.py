@@ -12,12 +12,15 @@ or N (B); ACTIVATION 0 = none, 1 = relu, 2 = gelu (tanh approximation).
 import triton
 import triton.language as tl
 
+from tritonblas._compat import e4m3fn_overflow_is_nan
 from tritonblas.kernels._tiles import aligned, operand_offsets
 
 __all__ = ["ACT_NONE", "ACT_RELU", "ACT_GELU", "gelu_tanh", "to_out", "epilogue", "epilogue_values",
            "store_partial", "load_partial"]
 
 ACT_NONE, ACT_RELU, ACT_GELU = 0, 1, 2
+# the installed torch's e4m3fn overflow: NaN (torch 2.11) or saturation to ±448 (2.13+); see to_out
+E4M3_OVERFLOW_NAN = tl.constexpr(e4m3fn_overflow_is_nan())
 
 
 @triton.jit
@@ -34,10 +37,22 @@ def gelu_tanh(x):
 @triton.jit
 def to_out(x, DTYPE: tl.constexpr):
     """The fp32 epilogue value ``x`` cast to the output dtype with torch's semantics. sm_90 casts to
-    fp8 with ``cvt.rn.satfinite`` (seen in the PTX): fine for e4m3fn, which has no inf and which
-    torch saturates too, but torch's e5m2 overflows to ±inf (|x| ≥ 61440, the midpoint above
-    57344, rounds up to 2¹⁶) where satfinite gives ±57344: those lanes get the inf bits."""
+    fp8 with ``cvt.rn.satfinite`` (seen in the PTX), which saturates; torch does not:
+
+    - e4m3fn has no inf. torch 2.13+ saturates what rounds past its largest finite value to ±448,
+      as satfinite does; torch 2.11 turns it (|x| > 464, the midpoint above 448; ±inf too) into NaN,
+      sign kept (0x7F / 0xFF): with that torch (:data:`E4M3_OVERFLOW_NAN`, asked of torch itself)
+      those lanes get the NaN bits (seen on the H200 with 2.11, 2026-12-01: 465, 1000, inf gave 126
+      against torch's 127);
+    - e5m2 overflows to ±inf (|x| ≥ 61440, the midpoint above 57344, rounds up to 2¹⁶) where
+      satfinite gives ±57344.
+
+    Those lanes get torch's bits; NaN stays NaN."""
     y = x.to(DTYPE)
+    if E4M3_OVERFLOW_NAN and DTYPE == tl.float8e4nv:
+        over = tl.abs(x) > 464.0
+        nan = tl.where(x < 0, 0xFF, 0x7F).to(tl.uint8)
+        y = tl.where(over, nan, y.to(tl.uint8, bitcast=True)).to(tl.float8e4nv, bitcast=True)
     if DTYPE == tl.float8e5:
         over = tl.abs(x) >= 61440.0
         inf = tl.where(x < 0, 0xFC, 0x7C).to(tl.uint8)

@@ -24,9 +24,11 @@ torch's warning, a wrong dtype or device raises.
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import math
 import numbers
+import operator
 import os
 import warnings
 from functools import lru_cache
@@ -83,22 +85,30 @@ def _profile_obj(profile: Optional[str]) -> Any:
 
 
 @lru_cache(maxsize=256)
-def _config_json(cfg: TileConfig) -> str:
-    return json.dumps(cfg.to_dict(), sort_keys=True)
-
-
-@lru_cache(maxsize=256)
 def _config_obj(text: str) -> TileConfig:
     return TileConfig.from_dict(json.loads(text))
 
 
+_CONFIG_FIELDS = tuple(sorted(f.name for f in dataclasses.fields(TileConfig)))
+
+
 def _config_text(config: TileConfig) -> str:
-    return _config_json(config)
-
-
-# dynamo cannot trace json.dumps (its C encoder): it runs this while tracing and keeps the text as a
-# constant, so a config= call compiles with fullgraph=True
-_config_text = torch._dynamo.assume_constant_result(_config_text)
+    """The JSON text of ``config.to_dict()`` (keys sorted), written out field by field. Dynamo traces
+    this where it cannot trace ``json.dumps`` (its C encoder), and nothing here hands the frozen
+    dataclass to ``assume_constant_result``, which torch 2.11 cannot ("can't reconstruct arbitrary
+    frozen dataclass instances", seen on the H200, 2026-12-01): a ``config=`` call compiles with
+    fullgraph=True on every torch we support. Fields are ints, None or the kind's name."""
+    parts = []
+    for name in _CONFIG_FIELDS:
+        v = getattr(config, name)
+        if name == "kind":
+            text = '"' + v.value + '"'
+        elif v is None:
+            text = "null"
+        else:
+            text = str(operator.index(v))
+        parts.append('"' + name + '": ' + text)
+    return "{" + ", ".join(parts) + "}"
 
 
 def _config_arg(config: Any) -> Optional[str]:

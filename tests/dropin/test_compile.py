@@ -114,3 +114,19 @@ def test_config_and_out_arguments_compile_with_fullgraph(device):
     want = (d[0] @ d[1], d[2] + d[0] @ d[1], 0.5 * d[5] + d[3] @ d[4])
     for x, y in zip(got, want):
         torch.testing.assert_close(x.double(), y, rtol=1e-4, atol=1e-4)
+
+
+def test_config_text_is_json_that_round_trips():
+    """``ops._config_text`` (written field by field so dynamo can trace it on torch 2.11) is JSON equal
+    to ``TileConfig.to_dict()`` and decodes to the same config, with None fields and every kind."""
+    import json
+
+    import origami
+    from tritonblas import ops
+
+    for cfg in (origami.TileConfig("dp", 16, 16, 16, 4, 2), origami.TileConfig("streamk", 128, 256, 64, 8, 3, grid=132),
+                origami.TileConfig("splitk", 64, 64, 32, 4, 2, split_k=4, waves_per_eu=2, kpack=1),
+                origami.TileConfig("persistent", 128, 128, 64, 8, 4, group_m=4, num_chiplets=8, chunk=2, grid=7)):
+        text = ops._config_text(cfg)
+        assert json.loads(text) == cfg.to_dict()
+        assert ops._config_obj(text) == cfg

@@ -565,8 +565,7 @@ class FastEntry:
 _Fast = FastEntry  # the name the tests and older code use
 
 
-def _hooked(hook) -> bool:
-    return hook is not None and bool(getattr(hook, "calls", True))
+_hooked = _fastlaunch.hooked  # one predicate for "a launch hook is installed"
 
 
 def _hooks_on() -> bool:

@@ -172,3 +172,27 @@ def test_wrapper_empty_problems_need_no_kernel():
     assert G.gluon_matmul(_t(0, 64), _t(64, 64)).shape == (0, 64)
     out = torch.full((8, 16), 3.0, dtype=BF16)
     assert torch.equal(G.gluon_matmul(_t(8, 0), _t(0, 16), out=out), torch.zeros(8, 16, dtype=BF16))
+
+
+def test_an_empty_hook_chain_is_no_launch_hook():
+    """Triton 3.6 keeps an empty HookChain in both launch-hook slots: that is no hook, so warm Gluon
+    keys take the raw launch (reading "not None" as a hook cost ~150 us per call on the H200); a
+    hook added to the chain (a profiler's) sends launches back through Triton."""
+    from triton import knobs
+
+    from tritonblas import _fastlaunch
+
+    chain = knobs.runtime.launch_enter_hook
+    if not hasattr(chain, "calls"):
+        pytest.skip("this Triton's launch hooks are not HookChains")
+    assert not _fastlaunch.launch_hooks_on() and not G._launch_hooks_on()
+
+    def hook(*args, **kwargs):
+        return None
+
+    chain.add(hook)
+    try:
+        assert _fastlaunch.launch_hooks_on() and G._launch_hooks_on()
+    finally:
+        chain.remove(hook)
+    assert not G._launch_hooks_on()

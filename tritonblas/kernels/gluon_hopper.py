@@ -388,11 +388,10 @@ def _bind_warm(key: tuple, compiled, descs: tuple, grid0: int, consts: dict) -> 
 
 def _launch_hooks_on() -> bool:
     """Whether a Triton launch hook (a profiler's) is installed: then every launch goes through
-    Triton so the hook sees it."""
-    try:
-        from triton import knobs
+    Triton so the hook sees it (``tritonblas._fastlaunch.launch_hooks_on``)."""
+    from tritonblas import _fastlaunch
 
-        rt = knobs.runtime
-        return rt.launch_enter_hook is not None or rt.launch_exit_hook is not None
+    try:
+        return _fastlaunch.launch_hooks_on()
     except (ImportError, AttributeError):  # pragma: no cover - depends on the installed Triton
         return True

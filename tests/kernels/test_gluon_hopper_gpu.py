@@ -2,8 +2,9 @@
 
     TRITONBLAS_TEST_GLUON=1 python3 -m pytest -m gpu tests/kernels/test_gluon_hopper_gpu.py -x -n 4 -rs
 
-Opt-in (``TRITONBLAS_TEST_GLUON=1``) while the kernel has never run on a GPU: the whole-suite GPU
-run (``gpu_session.sh`` step ``tests``) must not spend its time budget on a kernel that may hang.
+Opt-in (``TRITONBLAS_TEST_GLUON=1``; ``gpu_session.sh`` step ``gluon``): the kernel is an
+experiment outside origami's space, and the whole-suite GPU run keeps its time budget for what
+the dispatcher runs. First run on the H200 2026-12-01: all 8 variants pass, ~40 s with -n 4.
 
 For each variant (tile config x dtype x B layout) a child process (this file run as a script) runs
 every shape on fresh random data, NaN-prefilled outputs, and checks each against the float64

@@ -76,7 +76,7 @@ import torch
 
 import origami
 from origami.config import Kind, TileConfig
-from origami.hardware import HardwareProfile
+from origami.hardware import HardwareProfile, ProfileError
 from origami.problem import DType, GemmProblem, Layout
 from tritonblas import _device, _fastlaunch, _interpreter, settings, tables
 from tritonblas.log import FallbackWarning, logger
@@ -86,7 +86,7 @@ from tritonblas._device import ENV_PROFILE, DeviceError, DeviceInfo, clear_devic
 __all__ = [
     "DTYPES", "KERNEL_DTYPES", "DETERMINISTIC_KINDS", "MAX_PLANS", "GemmKey",
     "dtype_of", "allow_tf32", "fallback_reason", "device_info", "has_profile", "gemm", "plan_for", "explain",
-    "stats", "reset_stats", "clear_caches", "warm_has_profile", "scaled_gemm", "gluon_eligible", "torch_gemm", "placement_reason", "fast_lookup", "fast_valid", "fast_context", "launch_fast", "launch_ready",
+    "stats", "reset_stats", "clear_caches", "warm_has_profile", "scaled_gemm", "gluon_eligible", "GluonEntry", "torch_gemm", "placement_reason", "fast_lookup", "fast_valid", "fast_context", "launch_fast", "launch_ready",
     "raw_ready", "count", "count_all", "overlap", "FastEntry", "run_fast", "run_fast_out",
 ]
 
@@ -397,8 +397,8 @@ _ENV_INTERPRET = settings.ENV_INTERPRET
 _environ_get = os.environ.get
 
 
-# the environment that picks the profile or table, read per call (settings.raw_reader)
-_env_now = settings.raw_reader(ENV_PROFILE, _ENV_PROFILE_DIR, _ENV_INTERPRET, tables.ENV_TABLE)
+# the environment that picks the profile, the table or the Gluon experiment, read per call (settings.raw_reader)
+_env_now = settings.raw_reader(ENV_PROFILE, _ENV_PROFILE_DIR, _ENV_INTERPRET, tables.ENV_TABLE, settings.ENV_GLUON)
 _deterministic = torch.are_deterministic_algorithms_enabled
 _N_FIXED = 9  # prepare_launch's args: 9 tensors, then the integers, then alpha and beta
 
@@ -1102,6 +1102,8 @@ def gemm(a: torch.Tensor, b: torch.Tensor, out: torch.Tensor | None = None, *, c
             out = torch.empty(f.out_shape, dtype=a.dtype, device=a.device)
         elif _shares_memory(out, a) or _shares_memory(out, b) or (c is not None and _partly_overlaps(out, c)):
             f = None
+        if type(f) is GluonEntry and (c is not None or alpha != 1):
+            f = None  # the experiment takes plain products only: origami's pick runs this one
         if f is not None and out.data_ptr() & 15 == f.out_align:
             f.call(a, b, out, c, float(alpha), float(beta))
             _STATS["launches"] += 1
@@ -1128,6 +1130,8 @@ def gemm(a: torch.Tensor, b: torch.Tensor, out: torch.Tensor | None = None, *, c
         return out
     if c is None and alpha == 1 and config is None and settings.gluon() and _gluon_gemm(a, b, out):
         _STATS["launches"] += 1
+        if fkey is not None:
+            _remember_gluon(fkey, a, b, out, profile)
         return out
     info, tf32, lp, key = _plan_of(a, b, out, c, profile, config, op)
     if lp is _FALLBACK:
@@ -1187,10 +1191,56 @@ def _gluon_gemm(a: torch.Tensor, b: torch.Tensor, out: torch.Tensor) -> bool:
         return False
     from tritonblas.kernels import gluon_hopper
 
-    wide = b.shape[1] >= 256
+    block_n, stages = _gluon_config(b.shape[1])
     with _cuda_guard(a.device):
-        gluon_hopper.gluon_matmul(a, b, out=out, block_n=256 if wide else 128, stages=3 if wide else 4)
+        gluon_hopper.gluon_matmul(a, b, out=out, block_n=block_n, stages=stages)
     return True
+
+
+class GluonEntry:
+    """The warm entry of a fast key the ``TRITONBLAS_GLUON=1`` experiment took (:func:`_gluon_gemm`):
+    what :class:`FastEntry` offers the warm paths (``out_shape``, ``out_align``, ``call``, the
+    device-cache check of :func:`fast_valid`, no raw launcher), launching the Gluon kernel, whose own
+    warm key then takes the raw launch (``gluon_hopper._WARM``). Without it every call of the
+    experiment went through the checked path (llama3.2-1b prefill on the H200, 2026-12-01: no fast
+    hits, 0.29x torch). The fast key holds ``$TRITONBLAS_GLUON``, so the entry is only found while
+    the experiment is on; a call with ``c`` or ``alpha != 1`` (not the experiment's) runs torch."""
+
+    __slots__ = ("info", "devkey", "out_shape", "out_align", "block_n", "stages", "raw", "staged", "cuda_index")
+
+    def call(self, a, b, out, c, alpha: float, beta: float, sa=None, sb=None) -> None:
+        if c is not None or alpha != 1.0 or sa is not None or sb is not None:
+            torch_gemm(a, b, out, c, alpha, beta)
+            return
+        from tritonblas.kernels import gluon_hopper
+
+        with _cuda_guard(out.device):
+            gluon_hopper.gluon_matmul(a, b, out=out, block_n=self.block_n, stages=self.stages)
+
+
+def _gluon_config(n: int) -> tuple[int, int]:
+    """(block_n, stages) of the experiment: 128x256x64 with 3 stages for N >= 256, else 128x128x64 with 4."""
+    return (256, 3) if n >= 256 else (128, 4)
+
+
+def _remember_gluon(fkey: tuple, a: torch.Tensor, b: torch.Tensor, out: torch.Tensor, profile: Any) -> None:
+    """Store a :class:`GluonEntry` for ``fkey`` after :func:`_gluon_gemm` took the call, under the
+    device mapping a :class:`FastEntry` would be checked against (none when it is not cached)."""
+    device = out.device
+    try:
+        info = device_info(device, profile)
+    except (DeviceError, ProfileError):
+        return
+    devkey = (device.index, False,
+              _device.override_key(profile if profile is not None else (_environ_get(ENV_PROFILE) or None)),
+              _environ_get(_ENV_PROFILE_DIR))
+    if _device.CACHE.get(devkey) is not info:
+        return
+    f = GluonEntry()
+    f.info, f.devkey, f.out_shape, f.out_align = info, devkey, tuple(out.shape), out.data_ptr() & 15
+    f.block_n, f.stages = _gluon_config(b.shape[1])
+    f.raw, f.staged, f.cuda_index = None, False, device.index
+    _store_fast(fkey, f)
 
 
 def scaled_gemm(a: torch.Tensor, b: torch.Tensor, out: torch.Tensor, *, scale_a: torch.Tensor,

@@ -113,7 +113,62 @@ def test_eligible_calls_run_the_gluon_kernel_on_the_h200():
     if not torch.cuda.is_available() or torch.cuda.get_device_capability() != (9, 0):
         pytest.skip("needs an sm_90 GPU (the H200)")
     if os.environ.get("TRITONBLAS_TEST_GLUON") != "1":
-        pytest.skip("opt-in until the Gluon kernel has run once on a GPU: TRITONBLAS_TEST_GLUON=1")
+        pytest.skip("opt-in, like the kernel's own GPU test: TRITONBLAS_TEST_GLUON=1")
     env = dict(os.environ, TRITONBLAS_GLUON="1", PYTHONPATH=f"{ROOT}{os.pathsep}{ROOT / 'tests'}")
     r = subprocess.run([sys.executable, "-c", CHILD], env=env, capture_output=True, text=True, timeout=240)
     assert r.returncode == 0 and "GLUON ROUTE OK" in r.stdout, r.stdout[-2000:] + r.stderr[-4000:]
+
+
+@pytest.mark.usefixtures("cpu_profile")
+def test_a_taken_call_is_remembered_as_a_warm_entry(monkeypatch, device):
+    """The experiment's calls are warm after the first: :class:`dispatch.GluonEntry` under the call's
+    fast key (tritonblas.matmul, and F.linear on a 3-D activation inside enable()), each launch the
+    Gluon kernel with the experiment's config. A call with C or alpha (not the experiment's) and the
+    same operands after the variable is switched off run origami's pick. On CPU with the kernel and
+    its eligibility rule stood in for (the real kernel needs an sm_90 GPU)."""
+    if device != "cpu":
+        pytest.skip("the plumbing, on CPU; the GPU half is test_eligible_calls_run_the_gluon_kernel_on_the_h200")
+    import torch.nn.functional as F
+
+    from tritonblas.kernels import gluon_hopper
+
+    ran, asked = [], []
+
+    def stand_in(a, b, out=None, **kw):
+        ran.append(kw)
+        return out.copy_((a.double() @ b.double()).to(out.dtype))
+
+    def eligible(a, b, out):
+        asked.append(1)
+        return None
+
+    monkeypatch.setattr(gluon_hopper, "gluon_matmul", stand_in)
+    monkeypatch.setattr(dispatch, "gluon_eligible", eligible)
+    monkeypatch.setenv(settings.ENV_GLUON, "1")
+    tritonblas.clear_caches()
+    a, b = _t(130, 70), _t(70, 300)
+    ref, mag, _ = reference(a, b)
+    for _ in range(3):
+        got = tritonblas.matmul(a, b)
+        assert_gemm_close(got, ref, mag, a.shape[1], what="matmul through the Gluon entry")
+    assert len(ran) == 3 and ran[0] == dict(block_n=256, stages=3) and len(asked) == 1, (ran, asked)
+    assert type(dispatch.fast_lookup(a, b)) is dispatch.GluonEntry
+
+    c = _t(130, 300)
+    want = reference(a, b)[0] * 2 + c.double()
+    got = tritonblas.addmm(c, a, b, alpha=2.0)
+    assert len(ran) == 3, "a call with C and alpha took the experiment"
+    torch.testing.assert_close(got.double(), want, rtol=2e-2, atol=2e-1)
+
+    x, w = _t(2, 65, 70), _t(200, 70)
+    with torch.no_grad(), tritonblas.enable():
+        for _ in range(3):
+            y = F.linear(x, w)
+    assert len(ran) == 6 and ran[-1] == dict(block_n=128, stages=4) and len(asked) == 2, (ran, asked)
+    ref2, mag2, _ = reference(x.reshape(-1, 70), w.t())
+    assert_gemm_close(y.reshape(-1, 200), ref2, mag2, 70, what="F.linear through the Gluon entry")
+
+    monkeypatch.setenv(settings.ENV_GLUON, "0")
+    got = tritonblas.matmul(a, b)
+    assert len(ran) == 6, "the entry was served with the variable off"
+    assert_gemm_close(got, ref, mag, a.shape[1], what="matmul after the experiment")

@@ -1102,8 +1102,8 @@ def gemm(a: torch.Tensor, b: torch.Tensor, out: torch.Tensor | None = None, *, c
             out = torch.empty(f.out_shape, dtype=a.dtype, device=a.device)
         elif _shares_memory(out, a) or _shares_memory(out, b) or (c is not None and _partly_overlaps(out, c)):
             f = None
-        if type(f) is GluonEntry and (c is not None or alpha != 1):
-            f = None  # the experiment takes plain products only: origami's pick runs this one
+        if type(f) is GluonEntry and (alpha != 1 or (c is not None and beta != 1)):
+            f = None  # the experiment takes a @ b (+ bias) only: origami's pick runs this one
         if f is not None and out.data_ptr() & 15 == f.out_align:
             f.call(a, b, out, c, float(alpha), float(beta))
             _STATS["launches"] += 1
@@ -1128,7 +1128,7 @@ def gemm(a: torch.Tensor, b: torch.Tensor, out: torch.Tensor | None = None, *, c
         elif out.numel():
             out.zero_()
         return out
-    if c is None and alpha == 1 and config is None and settings.gluon() and _gluon_gemm(a, b, out):
+    if alpha == 1 and config is None and settings.gluon() and _gluon_gemm(a, b, out, c, beta):
         _STATS["launches"] += 1
         if fkey is not None:
             _remember_gluon(fkey, a, b, out, profile)
@@ -1182,18 +1182,31 @@ def gluon_eligible(a: torch.Tensor, b: torch.Tensor, out: torch.Tensor) -> str |
     return why
 
 
-def _gluon_gemm(a: torch.Tensor, b: torch.Tensor, out: torch.Tensor) -> bool:
-    """``out = a @ b`` on the Gluon kernel when :func:`gluon_eligible` (128x256x64 with 3 stages for
-    N >= 256, else 128x128x64 with 4); False when it does not take the call. An experiment to measure
+def _gluon_bias(c: torch.Tensor, n: int, beta: float):
+    """``c`` as the Gluon kernel's bias vector when ``out = a @ b + beta·c`` is F.linear's bias add
+    (beta 1, N contiguous bf16/fp16/fp32 elements: shape (N,) or (1, N)), else False."""
+    if beta != 1 or c.dtype not in (torch.bfloat16, torch.float16, torch.float32) or c.shape[-1] != n:
+        return False
+    if c.dim() == 1 or (c.dim() == 2 and c.shape[0] == 1):
+        return c.reshape(n) if c.stride(-1) == 1 else False
+    return False
+
+
+def _gluon_gemm(a: torch.Tensor, b: torch.Tensor, out: torch.Tensor, c: torch.Tensor | None = None,
+                beta: float = 0.0) -> bool:
+    """``out = a @ b`` (``+ c`` when ``c`` is F.linear's bias, :func:`_gluon_bias`) on the Gluon kernel
+    when :func:`gluon_eligible` (128x256x64 with 3 stages for N >= 256, else 128x128x64 with 4);
+    False when it does not take the call. An experiment to measure
     the kernel inside real models (``benchmarks/models.py``), not a selection: origami does not score
     this kernel yet."""
-    if gluon_eligible(a, b, out) is not None:
+    bias = None if c is None else _gluon_bias(c, b.shape[-1], beta)
+    if bias is False or gluon_eligible(a, b, out) is not None:
         return False
     from tritonblas.kernels import gluon_hopper
 
     block_n, stages = _gluon_config(b.shape[1])
     with _cuda_guard(a.device):
-        gluon_hopper.gluon_matmul(a, b, out=out, block_n=block_n, stages=stages)
+        gluon_hopper.gluon_matmul(a, b, out=out, bias=bias, block_n=block_n, stages=stages)
     return True
 
 
@@ -1209,13 +1222,14 @@ class GluonEntry:
     __slots__ = ("info", "devkey", "out_shape", "out_align", "block_n", "stages", "raw", "staged", "cuda_index")
 
     def call(self, a, b, out, c, alpha: float, beta: float, sa=None, sb=None) -> None:
-        if c is not None or alpha != 1.0 or sa is not None or sb is not None:
+        bias = None if c is None else _gluon_bias(c, out.shape[-1], beta)
+        if alpha != 1.0 or sa is not None or sb is not None or bias is False:
             torch_gemm(a, b, out, c, alpha, beta)
             return
         from tritonblas.kernels import gluon_hopper
 
         with _cuda_guard(out.device):
-            gluon_hopper.gluon_matmul(a, b, out=out, block_n=self.block_n, stages=self.stages)
+            gluon_hopper.gluon_matmul(a, b, out=out, bias=bias, block_n=self.block_n, stages=self.stages)
 
 
 def _gluon_config(n: int) -> tuple[int, int]:

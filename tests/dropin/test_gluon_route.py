@@ -101,9 +101,16 @@ with tritonblas.enable():
     ref, mag, _ = reference(x.reshape(-1, 512), w.t())
     assert_gemm_close(y.reshape(-1, 768), ref, mag, 512, what="F.linear under the gluon route")
     before = len(ran)
-    yb = F.linear(x, w, torch.randn(768, device="cuda", generator=g).to(torch.bfloat16))
+    bias = torch.randn(768, device="cuda", generator=g).to(torch.bfloat16)
+    for _ in range(2):  # the checked call, then the warm entry
+        yb = F.linear(x, w, bias)
+    assert len(ran) == before + 2, "F.linear with a bias did not take the Gluon kernel"
+    ref, mag, _ = reference(x.reshape(-1, 512), w.t(), c=bias.expand(512, 768), beta=1.0)
+    assert_gemm_close(yb.reshape(-1, 768), ref, mag, 512, what="F.linear + bias under the gluon route")
+    before = len(ran)
     small = tritonblas.matmul(x[0, :16], w.t())
-    assert len(ran) == before, "a bias or a 16-row GEMM must keep origami's pick"
+    scaled = torch.addmm(bias, x[0], w.t(), alpha=0.5)
+    assert len(ran) == before, "a 16-row GEMM or alpha != 1 must keep origami's pick"
 print("GLUON ROUTE OK", ran)
 """
 
@@ -134,9 +141,10 @@ def test_a_taken_call_is_remembered_as_a_warm_entry(monkeypatch, device):
 
     ran, asked = [], []
 
-    def stand_in(a, b, out=None, **kw):
-        ran.append(kw)
-        return out.copy_((a.double() @ b.double()).to(out.dtype))
+    def stand_in(a, b, out=None, bias=None, **kw):
+        ran.append(dict(bias=bias, **kw))
+        ref = a.double() @ b.double() + (0 if bias is None else bias.double())
+        return out.copy_(ref.to(out.dtype))
 
     def eligible(a, b, out):
         asked.append(1)
@@ -151,7 +159,7 @@ def test_a_taken_call_is_remembered_as_a_warm_entry(monkeypatch, device):
     for _ in range(3):
         got = tritonblas.matmul(a, b)
         assert_gemm_close(got, ref, mag, a.shape[1], what="matmul through the Gluon entry")
-    assert len(ran) == 3 and ran[0] == dict(block_n=256, stages=3) and len(asked) == 1, (ran, asked)
+    assert len(ran) == 3 and ran[0] == dict(bias=None, block_n=256, stages=3) and len(asked) == 1, (ran, asked)
     assert type(dispatch.fast_lookup(a, b)) is dispatch.GluonEntry
 
     c = _t(130, 300)
@@ -164,11 +172,19 @@ def test_a_taken_call_is_remembered_as_a_warm_entry(monkeypatch, device):
     with torch.no_grad(), tritonblas.enable():
         for _ in range(3):
             y = F.linear(x, w)
-    assert len(ran) == 6 and ran[-1] == dict(block_n=128, stages=4) and len(asked) == 2, (ran, asked)
+    assert len(ran) == 6 and ran[-1] == dict(bias=None, block_n=128, stages=4) and len(asked) == 2, (ran, asked)
     ref2, mag2, _ = reference(x.reshape(-1, 70), w.t())
     assert_gemm_close(y.reshape(-1, 200), ref2, mag2, 70, what="F.linear through the Gluon entry")
 
+    bias = _t(200)
+    with torch.no_grad(), tritonblas.enable():
+        for _ in range(2):
+            yb = F.linear(x, w, bias)
+    assert len(ran) == 8 and ran[-1] == dict(bias=ran[-1]["bias"], block_n=128, stages=4), ran
+    assert ran[-1]["bias"] is not None and ran[-1]["bias"].shape == (200,)
+    torch.testing.assert_close(yb.double(), F.linear(x.double(), w.double(), bias.double()), rtol=2e-2, atol=5e-2)
+
     monkeypatch.setenv(settings.ENV_GLUON, "0")
     got = tritonblas.matmul(a, b)
-    assert len(ran) == 6, "the entry was served with the variable off"
+    assert len(ran) == 8, "the entry was served with the variable off"
     assert_gemm_close(got, ref, mag, a.shape[1], what="matmul after the experiment")

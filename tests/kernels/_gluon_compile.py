@@ -6,7 +6,7 @@ spills from the bundled ``ptxas -v``, and counts of the PTX / SASS features the 
 
     python tests/kernels/_gluon_compile.py [--dump DIR] [variant-name ...]   # TRITON_INTERPRET unset
 
-Variant names: ``{BM}x{BN}x{BK}-s{STAGES}-{bf16|fp16}-{NN|NT}``.
+Variant names: ``{BM}x{BN}x{BK}-s{STAGES}-{bf16|fp16}-{NN|NT}``, with ``-bias`` for the bias epilogue.
 """
 
 from __future__ import annotations
@@ -41,9 +41,9 @@ def variant_names() -> list[str]:
 
 
 def parse(name: str):
-    tile, stages, dt, lay = name.split("-")
+    tile, stages, dt, lay, *rest = name.split("-")
     bm, bn, bk = (int(x) for x in tile.split("x"))
-    return bm, bn, bk, int(stages[1:]), DTYPES[dt], lay
+    return bm, bn, bk, int(stages[1:]), DTYPES[dt], lay, rest == ["bias"]
 
 
 PTX_FEATURES = {
@@ -61,6 +61,7 @@ PTX_FEATURES = {
     "bulk_wait_read": r"cp\.async\.bulk\.wait_group\.read",
     "fence_proxy_async": r"fence\.proxy\.async",
     "local_memory": r"\b(?:ld|st)\.local",
+    "ld_global": r"\bld\.global",  # the bias epilogue's only direct global load
 }
 SASS_FEATURES = {"UTMALDG": r"UTMALDG", "UTMASTG": r"UTMASTG", "HGMMA": r"HGMMA", "USETMAXREG": r"USETMAXREG",
                  "SYNCS": r"SYNCS", "STL/LDL": r"\b(?:STL|LDL)\b"}
@@ -113,16 +114,17 @@ def _sass(cubin: bytes) -> dict:
 def compile_variant(name: str, dump: Path | None = None, m: int = 4096, n: int = 4096, k: int = 4096) -> dict:
     from tritonblas.kernels import gluon_hopper as G
 
-    bm, bn, bk, stages, dtype, lay = parse(name)
+    bm, bn, bk, stages, dtype, lay, has_bias = parse(name)
     a = torch.empty(m, k, dtype=dtype)
     b = torch.empty(n, k, dtype=dtype).t() if lay == "NT" else torch.empty(k, n, dtype=dtype)
     c = torch.empty(m, n, dtype=dtype)
     assert G.supports(m, n, k, dtype, a.stride(), b.stride(), c.stride()) is None
     a_desc, b_desc, c_desc, kmajor = G.make_descriptors(a, b, c, bm, bn, bk)
     assert kmajor == (lay == "NT")
+    bias = torch.empty(n, dtype=dtype) if has_bias else c
     compiled = G.gluon_gemm_ws_kernel.warmup(
-        a_desc, b_desc, c_desc, m, n, k, BLOCK_M=bm, BLOCK_N=bn, BLOCK_K=bk, STAGES=stages, GROUP_M=8,
-        B_KMAJOR=kmajor, PRODUCER_REGS=G.PRODUCER_REGS, grid=(132,), **G.launch_options())
+        a_desc, b_desc, c_desc, bias, m, n, k, BLOCK_M=bm, BLOCK_N=bn, BLOCK_K=bk, STAGES=stages, GROUP_M=8,
+        B_KMAJOR=kmajor, HAS_BIAS=has_bias, PRODUCER_REGS=G.PRODUCER_REGS, grid=(132,), **G.launch_options())
     ptx = compiled.asm["ptx"]
     if dump is not None:
         dump.mkdir(parents=True, exist_ok=True)

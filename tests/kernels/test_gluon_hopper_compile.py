@@ -41,7 +41,9 @@ def compiled(tmp_path_factory):
 
 
 # other configurations the wrapper accepts (block_n 64, block_k 32, deeper rings): compile-checked only
-EXTRA = ["128x64x64-s4-bf16-NN", "128x256x32-s4-bf16-NT", "128x128x32-s6-fp16-NN", "128x64x32-s8-bf16-NT"]
+EXTRA = ["128x64x64-s4-bf16-NN", "128x256x32-s4-bf16-NT", "128x128x32-s6-fp16-NN", "128x64x32-s8-bf16-NT",
+         # the bias epilogue (F.linear's bias): the variants the dispatcher runs
+         "128x256x64-s3-bf16-NT-bias", "128x128x64-s4-fp16-NT-bias"]
 
 
 def _names():
@@ -66,7 +68,7 @@ def test_ptx_has_the_warp_specialised_pipeline(compiled, name):
     bm, bn, bk = (int(x) for x in name.split("-")[0].split("x"))
     # TMA: A is one box; B is one box NT ([BN, 64] rows of 128 bytes), BN / 64 boxes NN (128-byte
     # swizzle caps a box row at 64 elements); the epilogue stores through TMA
-    assert r["tma_load"] == 1 + (1 if name.endswith("NT") else bn // 64), r
+    assert r["tma_load"] == 1 + (1 if "-NT" in name else bn // 64), r
     assert r["tma_store"] >= 1 and r["UTMASTG"] >= 1 and r["UTMALDG"] >= 2
     # 64-row wgmma per warpgroup, k = 16: BK / 16 instructions per K-step, at most one group in flight
     assert r["wgmma"] == bk // 16 and r["HGMMA"] == bk // 16
@@ -80,6 +82,7 @@ def test_ptx_has_the_warp_specialised_pipeline(compiled, name):
     # the consumer's release barrier across both warpgroups (named barrier of 256 threads)
     assert r["named_bar_256"] > 0
     assert r["local_memory"] == 0 and r["STL/LDL"] == 0
+    assert (r["ld_global"] > 0) == name.endswith("-bias"), r  # operands only through TMA; the bias loaded
     assert r["regs"] <= G.MAXNREG and r["spill_stores"] == 0 and r["spill_loads"] == 0
 
 
@@ -146,6 +149,9 @@ def _t(*shape, dtype=BF16):
     (lambda: G.gluon_matmul(_t(64, 64, dtype=torch.float32), _t(64, 64, dtype=torch.float32)), "a"),
     (lambda: G.gluon_matmul(_t(64, 64), _t(64, 64, dtype=torch.float16)), "b"),
     (lambda: G.gluon_matmul(_t(64, 32), _t(64, 64)), "b"),
+    (lambda: G.gluon_matmul(_t(64, 64), _t(64, 64), bias=_t(63)), "bias"),
+    (lambda: G.gluon_matmul(_t(64, 64), _t(64, 64), bias=_t(64, dtype=torch.float64)), "bias"),
+    (lambda: G.gluon_matmul(_t(64, 64), _t(64, 64), bias=_t(128)[::2]), "bias"),
     (lambda: G.gluon_matmul(_t(2, 64, 64), _t(64, 64)), "a"),
     (lambda: G.gluon_matmul(_t(64, 64), [[1.0]]), "b"),
     (lambda: G.gluon_matmul(_t(64, 64), _t(64, 64), out=_t(64, 32)), "out"),

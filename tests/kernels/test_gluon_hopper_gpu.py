@@ -108,6 +108,19 @@ def _child(variant: str, dtype_name: str, layout: str) -> int:
                 outside = torch.cat([out_buf[m:].reshape(-1), out_buf[:m, n:].reshape(-1)])
                 assert torch.isnan(outside).all(), \
                     f"{call}: {int((~torch.isnan(outside)).sum())} elements written outside C"
+            # the bias epilogue (F.linear's), in the output's dtype and in fp32, each a JIT then a raw launch
+            for bias_dtype in (dtype, torch.float32):
+                if (n * 2) % 16:
+                    break
+                bias = torch.randn(n, device="cuda").to(bias_dtype)
+                for call in ("jit", "raw"):
+                    out_buf.fill_(float("nan"))
+                    gluon_matmul(a, b, out, bias=bias, **kw)
+                    torch.cuda.synchronize()
+                    check_gemm(out, a, b, bias=bias,
+                               what=f"gluon {variant} {dtype_name} {layout} {m}x{n}x{k} bias {bias_dtype} ({call})")
+                    outside = torch.cat([out_buf[m:].reshape(-1), out_buf[:m, n:].reshape(-1)])
+                    assert torch.isnan(outside).all(), f"bias {call}: elements written outside C"
             row = dict(shape=[m, n, k, num_sms], ok=True)
         except Exception as e:  # noqa: BLE001 - reported to the parent
             row = dict(shape=[m, n, k, num_sms], ok=False, error=f"{type(e).__name__}: {e}"[:3000])

@@ -135,11 +135,12 @@ if HAS_GLUON:
                 it += 1
 
     @gluon.jit
-    def _consumer(c_desc, a_ring, b_ring, ready, empty, c_smem, M, N, K,
+    def _consumer(c_desc, bias_ptr, a_ring, b_ring, ready, empty, c_smem, M, N, K,
                   BLOCK_M: gl.constexpr, BLOCK_N: gl.constexpr, BLOCK_K: gl.constexpr,
                   STAGES: gl.constexpr, GROUP_M: gl.constexpr, B_KMAJOR: gl.constexpr,
-                  num_warps: gl.constexpr):
-        """Default partition (num_warps warps): wgmma over the ring, then the TMA-store epilogue."""
+                  HAS_BIAS: gl.constexpr, num_warps: gl.constexpr):
+        """Default partition (num_warps warps): wgmma over the ring, then the TMA-store epilogue
+        (with HAS_BIAS, the fp32 accumulator plus ``bias[n]`` before the conversion, as F.linear)."""
         # warps stacked along M: warpgroup g owns rows [64 g, 64 g + 64) of the tile; one wgmma
         # instruction covers 16 rows per warp and the whole BLOCK_N
         acc_layout: gl.constexpr = gl.NVMMADistributedLayout(version=[3, 0], warps_per_cta=[num_warps, 1],
@@ -170,7 +171,12 @@ if HAS_GLUON:
             mbarrier.arrive(empty.index((it + STAGES - 1) % STAGES))
 
             # epilogue, while the producer fills the ring for the next tile
-            out = acc.to(c_desc.dtype)
+            if HAS_BIAS:
+                offs_n = pid_n * BLOCK_N + gl.arange(0, BLOCK_N, layout=gl.SliceLayout(0, acc_layout))
+                bias = gl.load(bias_ptr + offs_n, mask=offs_n < N, other=0.0).to(gl.float32)
+                out = (acc + gl.expand_dims(bias, 0)).to(c_desc.dtype)
+            else:
+                out = acc.to(c_desc.dtype)
             tma.store_wait(pendings=0)  # the previous tile's store has read c_smem
             _cta_barrier()
             c_smem.store(out)
@@ -180,15 +186,16 @@ if HAS_GLUON:
         tma.store_wait(pendings=0)
 
     @gluon.jit
-    def gluon_gemm_ws_kernel(a_desc, b_desc, c_desc, M, N, K,
+    def gluon_gemm_ws_kernel(a_desc, b_desc, c_desc, bias_ptr, M, N, K,
                              BLOCK_M: gl.constexpr, BLOCK_N: gl.constexpr, BLOCK_K: gl.constexpr,
                              STAGES: gl.constexpr, GROUP_M: gl.constexpr, B_KMAJOR: gl.constexpr,
-                             PRODUCER_REGS: gl.constexpr, num_warps: gl.constexpr):
-        """C = A @ B, persistent over tiles, TMA producer warp + two consumer warpgroups.
+                             HAS_BIAS: gl.constexpr, PRODUCER_REGS: gl.constexpr, num_warps: gl.constexpr):
+        """C = A @ B (+ bias over N), persistent over tiles, TMA producer warp + two consumer warpgroups.
 
         a_desc: (M, K) row-major, box [BLOCK_M, BLOCK_K]; b_desc: (K, N) row-major, box
         [BLOCK_K, BLOCK_N], or (B_KMAJOR) Bᵀ as (N, K) row-major, box [BLOCK_N, BLOCK_K];
-        c_desc: (M, N) row-major, box [BLOCK_M, BLOCK_N]."""
+        c_desc: (M, N) row-major, box [BLOCK_M, BLOCK_N]. bias_ptr: N contiguous elements (bf16, fp16
+        or fp32) read only with HAS_BIAS (any pointer otherwise)."""
         dtype: gl.constexpr = a_desc.dtype
         a_ring = gl.allocate_shared_memory(dtype, [STAGES] + a_desc.block_type.shape, a_desc.layout)
         b_ring = gl.allocate_shared_memory(dtype, [STAGES] + b_desc.block_type.shape, b_desc.layout)
@@ -201,8 +208,8 @@ if HAS_GLUON:
         fence_async_shared()  # the initialised barriers are visible to the TMA unit
 
         gl.warp_specialize([
-            (_consumer, (c_desc, a_ring, b_ring, ready, empty, c_smem, M, N, K, BLOCK_M, BLOCK_N, BLOCK_K,
-                         STAGES, GROUP_M, B_KMAJOR, num_warps)),
+            (_consumer, (c_desc, bias_ptr, a_ring, b_ring, ready, empty, c_smem, M, N, K, BLOCK_M, BLOCK_N,
+                         BLOCK_K, STAGES, GROUP_M, B_KMAJOR, HAS_BIAS, num_warps)),
             (_producer, (a_desc, b_desc, a_ring, b_ring, ready, empty, M, N, K, BLOCK_M, BLOCK_N, BLOCK_K,
                          STAGES, GROUP_M, B_KMAJOR)),
         ], [1], [PRODUCER_REGS])
@@ -296,11 +303,12 @@ def make_descriptors(a, b, out, block_m, block_n, block_k):
     return a_desc, b_desc, c_desc, kmajor
 
 
-def gluon_matmul(a: torch.Tensor, b: torch.Tensor, out: torch.Tensor | None = None, *, block_m: int = 128,
-                 block_n: int = 256, block_k: int = 64, stages: int = 3, group_m: int = 8,
+def gluon_matmul(a: torch.Tensor, b: torch.Tensor, out: torch.Tensor | None = None, *, bias: torch.Tensor | None = None,
+                 block_m: int = 128, block_n: int = 256, block_k: int = 64, stages: int = 3, group_m: int = 8,
                  num_sms: int | None = None) -> torch.Tensor:
-    """C = a @ b with the warp-specialised Gluon kernel (Hopper only). ``a`` (M, K) row-major, ``b``
-    (K, N) row-major or column-major, ``out`` (M, N) row-major of a's dtype (allocated if None).
+    """C = a @ b (+ bias) with the warp-specialised Gluon kernel (Hopper only). ``a`` (M, K) row-major,
+    ``b`` (K, N) row-major or column-major, ``out`` (M, N) row-major of a's dtype (allocated if None),
+    ``bias`` N contiguous bf16/fp16/fp32 elements added in fp32 before the output rounding (F.linear's).
     Raises ValueError naming the offending argument when the kernel cannot run on these inputs."""
     if not HAS_GLUON:
         raise ValueError("a: this Triton has no Gluon (triton.experimental.gluon); the kernel cannot run")
@@ -328,11 +336,19 @@ def gluon_matmul(a: torch.Tensor, b: torch.Tensor, out: torch.Tensor | None = No
             raise ValueError(f"out: dtype {out.dtype} differs from a's {a.dtype}")
         if out.device != a.device:
             raise ValueError(f"out: on {out.device}, a on {a.device}")
+    if bias is not None:
+        if not isinstance(bias, torch.Tensor) or bias.numel() != n or (bias.dim() > 1 and bias.shape[-1] != n):
+            raise ValueError(f"bias: expected {n} elements (one per output column)")
+        if bias.dtype not in (*DTYPES, torch.float32) or bias.device != a.device:
+            raise ValueError(f"bias: needs bf16, fp16 or fp32 on {a.device}, got {bias.dtype} on {bias.device}")
+        bias = bias.reshape(n)
+        if bias.stride(0) != 1:
+            raise ValueError("bias: must be contiguous")
     _check_config(block_m, block_n, block_k, stages, group_m)
     if m == 0 or n == 0:
         return out
     if k == 0:
-        return out.zero_()
+        return out.zero_() if bias is None else out.copy_(bias.expand(m, n))
     reason = supports(m, n, k, a.dtype, a.stride(), b.stride(), out.stride())
     if reason is not None:
         name = "a" if reason.startswith("A ") else "b" if reason.startswith("B ") else \
@@ -343,22 +359,24 @@ def gluon_matmul(a: torch.Tensor, b: torch.Tensor, out: torch.Tensor | None = No
             raise ValueError(f"{name}: data pointer is not 16-byte aligned (TMA needs it)")
     if a.device.type != "cuda":
         raise ValueError(f"a: on {a.device}; the Gluon kernel needs a CUDA (sm_90) device")
+    has_bias = bias is not None
     key = (a.device.index, a.dtype, m, n, k, a.stride(), b.stride(), out.stride(), block_m, block_n, block_k,
-           stages, group_m, num_sms)
+           stages, group_m, num_sms, None if bias is None else bias.dtype)
     warm = _WARM.get(key)
     if warm is not None and not _launch_hooks_on():
         raw, grid0, tail = warm
         raw(grid0, torch.cuda.current_stream(a.device).cuda_stream,
             (*raw.expand(0, a.data_ptr()), *raw.expand(1, b.data_ptr()), *raw.expand(2, out.data_ptr()),
-             m, n, k, *tail))
+             (bias if has_bias else out).data_ptr(), m, n, k, *tail))
         return out
     a_desc, b_desc, c_desc, kmajor = make_descriptors(a, b, out, block_m, block_n, block_k)
     sms = num_sms if num_sms is not None else torch.cuda.get_device_properties(a.device).multi_processor_count
     tiles = ((m + block_m - 1) // block_m) * ((n + block_n - 1) // block_n)
     grid = (max(1, min(sms, tiles)),)
     consts = dict(BLOCK_M=block_m, BLOCK_N=block_n, BLOCK_K=block_k, STAGES=stages, GROUP_M=group_m,
-                  B_KMAJOR=kmajor, PRODUCER_REGS=PRODUCER_REGS)
-    compiled = gluon_gemm_ws_kernel[grid](a_desc, b_desc, c_desc, m, n, k, **consts, **launch_options())
+                  B_KMAJOR=kmajor, HAS_BIAS=has_bias, PRODUCER_REGS=PRODUCER_REGS)
+    compiled = gluon_gemm_ws_kernel[grid](a_desc, b_desc, c_desc, bias if has_bias else out, m, n, k, **consts,
+                                          **launch_options())
     _bind_warm(key, compiled, (a_desc, b_desc, c_desc), grid[0], consts)
     return out
 
@@ -381,14 +399,14 @@ def _bind_warm(key: tuple, compiled, descs: tuple, grid0: int, consts: dict) -> 
         return
     names = [p.name for p in params]
     consts = {**consts, "num_warps": launch_options()["num_warps"]}  # a parameter of the kernel too
-    if names[:6] != ["a_desc", "b_desc", "c_desc", "M", "N", "K"] or set(names[6:]) != set(consts):
+    if names[:7] != ["a_desc", "b_desc", "c_desc", "bias_ptr", "M", "N", "K"] or set(names[7:]) != set(consts):
         return
     raw = _fastlaunch.bind(compiled, dict(enumerate(descs)))
     if raw is None:
         return
     if len(_WARM) >= _WARM_MAX:
         _WARM.pop(next(iter(_WARM)))
-    _WARM[key] = (raw, grid0, tuple(consts[name] for name in names[6:]))
+    _WARM[key] = (raw, grid0, tuple(consts[name] for name in names[7:]))
 
 
 def _launch_hooks_on() -> bool:

@@ -81,9 +81,10 @@ def spy(*args, **kw):
     return real(*args, **kw)
 gluon_hopper.gluon_matmul = spy
 g = torch.Generator(device="cuda").manual_seed(0)
-for (m, n, k, dt, nt) in [(512, 384, 256, torch.bfloat16, False), (1000, 1000, 1000, torch.float16, True),
-                          (4096, 4096, 4096, torch.bfloat16, False)]:
-    a = torch.randn(m, k, device="cuda", generator=g).to(dt)
+for (m, n, k, dt, nt, ta) in [(512, 384, 256, torch.bfloat16, False, False), (1000, 1000, 1000, torch.float16, True, False),
+                              (4096, 4096, 4096, torch.bfloat16, False, False), (768, 512, 1000, torch.bfloat16, False, True)]:
+    a = (torch.randn(k, m, device="cuda", generator=g).to(dt).t() if ta else
+         torch.randn(m, k, device="cuda", generator=g).to(dt))
     b = (torch.randn(n, k, device="cuda", generator=g).to(dt).t() if nt else
          torch.randn(k, n, device="cuda", generator=g).to(dt))
     before = len(ran)
@@ -91,7 +92,7 @@ for (m, n, k, dt, nt) in [(512, 384, 256, torch.bfloat16, False), (1000, 1000, 1
     torch.cuda.synchronize()
     assert len(ran) == before + 1, ("the Gluon kernel did not run", m, n, k)
     ref, mag, _ = reference(a, b)
-    assert_gemm_close(out, ref, mag, k, what=f"gluon route {m}x{n}x{k} {dt} nt={nt}")
+    assert_gemm_close(out, ref, mag, k, what=f"gluon route {m}x{n}x{k} {dt} nt={nt} ta={ta}")
 x = torch.randn(4, 128, 512, device="cuda", generator=g).to(torch.bfloat16)
 w = torch.randn(768, 512, device="cuda", generator=g).to(torch.bfloat16)
 with tritonblas.enable():

@@ -6,7 +6,8 @@ spills from the bundled ``ptxas -v``, and counts of the PTX / SASS features the 
 
     python tests/kernels/_gluon_compile.py [--dump DIR] [variant-name ...]   # TRITON_INTERPRET unset
 
-Variant names: ``{BM}x{BN}x{BK}-s{STAGES}-{bf16|fp16}-{NN|NT}``, with ``-bias`` for the bias epilogue.
+Variant names: ``{BM}x{BN}x{BK}-s{STAGES}-{bf16|fp16}-{NN|NT|TN|TT}`` (A then B: N row-major, T
+column-major), with ``-bias`` for the bias epilogue.
 """
 
 from __future__ import annotations
@@ -115,16 +116,16 @@ def compile_variant(name: str, dump: Path | None = None, m: int = 4096, n: int =
     from tritonblas.kernels import gluon_hopper as G
 
     bm, bn, bk, stages, dtype, lay, has_bias = parse(name)
-    a = torch.empty(m, k, dtype=dtype)
-    b = torch.empty(n, k, dtype=dtype).t() if lay == "NT" else torch.empty(k, n, dtype=dtype)
+    a = torch.empty(k, m, dtype=dtype).t() if lay[0] == "T" else torch.empty(m, k, dtype=dtype)
+    b = torch.empty(n, k, dtype=dtype).t() if lay[1] == "T" else torch.empty(k, n, dtype=dtype)
     c = torch.empty(m, n, dtype=dtype)
     assert G.supports(m, n, k, dtype, a.stride(), b.stride(), c.stride()) is None
-    a_desc, b_desc, c_desc, kmajor = G.make_descriptors(a, b, c, bm, bn, bk)
-    assert kmajor == (lay == "NT")
+    a_desc, b_desc, c_desc, mmajor, kmajor = G.make_descriptors(a, b, c, bm, bn, bk)
+    assert (mmajor, kmajor) == (lay[0] == "T", lay[1] == "T")
     bias = torch.empty(n, dtype=dtype) if has_bias else c
     compiled = G.gluon_gemm_ws_kernel.warmup(
         a_desc, b_desc, c_desc, bias, m, n, k, BLOCK_M=bm, BLOCK_N=bn, BLOCK_K=bk, STAGES=stages, GROUP_M=8,
-        B_KMAJOR=kmajor, HAS_BIAS=has_bias, PRODUCER_REGS=G.PRODUCER_REGS, grid=(132,), **G.launch_options())
+        A_MMAJOR=mmajor, B_KMAJOR=kmajor, HAS_BIAS=has_bias, PRODUCER_REGS=G.PRODUCER_REGS, grid=(132,), **G.launch_options())
     ptx = compiled.asm["ptx"]
     if dump is not None:
         dump.mkdir(parents=True, exist_ok=True)
@@ -136,6 +137,8 @@ def compile_variant(name: str, dump: Path | None = None, m: int = 4096, n: int =
                reqntid=int(m.group(1)) if (m := re.search(r"\.reqntid (\d+)", ptx)) else None,
                setmaxnreg=sorted({int(x) for x in re.findall(r"setmaxnreg\.\w+\.sync\.aligned\.u32\s+(\d+)", ptx)}))
     row.update({k: len(re.findall(p, ptx)) for k, p in PTX_FEATURES.items()})
+    # the wgmma's last two immediates: transpose A / transpose B (1 = the operand is MN-major in shared memory)
+    row["wgmma_trans"] = sorted({(int(x), int(y)) for x, y in re.findall(r"wgmma\.mma_async[^;]*,\s*(\d),\s*(\d);", ptx)})
     row.update(_ptxas(ptx))
     row.update(_sass(compiled.asm["cubin"]))
     return row

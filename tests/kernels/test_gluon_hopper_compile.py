@@ -43,7 +43,9 @@ def compiled(tmp_path_factory):
 # other configurations the wrapper accepts (block_n 64, block_k 32, deeper rings): compile-checked only
 EXTRA = ["128x64x64-s4-bf16-NN", "128x256x32-s4-bf16-NT", "128x128x32-s6-fp16-NN", "128x64x32-s8-bf16-NT",
          # the bias epilogue (F.linear's bias): the variants the dispatcher runs
-         "128x256x64-s3-bf16-NT-bias", "128x128x64-s4-fp16-NT-bias"]
+         "128x256x64-s3-bf16-NT-bias", "128x128x64-s4-fp16-NT-bias",
+         # a column-major A (a weight gradient's grad.T): wgmma reads it through a transposed view
+         "128x256x64-s3-bf16-TN", "128x128x64-s4-fp16-TN", "128x256x64-s3-bf16-TT"]
 
 
 def _names():
@@ -68,8 +70,12 @@ def test_ptx_has_the_warp_specialised_pipeline(compiled, name):
     bm, bn, bk = (int(x) for x in name.split("-")[0].split("x"))
     # TMA: A is one box; B is one box NT ([BN, 64] rows of 128 bytes), BN / 64 boxes NN (128-byte
     # swizzle caps a box row at 64 elements); the epilogue stores through TMA
-    assert r["tma_load"] == 1 + (1 if "-NT" in name else bn // 64), r
+    lay = name.split("-")[3]  # A then B, N row-major / T column-major; a box row holds at most 64 elements
+    assert r["tma_load"] == (bm // 64 if lay[0] == "T" else 1) + (1 if lay[1] == "T" else bn // 64), r
     assert r["tma_store"] >= 1 and r["UTMASTG"] >= 1 and r["UTMALDG"] >= 2
+    # the operands' majorness reaches the wgmma: A transposed when stored column-major (grad.T), B
+    # transposed (MN-major) when stored row-major (K, N)
+    assert r["wgmma_trans"] == [[int(lay[0] == "T"), int(lay[1] == "N")]], r["wgmma_trans"]
     # 64-row wgmma per warpgroup, k = 16: BK / 16 instructions per K-step, at most one group in flight
     assert r["wgmma"] == bk // 16 and r["HGMMA"] == bk // 16
     assert r["wgmma_wait_1"] >= 1
@@ -117,6 +123,8 @@ def test_supports_accepts_row_and_column_major_b():
     assert G.supports(m, n, k, BF16, (k, 1), (n, 1), (n, 1)) is None
     assert G.supports(m, n, k, torch.float16, (k, 1), (1, k), (n, 1)) is None  # NT
     assert G.supports(127, 264, 65, BF16, (72, 1), (272, 1), (272, 1)) is None  # padded leading dims
+    assert G.supports(m, n, k, BF16, (1, m + 4), (n, 1), (n, 1)) is None  # column-major A (grad.T)
+    assert G.a_is_mmajor((1, 304)) is True and G.a_is_mmajor((1000, 1)) is False and G.a_is_mmajor((1, 1)) is False
 
 
 @needs_gluon
@@ -124,7 +132,8 @@ def test_supports_accepts_row_and_column_major_b():
     ((64, 64, 64, torch.float32, (64, 1), (64, 1), (64, 1)), "dtype"),
     ((64, 64, 0, BF16, (64, 1), (64, 1), (64, 1)), "empty"),
     ((64, 64, 65, BF16, (65, 1), (64, 1), (64, 1)), "A strides"),
-    ((64, 64, 64, BF16, (1, 64), (64, 1), (64, 1)), "A strides"),
+    ((64, 64, 64, BF16, (1, 63), (64, 1), (64, 1)), "A strides"),  # column-major, lead not 16-byte aligned
+    ((64, 64, 64, BF16, (128, 2), (64, 1), (64, 1)), "A strides"),  # neither layout
     ((64, 63, 64, BF16, (64, 1), (63, 1), (64, 1)), "B strides"),
     ((64, 64, 63, BF16, (64, 1), (1, 63), (64, 1)), "B strides"),
     ((64, 64, 64, BF16, (64, 1), (128, 2), (64, 1)), "B strides"),

@@ -6,7 +6,7 @@ Opt-in (``TRITONBLAS_TEST_GLUON=1``; ``gpu_session.sh`` step ``gluon``): the ker
 experiment outside origami's space, and the whole-suite GPU run keeps its time budget for what
 the dispatcher runs. First run on the H200 2026-12-01: all 8 variants pass, ~40 s with -n 4.
 
-For each variant (tile config x dtype x B layout) a child process (this file run as a script) runs
+For each variant (tile config x dtype x A and B layout) a child process (this file run as a script) runs
 every shape on fresh random data, NaN-prefilled outputs, and checks each against the float64
 reference with the bound of the other GPU kernel tests (``tests/_check.py``: fp32 accumulation over
 K plus the output rounding), and checks nothing was written outside C. The parent kills a child
@@ -80,8 +80,8 @@ def _child(variant: str, dtype_name: str, layout: str) -> int:
         print(json.dumps(dict(start=[m, n, k, num_sms])), flush=True)
         t0 = time.time()
         try:
-            a = _padded(m, k, dtype, "cuda")
-            b = _padded(k, n, dtype, "cuda", transposed=(layout == "NT"))
+            a = _padded(m, k, dtype, "cuda", transposed=(layout[0] == "T"))  # T: column-major (grad.T)
+            b = _padded(k, n, dtype, "cuda", transposed=(layout[1] == "T"))
             # NaN everywhere, with 8 rows and the padding columns past the logical extent: a
             # store the TMA unit did not clip at the edges shows there
             ld = -(-n // 8) * 8
@@ -134,7 +134,7 @@ _HUNG: list = []  # (variant, shape) of a hang: the later variants are skipped, 
 
 @pytest.mark.gpu
 @pytest.mark.timeout(FIRST_TIMEOUT_S + SHAPE_TIMEOUT_S * len(SHAPES) + 60)
-@pytest.mark.parametrize("layout", ["NN", "NT"])
+@pytest.mark.parametrize("layout", ["NN", "NT", "TN", "TT"])
 @pytest.mark.parametrize("dtype_name", ["bf16", "fp16"])
 @pytest.mark.parametrize("variant", VARIANTS)
 def test_gluon_hopper_matches_reference(variant, dtype_name, layout):

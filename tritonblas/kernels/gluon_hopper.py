@@ -109,7 +109,7 @@ if HAS_GLUON:
     @gluon.jit
     def _producer(a_desc, b_desc, a_ring, b_ring, ready, empty, M, N, K,
                   BLOCK_M: gl.constexpr, BLOCK_N: gl.constexpr, BLOCK_K: gl.constexpr,
-                  STAGES: gl.constexpr, GROUP_M: gl.constexpr, B_KMAJOR: gl.constexpr):
+                  STAGES: gl.constexpr, GROUP_M: gl.constexpr, A_MMAJOR: gl.constexpr, B_KMAJOR: gl.constexpr):
         """Worker partition (1 warp): TMA loads of every K-step of every tile of this program."""
         num_m = gl.cdiv(M, BLOCK_M)
         num_n = gl.cdiv(N, BLOCK_N)
@@ -127,7 +127,10 @@ if HAS_GLUON:
                 bar = ready.index(s)
                 mbarrier.expect(bar, step_bytes)
                 off_k = ks * BLOCK_K
-                _tma_load(a_desc, [off_m, off_k], bar, a_ring.index(s))
+                if A_MMAJOR:
+                    _tma_load(a_desc, [off_k, off_m], bar, a_ring.index(s))
+                else:
+                    _tma_load(a_desc, [off_m, off_k], bar, a_ring.index(s))
                 if B_KMAJOR:
                     _tma_load(b_desc, [off_n, off_k], bar, b_ring.index(s))
                 else:
@@ -137,7 +140,7 @@ if HAS_GLUON:
     @gluon.jit
     def _consumer(c_desc, bias_ptr, a_ring, b_ring, ready, empty, c_smem, M, N, K,
                   BLOCK_M: gl.constexpr, BLOCK_N: gl.constexpr, BLOCK_K: gl.constexpr,
-                  STAGES: gl.constexpr, GROUP_M: gl.constexpr, B_KMAJOR: gl.constexpr,
+                  STAGES: gl.constexpr, GROUP_M: gl.constexpr, A_MMAJOR: gl.constexpr, B_KMAJOR: gl.constexpr,
                   HAS_BIAS: gl.constexpr, num_warps: gl.constexpr):
         """Default partition (num_warps warps): wgmma over the ring, then the TMA-store epilogue
         (with HAS_BIAS, the fp32 accumulator plus ``bias[n]`` before the conversion, as F.linear)."""
@@ -159,7 +162,11 @@ if HAS_GLUON:
                     b_op = b_ring.index(s).permute((1, 0))
                 else:
                     b_op = b_ring.index(s)
-                acc = warpgroup_mma(a_ring.index(s), b_op, acc, use_acc=ks > 0, is_async=True)
+                if A_MMAJOR:
+                    a_op = a_ring.index(s).permute((1, 0))
+                else:
+                    a_op = a_ring.index(s)
+                acc = warpgroup_mma(a_op, b_op, acc, use_acc=ks > 0, is_async=True)
                 # <= 1 in flight: the previous step's wgmma (this warpgroup's) has retired
                 acc = warpgroup_mma_wait(num_outstanding=1, deps=(acc, ))
                 # the arrive below is one thread's: first make sure both warpgroups got here
@@ -188,11 +195,13 @@ if HAS_GLUON:
     @gluon.jit
     def gluon_gemm_ws_kernel(a_desc, b_desc, c_desc, bias_ptr, M, N, K,
                              BLOCK_M: gl.constexpr, BLOCK_N: gl.constexpr, BLOCK_K: gl.constexpr,
-                             STAGES: gl.constexpr, GROUP_M: gl.constexpr, B_KMAJOR: gl.constexpr,
-                             HAS_BIAS: gl.constexpr, PRODUCER_REGS: gl.constexpr, num_warps: gl.constexpr):
+                             STAGES: gl.constexpr, GROUP_M: gl.constexpr, A_MMAJOR: gl.constexpr,
+                             B_KMAJOR: gl.constexpr, HAS_BIAS: gl.constexpr, PRODUCER_REGS: gl.constexpr,
+                             num_warps: gl.constexpr):
         """C = A @ B (+ bias over N), persistent over tiles, TMA producer warp + two consumer warpgroups.
 
-        a_desc: (M, K) row-major, box [BLOCK_M, BLOCK_K]; b_desc: (K, N) row-major, box
+        a_desc: (M, K) row-major, box [BLOCK_M, BLOCK_K], or (A_MMAJOR) Aᵀ as (K, M) row-major, box
+        [BLOCK_K, BLOCK_M], read by the wgmma through a transposed view; b_desc: (K, N) row-major, box
         [BLOCK_K, BLOCK_N], or (B_KMAJOR) Bᵀ as (N, K) row-major, box [BLOCK_N, BLOCK_K];
         c_desc: (M, N) row-major, box [BLOCK_M, BLOCK_N]. bias_ptr: N contiguous elements (bf16, fp16
         or fp32) read only with HAS_BIAS (any pointer otherwise)."""
@@ -209,9 +218,9 @@ if HAS_GLUON:
 
         gl.warp_specialize([
             (_consumer, (c_desc, bias_ptr, a_ring, b_ring, ready, empty, c_smem, M, N, K, BLOCK_M, BLOCK_N,
-                         BLOCK_K, STAGES, GROUP_M, B_KMAJOR, HAS_BIAS, num_warps)),
+                         BLOCK_K, STAGES, GROUP_M, A_MMAJOR, B_KMAJOR, HAS_BIAS, num_warps)),
             (_producer, (a_desc, b_desc, a_ring, b_ring, ready, empty, M, N, K, BLOCK_M, BLOCK_N, BLOCK_K,
-                         STAGES, GROUP_M, B_KMAJOR)),
+                         STAGES, GROUP_M, A_MMAJOR, B_KMAJOR)),
         ], [1], [PRODUCER_REGS])
 
         for i in gl.static_range(STAGES):
@@ -223,6 +232,16 @@ if HAS_GLUON:
 def _row_major_ok(strides, elem_bytes: int) -> bool:
     """Unit stride in the last dimension and a 16-byte-aligned row stride (TMA's requirement)."""
     return strides[1] == 1 and (strides[0] * elem_bytes) % 16 == 0
+
+
+def a_is_mmajor(a_strides) -> bool | None:
+    """A (M, K) as stored: False row-major, True column-major (Aᵀ (K, M) row-major: a weight
+    gradient's ``grad.T``), None neither. Row-major wins when the strides allow both."""
+    if a_strides[1] == 1:
+        return False
+    if a_strides[0] == 1:
+        return True
+    return None
 
 
 def b_is_kmajor(b_strides) -> bool | None:
@@ -237,7 +256,7 @@ def b_is_kmajor(b_strides) -> bool | None:
 
 def supports(m: int, n: int, k: int, dtype, a_strides, b_strides, c_strides) -> str | None:
     """Why this kernel cannot compute C (m, n) = A (m, k) @ B (k, n) with these strides (elements),
-    or None if it can. Needs bf16/fp16, a row-major A and C and a row-major or column-major B, each
+    or None if it can. Needs bf16/fp16, a row-major C, A and B each row-major or column-major, each
     with a 16-byte-aligned leading stride, and C's rows a whole number of 16-byte chunks
     (``origami.problem.tma_store_exact``); the base pointers must also be 16-byte aligned (the
     wrapper checks those)."""
@@ -248,8 +267,11 @@ def supports(m: int, n: int, k: int, dtype, a_strides, b_strides, c_strides) -> 
     if min(m, n, k) < 1:
         return f"empty problem (m, n, k) = ({m}, {n}, {k})"
     es = 2
-    if not _row_major_ok(a_strides, es):
-        return f"A strides {tuple(a_strides)}: need (lda, 1) with lda * {es} bytes a multiple of 16"
+    mmajor = a_is_mmajor(a_strides)
+    if mmajor is None:
+        return f"A strides {tuple(a_strides)}: need (lda, 1) or (1, lda)"
+    if ((a_strides[1] if mmajor else a_strides[0]) * es) % 16:
+        return f"A strides {tuple(a_strides)}: leading stride * {es} bytes is not a multiple of 16"
     kmajor = b_is_kmajor(b_strides)
     if kmajor is None:
         return f"B strides {tuple(b_strides)}: need (ldb, 1) or (1, ldb)"
@@ -282,12 +304,20 @@ def _check_config(block_m, block_n, block_k, stages, group_m):
 
 
 def make_descriptors(a, b, out, block_m, block_n, block_k):
-    """Host TMA descriptors (a, b, c) and whether B is K-major; inputs already validated."""
+    """Host TMA descriptors (a, b, c), whether A is M-major and whether B is K-major; inputs already
+    validated."""
     gdt = gl.bfloat16 if a.dtype == torch.bfloat16 else gl.float16
+    mmajor = a_is_mmajor(a.stride())
     kmajor = b_is_kmajor(b.stride())
-    a_block = [block_m, block_k]
-    a_desc = TensorDescriptor(a, list(a.shape), list(a.stride()), a_block,
-                              gl.NVMMASharedLayout.get_default_for(a_block, gdt))
+    if mmajor:
+        at = a.t()  # (K, M), row-major
+        a_block = [block_k, block_m]
+        a_desc = TensorDescriptor(at, list(at.shape), list(at.stride()), a_block,
+                                  gl.NVMMASharedLayout.get_default_for(a_block, gdt))
+    else:
+        a_block = [block_m, block_k]
+        a_desc = TensorDescriptor(a, list(a.shape), list(a.stride()), a_block,
+                                  gl.NVMMASharedLayout.get_default_for(a_block, gdt))
     if kmajor:
         bt = b.t()  # (N, K), row-major
         b_block = [block_n, block_k]
@@ -300,14 +330,14 @@ def make_descriptors(a, b, out, block_m, block_n, block_k):
     c_block = [block_m, block_n]
     c_desc = TensorDescriptor(out, list(out.shape), list(out.stride()), c_block,
                               gl.NVMMASharedLayout.get_default_for(c_block, gdt))
-    return a_desc, b_desc, c_desc, kmajor
+    return a_desc, b_desc, c_desc, mmajor, kmajor
 
 
 def gluon_matmul(a: torch.Tensor, b: torch.Tensor, out: torch.Tensor | None = None, *, bias: torch.Tensor | None = None,
                  block_m: int = 128, block_n: int = 256, block_k: int = 64, stages: int = 3, group_m: int = 8,
                  num_sms: int | None = None) -> torch.Tensor:
-    """C = a @ b (+ bias) with the warp-specialised Gluon kernel (Hopper only). ``a`` (M, K) row-major,
-    ``b`` (K, N) row-major or column-major, ``out`` (M, N) row-major of a's dtype (allocated if None),
+    """C = a @ b (+ bias) with the warp-specialised Gluon kernel (Hopper only). ``a`` (M, K) and ``b``
+    (K, N) each row-major or column-major, ``out`` (M, N) row-major of a's dtype (allocated if None),
     ``bias`` N contiguous bf16/fp16/fp32 elements added in fp32 before the output rounding (F.linear's).
     Raises ValueError naming the offending argument when the kernel cannot run on these inputs."""
     if not HAS_GLUON:
@@ -369,12 +399,12 @@ def gluon_matmul(a: torch.Tensor, b: torch.Tensor, out: torch.Tensor | None = No
             (*raw.expand(0, a.data_ptr()), *raw.expand(1, b.data_ptr()), *raw.expand(2, out.data_ptr()),
              (bias if has_bias else out).data_ptr(), m, n, k, *tail))
         return out
-    a_desc, b_desc, c_desc, kmajor = make_descriptors(a, b, out, block_m, block_n, block_k)
+    a_desc, b_desc, c_desc, mmajor, kmajor = make_descriptors(a, b, out, block_m, block_n, block_k)
     sms = num_sms if num_sms is not None else torch.cuda.get_device_properties(a.device).multi_processor_count
     tiles = ((m + block_m - 1) // block_m) * ((n + block_n - 1) // block_n)
     grid = (max(1, min(sms, tiles)),)
     consts = dict(BLOCK_M=block_m, BLOCK_N=block_n, BLOCK_K=block_k, STAGES=stages, GROUP_M=group_m,
-                  B_KMAJOR=kmajor, HAS_BIAS=has_bias, PRODUCER_REGS=PRODUCER_REGS)
+                  A_MMAJOR=mmajor, B_KMAJOR=kmajor, HAS_BIAS=has_bias, PRODUCER_REGS=PRODUCER_REGS)
     compiled = gluon_gemm_ws_kernel[grid](a_desc, b_desc, c_desc, bias if has_bias else out, m, n, k, **consts,
                                           **launch_options())
     _bind_warm(key, compiled, (a_desc, b_desc, c_desc), grid[0], consts)

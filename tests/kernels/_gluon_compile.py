@@ -32,7 +32,7 @@ from triton.runtime import driver  # noqa: E402
 from tritonblas._aot import StubDriver  # noqa: E402
 
 BIN = Path(triton.__file__).parent / "backends" / "nvidia" / "bin"
-DTYPES = {"bf16": torch.bfloat16, "fp16": torch.float16}
+DTYPES = {"bf16": torch.bfloat16, "fp16": torch.float16, "e4m3": torch.float8_e4m3fn, "e5m2": torch.float8_e5m2}
 
 
 def variant_names() -> list[str]:
@@ -44,7 +44,7 @@ def variant_names() -> list[str]:
 def parse(name: str):
     tile, stages, dt, lay, *rest = name.split("-")
     bm, bn, bk = (int(x) for x in tile.split("x"))
-    return bm, bn, bk, int(stages[1:]), DTYPES[dt], lay, rest == ["bias"]
+    return bm, bn, bk, int(stages[1:]), DTYPES[dt], lay, "bias" in rest, "fast" in rest
 
 
 PTX_FEATURES = {
@@ -64,7 +64,8 @@ PTX_FEATURES = {
     "local_memory": r"\b(?:ld|st)\.local",
     "ld_global": r"\bld\.global",  # the bias epilogue's only direct global load
 }
-SASS_FEATURES = {"UTMALDG": r"UTMALDG", "UTMASTG": r"UTMASTG", "HGMMA": r"HGMMA", "USETMAXREG": r"USETMAXREG",
+SASS_FEATURES = {"UTMALDG": r"UTMALDG", "UTMASTG": r"UTMASTG", "HGMMA": r"HGMMA", "QGMMA": r"QGMMA",
+                 "USETMAXREG": r"USETMAXREG",
                  "SYNCS": r"SYNCS", "STL/LDL": r"\b(?:STL|LDL)\b"}
 
 
@@ -115,32 +116,42 @@ def _sass(cubin: bytes) -> dict:
 def compile_variant(name: str, dump: Path | None = None, m: int = 4096, n: int = 4096, k: int = 4096) -> dict:
     from tritonblas.kernels import gluon_hopper as G
 
-    bm, bn, bk, stages, dtype, lay, has_bias = parse(name)
+    bm, bn, bk, stages, dtype, lay, has_bias, fast = parse(name)
+    fp8 = dtype in (torch.float8_e4m3fn, torch.float8_e5m2)
+    out_dtype = torch.bfloat16 if fp8 else dtype
     a = torch.empty(k, m, dtype=dtype).t() if lay[0] == "T" else torch.empty(m, k, dtype=dtype)
     b = torch.empty(n, k, dtype=dtype).t() if lay[1] == "T" else torch.empty(k, n, dtype=dtype)
-    c = torch.empty(m, n, dtype=dtype)
-    assert G.supports(m, n, k, dtype, a.stride(), b.stride(), c.stride()) is None
+    c = torch.empty(m, n, dtype=out_dtype)
+    assert G.supports(m, n, k, dtype, a.stride(), b.stride(), c.stride(), out_dtype) is None
     a_desc, b_desc, c_desc, mmajor, kmajor = G.make_descriptors(a, b, c, bm, bn, bk)
     assert (mmajor, kmajor) == (lay[0] == "T", lay[1] == "T")
-    bias = torch.empty(n, dtype=dtype) if has_bias else c
+    bias = torch.empty(n, dtype=out_dtype) if has_bias else c
+    # fp8: row-wise scales (torch._scaled_mm's recipe), promoted every K-step unless "-fast"
+    sa, sb = (torch.empty(m), torch.empty(n)) if fp8 else (c, c)
     compiled = G.gluon_gemm_ws_kernel.warmup(
-        a_desc, b_desc, c_desc, bias, m, n, k, BLOCK_M=bm, BLOCK_N=bn, BLOCK_K=bk, STAGES=stages, GROUP_M=8,
-        A_MMAJOR=mmajor, B_KMAJOR=kmajor, HAS_BIAS=has_bias, PRODUCER_REGS=G.PRODUCER_REGS, grid=(132,), **G.launch_options())
+        a_desc, b_desc, c_desc, bias, sa, sb, m, n, k, BLOCK_M=bm, BLOCK_N=bn, BLOCK_K=bk, STAGES=stages, GROUP_M=8,
+        A_MMAJOR=mmajor, B_KMAJOR=kmajor, HAS_BIAS=has_bias, SCALE=2 if fp8 else 0,
+        MAX_IMPRECISE=bk if fp8 and not fast else 0, PRODUCER_REGS=G.PRODUCER_REGS, grid=(132,), **G.launch_options())
     ptx = compiled.asm["ptx"]
     if dump is not None:
         dump.mkdir(parents=True, exist_ok=True)
         for key, v in compiled.asm.items():
             p = dump / f"{name}.{key}"
             p.write_bytes(v) if isinstance(v, bytes) else p.write_text(v)
-    row = dict(name=name, shared=compiled.metadata.shared, smem=G.smem_bytes(bm, bn, bk, stages),
+    row = dict(name=name, shared=compiled.metadata.shared,
+               smem=G.smem_bytes(bm, bn, bk, stages, 1 if fp8 else 2, 2),
                max_smem=G.MAX_SMEM, num_warps=compiled.metadata.num_warps,
                reqntid=int(m.group(1)) if (m := re.search(r"\.reqntid (\d+)", ptx)) else None,
                setmaxnreg=sorted({int(x) for x in re.findall(r"setmaxnreg\.\w+\.sync\.aligned\.u32\s+(\d+)", ptx)}))
     row.update({k: len(re.findall(p, ptx)) for k, p in PTX_FEATURES.items()})
-    # the wgmma's last two immediates: transpose A / transpose B (1 = the operand is MN-major in shared memory)
+    # the wgmma's last two immediates: transpose A / transpose B (1 = the operand is MN-major in shared
+    # memory); an fp8 wgmma has no transpose immediates (both operands K-major), so its last two are the
+    # scale-a / scale-b immediates
     row["wgmma_trans"] = sorted({(int(x), int(y)) for x, y in re.findall(r"wgmma\.mma_async[^;]*,\s*(\d),\s*(\d);", ptx)})
     row.update(_ptxas(ptx))
     row.update(_sass(compiled.asm["cubin"]))
+    row["fp8"] = fp8
+    row["add_f32"] = len(re.findall(r"\badd\.(?:rn\.)?f32", ptx))  # the fp8 promotion's adds into the accumulator
     return row
 
 

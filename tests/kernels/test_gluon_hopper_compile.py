@@ -45,7 +45,10 @@ EXTRA = ["128x64x64-s4-bf16-NN", "128x256x32-s4-bf16-NT", "128x128x32-s6-fp16-NN
          # the bias epilogue (F.linear's bias): the variants the dispatcher runs
          "128x256x64-s3-bf16-NT-bias", "128x128x64-s4-fp16-NT-bias",
          # a column-major A (a weight gradient's grad.T): wgmma reads it through a transposed view
-         "128x256x64-s3-bf16-TN", "128x128x64-s4-fp16-TN", "128x256x64-s3-bf16-TT"]
+         "128x256x64-s3-bf16-TN", "128x128x64-s4-fp16-TN", "128x256x64-s3-bf16-TT",
+         # gluon_scaled_mm (fp8 in, bf16 out, row-wise scales): promoted every K-step, or "-fast"
+         "128x128x128-s5-e4m3-NT", "128x128x128-s5-e5m2-NT", "128x256x128-s3-e4m3-NT-fast",
+         "128x128x128-s5-e4m3-NT-bias"]
 
 
 def _names():
@@ -75,9 +78,20 @@ def test_ptx_has_the_warp_specialised_pipeline(compiled, name):
     assert r["tma_store"] >= 1 and r["UTMASTG"] >= 1 and r["UTMALDG"] >= 2
     # the operands' majorness reaches the wgmma: A transposed when stored column-major (grad.T), B
     # transposed (MN-major) when stored row-major (K, N)
-    assert r["wgmma_trans"] == [[int(lay[0] == "T"), int(lay[1] == "N")]], r["wgmma_trans"]
-    # 64-row wgmma per warpgroup, k = 16: BK / 16 instructions per K-step, at most one group in flight
-    assert r["wgmma"] == bk // 16 and r["HGMMA"] == bk // 16
+    if not r["fp8"]:
+        assert r["wgmma_trans"] == [[int(lay[0] == "T"), int(lay[1] == "N")]], r["wgmma_trans"]
+    # 64-row wgmma per warpgroup, k = 32 bytes: BK / 16 (bf16) or BK / 32 (fp8) instructions per K-step,
+    # at most one group in flight
+    ik = 32 if r["fp8"] else 16
+    assert r["wgmma"] == bk // ik and r["HGMMA" if not r["fp8"] else "QGMMA"] == bk // ik, r
+    # fp8 without fast accumulation: the partial sum of each K-step is added into the fp32 accumulator
+    # (one add per accumulator element a thread holds: BM * BN / 256); with it, or for bf16, none
+    if r["fp8"]:
+        per_thread = bm * bn // 256
+        if "-fast" in name:
+            assert r["add_f32"] < per_thread, r["add_f32"]
+        else:
+            assert r["add_f32"] >= per_thread, r["add_f32"]
     assert r["wgmma_wait_1"] >= 1
     # a producer and a consumer wait (ready / empty), the expect-tx arrive, the consumer's release
     assert r["mbarrier_try_wait"] >= 2 and r["mbarrier_expect_tx"] >= 1 and r["mbarrier_arrive"] >= 2
@@ -88,7 +102,8 @@ def test_ptx_has_the_warp_specialised_pipeline(compiled, name):
     # the consumer's release barrier across both warpgroups (named barrier of 256 threads)
     assert r["named_bar_256"] > 0
     assert r["local_memory"] == 0 and r["STL/LDL"] == 0
-    assert (r["ld_global"] > 0) == name.endswith("-bias"), r  # operands only through TMA; the bias loaded
+    # operands only through TMA; the bias and the fp8 scales are the only direct global loads
+    assert (r["ld_global"] > 0) == (name.endswith("-bias") or r["fp8"]), r
     assert r["regs"] <= G.MAXNREG and r["spill_stores"] == 0 and r["spill_loads"] == 0
 
 
@@ -111,6 +126,8 @@ def test_smem_accounting_of_the_variants():
     for bm, bn, bk, st in G.VARIANTS:
         assert G.smem_bytes(bm, bn, bk, st)["total"] <= G.MAX_SMEM
     assert G.smem_bytes(128, 256, 64, 4)["total"] > G.MAX_SMEM  # why 128x256 stops at 3 stages
+    for bm, bn, bk, st in G.FP8_VARIANTS:  # fp8 in (1 byte), bf16 out
+        assert G.smem_bytes(bm, bn, bk, st, 1, 2)["total"] <= G.MAX_SMEM
 
 
 # --- supports() -----------------------------------------------------------------------------------
@@ -153,12 +170,28 @@ def _t(*shape, dtype=BF16):
     return torch.zeros(*shape, dtype=dtype)
 
 
+def _f8(*shape):
+    return torch.zeros(*shape).to(torch.float8_e4m3fn)
+
+
+def _s(*shape):
+    return torch.ones(*shape)
+
+
 @needs_gluon
 @pytest.mark.parametrize("call, arg", [
     (lambda: G.gluon_matmul(_t(64, 64, dtype=torch.float32), _t(64, 64, dtype=torch.float32)), "a"),
     (lambda: G.gluon_matmul(_t(64, 64), _t(64, 64, dtype=torch.float16)), "b"),
     (lambda: G.gluon_matmul(_t(64, 32), _t(64, 64)), "b"),
     (lambda: G.gluon_matmul(_t(64, 64), _t(64, 64), bias=_t(63)), "bias"),
+    (lambda: G.gluon_scaled_mm(_t(64, 64), _t(64, 64).t(), _s(1), _s(1)), "a"),  # bf16, not fp8
+    (lambda: G.gluon_scaled_mm(_f8(64, 32), _f8(64, 64).t(), _s(1), _s(1)), "b"),  # inner dims
+    (lambda: G.gluon_scaled_mm(_f8(64, 64), _f8(64, 64).t(), _s(1), _s(1), out_dtype=torch.float32), "out_dtype"),
+    (lambda: G.gluon_scaled_mm(_f8(64, 64), _f8(64, 64).t(), _s(64), _s(64)), "scale_a"),  # 1-D: neither recipe
+    (lambda: G.gluon_scaled_mm(_f8(64, 64), _f8(64, 64).t(), _s(1).double(), _s(1)), "scale_a"),
+    (lambda: G.gluon_scaled_mm(_f8(64, 64), _f8(64, 64).t(), _s(1), _s(1), block_n=256), "block_n"),
+    (lambda: G.gluon_scaled_mm(_f8(64, 64), _f8(64, 64), _s(1), _s(1)), "a"),  # B row-major: not K-major
+    (lambda: G.gluon_scaled_mm(_f8(64, 64), _f8(64, 64).t(), _s(1), _s(1), bias=_t(63)), "bias"),
     (lambda: G.gluon_matmul(_t(64, 64), _t(64, 64), bias=_t(64, dtype=torch.float64)), "bias"),
     (lambda: G.gluon_matmul(_t(64, 64), _t(64, 64), bias=_t(128)[::2]), "bias"),
     (lambda: G.gluon_matmul(_t(2, 64, 64), _t(64, 64)), "a"),

@@ -65,9 +65,14 @@ try:  # Triton without Gluon (< 3.4) or without its Hopper modules: the module s
 except ImportError:  # pragma: no cover - depends on the installed Triton
     HAS_GLUON = False
 
-__all__ = ["HAS_GLUON", "VARIANTS", "gluon_matmul", "smem_bytes", "supports", "launch_options"]
+__all__ = ["HAS_GLUON", "VARIANTS", "FP8_VARIANTS", "gluon_matmul", "gluon_scaled_mm", "smem_bytes", "supports",
+           "launch_options"]
 
 DTYPES = (torch.bfloat16, torch.float16)
+FP8_DTYPES = (torch.float8_e4m3fn, torch.float8_e5m2)  # gluon_scaled_mm's inputs (bf16/fp16 out)
+# (BM, BN, BK, STAGES) of gluon_scaled_mm: 128-byte fp8 rows (BK 128), a fp32 accumulator that the
+# promotion (use_fast_accum=False) keeps beside the wgmma's own
+FP8_VARIANTS = ((128, 128, 128, 5), (128, 256, 128, 3))
 MAX_SMEM = 232448  # bytes of shared memory one block may use on sm_90 (227 KiB)
 NUM_WARPS = 8  # default (consumer) partition: two warpgroups, 64 rows of the 128-row tile each
 PRODUCER_WARPS = 1
@@ -79,11 +84,13 @@ MAXNREG = 168
 VARIANTS = ((128, 256, 64, 3), (128, 128, 64, 4))
 
 
-def smem_bytes(block_m: int, block_n: int, block_k: int, stages: int, elem_bytes: int = 2) -> dict:
-    """Shared memory the kernel allocates, by part: the A/B ring, the epilogue staging tile and the
+def smem_bytes(block_m: int, block_n: int, block_k: int, stages: int, elem_bytes: int = 2,
+               out_bytes: int | None = None) -> dict:
+    """Shared memory the kernel allocates, by part: the A/B ring (``elem_bytes`` per input element),
+    the epilogue staging tile (``out_bytes`` per output element, default ``elem_bytes``) and the
     2·STAGES mbarriers (8 bytes each). Triton may add alignment padding between the parts."""
     ring = stages * (block_m * block_k + block_k * block_n) * elem_bytes
-    epilogue = block_m * block_n * elem_bytes
+    epilogue = block_m * block_n * (elem_bytes if out_bytes is None else out_bytes)
     barriers = 2 * stages * 8
     return dict(ring=ring, epilogue=epilogue, barriers=barriers, total=ring + epilogue + barriers)
 
@@ -138,16 +145,22 @@ if HAS_GLUON:
                 it += 1
 
     @gluon.jit
-    def _consumer(c_desc, bias_ptr, a_ring, b_ring, ready, empty, c_smem, M, N, K,
+    def _consumer(c_desc, bias_ptr, sa_ptr, sb_ptr, a_ring, b_ring, ready, empty, c_smem, M, N, K,
                   BLOCK_M: gl.constexpr, BLOCK_N: gl.constexpr, BLOCK_K: gl.constexpr,
                   STAGES: gl.constexpr, GROUP_M: gl.constexpr, A_MMAJOR: gl.constexpr, B_KMAJOR: gl.constexpr,
-                  HAS_BIAS: gl.constexpr, num_warps: gl.constexpr):
-        """Default partition (num_warps warps): wgmma over the ring, then the TMA-store epilogue
-        (with HAS_BIAS, the fp32 accumulator plus ``bias[n]`` before the conversion, as F.linear)."""
+                  HAS_BIAS: gl.constexpr, SCALE: gl.constexpr, MAX_IMPRECISE: gl.constexpr,
+                  num_warps: gl.constexpr):
+        """Default partition (num_warps warps): wgmma over the ring, then the TMA-store epilogue:
+        the fp32 accumulator times the scales (SCALE 1: one scalar each, 2: ``sa[m]`` and ``sb[n]``,
+        torch._scaled_mm's tensor- and row-wise recipes), plus ``bias[n]`` (HAS_BIAS), then the
+        conversion. MAX_IMPRECISE (fp8): the wgmma's reduced-precision sum is promoted into the fp32
+        accumulator every that many K (0: never, torch's use_fast_accum=True; 0 for bf16/fp16)."""
         # warps stacked along M: warpgroup g owns rows [64 g, 64 g + 64) of the tile; one wgmma
         # instruction covers 16 rows per warp and the whole BLOCK_N
+        # the wgmma instruction's K: 32 bytes of input per row (16 for bf16/fp16, 32 for fp8)
+        INSTR_K: gl.constexpr = 256 // a_ring.dtype.primitive_bitwidth
         acc_layout: gl.constexpr = gl.NVMMADistributedLayout(version=[3, 0], warps_per_cta=[num_warps, 1],
-                                                             instr_shape=[16, BLOCK_N, 16])
+                                                             instr_shape=[16, BLOCK_N, INSTR_K])
         num_m = gl.cdiv(M, BLOCK_M)
         num_n = gl.cdiv(N, BLOCK_N)
         k_steps = gl.cdiv(K, BLOCK_K)
@@ -166,7 +179,11 @@ if HAS_GLUON:
                     a_op = a_ring.index(s).permute((1, 0))
                 else:
                     a_op = a_ring.index(s)
-                acc = warpgroup_mma(a_op, b_op, acc, use_acc=ks > 0, is_async=True)
+                if MAX_IMPRECISE == 0:  # bf16/fp16, or fp8 with Triton's default (no promotion)
+                    acc = warpgroup_mma(a_op, b_op, acc, use_acc=ks > 0, is_async=True)
+                else:  # fp8: a partial accumulator, added into acc every MAX_IMPRECISE of K
+                    acc = warpgroup_mma(a_op, b_op, acc, use_acc=ks > 0, max_num_imprecise_acc=MAX_IMPRECISE,
+                                        is_async=True)
                 # <= 1 in flight: the previous step's wgmma (this warpgroup's) has retired
                 acc = warpgroup_mma_wait(num_outstanding=1, deps=(acc, ))
                 # the arrive below is one thread's: first make sure both warpgroups got here
@@ -178,12 +195,20 @@ if HAS_GLUON:
             mbarrier.arrive(empty.index((it + STAGES - 1) % STAGES))
 
             # epilogue, while the producer fills the ring for the next tile
+            val = acc
+            if SCALE == 1:
+                val = val * (gl.load(sa_ptr) * gl.load(sb_ptr))
+            if SCALE == 2:
+                offs_m = pid_m * BLOCK_M + gl.arange(0, BLOCK_M, layout=gl.SliceLayout(1, acc_layout))
+                offs_sn = pid_n * BLOCK_N + gl.arange(0, BLOCK_N, layout=gl.SliceLayout(0, acc_layout))
+                sa = gl.load(sa_ptr + offs_m, mask=offs_m < M, other=0.0)
+                sb = gl.load(sb_ptr + offs_sn, mask=offs_sn < N, other=0.0)
+                val = val * gl.expand_dims(sa, 1) * gl.expand_dims(sb, 0)
             if HAS_BIAS:
                 offs_n = pid_n * BLOCK_N + gl.arange(0, BLOCK_N, layout=gl.SliceLayout(0, acc_layout))
                 bias = gl.load(bias_ptr + offs_n, mask=offs_n < N, other=0.0).to(gl.float32)
-                out = (acc + gl.expand_dims(bias, 0)).to(c_desc.dtype)
-            else:
-                out = acc.to(c_desc.dtype)
+                val = val + gl.expand_dims(bias, 0)
+            out = val.to(c_desc.dtype)
             tma.store_wait(pendings=0)  # the previous tile's store has read c_smem
             _cta_barrier()
             c_smem.store(out)
@@ -193,11 +218,11 @@ if HAS_GLUON:
         tma.store_wait(pendings=0)
 
     @gluon.jit
-    def gluon_gemm_ws_kernel(a_desc, b_desc, c_desc, bias_ptr, M, N, K,
+    def gluon_gemm_ws_kernel(a_desc, b_desc, c_desc, bias_ptr, sa_ptr, sb_ptr, M, N, K,
                              BLOCK_M: gl.constexpr, BLOCK_N: gl.constexpr, BLOCK_K: gl.constexpr,
                              STAGES: gl.constexpr, GROUP_M: gl.constexpr, A_MMAJOR: gl.constexpr,
-                             B_KMAJOR: gl.constexpr, HAS_BIAS: gl.constexpr, PRODUCER_REGS: gl.constexpr,
-                             num_warps: gl.constexpr):
+                             B_KMAJOR: gl.constexpr, HAS_BIAS: gl.constexpr, SCALE: gl.constexpr,
+                             MAX_IMPRECISE: gl.constexpr, PRODUCER_REGS: gl.constexpr, num_warps: gl.constexpr):
         """C = A @ B (+ bias over N), persistent over tiles, TMA producer warp + two consumer warpgroups.
 
         a_desc: (M, K) row-major, box [BLOCK_M, BLOCK_K], or (A_MMAJOR) Aᵀ as (K, M) row-major, box
@@ -217,8 +242,9 @@ if HAS_GLUON:
         fence_async_shared()  # the initialised barriers are visible to the TMA unit
 
         gl.warp_specialize([
-            (_consumer, (c_desc, bias_ptr, a_ring, b_ring, ready, empty, c_smem, M, N, K, BLOCK_M, BLOCK_N,
-                         BLOCK_K, STAGES, GROUP_M, A_MMAJOR, B_KMAJOR, HAS_BIAS, num_warps)),
+            (_consumer, (c_desc, bias_ptr, sa_ptr, sb_ptr, a_ring, b_ring, ready, empty, c_smem, M, N, K, BLOCK_M,
+                         BLOCK_N, BLOCK_K, STAGES, GROUP_M, A_MMAJOR, B_KMAJOR, HAS_BIAS, SCALE, MAX_IMPRECISE,
+                         num_warps)),
             (_producer, (a_desc, b_desc, a_ring, b_ring, ready, empty, M, N, K, BLOCK_M, BLOCK_N, BLOCK_K,
                          STAGES, GROUP_M, A_MMAJOR, B_KMAJOR)),
         ], [1], [PRODUCER_REGS])
@@ -254,7 +280,7 @@ def b_is_kmajor(b_strides) -> bool | None:
     return None
 
 
-def supports(m: int, n: int, k: int, dtype, a_strides, b_strides, c_strides) -> str | None:
+def supports(m: int, n: int, k: int, dtype, a_strides, b_strides, c_strides, out_dtype=None) -> str | None:
     """Why this kernel cannot compute C (m, n) = A (m, k) @ B (k, n) with these strides (elements),
     or None if it can. Needs bf16/fp16, a row-major C, A and B each row-major or column-major, each
     with a 16-byte-aligned leading stride, and C's rows a whole number of 16-byte chunks
@@ -262,11 +288,18 @@ def supports(m: int, n: int, k: int, dtype, a_strides, b_strides, c_strides) -> 
     wrapper checks those)."""
     if not HAS_GLUON:
         return "this Triton has no Gluon (triton.experimental.gluon)"
-    if dtype not in DTYPES:
-        return f"dtype {dtype} is not bf16 or fp16"
+    fp8 = dtype in FP8_DTYPES
+    if dtype not in DTYPES and not fp8:
+        return f"dtype {dtype} is not bf16, fp16 or fp8"
+    out_dtype = dtype if out_dtype is None else out_dtype
+    if (out_dtype not in DTYPES) if fp8 else (out_dtype != dtype):
+        return f"C dtype {out_dtype}: needs {'bf16 or fp16' if fp8 else dtype}"
     if min(m, n, k) < 1:
         return f"empty problem (m, n, k) = ({m}, {n}, {k})"
-    es = 2
+    es = 1 if fp8 else 2
+    if fp8 and (a_is_mmajor(a_strides) is not False or b_is_kmajor(b_strides) is not True):
+        return (f"A strides {tuple(a_strides)}, B strides {tuple(b_strides)}: an fp8 wgmma reads both operands "
+                "K-major (A row-major, B column-major, as torch._scaled_mm requires)")
     mmajor = a_is_mmajor(a_strides)
     if mmajor is None:
         return f"A strides {tuple(a_strides)}: need (lda, 1) or (1, lda)"
@@ -278,35 +311,43 @@ def supports(m: int, n: int, k: int, dtype, a_strides, b_strides, c_strides) -> 
     lead = b_strides[1] if kmajor else b_strides[0]
     if (lead * es) % 16:
         return f"B strides {tuple(b_strides)}: leading stride {lead} * {es} bytes is not a multiple of 16"
-    if not _row_major_ok(c_strides, es):
-        return f"C strides {tuple(c_strides)}: need (ldc, 1) with ldc * {es} bytes a multiple of 16"
-    if not tma_store_exact(n, es):
-        return (f"C has N = {n}: {n * es} bytes per row is not a multiple of 16, and the TMA store "
+    ces = 2
+    if not _row_major_ok(c_strides, ces):
+        return f"C strides {tuple(c_strides)}: need (ldc, 1) with ldc * {ces} bytes a multiple of 16"
+    if not tma_store_exact(n, ces):
+        return (f"C has N = {n}: {n * ces} bytes per row is not a multiple of 16, and the TMA store "
                 f"would write past the row end")
     return None
 
 
-def _check_config(block_m, block_n, block_k, stages, group_m):
+def _check_config(block_m, block_n, block_k, stages, group_m, elem_bytes: int = 2):
     if block_m != 128:
         raise ValueError(f"block_m={block_m}: only 128 (two warpgroups of 64 rows) is implemented")
     if block_n not in (64, 128, 256):
         raise ValueError(f"block_n={block_n}: must be 64, 128 or 256")
-    if block_k not in (32, 64):
+    if elem_bytes == 2 and block_k not in (32, 64):
         raise ValueError(f"block_k={block_k}: must be 32 or 64 (128-byte swizzled bf16/fp16 rows)")
+    if elem_bytes == 1 and block_k not in (64, 128):
+        raise ValueError(f"block_k={block_k}: must be 64 or 128 (128-byte swizzled fp8 rows)")
     if stages < 2:
         raise ValueError(f"stages={stages}: must be at least 2")
     if group_m < 1:
         raise ValueError(f"group_m={group_m}: must be at least 1")
-    need = smem_bytes(block_m, block_n, block_k, stages)["total"]
+    need = smem_bytes(block_m, block_n, block_k, stages, elem_bytes, 2)["total"]
     if need > MAX_SMEM:
         raise ValueError(f"stages={stages}: {block_m}x{block_n}x{block_k} with {stages} stages needs {need} bytes "
                          f"of shared memory, more than {MAX_SMEM}")
 
 
+def _gl_dtype(dtype):
+    return {torch.bfloat16: gl.bfloat16, torch.float16: gl.float16, torch.float8_e4m3fn: gl.float8e4nv,
+            torch.float8_e5m2: gl.float8e5}[dtype]
+
+
 def make_descriptors(a, b, out, block_m, block_n, block_k):
     """Host TMA descriptors (a, b, c), whether A is M-major and whether B is K-major; inputs already
     validated."""
-    gdt = gl.bfloat16 if a.dtype == torch.bfloat16 else gl.float16
+    gdt = _gl_dtype(a.dtype)
     mmajor = a_is_mmajor(a.stride())
     kmajor = b_is_kmajor(b.stride())
     if mmajor:
@@ -329,7 +370,7 @@ def make_descriptors(a, b, out, block_m, block_n, block_k):
                                   gl.NVMMASharedLayout.get_default_for(b_block, gdt))
     c_block = [block_m, block_n]
     c_desc = TensorDescriptor(out, list(out.shape), list(out.stride()), c_block,
-                              gl.NVMMASharedLayout.get_default_for(c_block, gdt))
+                              gl.NVMMASharedLayout.get_default_for(c_block, _gl_dtype(out.dtype)))
     return a_desc, b_desc, c_desc, mmajor, kmajor
 
 
@@ -389,23 +430,109 @@ def gluon_matmul(a: torch.Tensor, b: torch.Tensor, out: torch.Tensor | None = No
             raise ValueError(f"{name}: data pointer is not 16-byte aligned (TMA needs it)")
     if a.device.type != "cuda":
         raise ValueError(f"a: on {a.device}; the Gluon kernel needs a CUDA (sm_90) device")
-    has_bias = bias is not None
-    key = (a.device.index, a.dtype, m, n, k, a.stride(), b.stride(), out.stride(), block_m, block_n, block_k,
-           stages, group_m, num_sms, None if bias is None else bias.dtype)
+    return _launch(a, b, out, bias, None, None, 0, 0, block_m, block_n, block_k, stages, group_m, num_sms)
+
+
+def gluon_scaled_mm(a: torch.Tensor, b: torch.Tensor, scale_a: torch.Tensor, scale_b: torch.Tensor, *,
+                    out_dtype=torch.bfloat16, bias: torch.Tensor | None = None, use_fast_accum: bool = False,
+                    out: torch.Tensor | None = None, block_n: int | None = None, block_k: int = 128,
+                    stages: int | None = None, group_m: int = 8, num_sms: int | None = None) -> torch.Tensor:
+    """torch._scaled_mm on the Gluon kernel: ``(a @ b) · scale_a · scale_b (+ bias)`` for fp8 ``a``
+    (M, K) row-major and ``b`` (K, N) column-major (both K-major, as an fp8 wgmma reads them) into
+    bf16/fp16, with tensor-wise (one fp32 element each) or row-wise (``scale_a`` (M, 1), ``scale_b``
+    (1, N), contiguous fp32) scales. Without ``use_fast_accum`` the wgmma's reduced-precision sum is
+    promoted into the fp32 accumulator once per K-step (every ``block_k`` = 128 of K, the interval
+    CUTLASS's fp8 kernels use); with it, never. Tiles (:data:`FP8_VARIANTS`): 128x256x128 with 3
+    stages with fast accumulation, else 128x128x128 with 5 (the promotion's second accumulator does
+    not fit beside a 128x256 one: 380 bytes of spills in the sm_90 compile). Raises ValueError
+    naming the argument otherwise."""
+    if block_n is None:
+        block_n = 256 if use_fast_accum else 128
+    if stages is None:
+        stages = 3 if block_n == 256 else 5
+    if block_n == 256 and not use_fast_accum:
+        raise ValueError("block_n: 256 needs use_fast_accum=True (the promotion's partial accumulator spills)")
+    if not HAS_GLUON:
+        raise ValueError("a: this Triton has no Gluon (triton.experimental.gluon); the kernel cannot run")
+    for name, t in (("a", a), ("b", b)):
+        if not isinstance(t, torch.Tensor) or t.dim() != 2 or t.dtype not in FP8_DTYPES:
+            raise ValueError(f"{name}: expected a 2-D float8_e4m3fn / float8_e5m2 tensor")
+    if a.shape[1] != b.shape[0]:
+        raise ValueError(f"b: shape {tuple(b.shape)} does not match a {tuple(a.shape)} (inner dimensions)")
+    if out_dtype not in DTYPES:
+        raise ValueError(f"out_dtype: {out_dtype} is not bf16 or fp16")
+    m, k = a.shape
+    n = b.shape[1]
+    for name, t in (("b", b), ("scale_a", scale_a), ("scale_b", scale_b)):
+        if not isinstance(t, torch.Tensor) or t.device != a.device:
+            raise ValueError(f"{name}: expected a tensor on {a.device}")
+    if scale_a.dtype != torch.float32 or scale_b.dtype != torch.float32:
+        raise ValueError("scale_a: scales must be float32")
+    if scale_a.numel() == 1 and scale_b.numel() == 1:
+        scale, sa, sb = 1, scale_a.reshape(1), scale_b.reshape(1)
+    elif tuple(scale_a.shape) == (m, 1) and tuple(scale_b.shape) == (1, n):
+        if not (scale_a.is_contiguous() and scale_b.is_contiguous()):
+            raise ValueError("scale_a: row-wise scales must be contiguous")
+        scale, sa, sb = 2, scale_a.reshape(m), scale_b.reshape(n)
+    else:
+        raise ValueError(f"scale_a: shapes {tuple(scale_a.shape)} and {tuple(scale_b.shape)} are neither "
+                         f"tensor-wise (one element each) nor row-wise (({m}, 1) and (1, {n}))")
+    if out is None:
+        out = torch.empty((m, n), dtype=out_dtype, device=a.device)
+    elif not isinstance(out, torch.Tensor) or tuple(out.shape) != (m, n) or out.dtype != out_dtype \
+            or out.device != a.device:
+        raise ValueError(f"out: expected a ({m}, {n}) {out_dtype} tensor on {a.device}")
+    if bias is not None:
+        if not isinstance(bias, torch.Tensor) or bias.numel() != n or bias.device != a.device \
+                or bias.dtype not in (*DTYPES, torch.float32):
+            raise ValueError(f"bias: expected {n} bf16/fp16/fp32 elements on {a.device}")
+        bias = bias.reshape(n)
+        if bias.stride(0) != 1:
+            raise ValueError("bias: must be contiguous")
+    _check_config(128, block_n, block_k, stages, group_m, elem_bytes=1)
+    if m == 0 or n == 0:
+        return out
+    if k == 0:
+        return out.zero_() if bias is None else out.copy_(bias.expand(m, n))
+    reason = supports(m, n, k, a.dtype, a.stride(), b.stride(), out.stride(), out_dtype)
+    if reason is not None:
+        name = "a" if reason.startswith("A ") else "b" if reason.startswith("B ") else \
+            "out" if reason.startswith("C ") else "a"
+        raise ValueError(f"{name}: {reason}")
+    for name, t in (("a", a), ("b", b), ("out", out)):
+        if t.data_ptr() % 16:
+            raise ValueError(f"{name}: data pointer is not 16-byte aligned (TMA needs it)")
+    if a.device.type != "cuda":
+        raise ValueError(f"a: on {a.device}; the Gluon kernel needs a CUDA (sm_90) device")
+    return _launch(a, b, out, bias, sa, sb, scale, 0 if use_fast_accum else block_k, 128, block_n, block_k,
+                   stages, group_m, num_sms)
+
+
+def _launch(a, b, out, bias, sa, sb, scale: int, max_imprecise: int, block_m, block_n, block_k, stages, group_m,
+            num_sms) -> torch.Tensor:
+    """Launch on checked inputs: the raw launch of a warm key, else Triton's (binding the key)."""
+    m, k = a.shape
+    n = b.shape[1]
+    key = (a.device.index, a.dtype, out.dtype, m, n, k, a.stride(), b.stride(), out.stride(), block_m, block_n,
+           block_k, stages, group_m, num_sms, None if bias is None else bias.dtype, scale, max_imprecise)
     warm = _WARM.get(key)
     if warm is not None and not _launch_hooks_on():
         raw, grid0, tail = warm
+        po = out.data_ptr()
         raw(grid0, torch.cuda.current_stream(a.device).cuda_stream,
-            (*raw.expand(0, a.data_ptr()), *raw.expand(1, b.data_ptr()), *raw.expand(2, out.data_ptr()),
-             (bias if has_bias else out).data_ptr(), m, n, k, *tail))
+            (*raw.expand(0, a.data_ptr()), *raw.expand(1, b.data_ptr()), *raw.expand(2, po),
+             po if bias is None else bias.data_ptr(), po if sa is None else sa.data_ptr(),
+             po if sb is None else sb.data_ptr(), m, n, k, *tail))
         return out
     a_desc, b_desc, c_desc, mmajor, kmajor = make_descriptors(a, b, out, block_m, block_n, block_k)
     sms = num_sms if num_sms is not None else torch.cuda.get_device_properties(a.device).multi_processor_count
     tiles = ((m + block_m - 1) // block_m) * ((n + block_n - 1) // block_n)
     grid = (max(1, min(sms, tiles)),)
     consts = dict(BLOCK_M=block_m, BLOCK_N=block_n, BLOCK_K=block_k, STAGES=stages, GROUP_M=group_m,
-                  A_MMAJOR=mmajor, B_KMAJOR=kmajor, HAS_BIAS=has_bias, PRODUCER_REGS=PRODUCER_REGS)
-    compiled = gluon_gemm_ws_kernel[grid](a_desc, b_desc, c_desc, bias if has_bias else out, m, n, k, **consts,
+                  A_MMAJOR=mmajor, B_KMAJOR=kmajor, HAS_BIAS=bias is not None, SCALE=scale,
+                  MAX_IMPRECISE=max_imprecise, PRODUCER_REGS=PRODUCER_REGS)
+    compiled = gluon_gemm_ws_kernel[grid](a_desc, b_desc, c_desc, out if bias is None else bias,
+                                          out if sa is None else sa, out if sb is None else sb, m, n, k, **consts,
                                           **launch_options())
     _bind_warm(key, compiled, (a_desc, b_desc, c_desc), grid[0], consts)
     return out
@@ -429,14 +556,15 @@ def _bind_warm(key: tuple, compiled, descs: tuple, grid0: int, consts: dict) -> 
         return
     names = [p.name for p in params]
     consts = {**consts, "num_warps": launch_options()["num_warps"]}  # a parameter of the kernel too
-    if names[:7] != ["a_desc", "b_desc", "c_desc", "bias_ptr", "M", "N", "K"] or set(names[7:]) != set(consts):
+    if names[:9] != ["a_desc", "b_desc", "c_desc", "bias_ptr", "sa_ptr", "sb_ptr", "M", "N", "K"] or \
+            set(names[9:]) != set(consts):
         return
     raw = _fastlaunch.bind(compiled, dict(enumerate(descs)))
     if raw is None:
         return
     if len(_WARM) >= _WARM_MAX:
         _WARM.pop(next(iter(_WARM)))
-    _WARM[key] = (raw, grid0, tuple(consts[name] for name in names[7:]))
+    _WARM[key] = (raw, grid0, tuple(consts[name] for name in names[9:]))
 
 
 def _launch_hooks_on() -> bool:

@@ -139,8 +139,7 @@ class HardwareProfile:
                                                                                 default=str)))
             except (TypeError, ValueError, AttributeError):
                 pass  # fields no profile has (a direct call with anything): the hash as given
-        with _BY_HASH_LOCK:
-            _BY_HASH[self.content_hash] = self
+        _remember(self)
 
     def __hash__(self) -> int:
         return hash(self.content_hash)
@@ -384,17 +383,36 @@ def _hash_text(canonical: str) -> str:
 # Every live profile, by content hash (HardwareProfile.__post_init__ registers it): what lets a
 # profile *object* cross a traced boundary as its hash alone (tritonblas.ops under torch.compile,
 # where storing it in a registry while tracing would be a side effect dynamo replays too late).
-# Weak values: a profile stays found as long as anything holds it (a count bound evicted profiles
-# that _load_text's cache kept handing out, after enough calibration builds).
-_BY_HASH: "weakref.WeakValueDictionary[str, HardwareProfile]" = weakref.WeakValueDictionary()
+# Weak references, every live one under its hash (a copy of a profile's file has its hash too): a
+# profile stays found as long as anything holds it (a count bound evicted profiles that
+# _load_text's cache kept handing out, after enough calibration builds; one slot per hash lost a
+# live profile when a newer copy with the same hash died).
+_BY_HASH: "dict[str, list[weakref.ref]]" = {}
 _BY_HASH_LOCK = threading.Lock()
+_BY_HASH_SWEEP = [256]  # sweep hashes with no live profile when there are this many
 _BUILDING = threading.local()
+
+
+def _remember(hw: HardwareProfile) -> None:
+    with _BY_HASH_LOCK:
+        refs = [r for r in _BY_HASH.get(hw.content_hash, ()) if r() is not None]
+        refs.append(weakref.ref(hw))
+        _BY_HASH[hw.content_hash] = refs
+        if len(_BY_HASH) >= _BY_HASH_SWEEP[0]:
+            for h in [h for h, rs in _BY_HASH.items() if all(r() is None for r in rs)]:
+                del _BY_HASH[h]
+            _BY_HASH_SWEEP[0] = max(256, 2 * len(_BY_HASH))
 
 
 def profile_by_hash(content_hash: str) -> "HardwareProfile | None":
     """The profile origami built (loaded, checked or calibrated) with this ``content_hash``, or None."""
     with _BY_HASH_LOCK:
-        return _BY_HASH.get(content_hash)
+        refs = list(_BY_HASH.get(content_hash, ()))
+    for r in reversed(refs):  # the newest live one
+        hw = r()
+        if hw is not None:
+            return hw
+    return None
 
 
 # ---------------------------------------------------------------------------------------------

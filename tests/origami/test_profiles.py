@@ -395,3 +395,19 @@ def test_a_replaced_profile_gets_the_hash_of_its_contents():
     assert slow.content_hash != hw.content_hash and slow != hw
     assert profile_by_hash(slow.content_hash) is slow and profile_by_hash(hw.content_hash) == hw  # (or a copy of its file)
     assert dataclasses.replace(hw) == hw  # same contents, same hash
+
+
+def test_profile_by_hash_keeps_a_live_profile_when_a_copy_with_its_hash_dies(tmp_path):
+    """A copy of h200.yaml loaded by path has h200's hash; when that newer copy was dropped, the
+    registry's one slot for the hash emptied and the h200 still in use was no longer found."""
+    import gc
+
+    from origami.hardware import _build, profile_by_hash
+
+    hw = origami.load_profile("h200")
+    copy = _build(yaml.safe_load((Path(origami.__file__).resolve().parent.parent / "hwprofiles" / "h200.yaml")
+                                 .read_text()), "copy.yaml")
+    assert copy.content_hash == hw.content_hash and profile_by_hash(hw.content_hash) is copy
+    del copy
+    gc.collect()
+    assert profile_by_hash(hw.content_hash) == hw

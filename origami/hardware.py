@@ -14,6 +14,7 @@ import json
 import math
 import os
 import threading
+import weakref
 from dataclasses import dataclass
 from functools import lru_cache
 from importlib import resources
@@ -110,7 +111,7 @@ SCHEMA["model"] = {k: (_FLOAT, lo, hi, doc) for k, (lo, hi, doc) in MODEL_PARAMS
 # ---------------------------------------------------------------------------------------------
 # Loaded profile
 # ---------------------------------------------------------------------------------------------
-@dataclass(frozen=True, slots=True)
+@dataclass(frozen=True, slots=True, weakref_slot=True)
 class HardwareProfile:
     """A validated, immutable hardware profile. Sections are read-only mappings."""
 
@@ -127,6 +128,18 @@ class HardwareProfile:
     sources: Mapping[str, str]
     content_hash: str
     path: str
+
+    def __post_init__(self) -> None:
+        # A profile made outside _build (dataclasses.replace, a direct call) kept the content_hash it
+        # was handed: equal to, and found by profile_by_hash as, a profile with other contents. Its hash
+        # is recomputed from its fields; every profile is then registered under its hash.
+        if not getattr(_BUILDING, "on", False):
+            try:
+                object.__setattr__(self, "content_hash", _hash_text(json.dumps(_to_raw(self), sort_keys=True,
+                                                                                default=str)))
+            except (TypeError, ValueError, AttributeError):
+                pass  # fields no profile has (a direct call with anything): the hash as given
+        _remember(self)
 
     def __hash__(self) -> int:
         return hash(self.content_hash)
@@ -350,32 +363,56 @@ def _build(raw: Any, where: str) -> HardwareProfile:
         raise ProfileError(f"{len(errors)} error(s) in profile {where}:\n  {body}" if len(errors) > 1 else body)
     canonical = json.dumps(raw, sort_keys=True, default=str)
     ro = MappingProxyType
-    hw = HardwareProfile(
-        name=d["name"], vendor=d["vendor"], arch=d["arch"], device_names=d["device_names"],
-        compute=ro(d["compute"]), memory=ro(d["memory"]),
-        matrix_peak_flops=ro(d["matrix"]["peak_flops"]), matrix_instr_shape=ro(d["matrix"]["instr_shape"]),
-        launch_overhead_ns=d["launch_overhead_ns"], model=ro(d["model"]), sources=ro(d["sources"]),
-        content_hash=hashlib.sha256(canonical.encode()).hexdigest()[:16], path=where,
-    )
-    with _BY_HASH_LOCK:
-        _BY_HASH.pop(hw.content_hash, None)
-        _BY_HASH[hw.content_hash] = hw
-        while len(_BY_HASH) > _BY_HASH_MAX:
-            del _BY_HASH[next(iter(_BY_HASH))]
-    return hw
+    _BUILDING.on = True  # the hash is of raw (HardwareProfile.__post_init__ keeps it)
+    try:
+        return HardwareProfile(
+            name=d["name"], vendor=d["vendor"], arch=d["arch"], device_names=d["device_names"],
+            compute=ro(d["compute"]), memory=ro(d["memory"]),
+            matrix_peak_flops=ro(d["matrix"]["peak_flops"]), matrix_instr_shape=ro(d["matrix"]["instr_shape"]),
+            launch_overhead_ns=d["launch_overhead_ns"], model=ro(d["model"]), sources=ro(d["sources"]),
+            content_hash=_hash_text(canonical), path=where,
+        )
+    finally:
+        _BUILDING.on = False
 
 
-# Every profile this module has built, by content hash (the newest _BY_HASH_MAX): what lets a
+def _hash_text(canonical: str) -> str:
+    return hashlib.sha256(canonical.encode()).hexdigest()[:16]
+
+
+# Every live profile, by content hash (HardwareProfile.__post_init__ registers it): what lets a
 # profile *object* cross a traced boundary as its hash alone (tritonblas.ops under torch.compile,
 # where storing it in a registry while tracing would be a side effect dynamo replays too late).
-_BY_HASH: dict[str, HardwareProfile] = {}
-_BY_HASH_MAX = 256
+# Weak references, every live one under its hash (a copy of a profile's file has its hash too): a
+# profile stays found as long as anything holds it (a count bound evicted profiles that
+# _load_text's cache kept handing out, after enough calibration builds; one slot per hash lost a
+# live profile when a newer copy with the same hash died).
+_BY_HASH: "dict[str, list[weakref.ref]]" = {}
 _BY_HASH_LOCK = threading.Lock()
+_BY_HASH_SWEEP = [256]  # sweep hashes with no live profile when there are this many
+_BUILDING = threading.local()
+
+
+def _remember(hw: HardwareProfile) -> None:
+    with _BY_HASH_LOCK:
+        refs = [r for r in _BY_HASH.get(hw.content_hash, ()) if r() is not None]
+        refs.append(weakref.ref(hw))
+        _BY_HASH[hw.content_hash] = refs
+        if len(_BY_HASH) >= _BY_HASH_SWEEP[0]:
+            for h in [h for h, rs in _BY_HASH.items() if all(r() is None for r in rs)]:
+                del _BY_HASH[h]
+            _BY_HASH_SWEEP[0] = max(256, 2 * len(_BY_HASH))
 
 
 def profile_by_hash(content_hash: str) -> "HardwareProfile | None":
     """The profile origami built (loaded, checked or calibrated) with this ``content_hash``, or None."""
-    return _BY_HASH.get(content_hash)
+    with _BY_HASH_LOCK:
+        refs = list(_BY_HASH.get(content_hash, ()))
+    for r in reversed(refs):  # the newest live one
+        hw = r()
+        if hw is not None:
+            return hw
+    return None
 
 
 # ---------------------------------------------------------------------------------------------

@@ -130,3 +130,28 @@ def test_config_text_is_json_that_round_trips():
         text = ops._config_text(cfg)
         assert json.loads(text) == cfg.to_dict()
         assert ops._config_obj(text) == cfg
+
+
+@pytest.mark.timeout(300)
+def test_a_replaced_profile_object_compiles_as_itself(device, monkeypatch):
+    """``profile=dataclasses.replace(hw, ...)`` compiled: the profile crosses as its content hash,
+    which the copy kept from ``hw``, so the graph's op ran with ``hw`` (found by that hash) instead."""
+    import dataclasses
+
+    import origami
+    from tritonblas import ops
+
+    hw = origami.load_profile("h200")
+    slow = dataclasses.replace(hw, launch_overhead_ns=hw.launch_overhead_ns * 10)
+    seen, gemm = [], dispatch.gemm
+
+    def spy(*args, **kw):
+        seen.append(kw.get("profile"))
+        return gemm(*args, **kw)
+
+    monkeypatch.setattr(dispatch, "gemm", spy)
+    ops._PROFILES.clear()
+    a, b = torch.randn(5, 6, device=device), torch.randn(6, 4, device=device)
+    got = torch.compile(lambda a, b: tritonblas.matmul(a, b, profile=slow), backend="aot_eager", fullgraph=True)(a, b)
+    assert seen and seen[-1] is slow
+    torch.testing.assert_close(got.double(), a.double() @ b.double(), rtol=1e-5, atol=1e-5)

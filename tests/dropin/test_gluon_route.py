@@ -189,3 +189,23 @@ def test_a_taken_call_is_remembered_as_a_warm_entry(monkeypatch, device):
     got = tritonblas.matmul(a, b)
     assert len(ran) == 8, "the entry was served with the variable off"
     assert_gemm_close(got, ref, mag, a.shape[1], what="matmul after the experiment")
+
+
+@pytest.mark.xfail(strict=True, raises=IndexError,
+                   reason="dispatch._gluon_bias reads c.shape[-1] of a 0-d C (dispatch.py, not fixed here)")
+@pytest.mark.usefixtures("cpu_profile")
+def test_a_scalar_c_under_the_experiment_runs_like_without_it(monkeypatch, device):
+    """``addmm(<0-d bf16 tensor>, a, b)`` runs without the variable (C broadcast); under
+    TRITONBLAS_GLUON=1 with an eligible call, ``_gluon_bias`` raised IndexError on ``c.shape[-1]``."""
+    if device != "cpu":
+        pytest.skip("on CPU with the kernel and its eligibility rule stood in for")
+    from tritonblas.kernels import gluon_hopper
+
+    monkeypatch.setattr(gluon_hopper, "gluon_matmul", lambda a, b, out=None, bias=None, **kw: out.copy_(
+        (a.double() @ b.double() + (0 if bias is None else bias.double())).to(out.dtype)))
+    monkeypatch.setattr(dispatch, "gluon_eligible", lambda a, b, out: None)
+    monkeypatch.setenv(settings.ENV_GLUON, "1")
+    tritonblas.clear_caches()
+    a, b, c = _t(130, 70), _t(70, 300), torch.tensor(1.5).bfloat16()
+    got = tritonblas.addmm(c, a, b)
+    torch.testing.assert_close(got.double(), a.double() @ b.double() + 1.5, rtol=2e-2, atol=2e-1)

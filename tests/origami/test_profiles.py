@@ -368,3 +368,46 @@ def test_float_text_is_a_yaml11_float(v, text):
     assert float_text(v) == text
     assert isinstance(yaml.safe_load(f"x: {text}")["x"], float)
     assert as_written(v) == float(text)
+
+
+def test_profile_by_hash_finds_a_loaded_profile_after_many_builds():
+    """``profile_by_hash`` (how a profile object crosses torch.compile) kept the newest 256 profiles
+    built; ``load_profile`` hands its cached object out without a rebuild, so after 256 calibration
+    builds (``replace_model``) the loaded h200 was no longer found and a compiled call with
+    ``profile=<it>`` raised "was not built by origami"."""
+    from origami.hardware import profile_by_hash
+
+    hw = origami.load_profile("h200")
+    for i in range(300):
+        hw.replace_model(mma_efficiency=0.5 + i / 1000)
+    assert origami.load_profile("h200") is hw and profile_by_hash(hw.content_hash) == hw  # (or a copy of its file)
+
+
+def test_a_replaced_profile_gets_the_hash_of_its_contents():
+    """``dataclasses.replace(hw, ...)`` kept ``hw``'s content_hash: equal to ``hw`` and, under
+    torch.compile (where ``profile=`` crosses as its hash), silently replaced by ``hw``."""
+    import dataclasses
+
+    from origami.hardware import profile_by_hash
+
+    hw = origami.load_profile("h200")
+    slow = dataclasses.replace(hw, launch_overhead_ns=hw.launch_overhead_ns * 10)
+    assert slow.content_hash != hw.content_hash and slow != hw
+    assert profile_by_hash(slow.content_hash) is slow and profile_by_hash(hw.content_hash) == hw  # (or a copy of its file)
+    assert dataclasses.replace(hw) == hw  # same contents, same hash
+
+
+def test_profile_by_hash_keeps_a_live_profile_when_a_copy_with_its_hash_dies(tmp_path):
+    """A copy of h200.yaml loaded by path has h200's hash; when that newer copy was dropped, the
+    registry's one slot for the hash emptied and the h200 still in use was no longer found."""
+    import gc
+
+    from origami.hardware import _build, profile_by_hash
+
+    hw = origami.load_profile("h200")
+    copy = _build(yaml.safe_load((Path(origami.__file__).resolve().parent.parent / "hwprofiles" / "h200.yaml")
+                                 .read_text()), "copy.yaml")
+    assert copy.content_hash == hw.content_hash and profile_by_hash(hw.content_hash) is copy
+    del copy
+    gc.collect()
+    assert profile_by_hash(hw.content_hash) == hw

@@ -16,6 +16,8 @@
 #   models    benchmarks/models.py $MODELS_ARGS (real models, torch vs enable()) -> $OUT/models_h200.csv
 #   inductor  benchmarks/inductor_compare.py $INDUCTOR_ARGS (compile time + speed: default, max-autotune, origami provider)
 #   fp8       benchmarks/scaled_mm_compare.py $FP8_ARGS (tritonblas.scaled_mm vs torch._scaled_mm) -> $OUT/scaled_mm_h200.csv
+#   fp8_gluon scaled_mm_compare.py: the Triton pick with --fast-accum, and gluon_scaled_mm (TRITONBLAS_GLUON=1)
+#             with and without it -> $OUT/fp8_gluon.tgz
 #   gluon     the experimental Gluon kernel (tritonblas/kernels/gluon_hopper.py): its sm_90 compile census,
 #             its GPU correctness test (opt-in, TRITONBLAS_TEST_GLUON=1; a hang fails, per variant) and
 #             benchmarks/gluon_probe.py (vs torch.matmul and tritonblas.matmul) -> $OUT/gluon_*.{jsonl,log,csv};
@@ -75,6 +77,14 @@ for step in $STEPS; do
                  --out "$OUT/models_h200.csv" > "$log" 2>&1 ;;
     inductor)  timeout ${INDUCTOR_TIMEOUT:-420} python3 benchmarks/inductor_compare.py ${INDUCTOR_ARGS:-} --out "$OUT/inductor_h200.csv" > "$log" 2>&1 ;;
     fp8)       timeout ${FP8_TIMEOUT:-300} python3 benchmarks/scaled_mm_compare.py ${FP8_ARGS:-} --out "$OUT/scaled_mm_h200.csv" > "$log" 2>&1 ;;
+    fp8_gluon) # the fp8 questions of issue 18: origami's Triton pick with fast accumulation (how much does
+               # the promotion every 32 of K cost?), and gluon_scaled_mm (TRITONBLAS_GLUON=1) with and without it
+               { mkdir -p "$OUT/f8"
+                 timeout 120 python3 benchmarks/scaled_mm_compare.py --fast-accum --out "$OUT/f8/triton_fast.csv"
+                 TRITONBLAS_GLUON=1 timeout 120 python3 benchmarks/scaled_mm_compare.py --out "$OUT/f8/gluon.csv"
+                 TRITONBLAS_GLUON=1 timeout 120 python3 benchmarks/scaled_mm_compare.py --fast-accum --out "$OUT/f8/gluon_fast.csv"
+                 tar czf "$OUT/fp8_gluon.tgz" -C "$OUT" f8 && rm -rf "$OUT/f8"
+               } > "$log" 2>&1 ;;
     gluon)     { timeout 120 python3 tests/kernels/_gluon_compile.py > "$OUT/gluon_compile.jsonl" 2>&1
                  TRITONBLAS_TEST_GLUON=1 timeout ${GLUON_TEST_TIMEOUT:-300} python3 -m pytest -m gpu \
                    tests/kernels/test_gluon_hopper_gpu.py tests/dropin/test_gluon_route.py -n 4 -rs -p no:cacheprovider \

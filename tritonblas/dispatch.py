@@ -1185,7 +1185,7 @@ def gluon_eligible(a: torch.Tensor, b: torch.Tensor, out: torch.Tensor) -> str |
 def _gluon_bias(c: torch.Tensor, n: int, beta: float):
     """``c`` as the Gluon kernel's bias vector when ``out = a @ b + beta·c`` is F.linear's bias add
     (beta 1, N contiguous bf16/fp16/fp32 elements: shape (N,) or (1, N)), else False."""
-    if beta != 1 or c.dtype not in (torch.bfloat16, torch.float16, torch.float32) or c.shape[-1] != n:
+    if c.dim() == 0 or beta != 1 or c.dtype not in (torch.bfloat16, torch.float16, torch.float32) or c.shape[-1] != n:
         return False
     if c.dim() == 1 or (c.dim() == 2 and c.shape[0] == 1):
         return c.reshape(n) if c.stride(-1) == 1 else False
@@ -1232,6 +1232,31 @@ class GluonEntry:
             gluon_hopper.gluon_matmul(a, b, out=out, bias=bias, block_n=self.block_n, stages=self.stages)
 
 
+def _gluon_scaled(a, b, out, scale_a, scale_b, bias, fast_accum: bool) -> bool:
+    """``scaled_gemm`` on the Gluon kernel (:func:`tritonblas.kernels.gluon_hopper.gluon_scaled_mm`)
+    under ``TRITONBLAS_GLUON=1``: a bf16/fp16 ``out``, at least :data:`GLUON_MIN`, what its
+    ``supports`` accepts (A row-major, B column-major) with 16-byte-aligned pointers on an sm_90 GPU,
+    and torch's tensor- or row-wise scales; False (origami's pick runs) otherwise."""
+    (m, k), n = a.shape, b.shape[1]
+    if out.dtype not in (torch.bfloat16, torch.float16) or m < GLUON_MIN[0] or n < GLUON_MIN[1] or k < GLUON_MIN[2]:
+        return False
+    if a.device.type != "cuda" or torch.cuda.get_device_capability(a.device) != (9, 0):
+        return False
+    if (a.data_ptr() | b.data_ptr() | out.data_ptr()) % 16 or (bias is not None and bias.stride(-1) != 1):
+        return False
+    row_wise = tuple(scale_a.shape) == (m, 1) and tuple(scale_b.shape) == (1, n)
+    if not (scale_a.numel() == 1 and scale_b.numel() == 1) and not row_wise:
+        return False
+    from tritonblas.kernels import gluon_hopper
+
+    if gluon_hopper.supports(m, n, k, a.dtype, a.stride(), b.stride(), out.stride(), out.dtype) is not None:
+        return False
+    with _cuda_guard(a.device):
+        gluon_hopper.gluon_scaled_mm(a, b, scale_a, scale_b, out_dtype=out.dtype, bias=bias,
+                                     use_fast_accum=bool(fast_accum), out=out)
+    return True
+
+
 def _gluon_config(n: int) -> tuple[int, int]:
     """(block_n, stages) of the experiment: 128x256x64 with 3 stages for N >= 256, else 128x128x64 with 4."""
     return (256, 3) if n >= 256 else (128, 4)
@@ -1272,6 +1297,9 @@ def scaled_gemm(a: torch.Tensor, b: torch.Tensor, out: torch.Tensor, *, scale_a:
         _STATS["empty"] += 1
         out.zero_()
         return out.add_(bias) if bias is not None else out
+    if profile is None and settings.gluon() and _gluon_scaled(a, b, out, scale_a, scale_b, bias, fast_accum):
+        _STATS["launches"] += 1
+        return out
     # the kernel's own views of the scales (what prepare_launch binds: one element, or a unit-stride
     # vector over M / N), and the bias as a broadcast C with beta = 1 (the epilogue adds beta·C after
     # scaling, which is what torch's bias is), so the warm entry rebinds them like any operand

@@ -74,6 +74,8 @@ def _child(variant: str, dtype_name: str, layout: str) -> int:
 
     tile, stages = variant.split("-")
     bm, bn, bk = (int(x) for x in tile.split("x"))
+    if dtype_name in ("e4m3", "e5m2"):
+        return _child_fp8(bn, int(stages[1:]), dtype_name)
     dtype = {"bf16": torch.bfloat16, "fp16": torch.float16}[dtype_name]
     torch.manual_seed(0)
     for m, n, k, num_sms in SHAPES:
@@ -129,14 +131,73 @@ def _child(variant: str, dtype_name: str, layout: str) -> int:
     return 0
 
 
+def _fp8_padded(rows: int, cols: int, dtype):
+    """Random fp8 (rows, cols), leading dimension padded to 16 elements (TMA's 16-byte rows), NaN in
+    the padding: a K tail read past the logical extent shows in the product."""
+    import torch
+
+    ld = -(-cols // 16) * 16
+    buf = torch.randn(rows, ld, device="cuda").mul_(2)
+    buf[:, cols:] = float("nan")
+    return buf.to(dtype)[:, :cols]
+
+
+def _child_fp8(block_n: int, stages: int, dtype_name: str) -> int:
+    """gluon_scaled_mm on every shape whose N rows are whole 16-byte chunks: A row-major, B
+    column-major (torch._scaled_mm's layout), row-wise and tensor-wise fp32 scales on alternate
+    shapes, a bf16 bias on every other one; 128x256 tiles with fast accumulation, 128x128 promoted."""
+    import torch
+
+    from _check import check_gemm
+    from tritonblas.kernels.gluon_hopper import gluon_scaled_mm
+
+    dtype = {"e4m3": torch.float8_e4m3fn, "e5m2": torch.float8_e5m2}[dtype_name]
+    fast = block_n == 256
+    torch.manual_seed(0)
+    for i, (m, n, k, num_sms) in enumerate(SHAPES):
+        print(json.dumps(dict(start=[m, n, k, num_sms])), flush=True)
+        t0 = time.time()
+        try:
+            if (n * 2) % 16:
+                row = dict(shape=[m, n, k, num_sms], ok=True, skipped="C rows end inside a 16-byte chunk")
+            else:
+                a = _fp8_padded(m, k, dtype)
+                b = _fp8_padded(n, k, dtype).t()  # B column-major: Bᵀ row-major
+                if i % 2:
+                    sa, sb = torch.rand(m, 1, device="cuda") + 0.5, torch.rand(1, n, device="cuda") + 0.5
+                else:
+                    sa, sb = torch.tensor(0.75, device="cuda"), torch.tensor(1.25, device="cuda")
+                bias = torch.randn(n, device="cuda").to(torch.bfloat16) if i % 3 == 0 else None
+                ld = -(-n // 8) * 8
+                out_buf = torch.full((m + 8, ld), float("nan"), dtype=torch.bfloat16, device="cuda")
+                out = out_buf[:m, :n]
+                for call in ("jit", "raw"):
+                    out_buf.fill_(float("nan"))
+                    gluon_scaled_mm(a, b, sa, sb, out_dtype=torch.bfloat16, bias=bias, use_fast_accum=fast, out=out,
+                                    block_n=block_n, stages=stages, num_sms=num_sms)
+                    torch.cuda.synchronize()
+                    check_gemm(out, a, b, scale_a=sa, scale_b=sb, bias=bias, fp8_mma=True,
+                               what=f"gluon fp8 {dtype_name} 128x{block_n} {m}x{n}x{k} ({call})")
+                    outside = torch.cat([out_buf[m:].reshape(-1), out_buf[:m, n:].reshape(-1)])
+                    assert torch.isnan(outside).all(), f"{call}: elements written outside C"
+                row = dict(shape=[m, n, k, num_sms], ok=True)
+        except Exception as e:  # noqa: BLE001 - reported to the parent
+            row = dict(shape=[m, n, k, num_sms], ok=False, error=f"{type(e).__name__}: {e}"[:3000])
+        row["s"] = round(time.time() - t0, 3)
+        print(json.dumps(row), flush=True)
+    return 0
+
+
 _HUNG: list = []  # (variant, shape) of a hang: the later variants are skipped, each would cost minutes
+
+
+CASES = [(v, d, lay) for v in VARIANTS for d in ("bf16", "fp16") for lay in ("NN", "NT", "TN", "TT")] + \
+    [(v, d, "NT") for v in ("128x128x128-s5", "128x256x128-s3") for d in ("e4m3", "e5m2")]  # gluon_scaled_mm
 
 
 @pytest.mark.gpu
 @pytest.mark.timeout(FIRST_TIMEOUT_S + SHAPE_TIMEOUT_S * len(SHAPES) + 60)
-@pytest.mark.parametrize("layout", ["NN", "NT", "TN", "TT"])
-@pytest.mark.parametrize("dtype_name", ["bf16", "fp16"])
-@pytest.mark.parametrize("variant", VARIANTS)
+@pytest.mark.parametrize("variant, dtype_name, layout", CASES)
 def test_gluon_hopper_matches_reference(variant, dtype_name, layout):
     import torch
 

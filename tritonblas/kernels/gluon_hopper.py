@@ -3,8 +3,12 @@
 Not in origami's space or the package exports: import this module explicitly. The dispatcher runs
 it only under ``TRITONBLAS_GLUON=1`` (an experiment: ``tritonblas.dispatch.gluon_eligible``).
 
-    from tritonblas.kernels.gluon_hopper import gluon_matmul, supports
-    c = gluon_matmul(a, b)                       # a (M, K), b (K, N) or b = bt.t() with bt (N, K)
+    from tritonblas.kernels.gluon_hopper import gluon_matmul, gluon_scaled_mm, supports
+    c = gluon_matmul(a, b, bias=None)            # bf16/fp16; a and b each row- or column-major
+    c = gluon_scaled_mm(a8, b8, sa, sb, out_dtype=torch.bfloat16)  # fp8: torch._scaled_mm's contract
+
+The bias, the column-major A and the fp8 path (added after the first H200 run) are compile-checked
+for sm_90 only, until the GPU tests below run them.
 
 Evidence (H200, Triton 3.6, 2026-12-01): every variant correct on ragged shapes, no hang
 (``TRITONBLAS_TEST_GLUON=1 python3 -m pytest -m gpu tests/kernels/test_gluon_hopper_gpu.py``);

@@ -1240,6 +1240,8 @@ def _gluon_scaled(a, b, out, scale_a, scale_b, bias, fast_accum: bool) -> bool:
     (m, k), n = a.shape, b.shape[1]
     if out.dtype not in (torch.bfloat16, torch.float16) or m < GLUON_MIN[0] or n < GLUON_MIN[1] or k < GLUON_MIN[2]:
         return False
+    if b.dtype != a.dtype:  # e4m3 x e5m2: the kernel's ring holds one fp8 format
+        return False
     if a.device.type != "cuda" or torch.cuda.get_device_capability(a.device) != (9, 0):
         return False
     if (a.data_ptr() | b.data_ptr() | out.data_ptr()) % 16 or (bias is not None and bias.stride(-1) != 1):

@@ -461,6 +461,8 @@ def gluon_scaled_mm(a: torch.Tensor, b: torch.Tensor, scale_a: torch.Tensor, sca
     for name, t in (("a", a), ("b", b)):
         if not isinstance(t, torch.Tensor) or t.dim() != 2 or t.dtype not in FP8_DTYPES:
             raise ValueError(f"{name}: expected a 2-D float8_e4m3fn / float8_e5m2 tensor")
+    if b.dtype != a.dtype:  # one ring dtype for both operands (torch also allows e4m3 x e5m2)
+        raise ValueError(f"b: dtype {b.dtype} differs from a's {a.dtype}; the kernel takes one fp8 format")
     if a.shape[1] != b.shape[0]:
         raise ValueError(f"b: shape {tuple(b.shape)} does not match a {tuple(a.shape)} (inner dimensions)")
     if out_dtype not in DTYPES:
@@ -517,7 +519,7 @@ def _launch(a, b, out, bias, sa, sb, scale: int, max_imprecise: int, block_m, bl
     """Launch on checked inputs: the raw launch of a warm key, else Triton's (binding the key)."""
     m, k = a.shape
     n = b.shape[1]
-    key = (a.device.index, a.dtype, out.dtype, m, n, k, a.stride(), b.stride(), out.stride(), block_m, block_n,
+    key = (a.device.index, a.dtype, b.dtype, out.dtype, m, n, k, a.stride(), b.stride(), out.stride(), block_m, block_n,
            block_k, stages, group_m, num_sms, None if bias is None else bias.dtype, scale, max_imprecise)
     warm = _WARM.get(key)
     if warm is not None and not _launch_hooks_on():

@@ -520,7 +520,10 @@ def _launch(a, b, out, bias, sa, sb, scale: int, max_imprecise: int, block_m, bl
     m, k = a.shape
     n = b.shape[1]
     key = (a.device.index, a.dtype, b.dtype, out.dtype, m, n, k, a.stride(), b.stride(), out.stride(), block_m, block_n,
-           block_k, stages, group_m, num_sms, None if bias is None else bias.dtype, scale, max_imprecise)
+           block_k, stages, group_m, num_sms, None if bias is None else bias.dtype, scale, max_imprecise,
+           # Triton specialises bias_ptr / sa_ptr / sb_ptr on 16-byte alignment: a kernel compiled for an
+           # aligned bias may vector-load it, so an unaligned one must not reuse its warm key
+           *(None if t is None else t.data_ptr() & 15 for t in (bias, sa, sb)))
     warm = _WARM.get(key)
     if warm is not None and not _launch_hooks_on():
         raw, grid0, tail = warm

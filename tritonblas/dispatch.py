@@ -1246,6 +1246,8 @@ def _gluon_scaled(a, b, out, scale_a, scale_b, bias, fast_accum: bool) -> bool:
         return False
     if (a.data_ptr() | b.data_ptr() | out.data_ptr()) % 16 or (bias is not None and bias.stride(-1) != 1):
         return False
+    if bias is not None and bias.dtype not in (torch.bfloat16, torch.float16, torch.float32):
+        return False  # scaled_mm takes any floating bias; gluon_scaled_mm raises on fp64 / fp8
     row_wise = tuple(scale_a.shape) == (m, 1) and tuple(scale_b.shape) == (1, n)
     if not (scale_a.numel() == 1 and scale_b.numel() == 1) and not row_wise:
         return False

@@ -239,3 +239,36 @@ def test_a_scalar_c_under_the_experiment_runs_like_without_it(monkeypatch, devic
     a, b, c = _t(130, 70), _t(70, 300), torch.tensor(1.5).bfloat16()
     got = tritonblas.addmm(c, a, b)
     torch.testing.assert_close(got.double(), a.double() @ b.double() + 1.5, rtol=2e-2, atol=2e-1)
+
+
+@pytest.mark.parametrize("bias_dtype", [torch.float64, torch.float8_e4m3fn])
+def test_a_scaled_bias_the_kernel_does_not_read_leaves_the_experiment(monkeypatch, bias_dtype):
+    """scaled_mm takes a bias of any floating dtype; ``_gluon_scaled`` sent an fp64 / fp8 one to
+    ``gluon_scaled_mm``, which raises ValueError("bias: ...") instead of falling back to origami's
+    pick. On CPU with tensors that report a CUDA device and an sm_90 capability stood in for."""
+    from tritonblas.kernels import gluon_hopper
+
+    if not gluon_hopper.HAS_GLUON:
+        pytest.skip("this Triton has no Gluon")
+
+    class OnCuda(torch.Tensor):
+        @property
+        def device(self):
+            return torch.device("cuda", 0)
+
+    def cuda(t):
+        return torch.Tensor._make_subclass(OnCuda, t)
+
+    ran = []
+    monkeypatch.setattr(torch.cuda, "get_device_capability", lambda device=None: (9, 0))
+    monkeypatch.setattr(dispatch, "_cuda_guard", lambda device: __import__("contextlib").nullcontext())
+    monkeypatch.setattr(gluon_hopper, "_launch", lambda *args: ran.append(args) or args[2])
+    m, n, k = 128, 128, 64
+    a = cuda(torch.zeros(m, k).to(torch.float8_e4m3fn))
+    b = cuda(torch.zeros(n, k).to(torch.float8_e4m3fn)).t()
+    out = cuda(torch.zeros(m, n, dtype=torch.bfloat16))
+    sa, sb = cuda(torch.ones(())), cuda(torch.ones(()))
+    assert dispatch._gluon_scaled(a, b, out, sa, sb, cuda(torch.zeros(n, dtype=torch.bfloat16)), False)
+    assert len(ran) == 1
+    assert dispatch._gluon_scaled(a, b, out, sa, sb, cuda(torch.zeros(n).to(bias_dtype)), False) is False
+    assert len(ran) == 1

@@ -190,7 +190,8 @@ def _s(*shape):
     (lambda: G.gluon_scaled_mm(_f8(64, 64), _f8(64, 64).t(), _s(64), _s(64)), "scale_a"),  # 1-D: neither recipe
     (lambda: G.gluon_scaled_mm(_f8(64, 64), _f8(64, 64).t(), _s(1).double(), _s(1)), "scale_a"),
     (lambda: G.gluon_scaled_mm(_f8(64, 64), _f8(64, 64).t(), _s(1), _s(1), block_n=256), "block_n"),
-    (lambda: G.gluon_scaled_mm(_f8(64, 64), _f8(64, 64), _s(1), _s(1)), "a"),  # B row-major: not K-major
+    (lambda: G.gluon_scaled_mm(_f8(64, 64), _f8(64, 64), _s(1), _s(1)), "b"),  # B row-major: not K-major
+    (lambda: G.gluon_scaled_mm(_f8(64, 64).t(), _f8(64, 64).t(), _s(1), _s(1)), "a"),  # A column-major
     (lambda: G.gluon_scaled_mm(_f8(64, 64), _f8(64, 64).t().to(torch.float8_e5m2), _s(1), _s(1)), "b"),  # mixed
     (lambda: G.gluon_scaled_mm(_f8(64, 64), _f8(64, 64).t(), _s(1), _s(1), bias=_t(63)), "bias"),
     (lambda: G.gluon_matmul(_t(64, 64), _t(64, 64), bias=_t(64, dtype=torch.float64)), "bias"),

@@ -301,9 +301,13 @@ def supports(m: int, n: int, k: int, dtype, a_strides, b_strides, c_strides, out
     if min(m, n, k) < 1:
         return f"empty problem (m, n, k) = ({m}, {n}, {k})"
     es = 1 if fp8 else 2
-    if fp8 and (a_is_mmajor(a_strides) is not False or b_is_kmajor(b_strides) is not True):
-        return (f"A strides {tuple(a_strides)}, B strides {tuple(b_strides)}: an fp8 wgmma reads both operands "
-                "K-major (A row-major, B column-major, as torch._scaled_mm requires)")
+    # one message per operand, so the wrappers name the one at fault (they read the "A "/"B " prefix)
+    if fp8 and a_is_mmajor(a_strides) is not False:
+        return (f"A strides {tuple(a_strides)}: an fp8 wgmma reads both operands K-major (A row-major, as "
+                "torch._scaled_mm requires)")
+    if fp8 and b_is_kmajor(b_strides) is not True:
+        return (f"B strides {tuple(b_strides)}: an fp8 wgmma reads both operands K-major (B column-major, as "
+                "torch._scaled_mm requires)")
     mmajor = a_is_mmajor(a_strides)
     if mmajor is None:
         return f"A strides {tuple(a_strides)}: need (lda, 1) or (1, lda)"
@@ -520,7 +524,10 @@ def _launch(a, b, out, bias, sa, sb, scale: int, max_imprecise: int, block_m, bl
     m, k = a.shape
     n = b.shape[1]
     key = (a.device.index, a.dtype, b.dtype, out.dtype, m, n, k, a.stride(), b.stride(), out.stride(), block_m, block_n,
-           block_k, stages, group_m, num_sms, None if bias is None else bias.dtype, scale, max_imprecise)
+           block_k, stages, group_m, num_sms, None if bias is None else bias.dtype, scale, max_imprecise,
+           # Triton specialises bias_ptr / sa_ptr / sb_ptr on 16-byte alignment: a kernel compiled for an
+           # aligned bias may vector-load it, so an unaligned one must not reuse its warm key
+           *(None if t is None else t.data_ptr() & 15 for t in (bias, sa, sb)))
     warm = _WARM.get(key)
     if warm is not None and not _launch_hooks_on():
         raw, grid0, tail = warm

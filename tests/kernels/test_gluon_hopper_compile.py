@@ -151,6 +151,9 @@ def test_supports_accepts_row_and_column_major_b():
     ((64, 64, 65, BF16, (65, 1), (64, 1), (64, 1)), "A strides"),
     ((64, 64, 64, BF16, (1, 63), (64, 1), (64, 1)), "A strides"),  # column-major, lead not 16-byte aligned
     ((64, 64, 64, BF16, (128, 2), (64, 1), (64, 1)), "A strides"),  # neither layout
+    ((256, 256, 64, BF16, (0, 1), (256, 1), (256, 1)), "A strides"),  # a broadcast row: stride 0
+    ((256, 256, 64, BF16, (64, 1), (0, 1), (256, 1)), "B strides"),
+    ((256, 256, 64, BF16, (64, 1), (256, 1), (0, 1)), "C strides"),
     ((64, 63, 64, BF16, (64, 1), (63, 1), (64, 1)), "B strides"),
     ((64, 64, 63, BF16, (64, 1), (1, 63), (64, 1)), "B strides"),
     ((64, 64, 64, BF16, (64, 1), (128, 2), (64, 1)), "B strides"),

@@ -260,8 +260,9 @@ if HAS_GLUON:
 
 # --- host side -----------------------------------------------------------------------------------
 def _row_major_ok(strides, elem_bytes: int) -> bool:
-    """Unit stride in the last dimension and a 16-byte-aligned row stride (TMA's requirement)."""
-    return strides[1] == 1 and (strides[0] * elem_bytes) % 16 == 0
+    """Unit stride in the last dimension and a positive, 16-byte-aligned row stride (TMA's
+    requirement; a broadcast's stride 0 is refused, as ``tritonblas.plan._tma_ok`` does)."""
+    return strides[1] == 1 and strides[0] > 0 and (strides[0] * elem_bytes) % 16 == 0
 
 
 def a_is_mmajor(a_strides) -> bool | None:
@@ -311,14 +312,16 @@ def supports(m: int, n: int, k: int, dtype, a_strides, b_strides, c_strides, out
     mmajor = a_is_mmajor(a_strides)
     if mmajor is None:
         return f"A strides {tuple(a_strides)}: need (lda, 1) or (1, lda)"
-    if ((a_strides[1] if mmajor else a_strides[0]) * es) % 16:
-        return f"A strides {tuple(a_strides)}: leading stride * {es} bytes is not a multiple of 16"
+    a_lead = a_strides[1] if mmajor else a_strides[0]
+    if a_lead <= 0 or (a_lead * es) % 16:
+        return f"A strides {tuple(a_strides)}: the leading stride must be positive, times {es} bytes a multiple of 16"
     kmajor = b_is_kmajor(b_strides)
     if kmajor is None:
         return f"B strides {tuple(b_strides)}: need (ldb, 1) or (1, ldb)"
     lead = b_strides[1] if kmajor else b_strides[0]
-    if (lead * es) % 16:
-        return f"B strides {tuple(b_strides)}: leading stride {lead} * {es} bytes is not a multiple of 16"
+    if lead <= 0 or (lead * es) % 16:
+        return (f"B strides {tuple(b_strides)}: the leading stride {lead} must be positive, times {es} bytes a "
+                "multiple of 16")
     ces = 2
     if not _row_major_ok(c_strides, ces):
         return f"C strides {tuple(c_strides)}: need (ldc, 1) with ldc * {ces} bytes a multiple of 16"

@@ -613,6 +613,14 @@ def _same_arg(x, y) -> bool:
     return x == y
 
 
+def _devkey(device: torch.device, profile: Any) -> tuple:
+    """The ``_device.CACHE`` key of the mapping a warm entry for ``device`` was built under (the
+    non-strict lookup ``device_info`` makes): a warm entry holds while that key maps to its info."""
+    return (device.index if device.type == "cuda" else None, False,
+            _device.override_key(profile if profile is not None else (_environ_get(ENV_PROFILE) or None)),
+            _environ_get(_ENV_PROFILE_DIR))
+
+
 def _fast_entry(lp, info: DeviceInfo, profile: Any, prepared, a, b, out, c, alpha: float,
                 beta: float, sa=None, sb=None) -> "_Fast | None":
     """The fast entry for a launch the checked path prepared, not yet bound to a compiled kernel — if
@@ -620,9 +628,7 @@ def _fast_entry(lp, info: DeviceInfo, profile: Any, prepared, a, b, out, c, alph
     if prepared.kernel is None or len(prepared.args) < _N_FIXED + 2:
         return None  # nothing launched
     device = out.device
-    devkey = (device.index if device.type == "cuda" else None, False,
-              _device.override_key(profile if profile is not None else (_environ_get(ENV_PROFILE) or None)),
-              _environ_get(_ENV_PROFILE_DIR))
+    devkey = _devkey(device, profile)
     if _device.CACHE.get(devkey) is not info:
         return None
     f = _Fast()
@@ -1185,7 +1191,9 @@ def gluon_eligible(a: torch.Tensor, b: torch.Tensor, out: torch.Tensor) -> str |
 def _gluon_bias(c: torch.Tensor, n: int, beta: float):
     """``c`` as the Gluon kernel's bias vector when ``out = a @ b + beta·c`` is F.linear's bias add
     (beta 1, N contiguous bf16/fp16/fp32 elements: shape (N,) or (1, N)), else False."""
-    if c.dim() == 0 or beta != 1 or c.dtype not in (torch.bfloat16, torch.float16, torch.float32) or c.shape[-1] != n:
+    from tritonblas.kernels import gluon_hopper
+
+    if c.dim() == 0 or beta != 1 or c.dtype not in gluon_hopper.BIAS_DTYPES or c.shape[-1] != n:
         return False
     if c.dim() == 1 or (c.dim() == 2 and c.shape[0] == 1):
         return c.reshape(n) if c.stride(-1) == 1 else False
@@ -1246,13 +1254,13 @@ def _gluon_scaled(a, b, out, scale_a, scale_b, bias, fast_accum: bool) -> bool:
         return False
     if (a.data_ptr() | b.data_ptr() | out.data_ptr()) % 16 or (bias is not None and bias.stride(-1) != 1):
         return False
-    if bias is not None and bias.dtype not in (torch.bfloat16, torch.float16, torch.float32):
+    from tritonblas.kernels import gluon_hopper
+
+    if bias is not None and bias.dtype not in gluon_hopper.BIAS_DTYPES:
         return False  # scaled_mm takes any floating bias; gluon_scaled_mm raises on fp64 / fp8
     row_wise = tuple(scale_a.shape) == (m, 1) and tuple(scale_b.shape) == (1, n)
     if not (scale_a.numel() == 1 and scale_b.numel() == 1) and not row_wise:
         return False
-    from tritonblas.kernels import gluon_hopper
-
     if gluon_hopper.supports(m, n, k, a.dtype, a.stride(), b.stride(), out.stride(), out.dtype) is not None:
         return False
     with _cuda_guard(a.device):
@@ -1274,9 +1282,7 @@ def _remember_gluon(fkey: tuple, a: torch.Tensor, b: torch.Tensor, out: torch.Te
         info = device_info(device, profile)
     except (DeviceError, ProfileError):
         return
-    devkey = (device.index, False,
-              _device.override_key(profile if profile is not None else (_environ_get(ENV_PROFILE) or None)),
-              _environ_get(_ENV_PROFILE_DIR))
+    devkey = _devkey(device, profile)
     if _device.CACHE.get(devkey) is not info:
         return
     f = GluonEntry()

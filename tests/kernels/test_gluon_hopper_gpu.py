@@ -63,6 +63,38 @@ def _padded(rows: int, cols: int, dtype, device, transposed: bool = False):
     return buf[:, :cols]
 
 
+def _twice(launch, out_buf, out, check, what: str) -> None:
+    """``launch()`` twice on fresh NaNs: the first call goes through Triton's launch (and binds the raw
+    launcher), the second through the raw launch of the warm key. Each time ``check(what)`` the
+    result, and nothing outside C (``out``, a view of ``out_buf``) may have been written."""
+    import torch
+
+    m, n = out.shape
+    for call in ("jit", "raw"):
+        out_buf.fill_(float("nan"))
+        launch()
+        torch.cuda.synchronize()
+        check(f"{what} ({call})")
+        outside = torch.cat([out_buf[m:].reshape(-1), out_buf[:m, n:].reshape(-1)])
+        assert torch.isnan(outside).all(), \
+            f"{what} ({call}): {int((~torch.isnan(outside)).sum())} elements written outside C"
+
+
+def _each_shape(body) -> int:
+    """The child's protocol: per shape of SHAPES a ``start`` line, then its row (``body(i, m, n, k,
+    num_sms)``'s dict, or the exception it raised), with its seconds, as JSON on stdout."""
+    for i, (m, n, k, num_sms) in enumerate(SHAPES):
+        print(json.dumps(dict(start=[m, n, k, num_sms])), flush=True)
+        t0 = time.time()
+        try:
+            row = dict(shape=[m, n, k, num_sms], ok=True, **(body(i, m, n, k, num_sms) or {}))
+        except Exception as e:  # noqa: BLE001 - reported to the parent
+            row = dict(shape=[m, n, k, num_sms], ok=False, error=f"{type(e).__name__}: {e}"[:3000])
+        row["s"] = round(time.time() - t0, 3)
+        print(json.dumps(row), flush=True)
+    return 0
+
+
 def _child(variant: str, dtype_name: str, layout: str) -> int:
     os.environ.pop("TRITON_INTERPRET", None)
     sys.path.insert(0, str(ROOT))
@@ -78,57 +110,36 @@ def _child(variant: str, dtype_name: str, layout: str) -> int:
         return _child_fp8(bn, int(stages[1:]), dtype_name)
     dtype = {"bf16": torch.bfloat16, "fp16": torch.float16}[dtype_name]
     torch.manual_seed(0)
-    for m, n, k, num_sms in SHAPES:
-        print(json.dumps(dict(start=[m, n, k, num_sms])), flush=True)
-        t0 = time.time()
-        try:
-            a = _padded(m, k, dtype, "cuda", transposed=(layout[0] == "T"))  # T: column-major (grad.T)
-            b = _padded(k, n, dtype, "cuda", transposed=(layout[1] == "T"))
-            # NaN everywhere, with 8 rows and the padding columns past the logical extent: a
-            # store the TMA unit did not clip at the edges shows there
-            ld = -(-n // 8) * 8
-            out_buf = torch.full((m + 8, ld), float("nan"), dtype=dtype, device="cuda")
-            out = out_buf[:m, :n]
-            kw = dict(block_m=bm, block_n=bn, block_k=bk, stages=int(stages[1:]), num_sms=num_sms)
-            if (n * 2) % 16:
-                try:
-                    gluon_matmul(a, b, out, **kw)
-                except ValueError as e:
-                    assert str(e).startswith("out:") and "past the row end" in str(e), e
-                else:
-                    raise AssertionError(f"N = {n}: the wrapper took a C whose rows end inside a 16-byte chunk")
-                assert torch.isnan(out_buf).all(), "the refused call wrote to C"
-            # twice: the first call goes through Triton's launch (and binds the raw launcher), the
-            # second through the raw launch of the warm key, on fresh NaNs
-            for call in ("jit", "raw"):
-                if (n * 2) % 16:
-                    break
-                out_buf.fill_(float("nan"))
+
+    def shape(i, m, n, k, num_sms):
+        a = _padded(m, k, dtype, "cuda", transposed=(layout[0] == "T"))  # T: column-major (grad.T)
+        b = _padded(k, n, dtype, "cuda", transposed=(layout[1] == "T"))
+        # NaN everywhere, with 8 rows and the padding columns past the logical extent: a
+        # store the TMA unit did not clip at the edges shows there
+        ld = -(-n // 8) * 8
+        out_buf = torch.full((m + 8, ld), float("nan"), dtype=dtype, device="cuda")
+        out = out_buf[:m, :n]
+        kw = dict(block_m=bm, block_n=bn, block_k=bk, stages=int(stages[1:]), num_sms=num_sms)
+        what = f"gluon {variant} {dtype_name} {layout} {m}x{n}x{k}"
+        if (n * 2) % 16:
+            try:
                 gluon_matmul(a, b, out, **kw)
-                torch.cuda.synchronize()
-                check_gemm(out, a, b, what=f"gluon {variant} {dtype_name} {layout} {m}x{n}x{k} ({call})")
-                outside = torch.cat([out_buf[m:].reshape(-1), out_buf[:m, n:].reshape(-1)])
-                assert torch.isnan(outside).all(), \
-                    f"{call}: {int((~torch.isnan(outside)).sum())} elements written outside C"
-            # the bias epilogue (F.linear's), in the output's dtype and in fp32, each a JIT then a raw launch
-            for bias_dtype in (dtype, torch.float32):
-                if (n * 2) % 16:
-                    break
-                bias = torch.randn(n, device="cuda").to(bias_dtype)
-                for call in ("jit", "raw"):
-                    out_buf.fill_(float("nan"))
-                    gluon_matmul(a, b, out, bias=bias, **kw)
-                    torch.cuda.synchronize()
-                    check_gemm(out, a, b, bias=bias,
-                               what=f"gluon {variant} {dtype_name} {layout} {m}x{n}x{k} bias {bias_dtype} ({call})")
-                    outside = torch.cat([out_buf[m:].reshape(-1), out_buf[:m, n:].reshape(-1)])
-                    assert torch.isnan(outside).all(), f"bias {call}: elements written outside C"
-            row = dict(shape=[m, n, k, num_sms], ok=True)
-        except Exception as e:  # noqa: BLE001 - reported to the parent
-            row = dict(shape=[m, n, k, num_sms], ok=False, error=f"{type(e).__name__}: {e}"[:3000])
-        row["s"] = round(time.time() - t0, 3)
-        print(json.dumps(row), flush=True)
-    return 0
+            except ValueError as e:
+                assert str(e).startswith("out:") and "past the row end" in str(e), e
+            else:
+                raise AssertionError(f"N = {n}: the wrapper took a C whose rows end inside a 16-byte chunk")
+            assert torch.isnan(out_buf).all(), "the refused call wrote to C"
+            return None
+        _twice(lambda: gluon_matmul(a, b, out, **kw), out_buf, out,
+               lambda w: check_gemm(out, a, b, what=w), what)
+        # the bias epilogue (F.linear's), in the output's dtype and in fp32
+        for bias_dtype in (dtype, torch.float32):
+            bias = torch.randn(n, device="cuda").to(bias_dtype)
+            _twice(lambda: gluon_matmul(a, b, out, bias=bias, **kw), out_buf, out,
+                   lambda w: check_gemm(out, a, b, bias=bias, what=w), f"{what} bias {bias_dtype}")
+        return None
+
+    return _each_shape(shape)
 
 
 def _fp8_padded(rows: int, cols: int, dtype):
@@ -154,38 +165,27 @@ def _child_fp8(block_n: int, stages: int, dtype_name: str) -> int:
     dtype = {"e4m3": torch.float8_e4m3fn, "e5m2": torch.float8_e5m2}[dtype_name]
     fast = block_n == 256
     torch.manual_seed(0)
-    for i, (m, n, k, num_sms) in enumerate(SHAPES):
-        print(json.dumps(dict(start=[m, n, k, num_sms])), flush=True)
-        t0 = time.time()
-        try:
-            if (n * 2) % 16:
-                row = dict(shape=[m, n, k, num_sms], ok=True, skipped="C rows end inside a 16-byte chunk")
-            else:
-                a = _fp8_padded(m, k, dtype)
-                b = _fp8_padded(n, k, dtype).t()  # B column-major: Bᵀ row-major
-                if i % 2:
-                    sa, sb = torch.rand(m, 1, device="cuda") + 0.5, torch.rand(1, n, device="cuda") + 0.5
-                else:
-                    sa, sb = torch.tensor(0.75, device="cuda"), torch.tensor(1.25, device="cuda")
-                bias = torch.randn(n, device="cuda").to(torch.bfloat16) if i % 3 == 0 else None
-                ld = -(-n // 8) * 8
-                out_buf = torch.full((m + 8, ld), float("nan"), dtype=torch.bfloat16, device="cuda")
-                out = out_buf[:m, :n]
-                for call in ("jit", "raw"):
-                    out_buf.fill_(float("nan"))
-                    gluon_scaled_mm(a, b, sa, sb, out_dtype=torch.bfloat16, bias=bias, use_fast_accum=fast, out=out,
-                                    block_n=block_n, stages=stages, num_sms=num_sms)
-                    torch.cuda.synchronize()
-                    check_gemm(out, a, b, scale_a=sa, scale_b=sb, bias=bias, fp8_mma=True,
-                               what=f"gluon fp8 {dtype_name} 128x{block_n} {m}x{n}x{k} ({call})")
-                    outside = torch.cat([out_buf[m:].reshape(-1), out_buf[:m, n:].reshape(-1)])
-                    assert torch.isnan(outside).all(), f"{call}: elements written outside C"
-                row = dict(shape=[m, n, k, num_sms], ok=True)
-        except Exception as e:  # noqa: BLE001 - reported to the parent
-            row = dict(shape=[m, n, k, num_sms], ok=False, error=f"{type(e).__name__}: {e}"[:3000])
-        row["s"] = round(time.time() - t0, 3)
-        print(json.dumps(row), flush=True)
-    return 0
+
+    def shape(i, m, n, k, num_sms):
+        if (n * 2) % 16:
+            return dict(skipped="C rows end inside a 16-byte chunk")
+        a = _fp8_padded(m, k, dtype)
+        b = _fp8_padded(n, k, dtype).t()  # B column-major: Bᵀ row-major
+        if i % 2:
+            sa, sb = torch.rand(m, 1, device="cuda") + 0.5, torch.rand(1, n, device="cuda") + 0.5
+        else:
+            sa, sb = torch.tensor(0.75, device="cuda"), torch.tensor(1.25, device="cuda")
+        bias = torch.randn(n, device="cuda").to(torch.bfloat16) if i % 3 == 0 else None
+        ld = -(-n // 8) * 8
+        out_buf = torch.full((m + 8, ld), float("nan"), dtype=torch.bfloat16, device="cuda")
+        out = out_buf[:m, :n]
+        _twice(lambda: gluon_scaled_mm(a, b, sa, sb, out_dtype=torch.bfloat16, bias=bias, use_fast_accum=fast,
+                                       out=out, block_n=block_n, stages=stages, num_sms=num_sms),
+               out_buf, out, lambda w: check_gemm(out, a, b, scale_a=sa, scale_b=sb, bias=bias, fp8_mma=True, what=w),
+               f"gluon fp8 {dtype_name} 128x{block_n} {m}x{n}x{k}")
+        return None
+
+    return _each_shape(shape)
 
 
 _HUNG: list = []  # (variant, shape) of a hang: the later variants are skipped, each would cost minutes

@@ -355,33 +355,21 @@ def _gl_dtype(dtype):
             torch.float8_e5m2: gl.float8e5}[dtype]
 
 
+def _row_major_desc(t, block, gdt):
+    """A host TMA descriptor over the row-major 2-D ``t``, box ``block``, the default swizzled layout."""
+    return TensorDescriptor(t, list(t.shape), list(t.stride()), block, gl.NVMMASharedLayout.get_default_for(block, gdt))
+
+
 def make_descriptors(a, b, out, block_m, block_n, block_k):
     """Host TMA descriptors (a, b, c), whether A is M-major and whether B is K-major; inputs already
     validated."""
     gdt = _gl_dtype(a.dtype)
     mmajor = a_is_mmajor(a.stride())
     kmajor = b_is_kmajor(b.stride())
-    if mmajor:
-        at = a.t()  # (K, M), row-major
-        a_block = [block_k, block_m]
-        a_desc = TensorDescriptor(at, list(at.shape), list(at.stride()), a_block,
-                                  gl.NVMMASharedLayout.get_default_for(a_block, gdt))
-    else:
-        a_block = [block_m, block_k]
-        a_desc = TensorDescriptor(a, list(a.shape), list(a.stride()), a_block,
-                                  gl.NVMMASharedLayout.get_default_for(a_block, gdt))
-    if kmajor:
-        bt = b.t()  # (N, K), row-major
-        b_block = [block_n, block_k]
-        b_desc = TensorDescriptor(bt, list(bt.shape), list(bt.stride()), b_block,
-                                  gl.NVMMASharedLayout.get_default_for(b_block, gdt))
-    else:
-        b_block = [block_k, block_n]
-        b_desc = TensorDescriptor(b, list(b.shape), list(b.stride()), b_block,
-                                  gl.NVMMASharedLayout.get_default_for(b_block, gdt))
-    c_block = [block_m, block_n]
-    c_desc = TensorDescriptor(out, list(out.shape), list(out.stride()), c_block,
-                              gl.NVMMASharedLayout.get_default_for(c_block, _gl_dtype(out.dtype)))
+    # each operand as a row-major tensor (a column-major one through its transpose), box in that order
+    a_desc = _row_major_desc(a.t(), [block_k, block_m], gdt) if mmajor else _row_major_desc(a, [block_m, block_k], gdt)
+    b_desc = _row_major_desc(b.t(), [block_n, block_k], gdt) if kmajor else _row_major_desc(b, [block_k, block_n], gdt)
+    c_desc = _row_major_desc(out, [block_m, block_n], _gl_dtype(out.dtype))
     return a_desc, b_desc, c_desc, mmajor, kmajor
 
 
@@ -418,20 +406,41 @@ def gluon_matmul(a: torch.Tensor, b: torch.Tensor, out: torch.Tensor | None = No
             raise ValueError(f"out: dtype {out.dtype} differs from a's {a.dtype}")
         if out.device != a.device:
             raise ValueError(f"out: on {out.device}, a on {a.device}")
-    if bias is not None:
-        if not isinstance(bias, torch.Tensor) or bias.numel() != n or (bias.dim() > 1 and bias.shape[-1] != n):
-            raise ValueError(f"bias: expected {n} elements (one per output column)")
-        if bias.dtype not in (*DTYPES, torch.float32) or bias.device != a.device:
-            raise ValueError(f"bias: needs bf16, fp16 or fp32 on {a.device}, got {bias.dtype} on {bias.device}")
-        bias = bias.reshape(n)
-        if bias.stride(0) != 1:
-            raise ValueError("bias: must be contiguous")
+    if bias is not None and isinstance(bias, torch.Tensor) and bias.dim() > 1 and bias.shape[-1] != n:
+        raise ValueError(f"bias: expected {n} elements (one per output column)")
+    bias = _checked_bias(bias, n, a.device)
     _check_config(block_m, block_n, block_k, stages, group_m)
     if m == 0 or n == 0:
         return out
     if k == 0:
         return out.zero_() if bias is None else out.copy_(bias.expand(m, n))
-    reason = supports(m, n, k, a.dtype, a.stride(), b.stride(), out.stride())
+    _check_launchable(a, b, out)
+    return _launch(a, b, out, bias, None, None, 0, 0, block_m, block_n, block_k, stages, group_m, num_sms)
+
+
+BIAS_DTYPES = (*DTYPES, torch.float32)  # what the epilogue reads a bias as
+
+
+def _checked_bias(bias, n: int, device):
+    """``bias`` as the N contiguous elements the epilogue reads (None stays None); ValueError naming
+    ``bias`` when it has another element count, dtype (:data:`BIAS_DTYPES`) or device, or strides."""
+    if bias is None:
+        return None
+    if not isinstance(bias, torch.Tensor) or bias.numel() != n:
+        raise ValueError(f"bias: expected {n} elements (one per output column)")
+    if bias.dtype not in BIAS_DTYPES or bias.device != device:
+        raise ValueError(f"bias: needs bf16, fp16 or fp32 on {device}, got {bias.dtype} on {bias.device}")
+    bias = bias.reshape(n)
+    if bias.stride(0) != 1:
+        raise ValueError("bias: must be contiguous")
+    return bias
+
+
+def _check_launchable(a, b, out, out_dtype=None) -> None:
+    """The wrappers' last checks before a launch: :func:`supports` (its reason names the operand),
+    16-byte-aligned base pointers (TMA) and a CUDA device; ValueError naming the argument."""
+    (m, k), n = a.shape, b.shape[1]
+    reason = supports(m, n, k, a.dtype, a.stride(), b.stride(), out.stride(), out_dtype)
     if reason is not None:
         name = "a" if reason.startswith("A ") else "b" if reason.startswith("B ") else \
             "out" if reason.startswith("C ") else "a"
@@ -441,7 +450,6 @@ def gluon_matmul(a: torch.Tensor, b: torch.Tensor, out: torch.Tensor | None = No
             raise ValueError(f"{name}: data pointer is not 16-byte aligned (TMA needs it)")
     if a.device.type != "cuda":
         raise ValueError(f"a: on {a.device}; the Gluon kernel needs a CUDA (sm_90) device")
-    return _launch(a, b, out, bias, None, None, 0, 0, block_m, block_n, block_k, stages, group_m, num_sms)
 
 
 def gluon_scaled_mm(a: torch.Tensor, b: torch.Tensor, scale_a: torch.Tensor, scale_b: torch.Tensor, *,
@@ -495,28 +503,13 @@ def gluon_scaled_mm(a: torch.Tensor, b: torch.Tensor, scale_a: torch.Tensor, sca
     elif not isinstance(out, torch.Tensor) or tuple(out.shape) != (m, n) or out.dtype != out_dtype \
             or out.device != a.device:
         raise ValueError(f"out: expected a ({m}, {n}) {out_dtype} tensor on {a.device}")
-    if bias is not None:
-        if not isinstance(bias, torch.Tensor) or bias.numel() != n or bias.device != a.device \
-                or bias.dtype not in (*DTYPES, torch.float32):
-            raise ValueError(f"bias: expected {n} bf16/fp16/fp32 elements on {a.device}")
-        bias = bias.reshape(n)
-        if bias.stride(0) != 1:
-            raise ValueError("bias: must be contiguous")
+    bias = _checked_bias(bias, n, a.device)
     _check_config(128, block_n, block_k, stages, group_m, elem_bytes=1)
     if m == 0 or n == 0:
         return out
     if k == 0:
         return out.zero_() if bias is None else out.copy_(bias.expand(m, n))
-    reason = supports(m, n, k, a.dtype, a.stride(), b.stride(), out.stride(), out_dtype)
-    if reason is not None:
-        name = "a" if reason.startswith("A ") else "b" if reason.startswith("B ") else \
-            "out" if reason.startswith("C ") else "a"
-        raise ValueError(f"{name}: {reason}")
-    for name, t in (("a", a), ("b", b), ("out", out)):
-        if t.data_ptr() % 16:
-            raise ValueError(f"{name}: data pointer is not 16-byte aligned (TMA needs it)")
-    if a.device.type != "cuda":
-        raise ValueError(f"a: on {a.device}; the Gluon kernel needs a CUDA (sm_90) device")
+    _check_launchable(a, b, out, out_dtype)
     return _launch(a, b, out, bias, sa, sb, scale, 0 if use_fast_accum else block_k, 128, block_n, block_k,
                    stages, group_m, num_sms)
 

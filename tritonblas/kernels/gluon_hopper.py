@@ -172,6 +172,12 @@ if HAS_GLUON:
         it = 0
         for tile in range(gl.program_id(0), num_m * num_n, gl.num_programs(0)):
             pid_m, pid_n = _tile_mn(tile, num_m, num_n, GROUP_M)
+            if MAX_IMPRECISE != 0:
+                # Triton 3.6 lowers a promoted wgmma as ``acc += partial`` whatever ``use_acc`` says (the
+                # partial restarts at zero, the accumulator never does): without this reset a program's
+                # second tile started from its first tile's sum (H200, 2026-12-01: relative error 1.2-3.1
+                # on every fp8 shape with more tiles than programs; the sm_90 PTX shows the unguarded add)
+                acc = gl.zeros([BLOCK_M, BLOCK_N], gl.float32, acc_layout)
             for ks in range(k_steps):
                 s = it % STAGES
                 mbarrier.wait(ready.index(s), (it // STAGES) & 1)
@@ -186,7 +192,7 @@ if HAS_GLUON:
                 if MAX_IMPRECISE == 0:  # bf16/fp16, or fp8 with Triton's default (no promotion)
                     acc = warpgroup_mma(a_op, b_op, acc, use_acc=ks > 0, is_async=True)
                 else:  # fp8: a partial accumulator, added into acc every MAX_IMPRECISE of K
-                    acc = warpgroup_mma(a_op, b_op, acc, use_acc=ks > 0, max_num_imprecise_acc=MAX_IMPRECISE,
+                    acc = warpgroup_mma(a_op, b_op, acc, use_acc=True, max_num_imprecise_acc=MAX_IMPRECISE,
                                         is_async=True)
                 # <= 1 in flight: the previous step's wgmma (this warpgroup's) has retired
                 acc = warpgroup_mma_wait(num_outstanding=1, deps=(acc, ))

@@ -38,8 +38,40 @@ def per_call_us(fn, n=200):
 def main() -> int:
     for m, n, k in ((4096, 1024, 4096), (256, 256, 64)):
         entries(m, n, k)
+    for tokens in (4096, 256):
+        layers(tokens, 1024)
     profile_gluon_path(256, 256, 64)
     return 0
+
+
+def layers(tokens: int, hidden: int, count: int = 24) -> None:
+    """F.linear with bias over ``count`` distinct (hidden, hidden) weights (BERT-large's attention
+    projections: one warm key, a new B and bias address per layer), per call, in enable() with and
+    without TRITONBLAS_GLUON=1, and torch; and whether the Gluon entry holds a bound raw launch."""
+    import tritonblas
+    from tritonblas import dispatch
+
+    x = torch.randn(tokens // 512 or 1, min(tokens, 512), hidden, device="cuda", dtype=torch.bfloat16)
+    ws = [torch.randn(hidden, hidden, device="cuda", dtype=torch.bfloat16) for _ in range(count)]
+    bs = [torch.randn(hidden, device="cuda", dtype=torch.bfloat16) for _ in range(count)]
+
+    def run():
+        for w, b in zip(ws, bs):
+            F.linear(x, w, b)
+
+    rows = {"torch": per_call_us(run, n=20) / count}
+    with torch.no_grad(), tritonblas.enable():
+        rows["enable()"] = per_call_us(run, n=20) / count
+        os.environ["TRITONBLAS_GLUON"] = "1"
+        try:
+            rows["enable(), TRITONBLAS_GLUON=1"] = per_call_us(run, n=20) / count
+            f = dispatch.fast_lookup(x.reshape(-1, hidden), ws[0].t(), None, bs[0])
+        finally:
+            os.environ.pop("TRITONBLAS_GLUON")
+    print(f"== F.linear + bias, {count} weights, x {tuple(x.shape)}: entry {type(f).__name__}, "
+          f"raw bound: {getattr(f, 'warm', None) is not None}")
+    for name, us in rows.items():
+        print(f"{name:48s} {us:8.1f} us/call")
 
 
 def profile_gluon_path(m: int, n: int, k: int, calls: int = 2000) -> None:

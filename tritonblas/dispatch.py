@@ -1137,7 +1137,7 @@ def gemm(a: torch.Tensor, b: torch.Tensor, out: torch.Tensor | None = None, *, c
     if alpha == 1 and config is None and settings.gluon() and _gluon_gemm(a, b, out, c, beta):
         _STATS["launches"] += 1
         if fkey is not None:
-            _remember_gluon(fkey, a, b, out, profile)
+            _remember_gluon(fkey, a, b, out, c, beta, profile)
         return out
     info, tf32, lp, key = _plan_of(a, b, out, c, profile, config, op)
     if lp is _FALLBACK:
@@ -1220,24 +1220,50 @@ def _gluon_gemm(a: torch.Tensor, b: torch.Tensor, out: torch.Tensor, c: torch.Te
 
 class GluonEntry:
     """The warm entry of a fast key the ``TRITONBLAS_GLUON=1`` experiment took (:func:`_gluon_gemm`):
-    what :class:`FastEntry` offers the warm paths (``out_shape``, ``out_align``, ``call``, the
-    device-cache check of :func:`fast_valid`, no raw launcher), launching the Gluon kernel, whose own
-    warm key then takes the raw launch (``gluon_hopper._WARM``). Without it every call of the
-    experiment went through the checked path (llama3.2-1b prefill on the H200, 2026-12-01: no fast
-    hits, 0.29x torch). The fast key holds ``$TRITONBLAS_GLUON``, so the entry is only found while
-    the experiment is on; a call with ``c`` or ``alpha != 1`` (not the experiment's) runs torch."""
+    what :class:`FastEntry` offers the warm paths (``out_shape``, ``out_align``, ``call``,
+    ``call_ready``, ``raw``/``staged`` for :func:`raw_ready`, the device-cache check of
+    :func:`fast_valid`). ``warm`` is the Gluon kernel's bound raw launch for the key
+    (:func:`tritonblas.kernels.gluon_hopper.bound_launch`): a warm call goes straight to
+    :func:`~tritonblas.kernels.gluon_hopper.raw_launch` with the operands' addresses, as a
+    FastEntry's does; without one (or with a Triton launch hook) it runs ``gluon_matmul``'s checked
+    launch. Through ``gluon_matmul``'s own warm key every call paid its checks and key (H200,
+    2026-12-01, 870c48f: 46 us per ``tritonblas.matmul`` at 256x256x64 against 20 us for the
+    origami path; ``benchmarks/gluon_host.py``). The fast key holds ``$TRITONBLAS_GLUON``, so the
+    entry is only found while the experiment is on; a call with ``alpha != 1`` or a ``c`` that is
+    not the entry's bias add (not the experiment's) runs torch."""
 
-    __slots__ = ("info", "devkey", "out_shape", "out_align", "block_n", "stages", "raw", "staged", "cuda_index")
+    __slots__ = ("info", "devkey", "out_shape", "out_align", "block_n", "stages", "raw", "warm", "mnk", "has_bias",
+                 "staged", "cuda_index")
 
     def call(self, a, b, out, c, alpha: float, beta: float, sa=None, sb=None) -> None:
         bias = None if c is None else _gluon_bias(c, out.shape[-1], beta)
-        if alpha != 1.0 or sa is not None or sb is not None or bias is False:
+        if alpha != 1.0 or sa is not None or sb is not None or bias is False or (bias is not None) != self.has_bias:
             torch_gemm(a, b, out, c, alpha, beta)
+            return
+        if self.warm is not None and not _hooks_on():
+            self.call_ready(a, b, out, c, alpha, beta)
             return
         from tritonblas.kernels import gluon_hopper
 
         with _cuda_guard(out.device):
             gluon_hopper.gluon_matmul(a, b, out=out, bias=bias, block_n=self.block_n, stages=self.stages)
+
+    def call_ready(self, a, b, out, c, alpha: float, beta: float) -> None:
+        """The raw launch over the operands' base addresses (any tensors at the key's operands'
+        addresses: an N-D activation for its 2-D view, a Linear's (N, K) weight for its transpose)."""
+        if alpha != 1.0 or (c is not None) != self.has_bias or (c is not None and beta != 1.0):
+            self.call(a, b, out, c, alpha, beta)  # not the experiment's call: torch runs it
+            return
+        from tritonblas.kernels.gluon_hopper import raw_launch
+
+        idx = self.cuda_index
+        m, n, k = self.mnk
+        pc = None if c is None else c.data_ptr()
+        if _get_device() != idx:
+            with torch.cuda.device(idx):
+                raw_launch(self.warm, _raw_stream(idx), a.data_ptr(), b.data_ptr(), out.data_ptr(), m, n, k, pc)
+        else:
+            raw_launch(self.warm, _raw_stream(idx), a.data_ptr(), b.data_ptr(), out.data_ptr(), m, n, k, pc)
 
 
 def _gluon_scaled(a, b, out, scale_a, scale_b, bias, fast_accum: bool) -> bool:
@@ -1274,7 +1300,8 @@ def _gluon_config(n: int) -> tuple[int, int]:
     return (256, 3) if n >= 256 else (128, 4)
 
 
-def _remember_gluon(fkey: tuple, a: torch.Tensor, b: torch.Tensor, out: torch.Tensor, profile: Any) -> None:
+def _remember_gluon(fkey: tuple, a: torch.Tensor, b: torch.Tensor, out: torch.Tensor, c: torch.Tensor | None,
+                    beta: float, profile: Any) -> None:
     """Store a :class:`GluonEntry` for ``fkey`` after :func:`_gluon_gemm` took the call, under the
     device mapping a :class:`FastEntry` would be checked against (none when it is not cached)."""
     device = out.device
@@ -1285,10 +1312,17 @@ def _remember_gluon(fkey: tuple, a: torch.Tensor, b: torch.Tensor, out: torch.Te
     devkey = _devkey(device, profile)
     if _device.CACHE.get(devkey) is not info:
         return
+    from tritonblas.kernels import gluon_hopper
+
     f = GluonEntry()
     f.info, f.devkey, f.out_shape, f.out_align = info, devkey, tuple(out.shape), out.data_ptr() & 15
     f.block_n, f.stages = _gluon_config(b.shape[1])
-    f.raw, f.staged, f.cuda_index = None, False, device.index
+    bias = None if c is None else _gluon_bias(c, b.shape[1], beta)
+    f.has_bias, f.mnk = bias is not None, (a.shape[0], b.shape[1], a.shape[1])
+    f.warm = None if _raw_stream is None else gluon_hopper.bound_launch(a, b, out, bias, block_n=f.block_n,
+                                                                          stages=f.stages)
+    f.raw = None if f.warm is None else f.warm[0]  # what raw_ready reads
+    f.staged, f.cuda_index = False, device.index
     _store_fast(fkey, f)
 
 

@@ -224,6 +224,67 @@ def test_a_taken_call_is_remembered_as_a_warm_entry(monkeypatch, device):
 
 
 @pytest.mark.usefixtures("cpu_profile")
+def test_a_bound_entry_launches_raw_with_the_operands_addresses(monkeypatch, device):
+    """With the Gluon kernel's raw launch bound for the key (``gluon_hopper.bound_launch``), warm
+    calls skip ``gluon_matmul`` and pass ``raw_launch`` the base addresses of what the model holds
+    (the 3-D activation, the Linear's (N, K) weight, the output, the bias) and the key's M, N, K; a
+    call that is not the experiment's (alpha) still runs torch. On CPU with the kernel, its
+    eligibility rule, its bound launch and the CUDA stream stood in for."""
+    if device != "cpu":
+        pytest.skip("the plumbing, on CPU; the GPU half is test_eligible_calls_run_the_gluon_kernel_on_the_h200")
+    import torch.nn.functional as F
+
+    from tritonblas.kernels import gluon_hopper
+
+    checked, raw, live = [], [], {}
+
+    def stand_in(a, b, out=None, bias=None, **kw):
+        checked.append(kw)
+        return out.copy_((a.double() @ b.double() + (0 if bias is None else bias.double())).to(out.dtype))
+
+    def raw_launch(warm, stream, pa, pb, po, m, n, k, pbias=None, psa=None, psb=None):
+        assert warm == ("bound", 128) and stream == 7
+        raw.append((pa, pb, po, m, n, k, pbias))
+        x, w, bias = live["x"], live["w"], live["bias"]
+        out = next(t for t in live["outs"] if t.data_ptr() == po)
+        assert (pa, pb) == (x.data_ptr(), w.data_ptr()) and pbias == (None if bias is None else bias.data_ptr())
+        out.copy_(F.linear(x.double(), w.double(), None if bias is None else bias.double()).to(out.dtype))
+
+    monkeypatch.setattr(gluon_hopper, "gluon_matmul", stand_in)
+    monkeypatch.setattr(gluon_hopper, "bound_launch", lambda a, b, out, bias=None, **kw: ("bound", kw["block_n"]))
+    monkeypatch.setattr(gluon_hopper, "raw_launch", raw_launch)
+    monkeypatch.setattr(dispatch, "gluon_eligible", lambda a, b, out: None)
+    monkeypatch.setattr(dispatch, "_raw_stream", lambda idx: 7)
+    monkeypatch.setattr(dispatch, "_get_device", lambda: None)
+    monkeypatch.setenv(settings.ENV_GLUON, "1")
+    tritonblas.clear_caches()
+    x, w, bias = _t(2, 65, 70), _t(200, 70), _t(200)
+    live.update(x=x, w=w, bias=bias, outs=[])
+    from tritonblas import fastpath
+
+    real_empty = torch.empty
+
+    def empty(*args, **kw):  # the allocations of the outputs, so the stand-in finds them by address
+        t = real_empty(*args, **kw)
+        live["outs"].append(t)
+        return t
+
+    monkeypatch.setattr(torch, "empty", empty)
+    monkeypatch.setattr(fastpath, "_empty", empty)
+    with torch.no_grad(), tritonblas.enable():
+        ys = [F.linear(x, w, bias) for _ in range(3)]
+    assert len(checked) == 1 and len(raw) == 2, (checked, raw)
+    assert all(r[3:6] == (130, 200, 70) for r in raw), raw
+    want = F.linear(x.double(), w.double(), bias.double())
+    for y in ys:
+        torch.testing.assert_close(y.double(), want, rtol=2e-2, atol=5e-2)
+    got = tritonblas.addmm(bias, x.reshape(-1, 70), w.t(), alpha=2.0)
+    assert len(raw) == 2 and len(checked) == 1, "a call with alpha took the experiment"
+    torch.testing.assert_close(got.double(), (x.reshape(-1, 70).double() @ w.t().double()) * 2 + bias.double(),
+                               rtol=2e-2, atol=2e-1)
+
+
+@pytest.mark.usefixtures("cpu_profile")
 def test_a_scalar_c_under_the_experiment_runs_like_without_it(monkeypatch, device):
     """``addmm(<0-d bf16 tensor>, a, b)`` runs without the variable (C broadcast); under
     TRITONBLAS_GLUON=1 with an eligible call, ``_gluon_bias`` raised IndexError on ``c.shape[-1]``."""

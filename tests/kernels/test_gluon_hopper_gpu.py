@@ -69,11 +69,16 @@ def _twice(launch, out_buf, out, check, what: str) -> None:
     result, and nothing outside C (``out``, a view of ``out_buf``) may have been written."""
     import torch
 
+    from tritonblas.kernels import gluon_hopper as G
+
     m, n = out.shape
+    G._WARM.clear()
     for call in ("jit", "raw"):
         out_buf.fill_(float("nan"))
         launch()
         torch.cuda.synchronize()
+        # the second call is only the raw launch's test if the first bound one
+        assert len(G._WARM) == 1, f"{what} ({call}): the launch bound {len(G._WARM)} raw launchers, not 1"
         check(f"{what} ({call})")
         outside = torch.cat([out_buf[m:].reshape(-1), out_buf[:m, n:].reshape(-1)])
         assert torch.isnan(outside).all(), \

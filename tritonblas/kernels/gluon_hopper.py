@@ -520,24 +520,47 @@ def gluon_scaled_mm(a: torch.Tensor, b: torch.Tensor, scale_a: torch.Tensor, sca
                    stages, group_m, num_sms)
 
 
+def _warm_key(a, b, out, bias, sa, sb, scale: int, max_imprecise: int, block_m, block_n, block_k, stages, group_m,
+              num_sms) -> tuple:
+    """What fixes a warm launch but the operands' addresses: shapes, strides, dtypes, tile, the
+    epilogue and the 16-byte alignment class of the bias and scale pointers."""
+    m, k = a.shape
+    n = b.shape[1]
+    return (a.device.index, a.dtype, b.dtype, out.dtype, m, n, k, a.stride(), b.stride(), out.stride(), block_m, block_n,
+            block_k, stages, group_m, num_sms, None if bias is None else bias.dtype, scale, max_imprecise,
+            # Triton specialises bias_ptr / sa_ptr / sb_ptr on 16-byte alignment: a kernel compiled for an
+            # aligned bias may vector-load it, so an unaligned one must not reuse its warm key
+            *(None if t is None else t.data_ptr() & 15 for t in (bias, sa, sb)))
+
+
+def bound_launch(a: torch.Tensor, b: torch.Tensor, out: torch.Tensor, bias: torch.Tensor | None = None, *,
+                 block_n: int = 256, stages: int = 3, block_k: int = 64, group_m: int = 8):
+    """The warm launch :func:`gluon_matmul` bound for a call with these operands and tile (after its
+    first launch), as :func:`raw_launch` takes it; None when none is bound (not launched yet, or this
+    Triton's launcher is not the one :mod:`tritonblas._fastlaunch` knows)."""
+    return _WARM.get(_warm_key(a, b, out, bias, None, None, 0, 0, 128, block_n, block_k, stages, group_m, None))
+
+
+def raw_launch(warm: tuple, stream: int, pa: int, pb: int, po: int, m: int, n: int, k: int, pbias: int | None = None,
+               psa: int | None = None, psb: int | None = None) -> None:
+    """Launch a :func:`bound_launch` on ``stream`` over base addresses (A, B, C, bias, scales) of
+    operands with the key's shapes, strides and alignment classes: nothing is checked here."""
+    raw, grid0, tail = warm
+    raw(grid0, stream, (*raw.expand(0, pa), *raw.expand(1, pb), *raw.expand(2, po), po if pbias is None else pbias,
+                        po if psa is None else psa, po if psb is None else psb, m, n, k, *tail))
+
+
 def _launch(a, b, out, bias, sa, sb, scale: int, max_imprecise: int, block_m, block_n, block_k, stages, group_m,
             num_sms) -> torch.Tensor:
     """Launch on checked inputs: the raw launch of a warm key, else Triton's (binding the key)."""
     m, k = a.shape
     n = b.shape[1]
-    key = (a.device.index, a.dtype, b.dtype, out.dtype, m, n, k, a.stride(), b.stride(), out.stride(), block_m, block_n,
-           block_k, stages, group_m, num_sms, None if bias is None else bias.dtype, scale, max_imprecise,
-           # Triton specialises bias_ptr / sa_ptr / sb_ptr on 16-byte alignment: a kernel compiled for an
-           # aligned bias may vector-load it, so an unaligned one must not reuse its warm key
-           *(None if t is None else t.data_ptr() & 15 for t in (bias, sa, sb)))
+    key = _warm_key(a, b, out, bias, sa, sb, scale, max_imprecise, block_m, block_n, block_k, stages, group_m, num_sms)
     warm = _WARM.get(key)
     if warm is not None and not _launch_hooks_on():
-        raw, grid0, tail = warm
-        po = out.data_ptr()
-        raw(grid0, torch.cuda.current_stream(a.device).cuda_stream,
-            (*raw.expand(0, a.data_ptr()), *raw.expand(1, b.data_ptr()), *raw.expand(2, po),
-             po if bias is None else bias.data_ptr(), po if sa is None else sa.data_ptr(),
-             po if sb is None else sb.data_ptr(), m, n, k, *tail))
+        raw_launch(warm, _current_stream(a.device.index), a.data_ptr(), b.data_ptr(), out.data_ptr(), m, n, k,
+                   None if bias is None else bias.data_ptr(), None if sa is None else sa.data_ptr(),
+                   None if sb is None else sb.data_ptr())
         return out
     a_desc, b_desc, c_desc, mmajor, kmajor = make_descriptors(a, b, out, block_m, block_n, block_k)
     sms = num_sms if num_sms is not None else torch.cuda.get_device_properties(a.device).multi_processor_count
@@ -580,6 +603,12 @@ def _bind_warm(key: tuple, compiled, descs: tuple, grid0: int, consts: dict) -> 
     if len(_WARM) >= _WARM_MAX:
         _WARM.pop(next(iter(_WARM)))
     _WARM[key] = (raw, grid0, tuple(consts[name] for name in names[9:]))
+
+
+def _current_stream(index: int) -> int:
+    """The current CUDA stream of device ``index`` as the handle Triton's launcher takes."""
+    get = getattr(torch._C, "_cuda_getCurrentRawStream", None)  # what Triton's driver reads
+    return get(index) if get is not None else torch.cuda.current_stream(index).cuda_stream
 
 
 def _launch_hooks_on() -> bool:

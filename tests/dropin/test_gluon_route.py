@@ -98,6 +98,11 @@ def spy(*args, **kw):
     ran.append(kw.get("block_n"))
     return real(*args, **kw)
 gluon_hopper.gluon_matmul = spy
+real_raw = gluon_hopper.raw_launch
+def spy_raw(*args, **kw):  # a warm GluonEntry's launch (dispatch imports it at each call)
+    ran.append("raw")
+    return real_raw(*args, **kw)
+gluon_hopper.raw_launch = spy_raw
 g = torch.Generator(device="cuda").manual_seed(0)
 for (m, n, k, dt, nt, ta) in [(512, 384, 256, torch.bfloat16, False, False), (1000, 1000, 1000, torch.float16, True, False),
                               (4096, 4096, 4096, torch.bfloat16, False, False), (768, 512, 1000, torch.bfloat16, False, True)]:
@@ -123,7 +128,8 @@ with tritonblas.enable():
     bias = torch.randn(768, device="cuda", generator=g).to(torch.bfloat16)
     for _ in range(2):  # the checked call, then the warm entry
         yb = F.linear(x, w, bias)
-    assert len(ran) == before + 2, "F.linear with a bias did not take the Gluon kernel"
+    assert len(ran) == before + 2 and ran[-1] == "raw", ("F.linear with a bias did not take the Gluon kernel, "
+                                                        "checked then raw", ran[before:])
     ref, mag, _ = reference(x.reshape(-1, 512), w.t(), c=bias.expand(512, 768), beta=1.0)
     assert_gemm_close(yb.reshape(-1, 768), ref, mag, 512, what="F.linear + bias under the gluon route")
     before = len(ran)

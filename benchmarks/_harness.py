@@ -28,7 +28,9 @@ def utc_now() -> str:
 
 
 def git_sha(short: bool = False) -> str:
-    """``$GIT_SHA``, else ``git rev-parse HEAD`` (+ ``-dirty`` when tracked files differ), else "unknown"."""
+    """``$GIT_SHA``, else ``git rev-parse HEAD`` (+ ``-dirty`` when tracked files differ), else "unknown".
+    On the device machine set ``GIT_SHA``: its copy of the tree may carry git metadata of an earlier
+    commit (session 11's runs without it recorded the session's first commit, ``-dirty``)."""
     sha = os.environ.get("GIT_SHA", "")
     if sha:
         return sha

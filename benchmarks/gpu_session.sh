@@ -33,6 +33,13 @@
 # Each step has its own timeout (env *_TIMEOUT) and log ($OUT/<step>.log); a step's failure does not
 # stop the next.
 set -u -o pipefail
+# the device tree's git metadata is not the tree that was sent (session 11 recorded the session's first
+# commit for later trees): every CSV's provenance comes from GIT_SHA, so it must be given
+if [ -z "${GIT_SHA:-}" ]; then
+  echo "gpu_session.sh: set GIT_SHA=<the commit of the tree you send> (benchmarks/_harness.git_sha reads it)" >&2
+  exit 2
+fi
+export GIT_SHA
 OUT=${OUT:-benchmarks/results}
 mkdir -p "$OUT"
 export PYTHONPATH=$PWD${PYTHONPATH:+:$PYTHONPATH} PYTHONUNBUFFERED=1 TRITONBLAS_SYSTEM=1

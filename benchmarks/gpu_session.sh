@@ -18,6 +18,8 @@
 #   fp8       benchmarks/scaled_mm_compare.py $FP8_ARGS (tritonblas.scaled_mm vs torch._scaled_mm) -> $OUT/scaled_mm_h200.csv
 #   fp8_gluon scaled_mm_compare.py: the Triton pick with --fast-accum, and gluon_scaled_mm (TRITONBLAS_GLUON=1)
 #             with and without it -> $OUT/fp8_gluon.tgz
+#   fp8_promote  scaled_mm_compare.py on origami's Triton fp8 pick promoted every 32 / 128 of K and with fast
+#             accumulation (--promote-k, --fast-accum) -> $OUT/fp8_promote.tgz
 #   gluon     the experimental Gluon kernel (tritonblas/kernels/gluon_hopper.py): its sm_90 compile census,
 #             its GPU correctness test (opt-in, TRITONBLAS_TEST_GLUON=1; a hang fails, per variant) and
 #             benchmarks/gluon_probe.py (vs torch.matmul and tritonblas.matmul) -> $OUT/gluon_*.{jsonl,log,csv};
@@ -91,6 +93,15 @@ for step in $STEPS; do
                  TRITONBLAS_GLUON=1 timeout 120 python3 benchmarks/scaled_mm_compare.py --out "$OUT/f8/gluon.csv"
                  TRITONBLAS_GLUON=1 timeout 120 python3 benchmarks/scaled_mm_compare.py --fast-accum --out "$OUT/f8/gluon_fast.csv"
                  tar czf "$OUT/fp8_gluon.tgz" -C "$OUT" f8 && rm -rf "$OUT/f8"
+               } > "$log" 2>&1 ;;
+    fp8_promote) # issue 18: what the promotion interval of origami's Triton fp8 kernel costs: every 32 of K
+               # (the shipped plan._FP8_PROMOTE_K), every 128 (CUTLASS's), and never (fast accumulation)
+               { mkdir -p "$OUT/fp"
+                 for pk in 32 128 fast; do
+                   timeout ${FP8_PROMOTE_TIMEOUT:-110} python3 benchmarks/scaled_mm_compare.py --rep-ms 10 \
+                     $([ $pk = fast ] && echo --fast-accum || echo --promote-k $pk) --out "$OUT/fp/triton_$pk.csv"
+                 done
+                 tar czf "$OUT/fp8_promote.tgz" -C "$OUT" fp && rm -rf "$OUT/fp"
                } > "$log" 2>&1 ;;
     gluon)     { timeout 120 python3 tests/kernels/_gluon_compile.py > "$OUT/gluon_compile.jsonl" 2>&1
                  TRITONBLAS_TEST_GLUON=1 timeout ${GLUON_TEST_TIMEOUT:-300} python3 -m pytest -m gpu \

@@ -14,7 +14,12 @@ rows (``m, n, k, recipe, ours_us, torch_us, ratio, ours_tflops, torch_tflops, ou
 error``) with ``#`` provenance lines, rewritten atomically after every shape. Prints the geometric
 mean of ours/torch and the 8192³ TFLOP/s (issue 18's targets: ≥ 0.95, ≥ 1150).
 
-Status (2026-12-01): written with scaled_mm, not yet run on a GPU.
+``--promote-k N`` (a question for issue 18, not a user setting): run origami's Triton fp8 kernel
+with its reduced-precision wgmma sum promoted every N of K instead of ``plan._FP8_PROMOTE_K`` (32,
+one wgmma); 128 is CUTLASS's interval, the one the Gluon kernel uses. The provenance records it.
+
+Runs: 36cc947 (origami's pick), a8a7db8 (``TRITONBLAS_GLUON=1``, with and without ``--fast-accum``):
+``benchmarks/results/scaled_mm_h200_*.csv``.
 """
 
 from __future__ import annotations
@@ -89,8 +94,12 @@ def main(argv=None) -> int:
     ap.add_argument("--recipe", choices=("row", "tensor"), default="row")
     ap.add_argument("--fast-accum", action="store_true")
     ap.add_argument("--rep-ms", type=int, default=20)
+    ap.add_argument("--promote-k", type=int, default=None,
+                    help="promote origami's Triton fp8 kernel every this many K (default: plan._FP8_PROMOTE_K)")
     ap.add_argument("--out", type=Path, default=Path(os.environ.get("OUT", ROOT / "benchmarks/results")) / "scaled_mm_h200.csv")
     args = ap.parse_args(argv)
+    if args.promote_k is not None and (args.promote_k < 32 or args.promote_k & (args.promote_k - 1)):
+        ap.error(f"--promote-k: {args.promote_k} is not a power of two of at least 32 (below 32 Triton leaves wgmma)")
     import torch
 
     if not torch.cuda.is_available():
@@ -98,9 +107,17 @@ def main(argv=None) -> int:
         return 2
     from origami.shapes import load_shapes
 
+    if args.promote_k is not None:
+        from tritonblas import plan
+
+        plan._FP8_PROMOTE_K = args.promote_k  # read at each launch's preparation (plan.prepare_launch)
+
     probs = load_shapes(ROOT / "benchmarks" / "shapes" / f"{args.set}.yaml")[: args.limit]
     dims = sorted({(p.m, _round16(p.n), _round16(p.k)) for p in probs} | {(8192, 8192, 8192)})
-    prov = provenance(set=args.set, recipe=args.recipe, fast_accum=args.fast_accum, rep_ms=args.rep_ms)
+    from tritonblas import plan
+
+    prov = provenance(set=args.set, recipe=args.recipe, fast_accum=args.fast_accum, rep_ms=args.rep_ms,
+                      promote_k=plan._FP8_PROMOTE_K)
     rows = []
     for m, n, k in dims:
         r = one(m, n, k, args.recipe, args.fast_accum, args.rep_ms)

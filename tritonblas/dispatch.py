@@ -1233,7 +1233,7 @@ class GluonEntry:
     not the entry's bias add (not the experiment's) runs torch."""
 
     __slots__ = ("info", "devkey", "out_shape", "out_align", "block_n", "stages", "raw", "warm", "mnk", "has_bias",
-                 "staged", "cuda_index")
+                 "views", "staged", "cuda_index")
 
     def call(self, a, b, out, c, alpha: float, beta: float, sa=None, sb=None) -> None:
         bias = None if c is None else _gluon_bias(c, out.shape[-1], beta)
@@ -1250,8 +1250,10 @@ class GluonEntry:
 
     def call_ready(self, a, b, out, c, alpha: float, beta: float) -> None:
         """The raw launch over the operands' base addresses (any tensors at the key's operands'
-        addresses: an N-D activation for its 2-D view, a Linear's (N, K) weight for its transpose)."""
+        addresses: an N-D activation for its 2-D view, a Linear's (N, K) weight for its transpose);
+        a call that is not the experiment's runs torch on the key's 2-D views at those addresses."""
         if alpha != 1.0 or (c is not None) != self.has_bias or (c is not None and beta != 1.0):
+            a, b, out = (t.as_strided(*v) for t, v in zip((a, b, out), self.views))
             self.call(a, b, out, c, alpha, beta)  # not the experiment's call: torch runs it
             return
         from tritonblas.kernels.gluon_hopper import raw_launch
@@ -1319,6 +1321,7 @@ def _remember_gluon(fkey: tuple, a: torch.Tensor, b: torch.Tensor, out: torch.Te
     f.block_n, f.stages = _gluon_config(b.shape[1])
     bias = None if c is None else _gluon_bias(c, b.shape[1], beta)
     f.has_bias, f.mnk = bias is not None, (a.shape[0], b.shape[1], a.shape[1])
+    f.views = tuple((tuple(t.shape), t.stride()) for t in (a, b, out))  # the kernel's operands, for call_ready
     f.warm = None if _raw_stream is None else gluon_hopper.bound_launch(a, b, out, bias, block_n=f.block_n,
                                                                           stages=f.stages)
     f.raw = None if f.warm is None else f.warm[0]  # what raw_ready reads

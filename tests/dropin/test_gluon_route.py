@@ -339,3 +339,41 @@ def test_a_scaled_bias_the_kernel_does_not_read_leaves_the_experiment(monkeypatc
     assert len(ran) == 1
     assert dispatch._gluon_scaled(a, b, out, sa, sb, cuda(torch.zeros(n).to(bias_dtype)), False) is False
     assert len(ran) == 1
+
+
+@pytest.mark.usefixtures("cpu_profile")
+def test_a_ready_call_that_is_not_the_experiments_runs_torch_on_the_kernel_views(monkeypatch, device):
+    """``launch_ready`` takes stand-ins at the key's operands' addresses (the 3-D activation, the
+    Linear's (N, K) weight); a call the Gluon entry does not launch (alpha != 1, beta != 1, no bias
+    for a bias entry) runs torch on the key's 2-D views of them: ``x @ w.T (+ bias)``, not
+    ``x @ w``. Square weight, so ``x @ w`` has the right shape and only the values tell. On CPU
+    with the kernel, its eligibility rule, its bound launch and the CUDA stream stood in for."""
+    if device != "cpu":
+        pytest.skip("the plumbing, on CPU")
+    import torch.nn.functional as F
+
+    from tritonblas import fastpath
+    from tritonblas.kernels import gluon_hopper
+
+    raw = []
+    monkeypatch.setattr(gluon_hopper, "gluon_matmul", lambda a, b, out=None, bias=None, **kw: out.copy_(
+        (a.double() @ b.double() + (0 if bias is None else bias.double())).to(out.dtype)))
+    monkeypatch.setattr(gluon_hopper, "bound_launch", lambda a, b, out, bias=None, **kw: ("bound", kw["block_n"]))
+    monkeypatch.setattr(gluon_hopper, "raw_launch", lambda *args: raw.append(args))
+    monkeypatch.setattr(dispatch, "gluon_eligible", lambda a, b, out: None)
+    monkeypatch.setattr(dispatch, "_raw_stream", lambda idx: 7)
+    monkeypatch.setattr(dispatch, "_get_device", lambda: None)
+    monkeypatch.setenv(settings.ENV_GLUON, "1")
+    tritonblas.clear_caches()
+    x, w, bias = _t(2, 65, 136), _t(136, 136), _t(136)
+    with torch.no_grad(), tritonblas.enable():
+        F.linear(x, w, bias)
+    f = dispatch.fast_lookup(x.view(130, 136), w.t(), None, bias)
+    assert type(f) is dispatch.GluonEntry and dispatch.raw_ready(f)
+    xd, wd, bd = x.double(), w.double(), bias.double()
+    for c, alpha, beta, want in [(bias, 2.0, 1.0, 2 * (xd @ wd.t()) + bd), (bias, 1.0, 0.5, xd @ wd.t() + 0.5 * bd),
+                                 (None, 1.0, 0.0, xd @ wd.t())]:
+        out = torch.empty(2, 65, 136, dtype=x.dtype)
+        dispatch.launch_ready(f, x, w, out, c, alpha, beta)
+        torch.testing.assert_close(out.double(), want, rtol=2e-2, atol=2e-1, msg=f"alpha={alpha} beta={beta}")
+    assert raw == []

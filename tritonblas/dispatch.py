@@ -409,17 +409,20 @@ def _fast_key(a: torch.Tensor, b: torch.Tensor, out: torch.Tensor | None, c: tor
 
     Per operand: shape, strides, dtype, device, ``data_ptr() % 16`` (which fixes Triton's pointer
     specialisation and, with the strides, the alignment/edge classes and the TMA check) and the
-    negative bit (a lazily negated view: torch runs it, the warm entry of its plain twin must not). Then the
-    TF32 flag, the environment that picks the profile, ``profile=``, ``config=``. None when a tensor
-    has no strides (sparse and other layouts: the checked path sends those to torch).
+    unreadable bit: a lazily negated view or an efficient zero tensor (no storage, ``data_ptr()``
+    0), which the checked path sends to torch, so the warm entry of its plain twin must not take it
+    (a zero-tensor bias would have been launched as a null pointer). Then the TF32 flag, the
+    environment that picks the profile, ``profile=``, ``config=``. None when a tensor has no strides
+    (sparse and other layouts: the checked path sends those to torch).
     """
     try:
-        key = (a.shape, a.stride(), a.dtype, a.device, a.data_ptr() & 15, a.is_neg(),
-               b.shape, b.stride(), b.dtype, b.device, b.data_ptr() & 15, b.is_neg())
+        key = (a.shape, a.stride(), a.dtype, a.device, a.data_ptr() & 15, a.is_neg() or a._is_zerotensor(),
+               b.shape, b.stride(), b.dtype, b.device, b.data_ptr() & 15, b.is_neg() or b._is_zerotensor())
         if out is not None:
-            key += (1, out.shape, out.stride(), out.dtype, out.device, out.data_ptr() & 15, out.is_neg())
+            key += (1, out.shape, out.stride(), out.dtype, out.device, out.data_ptr() & 15,
+                    out.is_neg() or out._is_zerotensor())
         if c is not None:
-            key += (2, c.shape, c.stride(), c.dtype, c.device, c.data_ptr() & 15, c.is_neg())
+            key += (2, c.shape, c.stride(), c.dtype, c.device, c.data_ptr() & 15, c.is_neg() or c._is_zerotensor())
     except (RuntimeError, NotImplementedError):
         return None
     if profile is not None and type(profile) is not str:

@@ -120,7 +120,8 @@ def transposed_view(t) -> bool:
 
 
 def _sig(t) -> tuple:
-    return (t.shape, t.stride(), t.dtype, t.device, t.data_ptr() & 15, t.is_neg())
+    """What a warm entry is keyed on for one tensor (:func:`tritonblas.dispatch._fast_key`'s fields)."""
+    return (t.shape, t.stride(), t.dtype, t.device, t.data_ptr() & 15, t.is_neg() or t._is_zerotensor())
 
 
 def _flat(t, keep: int = 1):
@@ -139,16 +140,17 @@ def _store(table: dict, key: tuple, value: tuple) -> None:
 # --- linear ----------------------------------------------------------------------------------
 def _linear_key(x, w, bias) -> tuple:
     """:func:`_sig` of x, w and bias (None) and the fast context, as one flat tuple (x's device at [3]);
-    the negative bit is in it: a lazily negated view (``z.conj().imag``) has its plain twin's
-    signature otherwise, and torch runs it."""
+    the unreadable bit is in it: a lazily negated view (``z.conj().imag``) or an efficient zero tensor
+    has its plain twin's signature otherwise, and torch runs it."""
     dt = x.dtype
     if bias is None:
-        return (x.shape, x.stride(), dt, x.device, x.data_ptr() & 15, x.is_neg(),
-                w.shape, w.stride(), w.dtype, w.device, w.data_ptr() & 15, w.is_neg(), None, _fast_context(dt))
-    return (x.shape, x.stride(), dt, x.device, x.data_ptr() & 15, x.is_neg(),
-            w.shape, w.stride(), w.dtype, w.device, w.data_ptr() & 15, w.is_neg(),
-            bias.shape, bias.stride(), bias.dtype, bias.device, bias.data_ptr() & 15, bias.is_neg(),
-            _fast_context(dt))
+        return (x.shape, x.stride(), dt, x.device, x.data_ptr() & 15, x.is_neg() or x._is_zerotensor(),
+                w.shape, w.stride(), w.dtype, w.device, w.data_ptr() & 15, w.is_neg() or w._is_zerotensor(),
+                None, _fast_context(dt))
+    return (x.shape, x.stride(), dt, x.device, x.data_ptr() & 15, x.is_neg() or x._is_zerotensor(),
+            w.shape, w.stride(), w.dtype, w.device, w.data_ptr() & 15, w.is_neg() or w._is_zerotensor(),
+            bias.shape, bias.stride(), bias.dtype, bias.device, bias.data_ptr() & 15,
+            bias.is_neg() or bias._is_zerotensor(), _fast_context(dt))
 
 
 def _linear_views(x, w):

@@ -502,3 +502,29 @@ def test_efficient_zero_tensors_run_torch(device):
 def _in_enable(call):
     with tritonblas.enable():
         return call()
+
+
+def test_an_efficient_zero_bias_after_a_warm_real_one_runs_torch(device):
+    """An efficient zero tensor has the shape, strides and (0 % 16) address class of a real, aligned
+    bias: with the warm entry of ``F.linear(x, w, bias)`` in place, ``F.linear(x, w, zero)`` and
+    ``addmm(zero, a, b)`` matched that entry and were launched with ``zero``'s null data pointer. The
+    warm keys now carry the unreadable bit, so these go the checked path's way (torch)."""
+    import torch.nn.functional as F
+
+    x, w, bias = _rand(6, 16, device=device), _rand(24, 16, device=device, seed=1), _rand(24, device=device, seed=2)
+    zero = torch._efficientzerotensor(24, device=device)
+    assert zero._is_zerotensor() and zero.stride() == bias.stride()
+    try:
+        same_class = zero.data_ptr() & 15 == bias.data_ptr() & 15
+    except RuntimeError:  # a torch whose zero tensors have no data pointer: no key is built for them
+        same_class = False
+    if not same_class:
+        pytest.skip("this torch gives the zero tensor no data pointer or another address class: keys differ anyway")
+    want = x.double() @ w.double().T
+    with torch.no_grad():
+        for route in (False, True):
+            with tritonblas.enable() if route else torch.no_grad():
+                for _ in range(2):  # the real bias's signatures are warm
+                    F.linear(x, w, bias), tritonblas.linear(x, w, bias), tritonblas.addmm(bias, x, w.T)
+                for got in (F.linear(x, w, zero), tritonblas.linear(x, w, zero), tritonblas.addmm(zero, x, w.T)):
+                    torch.testing.assert_close(got.double(), want, rtol=1e-5, atol=1e-4)

@@ -25,7 +25,12 @@ inputs of the shape's dtypes and layouts:
   restricted to and mapped onto our config space (benchmarks/nvmmh.py), each launched on our kernels
   like the oracle: ``tritonblas.matmul(a, b, out=, config=)`` (the dispatcher's fast path, as ours;
   fp8: ``make_plan(..., tma=True)`` + ``prepare_launch(...).run``); skipped with a message when
-  nvMMH is not installed (``pip install 'tritonblas[nvmmh]'``).
+  nvMMH is not installed (``pip install 'tritonblas[nvmmh]'``);
+- ``gluon_ms`` / ``gluon_config`` (``--gluon``): the experimental warp-specialised Gluon kernel
+  (tritonblas/kernels/gluon_hopper.py, not in origami's space), the better of its two tiles
+  (``gluon_hopper.VARIANTS``) through its warm raw launch, on the shapes
+  ``dispatch.gluon_eligible`` accepts (bf16/fp16, sm_90, 16-byte aligned): where it beats the
+  space's best (``oracle_ms``) and torch, as data for adding it to the space (issue 18).
 
 Timing (``--timer``): ``eager`` (default, the project's rule for reported ratios) is
 ``triton.testing.do_bench(return_mode="median")``: L2 flushed before every call. Its events also
@@ -75,7 +80,8 @@ sys.path.insert(0, str(ROOT))
 PROBLEM_COLS = ["m", "n", "k", "batch", "a_dtype", "b_dtype", "c_dtype", "a_layout", "b_layout"]
 COLUMNS = PROBLEM_COLS + [
     "align_bytes", "dtype", "our_config", "our_kernel", "ours_ms", "oracle_ms", "oracle_sweep_ms", "oracle_config",
-    "torch_ms", "nvmmh1_ms", "nvmmh8_ms", "nvmmh1_config", "nvmmh8_config", "nvmmh_n", "ours_tflops",
+    "torch_ms", "nvmmh1_ms", "nvmmh8_ms", "nvmmh1_config", "nvmmh8_config", "nvmmh_n", "gluon_ms", "gluon_config",
+    "ours_tflops",
     "pct_of_oracle", "ratio_to_torch", "predicted_ms", "select_us", "rel_err_vs_torch", "timer", "note",
     "git_sha", "gpu", "torch", "triton", "python", "date",
 ]
@@ -164,6 +170,10 @@ def summarize(rows: list[dict]) -> dict:
     out = {"shapes": len(rows), "oracle_shapes": len(pct), "geomean_pct_of_oracle": geomean(pct),
            "p10_pct_of_oracle": percentile(pct, 10), "geomean_ratio_to_torch": geomean(rt),
            "torch_shapes": sum(x is not None for x in rt)}
+    g = [(fnum(r.get("gluon_ms")), fnum(r.get("oracle_ms")), fnum(r.get("torch_ms"))) for r in rows]
+    out["gluon_shapes"] = sum(x[0] is not None for x in g)
+    out["geomean_oracle_over_gluon"] = geomean([o / t for t, o, _ in g if t and o])
+    out["geomean_torch_over_gluon"] = geomean([c / t for t, _, c in g if t and c])
     for col in ("nvmmh1_ms", "nvmmh8_ms"):
         pairs = [(fnum(r.get("ours_ms")), fnum(r.get(col))) for r in rows]
         pairs = [(o, t) for o, t in pairs if o is not None and t is not None]
@@ -181,6 +191,9 @@ def summary_text(s: dict) -> str:
         f"{s['geomean_ratio_to_torch']:.3f}",
         f"  ours faster than nvMMH top-1 on {100 * s['beats_nvmmh1']:.0f}% of {s['nvmmh1_shapes']} shapes, "
         f"than nvMMH best-of-top-k on {100 * s['beats_nvmmh8']:.0f}% of {s['nvmmh8_shapes']}",
+        *([f"  Gluon kernel ({s['gluon_shapes']} shapes): geomean oracle_ms / gluon_ms "
+           f"{s['geomean_oracle_over_gluon']:.3f}, torch_ms / gluon_ms {s['geomean_torch_over_gluon']:.3f}"]
+          if s.get("gluon_shapes") else []),
     ])
 
 
@@ -375,6 +388,8 @@ def run_shape(p, args, ctx) -> dict:
     else:
         notes.append("torch: no plain fp8 matmul")
     jobs += [(f"nvmmh{i}", lambda pl=pl: time_plan(pl, "nvmmh")) for i, pl in enumerate(nv_plans)]
+    gluon = _gluon_variants(a, b, out, notes) if getattr(args, "gluon", False) and device != "cpu" else []
+    jobs += [(f"gluon{i}", lambda v=v: _time_gluon(v, a, b, out, ref, p, timer, notes)) for i, v in enumerate(gluon)]
     # --rounds passes, every other one in reverse order, each time the minimum: no contender is
     # always timed first (a GPU that drifts over the few seconds of a shape favours none of them)
     times: dict[str, list] = {name: [] for name, _ in jobs}
@@ -395,6 +410,10 @@ def run_shape(p, args, ctx) -> dict:
             t8, pl8 = min(ok, key=lambda x: x[0])
             row.update(nvmmh8_ms=cell(t8), nvmmh8_config=pl8.config.short())
 
+    g_ok = [(best[f"gluon{i}"], v) for i, v in enumerate(gluon) if best[f"gluon{i}"] is not None]
+    if g_ok:
+        tg, (bm, bn, bk, st) = min(g_ok, key=lambda x: x[0])
+        row.update(gluon_ms=cell(tg), gluon_config=f"gluon {bm}x{bn}x{bk} s{st}")
     row.update(ours_ms=cell(ours_ms), oracle_ms=cell(oracle_ms), torch_ms=cell(torch_ms))
     if ours_ms:
         row["ours_tflops"] = cell(p.flops / ours_ms / 1e9)
@@ -404,6 +423,36 @@ def run_shape(p, args, ctx) -> dict:
             row["ratio_to_torch"] = cell(torch_ms / ours_ms)
     row["note"] = "; ".join(dict.fromkeys(notes))[:600]  # a failure repeats once per --rounds pass
     return row
+
+
+def _gluon_variants(a, b, out, notes: list) -> list[tuple]:
+    """The Gluon kernel's tiles for this call, or none (with the reason in ``notes``)."""
+    from tritonblas import dispatch
+    from tritonblas.kernels import gluon_hopper
+
+    why = dispatch.gluon_eligible(a, b, out) if gluon_hopper.HAS_GLUON else "this Triton has no Gluon"
+    if why is not None:
+        notes.append(f"gluon: {why}")
+        return []
+    return list(gluon_hopper.VARIANTS)
+
+
+def _time_gluon(variant, a, b, out, ref, p, timer, notes: list):
+    """One Gluon tile's time (its first call binds the warm raw launch), the output checked."""
+    from benchmarks.sweep import check_result
+    from tritonblas.kernels import gluon_hopper
+
+    bm, bn, bk, st = variant
+    try:
+        out.fill_(float("nan"))
+        fn = lambda: gluon_hopper.gluon_matmul(a, b, out, block_m=bm, block_n=bn, block_k=bk, stages=st)  # noqa: E731
+        t = timer(fn)
+        if ref is not None:
+            check_result(out, ref, p)
+        return t
+    except Exception as e:  # noqa: BLE001 - recorded, never fatal
+        notes.append(f"gluon {bm}x{bn}x{bk} s{st}: {type(e).__name__}: {str(e).splitlines()[0][:120]}")
+        return None
 
 
 def main(argv=None) -> int:
@@ -430,6 +479,8 @@ def main(argv=None) -> int:
     ap.add_argument("--select-reps", type=int, default=20, help="uncached origami.select calls timed (median)")
     ap.add_argument("--nvmmh-k", type=int, default=8, help="nvMMH configs to time (best-of)")
     ap.add_argument("--no-nvmmh", action="store_true", help="skip nvMMH even when it is installed")
+    ap.add_argument("--gluon", action="store_true",
+                    help="also time the experimental Gluon kernel (gluon_ms; bf16/fp16 on an sm_90 GPU)")
     ap.add_argument("--workers", type=int, default=max(1, (os.cpu_count() or 2) - 2),
                     help="parallel compile processes per shape on the GPU (0: compile on first launch)")
     args = ap.parse_args(argv)

@@ -13,6 +13,7 @@
 #   compares  compare.py over whole shape sets, one process per GPU in parallel: the sets of
 #             $COMPARE_SETS0 on GPU 0, $COMPARE_SETS1 on GPU 1 (one deadline, $COMPARE_BUDGET s);
 #             CSVs and logs tarred into $OUT/compares.tgz; $COMPARE_EXTRA is passed to every compare.py
+#             (e.g. "--nvmmh-k 1 --gluon": nvMMH's top-1 and the Gluon kernel's column)
 #   models    benchmarks/models.py $MODELS_ARGS (real models, torch vs enable()) -> $OUT/models_h200.csv
 #   inductor  benchmarks/inductor_compare.py $INDUCTOR_ARGS (compile time + speed: default, max-autotune, origami provider)
 #   fp8       benchmarks/scaled_mm_compare.py $FP8_ARGS (tritonblas.scaled_mm vs torch._scaled_mm) -> $OUT/scaled_mm_h200.csv

@@ -115,3 +115,25 @@ def test_plots_and_summary_from_fixture_csvs(tmp_path):
               "--sweep", str(tmp_path / "sweep.csv")], tmp_path)
     assert r.returncode == 0, r.stderr[-3000:]
     assert "sweep.csv" in r.stdout and "geomean" in r.stdout and "summary over 3 shapes" in r.stdout
+
+
+def test_the_gluon_columns_are_summarised_against_the_oracle_and_torch():
+    """``--gluon`` rows: the summary's geomeans of oracle_ms / gluon_ms and torch_ms / gluon_ms over
+    the shapes that have a Gluon time (rows without one, ineligible shapes, are left out)."""
+    rows = [dict(gluon_ms="1.0", oracle_ms="2.0", torch_ms="1.0"), dict(gluon_ms="4.0", oracle_ms="2.0", torch_ms="4.0"),
+            dict(gluon_ms="", oracle_ms="1.0", torch_ms="1.0")]
+    s = compare.summarize(rows)
+    assert s["gluon_shapes"] == 2
+    assert abs(s["geomean_oracle_over_gluon"] - 1.0) < 1e-12  # sqrt(2 * 0.5)
+    assert abs(s["geomean_torch_over_gluon"] - 1.0) < 1e-12
+    assert "Gluon kernel (2 shapes)" in compare.summary_text(s)
+    assert "Gluon" not in compare.summary_text(compare.summarize(rows[2:]))
+
+
+def test_gluon_is_skipped_with_its_reason_where_it_cannot_run():
+    import torch
+
+    notes = []
+    a, b, out = torch.zeros(256, 128), torch.zeros(128, 256), torch.zeros(256, 256)
+    assert compare._gluon_variants(a, b, out, notes) == []
+    assert len(notes) == 1 and notes[0].startswith("gluon: ")

@@ -25,8 +25,9 @@
 #             its GPU correctness test (opt-in, TRITONBLAS_TEST_GLUON=1; a hang fails, per variant) and
 #             benchmarks/gluon_probe.py (vs torch.matmul and tritonblas.matmul) -> $OUT/gluon_*.{jsonl,log,csv};
 #             then benchmarks/gluon_host.py (host time per call) and gluon_ksweep.py (CUDA-graph times by K and grid)
-#   gluon_models  models.py with and without TRITONBLAS_GLUON=1 (plain 2-D GEMMs and F.linear's bias add on
-#             the Gluon kernel: dispatch.gluon_eligible), same jobs and sha -> $OUT/gluon_models.tgz
+#   gluon_models  models.py --gluon: torch, enable() and enable() with TRITONBLAS_GLUON=1 (plain 2-D GEMMs
+#             and F.linear's bias add on the Gluon kernel: dispatch.gluon_eligible) alternating in one run
+#             -> $OUT/models_gluon.csv
 #   heldout   the held-out split's exhaustive sweeps (issue 19) under torchrun on every GPU, resumable
 #             (rows already in benchmarks/data/h200_heldout/ are kept; every rank stops starting shapes
 #             after $HELDOUT_BUDGET s, default 480, and the rows are merged); then the
@@ -113,15 +114,10 @@ for step in $STEPS; do
                  timeout 90 python3 benchmarks/gluon_host.py
                  timeout 150 python3 benchmarks/gluon_ksweep.py
                } > "$log" 2>&1 ;;
-    gluon_models)  # models.py with and without TRITONBLAS_GLUON=1, same jobs, same sha; both CSVs + logs in one tgz
-               { mkdir -p "$OUT/gm"
-                 for mode in gluon plain; do
-                   env $([ $mode = gluon ] && echo TRITONBLAS_GLUON=1) timeout ${GLUON_MODELS_TIMEOUT:-240} \
-                     python3 benchmarks/models.py ${MODELS_ARGS:---jobs llama3.2-1b:prefill:bf16 bert-large:prefill:bf16 vit-l16:prefill:bf16 llama3.2-1b:train:bf16} \
-                     --budget-s ${GLUON_MODELS_BUDGET:-200} --out "$OUT/gm/models_$mode.csv" > "$OUT/gm/models_$mode.log" 2>&1
-                   echo "$mode rc=$?"; grep -v "^#" "$OUT/gm/models_$mode.csv" | cut -d, -f1-8,16
-                 done
-                 tar czf "$OUT/gluon_models.tgz" -C "$OUT" gm && rm -rf "$OUT/gm"
+    gluon_models)  # models.py --gluon: torch, origami's picks and TRITONBLAS_GLUON=1 alternating in one run
+               { timeout ${GLUON_MODELS_TIMEOUT:-420} python3 benchmarks/models.py --gluon \
+                   ${MODELS_ARGS:---jobs llama3.2-1b:prefill:bf16 bert-large:prefill:bf16 vit-l16:prefill:bf16 llama3.2-1b:train:bf16} \
+                   --budget-s ${GLUON_MODELS_BUDGET:-360} --out "$OUT/models_gluon.csv"
                } > "$log" 2>&1 ;;
     heldout)   { timeout $(( ${HELDOUT_BUDGET:-480} + 90 )) python3 -m torch.distributed.run --standalone --nproc-per-node gpu \
                    benchmarks/sweep.py --heldout --rep-ms ${HELDOUT_REP_MS:-3} --budget-s ${HELDOUT_BUDGET:-480} ${HELDOUT_ARGS:-}

@@ -25,12 +25,18 @@ host cost counts, as a user sees it); CUDA-graph modes time the replays.
     PYTHONPATH=$PWD python3 benchmarks/models.py --out benchmarks/results/models_h200.csv [--models ...] [--modes ...]
     python3 benchmarks/models.py --plot benchmarks/results/models_h200.csv   # -> models_h200.png
 
+``--gluon`` adds a third side in the same alternation: ``enable()`` with ``TRITONBLAS_GLUON=1``
+(the experimental warp-specialised kernel on the GEMMs it takes, ``dispatch.gluon_eligible``), in
+the ``gluon_*`` columns (``gluon_speedup`` = torch_ms / gluon_ms), so torch, origami's picks and the
+Gluon kernel are timed in one run (before: two runs, one per setting, each against its own torch).
+
 ``build(name, dtype, device, tiny=True)`` gives the tests the same model classes at toy sizes.
 """
 
 from __future__ import annotations
 
 import argparse
+import contextlib
 import csv
 import math
 import os
@@ -54,7 +60,8 @@ GEMM_KERNEL = re.compile(r"gemm|gemv|nvjet|cutlass|xmma|cublas|splitk|sm90_|sm80
 FIELDS = ("model", "mode", "dtype", "torch_ms", "ours_ms", "speedup", "torch_gemm_gpu_ms", "ours_gemm_gpu_ms",
           "torch_other_gpu_ms", "ours_other_gpu_ms", "torch_host_us_per_gemm", "ours_host_us_per_gemm",
           "torch_bwd_host_ms", "ours_bwd_host_ms", "gemm_calls", "fast_hits", "torch_peak_mb", "ours_peak_mb", "routed", "fallbacks", "torch_err", "ours_err",
-          "parity", "shape", "reps", "error")
+          "gluon_ms", "gluon_speedup", "gluon_gemm_gpu_ms", "gluon_other_gpu_ms", "gluon_host_us_per_gemm",
+          "gluon_bwd_host_ms", "gluon_peak_mb", "gluon_err", "parity", "shape", "reps", "error")
 
 
 # --- models ----------------------------------------------------------------------------------
@@ -327,6 +334,14 @@ class Row:
     fallbacks: int = 0
     torch_err: float = math.nan
     ours_err: float = math.nan
+    gluon_ms: float = math.nan
+    gluon_speedup: float = math.nan
+    gluon_gemm_gpu_ms: float = math.nan
+    gluon_other_gpu_ms: float = math.nan
+    gluon_host_us_per_gemm: float = math.nan
+    gluon_bwd_host_ms: float = math.nan
+    gluon_peak_mb: float = math.nan
+    gluon_err: float = math.nan
     parity: str = ""
     shape: str = ""
     reps: int = 0
@@ -334,20 +349,48 @@ class Row:
 
 
 class Side:
-    """One side of a comparison: ``ctx()`` enters torch-alone or tritonblas routing."""
+    """One side of a comparison: ``ctx()`` enters torch-alone or tritonblas routing, with ``env``
+    (environment variables, e.g. ``TRITONBLAS_GLUON=1``) set inside and restored after."""
 
-    def __init__(self, name: str, profile=None):
+    def __init__(self, name: str, profile=None, env: dict | None = None):
         self.name = name
         self.profile = profile
+        self.env = dict(env or {})
 
     def ctx(self):
-        import contextlib
-
         if self.name == "torch":
             return contextlib.nullcontext()
         import tritonblas
 
-        return tritonblas.enable(self.profile)
+        stack = contextlib.ExitStack()
+        stack.enter_context(_environ(self.env))
+        stack.enter_context(tritonblas.enable(self.profile))
+        return stack
+
+
+@contextlib.contextmanager
+def _environ(env: dict):
+    """``env`` set in os.environ for the block, the previous values restored after."""
+    old = {k: os.environ.get(k) for k in env}
+    os.environ.update(env)
+    try:
+        yield
+    finally:
+        for k, v in old.items():
+            if v is None:
+                os.environ.pop(k, None)
+            else:
+                os.environ[k] = v
+
+
+def make_sides(gluon: bool) -> dict:
+    """torch, ours (origami's picks) and, with ``gluon``, ours with TRITONBLAS_GLUON=1."""
+    sides = {"torch": Side("torch"), "ours": Side("ours")}
+    if gluon:
+        from tritonblas import settings
+
+        sides["gluon"] = Side("gluon", env={settings.ENV_GLUON: "1"})
+    return sides
 
 
 def _timeit(step_by_side: dict, reps: int) -> dict:
@@ -388,12 +431,12 @@ def _profile_side(side: Side, step) -> tuple:
     return g, o, per, shim.calls, st["routed"], st["fallbacks"], st["fast_hits"]
 
 
-def run_workload(name: str, mode: str, dtype_name: str, reps: int, device: str = "cuda") -> Row:
+def run_workload(name: str, mode: str, dtype_name: str, reps: int, device: str = "cuda", gluon: bool = False) -> Row:
     import torch
 
     dtype = {"bf16": torch.bfloat16, "fp16": torch.float16}[dtype_name]
     row = Row(name, mode, dtype_name, reps=reps)
-    sides = {"torch": Side("torch"), "ours": Side("ours")}
+    sides = make_sides(gluon)
     model, inputs, spec = build(name, dtype, device)
     try:
         if mode in ("prefill", "compile"):
@@ -411,10 +454,13 @@ def run_workload(name: str, mode: str, dtype_name: str, reps: int, device: str =
         else:
             raise ValueError(f"mode: unknown {mode!r}")
         timed = _timeit(steps, reps)
-        row.torch_ms, row.torch_peak_mb = timed["torch"]
-        row.ours_ms, row.ours_peak_mb = timed["ours"]
+        for k in sides:
+            setattr(row, f"{k}_ms", timed[k][0])
+            setattr(row, f"{k}_peak_mb", timed[k][1])
         row.speedup = row.torch_ms / row.ours_ms
-        for k in ("torch", "ours"):
+        if "gluon" in sides:
+            row.gluon_speedup = row.torch_ms / row.gluon_ms
+        for k in sides:
             g, o, per, calls, routed, fb, hits = _profile_side(*steps[k])
             setattr(row, f"{k}_gemm_gpu_ms", g)
             setattr(row, f"{k}_other_gpu_ms", o)
@@ -424,9 +470,10 @@ def run_workload(name: str, mode: str, dtype_name: str, reps: int, device: str =
             if k == "ours":
                 row.gemm_calls, row.routed, row.fallbacks, row.fast_hits = calls, routed, fb, hits
         if ref_out is not None:
-            row.torch_err = _err(outs["torch"], ref_out)
-            row.ours_err = _err(outs["ours"], ref_out)
-            row.parity = "ok" if row.ours_err <= 2 * row.torch_err + 1e-4 else "FAIL"
+            for k in sides:
+                setattr(row, f"{k}_err", _err(outs[k], ref_out))
+            worst = max(getattr(row, f"{k}_err") for k in sides if k != "torch")
+            row.parity = "ok" if worst <= 2 * row.torch_err + 1e-4 else "FAIL"
     except Exception as e:  # noqa: BLE001 - one workload's failure is a row, not the end of the run
         row.error = f"{type(e).__name__}: {str(e).splitlines()[0][:300] if str(e) else ''}"
         traceback.print_exc()
@@ -637,10 +684,17 @@ def summary(rows: list[dict]) -> str:
                      f"{float(r['torch_peak_mb']):7.0f}/{float(r['ours_peak_mb']):<7.0f} "
                      f"{r['torch_err']}/{r['ours_err']} {r['parity']}"
                      + (f"  backward host ms {float(r['torch_bwd_host_ms']):.2f}/{float(r['ours_bwd_host_ms']):.2f}"
-                        if r.get("torch_bwd_host_ms") not in (None, "", "nan") else ""))
+                        if r.get("torch_bwd_host_ms") not in (None, "", "nan") else "")
+                     + (f"  gluon {float(r['gluon_ms']):.3f} ms x{float(r['gluon_speedup']):.3f} "
+                        f"gemm {float(r['gluon_gemm_gpu_ms']):.2f} host us {float(r['gluon_host_us_per_gemm']):.1f}"
+                        if r.get("gluon_ms") not in (None, "", "nan") else ""))
     if ok:
         gm = math.exp(statistics.fmean(math.log(float(r["speedup"])) for r in ok))
         lines.append(f"geomean speedup over {len(ok)} workloads: {gm:.3f}; min {min(float(r['speedup']) for r in ok):.3f}")
+        gl = [float(r["gluon_speedup"]) for r in ok if r.get("gluon_speedup") not in (None, "", "nan")]
+        if gl:
+            lines.append(f"with TRITONBLAS_GLUON=1: geomean {math.exp(statistics.fmean(math.log(x) for x in gl)):.3f} "
+                         f"over {len(gl)}; min {min(gl):.3f}")
     return "\n".join(lines)
 
 
@@ -703,11 +757,11 @@ def plot(path: Path) -> Path:
     return out
 
 
-def _isolated(model: str, mode: str, dtype: str, reps: int, timeout_s: float) -> Row:
+def _isolated(model: str, mode: str, dtype: str, reps: int, timeout_s: float, gluon: bool = False) -> Row:
     """One workload in its own process: a device-side assert, a hang or a leak ends only its row."""
     import json
 
-    cmd = [sys.executable, __file__, "--one", model, mode, dtype, "--reps", str(reps)]
+    cmd = [sys.executable, __file__, "--one", model, mode, dtype, "--reps", str(reps), *(["--gluon"] if gluon else [])]
     try:
         p = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout_s, cwd=ROOT)
     except subprocess.TimeoutExpired:
@@ -736,6 +790,8 @@ def main(argv=None) -> int:
                          "unless it is an error row, each with its run's git_sha")
     ap.add_argument("--one", nargs=3, metavar=("MODEL", "MODE", "DTYPE"), help=argparse.SUPPRESS)
     ap.add_argument("--job-timeout-s", type=float, default=240)
+    ap.add_argument("--gluon", action="store_true",
+                    help="a third side: enable() with TRITONBLAS_GLUON=1 (the gluon_* columns), in the same alternation")
     args = ap.parse_args(argv)
     if args.merge:
         if args.out is None:
@@ -746,7 +802,7 @@ def main(argv=None) -> int:
     if args.one:
         import json
 
-        r = run_workload(*args.one, args.reps)
+        r = run_workload(*args.one, args.reps, gluon=args.gluon)
         print("ROW " + json.dumps(asdict(r)), flush=True)
         return 0
     if args.plot is not None:
@@ -772,7 +828,8 @@ def main(argv=None) -> int:
             print(f"budget reached: skipping {m} {mo} {d}")
             continue
         t0 = time.time()
-        r = _isolated(m, mo, d, args.reps, min(args.job_timeout_s, max(30.0, args.budget_s - (t0 - start) + 30)))
+        r = _isolated(m, mo, d, args.reps, min(args.job_timeout_s, max(30.0, args.budget_s - (t0 - start) + 30)),
+                      gluon=args.gluon)
         rows.append(r)
         print(f"{m} {mo} {d}: torch {r.torch_ms:.3f} ms ours {r.ours_ms:.3f} ms x{r.speedup:.3f} "
               f"({time.time() - t0:.0f} s) {r.error}", flush=True)

@@ -57,3 +57,32 @@ def test_backward_host_ms_sums_the_autograd_nodes_of_a_real_profile():
     nodes = [e for e in prof.events() if e.name.startswith("autograd::engine::evaluate_function:")]
     assert any("AddmmBackward0" in e.name for e in nodes)
     assert models.backward_host_ms(prof.events()) == sum(e.cpu_time_total for e in nodes) / 1e3 > 0
+
+
+def test_the_gluon_side_sets_its_switch_only_inside_and_its_columns_round_trip(tmp_path, monkeypatch):
+    """``--gluon``'s third side: ``TRITONBLAS_GLUON=1`` inside its ``ctx()`` (with enable() on), the
+    previous value back after; its columns are written, merged and summarised beside the others."""
+    import os
+
+    from tritonblas import routing, settings
+
+    monkeypatch.setenv(settings.ENV_GLUON, "0")
+    sides = models.make_sides(gluon=True)
+    assert list(sides) == ["torch", "ours", "gluon"] and list(models.make_sides(gluon=False)) == ["torch", "ours"]
+    with sides["gluon"].ctx():
+        assert os.environ[settings.ENV_GLUON] == "1" and routing.active()
+    assert os.environ[settings.ENV_GLUON] == "0" and not routing.active()
+    with sides["ours"].ctx():
+        assert os.environ[settings.ENV_GLUON] == "0" and routing.active()
+
+    p = tmp_path / "g.csv"
+    _write(p, "ddd", [models.Row("m", "prefill", "bf16", torch_ms=2.0, ours_ms=2.5, speedup=0.8, gluon_ms=1.6,
+                                 gluon_speedup=1.25, gluon_gemm_gpu_ms=1.0, gluon_host_us_per_gemm=20.0)])
+    (r,) = models.read_rows(p)
+    assert float(r["gluon_speedup"]) == 1.25 and float(r["gluon_ms"]) == 1.6
+    out = tmp_path / "merged.csv"
+    models.merge([p], out)
+    (m,) = models.read_rows(out)
+    assert float(m["gluon_speedup"]) == 1.25
+    text = models.summary(models.read_rows(out))
+    assert "gluon 1.600 ms x1.250" in text and "with TRITONBLAS_GLUON=1: geomean 1.250 over 1" in text

@@ -8,8 +8,10 @@ For one bf16 4096x1024x4096 GEMM: the mean wall time per call of N back-to-back 
 synchronisation at the end (host-bound when above the GPU time), for ``gluon_matmul`` (cold key,
 then warm), ``tritonblas.matmul`` with and without ``TRITONBLAS_GLUON=1``, ``F.linear`` on a 3-D
 activation inside ``enable()``, and ``torch.matmul``; and whether the warm key bound the raw launcher.
-Then the same entries at 256x256x64, whose GPU time (a few us) is under any entry's host time, so
-the numbers there are host time; and the functions the ``TRITONBLAS_GLUON=1`` path spends it in
+Then the same entries at 2048x1024x64, whose GPU time (a few us) is under any entry's host time, so
+the numbers there are host time (it gives 128 tiles of 128x128, enough SMs for the experiment to
+take it: ``dispatch.GLUON_FILL``; the 256x256x64 of the 76bc61f/a8a7db8 runs no longer
+qualifies); and the functions the ``TRITONBLAS_GLUON=1`` path spends it in
 (cProfile, 2000 calls, top 15 by own time). At 4096x1024x4096 on the H200 (2026-12-01, 870c48f)
 ``tritonblas.matmul`` took 89 us per call with the experiment on against 47 us off.
 """
@@ -36,11 +38,11 @@ def per_call_us(fn, n=200):
 
 
 def main() -> int:
-    for m, n, k in ((4096, 1024, 4096), (256, 256, 64)):
+    for m, n, k in ((4096, 1024, 4096), (2048, 1024, 64)):
         entries(m, n, k)
-    for tokens in (4096, 256):
+    for tokens in (4096, 2048):
         layers(tokens, 1024)
-    profile_gluon_path(256, 256, 64)
+    profile_gluon_path(2048, 1024, 64)
     return 0
 
 

@@ -1168,6 +1168,13 @@ def gemm(a: torch.Tensor, b: torch.Tensor, out: torch.Tensor | None = None, *, c
 
 
 GLUON_MIN = (128, 128, 64)  # M, N, K: one full 128-row tile, one 128-column tile, one K-step
+# The Gluon kernel is persistent without a K split: with fewer output tiles than this fraction of
+# the SMs, the idle SMs are lost, where origami's pick can split K (Stream-K, split-K). Measured
+# (H200, 2026-12-01, a8a7db8, scaled_mm_h200_gluon_a8a7db8.csv against 36cc947's origami picks):
+# fp8 128x4096x4096 (16 tiles of 128x128) 97 us on the Gluon kernel against 19 us; 512x6144x4096
+# (48 tiles) 119 against 37; at 160-448 tiles the Gluon kernel was 1.0-1.4x faster. bf16
+# 4096x1024xK (128 tiles of 128x256 on 132 SMs) ran within 8% of cuBLAS (gluon_h200_870c48f.log).
+GLUON_FILL = 0.9
 
 
 def gluon_eligible(a: torch.Tensor, b: torch.Tensor, out: torch.Tensor) -> str | None:
@@ -1188,7 +1195,20 @@ def gluon_eligible(a: torch.Tensor, b: torch.Tensor, out: torch.Tensor) -> str |
     why = gluon_hopper.supports(m, n, k, a.dtype, a.stride(), b.stride(), out.stride())
     if why is None and (a.data_ptr() | b.data_ptr() | out.data_ptr()) % 16:
         why = "a pointer is not 16-byte aligned"
+    if why is None and _gluon_config(m, n, _sm_count(a.device)) is None:
+        why = (f"{m}x{n}: under {GLUON_FILL:.0%} of the {_sm_count(a.device)} SMs get an output tile of either "
+               "Gluon tile (no K split): origami's pick runs")
     return why
+
+
+def _sm_count(device: torch.device) -> int:
+    """SMs of a CUDA device; 0 elsewhere (only the CPU stand-in tests get this far off a GPU)."""
+    return torch.cuda.get_device_properties(device).multi_processor_count if device.type == "cuda" else 0
+
+
+def _fills(m: int, n: int, block_n: int, sms: int) -> bool:
+    """Whether 128 x block_n tiles of an M x N output give at least GLUON_FILL of ``sms`` SMs one."""
+    return -(-m // 128) * -(-n // block_n) >= GLUON_FILL * sms
 
 
 def _gluon_bias(c: torch.Tensor, n: int, beta: float):
@@ -1206,7 +1226,7 @@ def _gluon_bias(c: torch.Tensor, n: int, beta: float):
 def _gluon_gemm(a: torch.Tensor, b: torch.Tensor, out: torch.Tensor, c: torch.Tensor | None = None,
                 beta: float = 0.0) -> bool:
     """``out = a @ b`` (``+ c`` when ``c`` is F.linear's bias, :func:`_gluon_bias`) on the Gluon kernel
-    when :func:`gluon_eligible` (128x256x64 with 3 stages for N >= 256, else 128x128x64 with 4);
+    when :func:`gluon_eligible` (the tile of :func:`_gluon_config`);
     False when it does not take the call. An experiment to measure
     the kernel inside real models (``benchmarks/models.py``), not a selection: origami does not score
     this kernel yet."""
@@ -1215,7 +1235,7 @@ def _gluon_gemm(a: torch.Tensor, b: torch.Tensor, out: torch.Tensor, c: torch.Te
         return False
     from tritonblas.kernels import gluon_hopper
 
-    block_n, stages = _gluon_config(b.shape[1])
+    block_n, stages = _gluon_config(a.shape[0], b.shape[1], _sm_count(a.device))
     with _cuda_guard(a.device):
         gluon_hopper.gluon_matmul(a, b, out=out, bias=bias, block_n=block_n, stages=stages)
     return True
@@ -1289,6 +1309,8 @@ def _gluon_scaled(a, b, out, scale_a, scale_b, bias, fast_accum: bool) -> bool:
 
     if bias is not None and bias.dtype not in gluon_hopper.BIAS_DTYPES:
         return False  # scaled_mm takes any floating bias; gluon_scaled_mm raises on fp64 / fp8
+    if not _fills(m, n, 256 if fast_accum else 128, _sm_count(a.device)):  # gluon_scaled_mm's tile
+        return False
     row_wise = tuple(scale_a.shape) == (m, 1) and tuple(scale_b.shape) == (1, n)
     if not (scale_a.numel() == 1 and scale_b.numel() == 1) and not row_wise:
         return False
@@ -1300,9 +1322,13 @@ def _gluon_scaled(a, b, out, scale_a, scale_b, bias, fast_accum: bool) -> bool:
     return True
 
 
-def _gluon_config(n: int) -> tuple[int, int]:
-    """(block_n, stages) of the experiment: 128x256x64 with 3 stages for N >= 256, else 128x128x64 with 4."""
-    return (256, 3) if n >= 256 else (128, 4)
+def _gluon_config(m: int, n: int, sms: int) -> tuple[int, int] | None:
+    """(block_n, stages) of the experiment for an M x N output on ``sms`` SMs: 128x256x64 with 3
+    stages when N >= 256 and its tiles fill the machine (:func:`_fills`), else 128x128x64 with 4 when
+    those do, else None (origami's pick: :data:`GLUON_FILL`)."""
+    if n >= 256 and _fills(m, n, 256, sms):
+        return 256, 3
+    return (128, 4) if _fills(m, n, 128, sms) else None
 
 
 def _remember_gluon(fkey: tuple, a: torch.Tensor, b: torch.Tensor, out: torch.Tensor, c: torch.Tensor | None,
@@ -1321,7 +1347,7 @@ def _remember_gluon(fkey: tuple, a: torch.Tensor, b: torch.Tensor, out: torch.Te
 
     f = GluonEntry()
     f.info, f.devkey, f.out_shape, f.out_align = info, devkey, tuple(out.shape), out.data_ptr() & 15
-    f.block_n, f.stages = _gluon_config(b.shape[1])
+    f.block_n, f.stages = _gluon_config(a.shape[0], b.shape[1], _sm_count(device))
     bias = None if c is None else _gluon_bias(c, b.shape[1], beta)
     f.has_bias, f.mnk = bias is not None, (a.shape[0], b.shape[1], a.shape[1])
     f.views = tuple((tuple(t.shape), t.stride()) for t in (a, b, out))  # the kernel's operands, for call_ready

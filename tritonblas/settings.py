@@ -10,7 +10,7 @@ not import tritonblas) and re-exported here.
 | ``TRITONBLAS_FAST`` | ``0`` turns the ops' warm path (:mod:`tritonblas.fastpath`) off |
 | ``ORIGAMI_PROFILE_DIR`` | a directory of extra profiles, loadable by name |
 | ``ORIGAMI_TRITON_VERSION`` | ``MAJOR.MINOR`` of the Triton the model predicts for, when it is not the installed one (tables made for another machine) |
-| ``TRITONBLAS_GLUON`` | ``1`` (experimental, H200 only): plain 2-D bf16/fp16 GEMMs (and F.linear's bias add; fp8 scaled_mm) of at least 128x128x64 run the warp-specialised Gluon kernel (:mod:`tritonblas.kernels.gluon_hopper`) instead of origami's pick, to measure it inside models; not a selection |
+| ``TRITONBLAS_GLUON`` | ``1`` (experimental, H200 only): plain 2-D bf16/fp16 GEMMs (and F.linear's bias add; fp8 scaled_mm) of at least 128x128x64 whose output tiles reach 90% of the SMs run the warp-specialised Gluon kernel (:mod:`tritonblas.kernels.gluon_hopper`) instead of origami's pick, to measure it inside models; not a selection |
 | ``TRITON_INTERPRET`` | ``1`` (or ``true``/``yes``/``on``, as Triton reads it) runs the kernels on CPU tensors through Triton's interpreter |
 
 Hot paths read them through :func:`raw_reader` (``dispatch``'s fast key) and :func:`raw_equals`

@@ -104,8 +104,10 @@ def spy_raw(*args, **kw):  # a warm GluonEntry's launch (dispatch imports it at 
     return real_raw(*args, **kw)
 gluon_hopper.raw_launch = spy_raw
 g = torch.Generator(device="cuda").manual_seed(0)
-for (m, n, k, dt, nt, ta) in [(512, 384, 256, torch.bfloat16, False, False), (1000, 1000, 1000, torch.float16, True, False),
-                              (4096, 4096, 4096, torch.bfloat16, False, False), (768, 512, 1000, torch.bfloat16, False, True)]:
+# every shape gives >= 90% of the SMs an output tile (dispatch.GLUON_FILL): 128x128 tiles for the
+# first, second and fourth, 128x256 for the third
+for (m, n, k, dt, nt, ta) in [(2048, 1024, 256, torch.bfloat16, False, False), (2000, 1000, 1000, torch.float16, True, False),
+                              (4096, 4096, 4096, torch.bfloat16, False, False), (1536, 1280, 1000, torch.bfloat16, False, True)]:
     a = (torch.randn(k, m, device="cuda", generator=g).to(dt).t() if ta else
          torch.randn(m, k, device="cuda", generator=g).to(dt))
     b = (torch.randn(n, k, device="cuda", generator=g).to(dt).t() if nt else
@@ -116,35 +118,36 @@ for (m, n, k, dt, nt, ta) in [(512, 384, 256, torch.bfloat16, False, False), (10
     assert len(ran) == before + 1, ("the Gluon kernel did not run", m, n, k)
     ref, mag, _ = reference(a, b)
     assert_gemm_close(out, ref, mag, k, what=f"gluon route {m}x{n}x{k} {dt} nt={nt} ta={ta}")
-x = torch.randn(4, 128, 512, device="cuda", generator=g).to(torch.bfloat16)
-w = torch.randn(768, 512, device="cuda", generator=g).to(torch.bfloat16)
+x = torch.randn(16, 128, 512, device="cuda", generator=g).to(torch.bfloat16)
+w = torch.randn(1024, 512, device="cuda", generator=g).to(torch.bfloat16)
 with tritonblas.enable():
     before = len(ran)
     y = F.linear(x, w)
     assert len(ran) == before + 1, "F.linear without bias did not take the Gluon kernel"
     ref, mag, _ = reference(x.reshape(-1, 512), w.t())
-    assert_gemm_close(y.reshape(-1, 768), ref, mag, 512, what="F.linear under the gluon route")
+    assert_gemm_close(y.reshape(-1, 1024), ref, mag, 512, what="F.linear under the gluon route")
     before = len(ran)
-    bias = torch.randn(768, device="cuda", generator=g).to(torch.bfloat16)
+    bias = torch.randn(1024, device="cuda", generator=g).to(torch.bfloat16)
     for _ in range(2):  # the checked call, then the warm entry
         yb = F.linear(x, w, bias)
     assert len(ran) == before + 2 and ran[-1] == "raw", ("F.linear with a bias did not take the Gluon kernel, "
                                                         "checked then raw", ran[before:])
-    ref, mag, _ = reference(x.reshape(-1, 512), w.t(), c=bias.expand(512, 768), beta=1.0)
-    assert_gemm_close(yb.reshape(-1, 768), ref, mag, 512, what="F.linear + bias under the gluon route")
+    ref, mag, _ = reference(x.reshape(-1, 512), w.t(), c=bias.expand(2048, 1024), beta=1.0)
+    assert_gemm_close(yb.reshape(-1, 1024), ref, mag, 512, what="F.linear + bias under the gluon route")
     before = len(ran)
     small = tritonblas.matmul(x[0, :16], w.t())
-    scaled = torch.addmm(bias, x[0], w.t(), alpha=0.5)
-    assert len(ran) == before, "a 16-row GEMM or alpha != 1 must keep origami's pick"
+    scaled = torch.addmm(bias, x.reshape(-1, 512), w.t(), alpha=0.5)
+    few = tritonblas.matmul(x[:4].reshape(-1, 512), w.t())  # 512x1024: 32 tiles, under 90% of the SMs
+    assert len(ran) == before, "a 16-row GEMM, alpha != 1 or a grid under 90% of the SMs must keep origami's pick"
 ran8 = []
 real8 = gluon_hopper.gluon_scaled_mm
 def spy8(*args, **kw):
     ran8.append(kw.get("use_fast_accum"))
     return real8(*args, **kw)
 gluon_hopper.gluon_scaled_mm = spy8
-a8 = (torch.randn(512, 1024, device="cuda", generator=g) * 2).to(torch.float8_e4m3fn)
-b8 = (torch.randn(768, 1024, device="cuda", generator=g) * 2).to(torch.float8_e4m3fn).t()
-sa, sb = torch.rand(512, 1, device="cuda") + 0.5, torch.rand(1, 768, device="cuda") + 0.5
+a8 = (torch.randn(2048, 1024, device="cuda", generator=g) * 2).to(torch.float8_e4m3fn)
+b8 = (torch.randn(2048, 1024, device="cuda", generator=g) * 2).to(torch.float8_e4m3fn).t()
+sa, sb = torch.rand(2048, 1, device="cuda") + 0.5, torch.rand(1, 2048, device="cuda") + 0.5
 for fast in (False, True):
     y8 = tritonblas.scaled_mm(a8, b8, sa, sb, out_dtype=torch.bfloat16, use_fast_accum=fast)
     ref, mag, _ = reference(a8, b8, scale_a=sa, scale_b=sb)
@@ -227,6 +230,21 @@ def test_a_taken_call_is_remembered_as_a_warm_entry(monkeypatch, device):
     got = tritonblas.matmul(a, b)
     assert len(ran) == 8, "the entry was served with the variable off"
     assert_gemm_close(got, ref, mag, a.shape[1], what="matmul after the experiment")
+
+
+def test_the_experiment_takes_a_tile_only_where_its_grid_fills_the_machine():
+    """The Gluon kernel does not split K: 128x256 where N >= 256 and its tiles give >= 90% of the SMs
+    one, else 128x128 where those do, else none (origami's pick, which can split K, runs)."""
+    sms = 132  # 90%: 118.8 tiles
+    assert dispatch._gluon_config(4096, 1024, sms) == (256, 3)   # 32 x 4 = 128 tiles of 128x256
+    assert dispatch._gluon_config(2048, 2048, sms) == (256, 3)   # 16 x 8 = 128
+    assert dispatch._gluon_config(2048, 1024, sms) == (128, 4)   # 64 of 128x256, 16 x 8 = 128 of 128x128
+    assert dispatch._gluon_config(128, 28672, sms) == (128, 4)   # 112 of 128x256, 224 of 128x128
+    assert dispatch._gluon_config(4096, 200, sms) is None        # N < 256: 32 x 2 = 64 of 128x128
+    assert dispatch._gluon_config(2048, 512, sms) is None        # 32 / 64 tiles: llama3.2-1b's k/v projections
+    assert dispatch._gluon_config(128, 4096, sms) is None        # 16 / 32 tiles
+    assert dispatch._fills(128, 15360, 128, sms) and not dispatch._fills(128, 15104, 128, sms)  # 120 / 118 tiles
+    assert dispatch._gluon_config(130, 300, 0) == (256, 3) and dispatch._gluon_config(130, 200, 0) == (128, 4)
 
 
 @pytest.mark.usefixtures("cpu_profile")
@@ -328,6 +346,7 @@ def test_a_scaled_bias_the_kernel_does_not_read_leaves_the_experiment(monkeypatc
 
     ran = []
     monkeypatch.setattr(torch.cuda, "get_device_capability", lambda device=None: (9, 0))
+    monkeypatch.setattr(dispatch, "_sm_count", lambda device: 1)  # the one 128x128 tile fills the machine
     monkeypatch.setattr(dispatch, "_cuda_guard", lambda device: __import__("contextlib").nullcontext())
     monkeypatch.setattr(gluon_hopper, "_launch", lambda *args: ran.append(args) or args[2])
     m, n, k = 128, 128, 64
@@ -352,7 +371,6 @@ def test_a_ready_call_that_is_not_the_experiments_runs_torch_on_the_kernel_views
         pytest.skip("the plumbing, on CPU")
     import torch.nn.functional as F
 
-    from tritonblas import fastpath
     from tritonblas.kernels import gluon_hopper
 
     raw = []

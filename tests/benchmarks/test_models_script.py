@@ -86,3 +86,24 @@ def test_the_gluon_side_sets_its_switch_only_inside_and_its_columns_round_trip(t
     assert float(m["gluon_speedup"]) == 1.25
     text = models.summary(models.read_rows(out))
     assert "gluon 1.600 ms x1.250" in text and "with TRITONBLAS_GLUON=1: geomean 1.250 over 1" in text
+
+
+def test_parity_fails_when_the_gluon_side_gives_nan(monkeypatch):
+    """``--gluon``'s parity covers every non-torch side: a NaN output on the Gluon side (a broken
+    kernel) is a FAIL, not hidden by ``max()`` keeping the finite ``ours_err`` before it."""
+    import torch
+
+    ref = torch.ones(4, 4)
+    outs = {"torch": ref * 1.001, "ours": ref.clone(), "gluon": torch.full((4, 4), float("nan"))}
+    monkeypatch.setattr(models, "build", lambda name, dtype, device: (None, lambda mode: {}, None))
+    monkeypatch.setattr(models, "_infer_steps", lambda model, inputs, sides, compiled: (
+        {k: (s, lambda: None) for k, s in sides.items()}, ref, outs))
+    monkeypatch.setattr(models, "_timeit", lambda steps, reps: {k: (1.0, 0.0) for k in steps})
+    monkeypatch.setattr(models, "_profile_side", lambda side, step: (0.0, 0.0, 1.0, 1, 1, 0, 0))
+    monkeypatch.setattr(torch._dynamo, "reset", lambda: None)
+    row = models.run_workload("m", "prefill", "bf16", 2, device="cpu", gluon=True)
+    assert row.error == "" and row.ours_err == 0.0 and row.gluon_err != row.gluon_err  # NaN
+    assert row.parity == "FAIL"
+    outs["gluon"] = ref.clone()
+    assert models.run_workload("m", "prefill", "bf16", 2, device="cpu", gluon=True).parity == "ok"
+

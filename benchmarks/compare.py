@@ -29,7 +29,8 @@ inputs of the shape's dtypes and layouts:
 - ``gluon_ms`` / ``gluon_config`` (``--gluon``): the experimental warp-specialised Gluon kernel
   (tritonblas/kernels/gluon_hopper.py, not in origami's space), the better of its two tiles
   (``gluon_hopper.VARIANTS``) through its warm raw launch, on the shapes
-  ``dispatch.gluon_eligible`` accepts (bf16/fp16, sm_90, 16-byte aligned): where it beats the
+  ``dispatch.gluon_eligible`` accepts (bf16/fp16, sm_90, 16-byte aligned, output tiles filling
+  ``dispatch.GLUON_FILL`` of the SMs): where it beats the
   space's best (``oracle_ms``) and torch, as data for adding it to the space (issue 18).
 
 Timing (``--timer``): ``eager`` (default, the project's rule for reported ratios) is

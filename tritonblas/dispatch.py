@@ -1179,8 +1179,9 @@ GLUON_FILL = 0.9
 
 def gluon_eligible(a: torch.Tensor, b: torch.Tensor, out: torch.Tensor) -> str | None:
     """Why the ``TRITONBLAS_GLUON=1`` experiment does not take ``out = a @ b``, or None when it does:
-    2-D bf16/fp16 operands and output of one dtype on an sm_90 GPU, at least :data:`GLUON_MIN`, and
-    what :func:`tritonblas.kernels.gluon_hopper.supports` accepts with 16-byte-aligned pointers."""
+    2-D bf16/fp16 operands and output of one dtype on an sm_90 GPU, at least :data:`GLUON_MIN`,
+    what :func:`tritonblas.kernels.gluon_hopper.supports` accepts with 16-byte-aligned pointers, and
+    an output whose tiles give :data:`GLUON_FILL` of the SMs one (:func:`_gluon_config` not None)."""
     if a.dim() != 2 or b.dim() != 2 or out.dim() != 2:
         return "not a 2-D GEMM"
     if not (a.dtype == b.dtype == out.dtype) or a.dtype not in (torch.bfloat16, torch.float16):
@@ -1295,7 +1296,9 @@ def _gluon_scaled(a, b, out, scale_a, scale_b, bias, fast_accum: bool) -> bool:
     """``scaled_gemm`` on the Gluon kernel (:func:`tritonblas.kernels.gluon_hopper.gluon_scaled_mm`)
     under ``TRITONBLAS_GLUON=1``: a bf16/fp16 ``out``, at least :data:`GLUON_MIN`, what its
     ``supports`` accepts (A row-major, B column-major) with 16-byte-aligned pointers on an sm_90 GPU,
-    and torch's tensor- or row-wise scales; False (origami's pick runs) otherwise."""
+    torch's tensor- or row-wise scales, and an output whose tiles of gluon_scaled_mm's default
+    block_n (256 with ``fast_accum``, else 128) give :data:`GLUON_FILL` of the SMs one
+    (:func:`_fills`); False (origami's pick runs) otherwise."""
     (m, k), n = a.shape, b.shape[1]
     if out.dtype not in (torch.bfloat16, torch.float16) or m < GLUON_MIN[0] or n < GLUON_MIN[1] or k < GLUON_MIN[2]:
         return False

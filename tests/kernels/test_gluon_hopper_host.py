@@ -42,7 +42,7 @@ def test_an_unaligned_bias_does_not_take_the_warm_key_of_an_aligned_one(monkeypa
     monkeypatch.setattr(gluon_hopper, "make_descriptors", lambda *a: (None, None, None, False, False))
     monkeypatch.setattr(gluon_hopper, "_launch_hooks_on", lambda: False)
     monkeypatch.setattr(_fastlaunch, "bind", lambda compiled, descs: Raw())
-    monkeypatch.setattr(torch.cuda, "current_stream", lambda device=None: SimpleNamespace(cuda_stream=0))
+    monkeypatch.setattr(gluon_hopper, "_current_stream", lambda index: 0)  # no CUDA device here
     monkeypatch.setattr(gluon_hopper, "_WARM", {})
     a, b, out = torch.zeros(128, 64, dtype=torch.bfloat16), torch.zeros(64, 128, dtype=torch.bfloat16), \
         torch.zeros(128, 128, dtype=torch.bfloat16)

@@ -491,15 +491,27 @@ def bmm(a: Tensor, b: Tensor, *, out: Tensor | None = None, config: TileConfig |
 
 def real_scalar(x: Any) -> bool:
     """Whether ``x`` is what torch takes as a real ``alpha`` / ``beta`` (a Python or numpy real number,
-    a bool, or a 0-D real tensor); a string, a list, None or a 1-element 1-D tensor is not."""
+    a bool, or a 0-D real tensor); a string, a list, None, a 1-element 1-D tensor, a tensor that requires
+    grad (torch's argument parser refuses it, even under no_grad) or an int outside [-2^63, 2^64)
+    (torch's OverflowError) is not."""
     if isinstance(x, torch.Tensor):
-        return x.dim() == 0 and not x.is_complex()
+        return x.dim() == 0 and not x.is_complex() and not x.requires_grad
+    if isinstance(x, int) and not _INT_MIN <= x < _INT_END:
+        return False
     return isinstance(x, numbers.Real)
+
+
+_INT_MIN, _INT_END = -(1 << 63), 1 << 64  # the ints torch's Scalar takes (int64, and uint64 above it)
 
 
 def _scalar(name: str, arg: str, x: Any) -> float:
     if isinstance(x, complex) or (isinstance(x, torch.Tensor) and x.is_complex()):
         raise RuntimeError(f"{name}(): complex {arg}={x!r} is not supported for real tensors")
+    if isinstance(x, int) and not _INT_MIN <= x < _INT_END:
+        raise OverflowError(f"{name}(): argument '{arg}': int too big to convert ({x})")
+    if isinstance(x, torch.Tensor) and x.requires_grad:
+        raise TypeError(f"{name}(): argument '{arg}' must be a Number (or a 0-D tensor that does not require "
+                        "grad), not a tensor that requires grad")
     if not real_scalar(x):
         raise TypeError(f"{name}(): argument '{arg}' must be a Number (or a 0-D tensor), not "
                         f"{type(x).__name__}{'' if not isinstance(x, torch.Tensor) else f' of shape {_shape(x)}'}")

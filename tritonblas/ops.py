@@ -334,6 +334,10 @@ def _check_out(name: str, out: Tensor, shape: tuple, like: Tensor, *args: Tensor
     if torch.is_grad_enabled() and any(t is not None and t.requires_grad for t in (*args, out)):
         raise RuntimeError(f"{name}(): functions with out=... arguments don't support automatic "
                            "differentiation, but one of the arguments requires grad.")
+    if _inference_outside(out):
+        raise RuntimeError(f"{name}(): Inplace update to inference tensor outside InferenceMode is not allowed. "
+                           f"You can make a clone to get a normal tensor before doing inplace update "
+                           f"(out {_shape(out)} was created under torch.inference_mode())")
     if out.dtype != like.dtype:
         raise RuntimeError(f"{name}(): expected out tensor to have dtype {like.dtype}, but got {out.dtype} instead")
     if out.device != like.device:
@@ -349,6 +353,14 @@ def _check_out(name: str, out: Tensor, shape: tuple, like: Tensor, *args: Tensor
                           "have zero elements. You can explicitly reuse an out tensor t by resizing it, inplace, "
                           "to zero elements with t.resize_(0).", UserWarning, stacklevel=3)
         out.resize_(shape)
+
+
+def _inference_outside(out: Tensor) -> bool:
+    """Whether ``out`` is an inference tensor written outside ``torch.inference_mode()`` (torch refuses
+    that in-place update; dynamo cannot trace the query, and a traced graph has no inference tensors)."""
+    if torch.compiler.is_dynamo_compiling():
+        return False
+    return out.is_inference() and not torch.is_inference_mode_enabled()
 
 
 _PLAIN = (torch.Tensor, torch.nn.Parameter)
@@ -374,8 +386,9 @@ def _warm_matmul(a: Tensor, b: Tensor, out: Tensor | None = None, config: Any = 
     ``a`` or ``b`` goes the checked way (compute, then copy)."""
     if type(a) not in _PLAIN or type(b) not in _PLAIN or a.dtype is not b.dtype:
         return None
-    if (config is not None and type(config) is not TileConfig) or (out is not None and type(out) not in _PLAIN):
-        return None
+    if (config is not None and type(config) is not TileConfig) or (out is not None and (
+            type(out) not in _PLAIN or _inference_outside(out))):
+        return None  # (an inference-tensor out: the checked path raises torch's error)
     f = dispatch.fast_lookup(a, b, out, None, config)
     if f is None or not _direct(a, b, out):
         return None
@@ -478,15 +491,27 @@ def bmm(a: Tensor, b: Tensor, *, out: Tensor | None = None, config: TileConfig |
 
 def real_scalar(x: Any) -> bool:
     """Whether ``x`` is what torch takes as a real ``alpha`` / ``beta`` (a Python or numpy real number,
-    a bool, or a 0-D real tensor); a string, a list, None or a 1-element 1-D tensor is not."""
+    a bool, or a 0-D real tensor); a string, a list, None, a 1-element 1-D tensor, a tensor that requires
+    grad (torch's argument parser refuses it, even under no_grad) or an int outside [-2^63, 2^64)
+    (torch's OverflowError) is not."""
     if isinstance(x, torch.Tensor):
-        return x.dim() == 0 and not x.is_complex()
+        return x.dim() == 0 and not x.is_complex() and not x.requires_grad
+    if isinstance(x, int) and not _INT_MIN <= x < _INT_END:
+        return False
     return isinstance(x, numbers.Real)
+
+
+_INT_MIN, _INT_END = -(1 << 63), 1 << 64  # the ints torch's Scalar takes (int64, and uint64 above it)
 
 
 def _scalar(name: str, arg: str, x: Any) -> float:
     if isinstance(x, complex) or (isinstance(x, torch.Tensor) and x.is_complex()):
         raise RuntimeError(f"{name}(): complex {arg}={x!r} is not supported for real tensors")
+    if isinstance(x, int) and not _INT_MIN <= x < _INT_END:
+        raise OverflowError(f"{name}(): argument '{arg}': int too big to convert ({x})")
+    if isinstance(x, torch.Tensor) and x.requires_grad:
+        raise TypeError(f"{name}(): argument '{arg}' must be a Number (or a 0-D tensor that does not require "
+                        "grad), not a tensor that requires grad")
     if not real_scalar(x):
         raise TypeError(f"{name}(): argument '{arg}' must be a Number (or a 0-D tensor), not "
                         f"{type(x).__name__}{'' if not isinstance(x, torch.Tensor) else f' of shape {_shape(x)}'}")

@@ -132,12 +132,31 @@ def _autocast_on(dev: str) -> bool:
     return _autocast_available(dev) and _is_autocast_enabled(dev)
 
 
-def _autocast(*tensors: Tensor | None) -> tuple:
+def _has_autocast_kernel(op: str, key: str) -> bool:
+    try:
+        return torch._C._dispatch_has_kernel_for_dispatch_key(f"aten::{op}", key)
+    except (AttributeError, RuntimeError):
+        return True
+
+
+# (aten op, device type) -> whether torch's autocast casts that op's inputs on that device, read once at
+# import (dynamo traces a dict lookup, not the C query): CPU autocast has no kernel for mv / addmv, so
+# torch runs them in the inputs' own dtype there (CUDA casts them)
+_AUTOCASTS = {(op, dev): _has_autocast_kernel(op, key)
+              for op in ("linear", "matmul", "mm", "bmm", "addmm", "baddbmm", "addbmm", "mv", "addmv")
+              for dev, key in (("cpu", "AutocastCPU"), ("cuda", "AutocastCUDA"))}
+
+
+def _autocast(*tensors: Tensor | None, op: str = "mm") -> tuple:
+    """The tensors as torch's autocast hands them to ``aten::<op>``: floating tensors other than fp64
+    (not autocast-eligible) cast to the autocast dtype, when autocast is on for their device and torch
+    has an autocast kernel for the op there; else unchanged."""
     dev = next(t for t in tensors if t is not None).device.type
-    if not _autocast_on(dev):
+    if not _autocast_on(dev) or not _AUTOCASTS.get((op, dev), True):
         return tensors
     dt = torch.get_autocast_dtype(dev)
-    return tuple(t if t is None or not t.is_floating_point() or t.dtype == dt else t.to(dt) for t in tensors)
+    return tuple(t if t is None or not t.is_floating_point() or t.dtype == dt or t.dtype == torch.float64
+                 else t.to(dt) for t in tensors)
 
 
 def _not_real(*xs: Any) -> bool:
@@ -152,9 +171,10 @@ def _tensors(*xs: Any) -> bool:
 
 
 def _run(profile: Any, fn: Callable, tensors: tuple, out: Any, **kwargs):
-    """The shared tail of a route: autocast the tensors, check tritonblas can run them (with ``out``),
-    then call ``fn(*tensors, out=out, profile=profile, **kwargs)``; NotImplemented otherwise."""
-    tensors = _autocast(*tensors)
+    """The shared tail of a route: autocast the tensors (as torch would for the op ``fn`` names), check
+    tritonblas can run them (with ``out``), then call ``fn(*tensors, out=out, profile=profile, **kwargs)``;
+    NotImplemented otherwise."""
+    tensors = _autocast(*tensors, op=fn.__name__)
     if not _kernel_ok(profile, *tensors, out):
         return NotImplemented
     return fn(*tensors, out=out, profile=profile, **kwargs)
@@ -171,7 +191,7 @@ def _r_linear(profile, x, w, bias):
             or (w.dim() == 1 and bias is not None)
             or (bias is not None and not ops.expands_to(tuple(bias.shape), (*x.shape[:-1], *w.shape[:-1])))):
         return NotImplemented
-    x, w, bias = _autocast(x, w, bias)
+    x, w, bias = _autocast(x, w, bias, op="linear")
     if not _kernel_ok(profile, x, w, bias):
         return NotImplemented
     return ops.linear(x, w, bias, profile=profile)

@@ -131,6 +131,53 @@ def test_autocast(device):
     torch.testing.assert_close(ours.float(), ref.float(), rtol=2e-2, atol=2e-2)
 
 
+def _autocast_cases(device):
+    a, b = _rand(5, 7, device=device), _rand(7, 3, device=device)
+    v, c1, c2 = _rand(7, device=device), _rand(5, device=device), _rand(5, 3, device=device)
+    a3, b3 = _rand(2, 5, 7, device=device), _rand(2, 7, 3, device=device)
+    d, e = a.double(), b.double()
+    return {
+        # fp64 operands are not autocast-eligible: torch keeps them in fp64
+        "mm fp64": lambda: torch.mm(d, e),
+        "matmul fp64": lambda: d @ e,
+        "addmm fp64": lambda: torch.addmm(c2.double(), d, e),
+        "F.linear fp64": lambda: F.linear(d, e.t(), None),
+        "bmm fp64": lambda: torch.bmm(a3.double(), b3.double()),
+        # one fp64 operand: torch casts only the other one, and raises on the mismatch
+        "mm fp64 @ fp32": lambda: torch.mm(d, b),
+        # mv / addmv have no CPU autocast kernel: torch runs them in fp32 on CPU (CUDA casts them)
+        "mv": lambda: torch.mv(a, v),
+        "Tensor.mv": lambda: a.mv(v),
+        "addmv": lambda: torch.addmv(c1, a, v),
+        # matmul with a vector does autocast (aten::matmul has the kernel)
+        "a @ v": lambda: a @ v,
+        "mm": lambda: torch.mm(a, b),
+    }
+
+
+@pytest.mark.parametrize("case", list(_autocast_cases("cpu")))
+def test_autocast_casts_what_torch_casts(device, case):
+    """Under ``torch.autocast`` a routed call casts exactly the operands torch's autocast would: not
+    fp64 ones (not autocast-eligible), and none for an op without an autocast kernel on the device
+    (mv / addmv on CPU). Before, every floating operand was cast: ``torch.mm(fp64, fp64)`` came back
+    in bf16, ``torch.mm(fp64, fp32)`` returned a result where torch raises, ``torch.mv`` on CPU in bf16."""
+    fn = _autocast_cases(device)[case]
+    with torch.autocast(device, dtype=torch.bfloat16):
+        try:
+            ref, err = fn(), None
+        except RuntimeError as e:
+            ref, err = None, e
+        with tritonblas.enable():
+            if err is not None:
+                with pytest.raises(RuntimeError):
+                    fn()
+                return
+            ours = fn()
+    assert ours.dtype == ref.dtype, f"{case}: {ours.dtype} != torch's {ref.dtype}"
+    tol = 2e-2 if ref.dtype == torch.bfloat16 else 1e-5
+    torch.testing.assert_close(ours, ref, rtol=tol, atol=tol)
+
+
 def _dual_cases(device):
     x, w, t = _rand(6, 7, device=device), _rand(5, 7, device=device), _rand(6, 7, device=device)
     b, c = _rand(5, device=device), _rand(6, 5, device=device)

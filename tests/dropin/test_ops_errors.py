@@ -104,7 +104,8 @@ def test_errors_launch_nothing(device):
     assert dispatch.stats() == {"launches": 0, "plans": 0, "empty": 0, "fallbacks": 0, "routed": 0, "table_hits": 0, "intercepted": 0, "fast_hits": 0}
 
 
-_BAD_SCALARS = {"str": "2", "none": None, "list": [2.0], "1d_tensor": [2.0]}  # 1d_tensor: torch.tensor([2.0])
+_BAD_SCALARS = {"str": "2", "none": None, "list": [2.0], "1d_tensor": [2.0],  # 1d_tensor: torch.tensor([2.0])
+                "0d_requires_grad": 2.0}  # torch.tensor(2.0, requires_grad=True): torch's parser refuses it
 
 
 @pytest.mark.parametrize("op", ["addmm", "baddbmm", "addbmm", "addmv"])
@@ -115,6 +116,8 @@ def test_alpha_beta_that_are_not_numbers(device, op, bad, arg):
     float() made beta="2" or a 1-element 1-D tensor a result (through enable() too: torch's error lost),
     and None an error naming neither the op nor the argument."""
     value = torch.tensor(_BAD_SCALARS[bad], device=device) if bad == "1d_tensor" else _BAD_SCALARS[bad]
+    if bad == "0d_requires_grad":  # before: taken as 2.0 (a result, its gradient w.r.t. alpha silently lost)
+        value = torch.tensor(2.0, device=device, requires_grad=True)
     args = {"addmm": lambda d: (torch.randn(3, 5, device=d), torch.randn(3, 4, device=d), torch.randn(4, 5, device=d)),
             "baddbmm": lambda d: (torch.randn(2, 3, 5, device=d), torch.randn(2, 3, 4, device=d),
                                   torch.randn(2, 4, 5, device=d)),
@@ -131,3 +134,22 @@ def test_alpha_beta_that_are_not_numbers(device, op, bad, arg):
         with pytest.raises(TypeError):
             getattr(args[0], op)(*args[1:], **{arg: value})
 
+
+
+@pytest.mark.parametrize("op", ["addmm", "baddbmm", "addmv"])
+@pytest.mark.parametrize("value", [2 ** 64, -2 ** 63 - 1])
+def test_alpha_beta_ints_out_of_torchs_range(device, op, value):
+    """torch takes an int alpha/beta in [-2^63, 2^64) and raises OverflowError beyond; tritonblas (and
+    enable()'s routes) took float(value) and returned a result."""
+    args = {"addmm": lambda d: (torch.randn(3, 5, device=d), torch.randn(3, 4, device=d), torch.randn(4, 5, device=d)),
+            "baddbmm": lambda d: (torch.randn(2, 3, 5, device=d), torch.randn(2, 3, 4, device=d),
+                                  torch.randn(2, 4, 5, device=d)),
+            "addmv": lambda d: (torch.randn(3, device=d), torch.randn(3, 4, device=d), torch.randn(4, device=d))}[op](device)
+    for arg in ("alpha", "beta"):
+        with pytest.raises(OverflowError):
+            getattr(torch, op)(*args, **{arg: value})
+        with pytest.raises(OverflowError, match=arg):
+            getattr(tritonblas, op)(*args, **{arg: value})
+        with tritonblas.enable():
+            with pytest.raises(OverflowError):  # routed: torch's own error
+                getattr(torch, op)(*args, **{arg: value})

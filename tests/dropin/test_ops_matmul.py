@@ -205,6 +205,41 @@ def test_out_layouts_and_checks(device):
         tritonblas.matmul(a, b, out=torch.empty(1, 1, 5, device=device).expand(2, 6, 5))
 
 
+@pytest.mark.parametrize("call", ["matmul", "addmm", "bmm", "mv", "routed mm", "routed addmv"])
+def test_out_that_is_an_inference_tensor_raises_outside_inference_mode(device, call):
+    """An ``out=`` made under ``torch.inference_mode()`` and written outside it: torch raises
+    ("Inplace update to inference tensor outside InferenceMode"); tritonblas wrote it silently, on the
+    first call and on the warm second one. Inside inference mode the write is allowed."""
+    a, b, c = _operand((6, 7), device), _operand((7, 5), device), _operand((6, 5), device)
+    a3, b3, v = _operand((2, 6, 7), device), _operand((2, 7, 5), device), _operand((7,), device)
+
+    def run(mod, out):
+        with tritonblas.enable():
+            return {"matmul": lambda: mod.matmul(a, b, out=out), "addmm": lambda: mod.addmm(c, a, b, out=out),
+                    "bmm": lambda: mod.bmm(a3, b3, out=out), "mv": lambda: mod.mv(a, v, out=out),
+                    "routed mm": lambda: torch.mm(a, b, out=out),
+                    "routed addmv": lambda: torch.addmv(c[:, 0], a, v, out=out)}[call]()
+
+    shape = {"bmm": (2, 6, 5), "mv": (6,), "routed addmv": (6,)}.get(call, (6, 5))
+    mod = torch if call.startswith("routed") else tritonblas
+    with torch.inference_mode():
+        inf = torch.empty(shape, device=device)
+    with pytest.raises(RuntimeError) as theirs:
+        {"bmm": lambda: torch.bmm(a3, b3, out=inf), "mv": lambda: torch.mv(a, v, out=inf),
+         "routed addmv": lambda: torch.addmv(c[:, 0], a, v, out=inf)}.get(call, lambda: torch.mm(a, b, out=inf))()
+    for _ in range(2):  # cold, then warm (a fast entry for a plain out of this signature exists)
+        run(mod, torch.empty(shape, device=device))
+        with pytest.raises(RuntimeError) as ours:
+            run(mod, inf)
+        assert "inference tensor outside InferenceMode" in str(ours.value), str(ours.value)
+    assert "inference tensor outside InferenceMode" in str(theirs.value)
+    with torch.inference_mode():
+        r = run(mod, inf)
+    ref = {"bmm": lambda: torch.bmm(a3, b3), "mv": lambda: torch.mv(a, v), "routed addmv": lambda: torch.addmv(c[:, 0], a, v),
+           "addmm": lambda: torch.addmm(c, a, b)}.get(call, lambda: torch.mm(a, b))()
+    torch.testing.assert_close(r, ref)
+
+
 def test_out_aliasing_an_input(device):
     a = _operand((6, 6), device)
     b = _operand((6, 6), device)

@@ -49,10 +49,12 @@ class UsageError(Exception):
 def _profile(name: str):
     import origami
 
+    from tritonblas._measure import one_line
+
     try:
         return origami.load_profile(name)
     except origami.ProfileError as e:
-        raise UsageError(str(e).splitlines()[0]) from None
+        raise UsageError(one_line(e)) from None  # every bad field, not just "N error(s) in profile F:"
 
 
 def _dims(values: Sequence[str]) -> tuple[int, int, int]:

@@ -165,3 +165,15 @@ def test_closed_stdout_pipe_gives_no_traceback():
     err = p.stderr.read().decode()
     assert p.wait(timeout=120) != 0
     assert "Traceback" not in err and "BrokenPipeError" not in err and "Exception ignored" not in err, err
+
+
+@pytest.mark.parametrize("command", [("select", "4", "4", "4"), ("explain", "4", "4", "4"), ("profiles", "show")])
+def test_profile_with_several_bad_fields_names_them(tmp_path, command):
+    """A profile YAML with more than one bad field: origami's ProfileError is "N error(s) in profile F:"
+    then one field per line; the one-line error kept only that header (nothing named which fields),
+    while `calibrate --base` named them. Reproduction: `select 4 4 4 --profile p.yaml` with p.yaml
+    holding only `name: x` printed "error: 10 error(s) in profile p.yaml:"."""
+    prof = tmp_path / "p.yaml"
+    prof.write_text("name: x\n")
+    args = (*command, str(prof)) if command[0] == "profiles" else (*command, "--profile", str(prof))
+    assert_usage_error(run_cli(*args), "p.yaml", "error(s)", "vendor: field required", "memory: field required")

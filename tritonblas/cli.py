@@ -187,6 +187,15 @@ def _warm() -> float:
     return dt
 
 
+def _same_file(a, b) -> bool:
+    import os
+
+    try:
+        return os.path.samefile(a, b)
+    except (OSError, ValueError):  # either one missing (or not a path): not the same existing file
+        return False
+
+
 def _one_line(e: Exception) -> str:
     return " ".join(str(e).split())
 
@@ -203,6 +212,9 @@ def cmd_table(args) -> int:
     out = Path(args.output)
     if out.is_dir():
         raise UsageError(f"{out}: is a directory; -o names the table file")
+    for opt, src in (("--shapes", args.shapes), ("--profile", args.profile)):  # inputs are never replaced
+        if src is not None and _same_file(out, src):
+            raise UsageError(f"{out}: is the {opt} file; -o names the table file to write")
     try:
         problems = load_shapes(args.shapes)
     except ShapesError as e:

@@ -181,6 +181,26 @@ def test_cli_table_round_trip(tmp_path, hw):
     assert tables.lookup(origami.GemmProblem(4096, 4096, 4096, align_bytes=4), hw) is None  # exact match only
 
 
+@pytest.mark.parametrize("target", ["shapes", "shapes_via_link", "profile"])
+def test_cli_table_refuses_to_replace_its_own_inputs(tmp_path, target):
+    """-o naming the --shapes file (or the --profile YAML) replaced that input with the table: the
+    user's shapes list / profile was gone (calibrate refuses -o on its --base and sweeps). Reproduction:
+    `table --profile h200 --shapes s.yaml -o s.yaml` exited 0 and s.yaml held the JSON table."""
+    shapes = tmp_path / "shapes.yaml"
+    shapes.write_text(SHAPES_YAML)
+    prof = tmp_path / "prof.yaml"
+    prof.write_text((ROOT / "hwprofiles" / "h200.yaml").read_text())
+    link = tmp_path / "link.yaml"
+    link.symlink_to(shapes)
+    out = {"shapes": shapes, "shapes_via_link": link, "profile": prof}[target]
+    before = {f: f.read_bytes() for f in (shapes, prof)}
+    r = run_cli("table", "--profile", str(prof), "--shapes", str(shapes), "-o", str(out))
+    assert_usage_error(r, str(out), "--profile" if target == "profile" else "--shapes")
+    assert {f: f.read_bytes() for f in (shapes, prof)} == before
+    assert link.is_symlink()
+    _no_temp_files(tmp_path)
+
+
 def test_cli_csv_carries_the_same_table(tmp_path, table_file):
     shapes = tmp_path / "s.yaml"
     probs = _problems(100, 4)

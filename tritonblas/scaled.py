@@ -27,9 +27,11 @@ and layout); later ones its warm entry, which binds this call's a, b, scales and
 
 from __future__ import annotations
 
+import os
 from typing import Any
 
 import torch
+from origami.hardware import HardwareProfile
 
 from tritonblas import dispatch
 
@@ -114,6 +116,8 @@ def scaled_mm(a: Tensor, b: Tensor, scale_a: Tensor, scale_b: Tensor, *, bias: T
     recipe = _check(a, b, scale_a, scale_b, bias, out_dtype)
     if not isinstance(use_fast_accum, bool):
         raise TypeError(f"scaled_mm(): argument 'use_fast_accum' must be bool, not {type(use_fast_accum).__name__}")
+    if profile is not None and not isinstance(profile, (str, os.PathLike, HardwareProfile)):  # as matmul's
+        raise TypeError(f"profile: expected a profile name, a path or a HardwareProfile, got {type(profile).__name__}")
     reason = dispatch.placement_reason(a, b, scale_a, scale_b, bias)
     if reason is not None:
         raise RuntimeError(f"tritonblas.scaled_mm: our kernels cannot run this call: {reason}")

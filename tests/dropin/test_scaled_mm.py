@@ -229,6 +229,18 @@ def test_use_fast_accum_must_be_a_bool(device):
         tritonblas.scaled_mm(a, b, one, one, out_dtype=torch.bfloat16, use_fast_accum="no")
 
 
+@pytest.mark.parametrize("profile", [123, 1.5, ["h200"]])
+def test_profile_of_the_wrong_type_is_named(profile, device):
+    """profile= neither a name, a path nor a HardwareProfile: tritonblas.matmul raises TypeError naming
+    ``profile``; scaled_mm raised os.fspath's "expected str, bytes or os.PathLike object, not int" from
+    deep in the device lookup. Reproduction:
+    tritonblas.scaled_mm(a, b, one, one, out_dtype=torch.bfloat16, profile=123)."""
+    a, b = _fp8(16, 32, E4M3, False, device, 19), _fp8(32, 16, E4M3, True, device, 20)
+    one = torch.tensor(1.0, device=device)
+    with pytest.raises(TypeError, match="^profile: expected a profile name"):
+        tritonblas.scaled_mm(a, b, one, one, out_dtype=torch.bfloat16, profile=profile)
+
+
 @pytest.mark.parametrize("dtypes", [(E4M3, E4M3), (E4M3, E5M2), (E5M2, E5M2)])
 def test_nan_and_inf_inputs_propagate_like_the_reference(dtypes, device):
     """A NaN in a row of a (e4m3fn has NaN, no inf) and an inf in a column of an e5m2 b: NaN/inf exactly

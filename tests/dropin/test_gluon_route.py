@@ -92,17 +92,15 @@ import tritonblas
 from tritonblas import dispatch
 from tritonblas.kernels import gluon_hopper
 from _check import assert_gemm_close, reference
+def spy(name, log, what):  # gluon_hopper.<name>, appending what(kwargs) to log at each call
+    real = getattr(gluon_hopper, name)
+    def wrapper(*args, **kw):
+        log.append(what(kw))
+        return real(*args, **kw)
+    setattr(gluon_hopper, name, wrapper)
 ran = []
-real = gluon_hopper.gluon_matmul
-def spy(*args, **kw):
-    ran.append(kw.get("block_n"))
-    return real(*args, **kw)
-gluon_hopper.gluon_matmul = spy
-real_raw = gluon_hopper.raw_launch
-def spy_raw(*args, **kw):  # a warm GluonEntry's launch (dispatch imports it at each call)
-    ran.append("raw")
-    return real_raw(*args, **kw)
-gluon_hopper.raw_launch = spy_raw
+spy("gluon_matmul", ran, lambda kw: kw.get("block_n"))
+spy("raw_launch", ran, lambda kw: "raw")  # a warm GluonEntry's launch (dispatch imports it at each call)
 g = torch.Generator(device="cuda").manual_seed(0)
 # every shape gives >= 90% of the SMs an output tile (dispatch.GLUON_FILL): 128x128 tiles for the
 # first, second and fourth, 128x256 for the third
@@ -140,11 +138,7 @@ with tritonblas.enable():
     few = tritonblas.matmul(x[:4].reshape(-1, 512), w.t())  # 512x1024: 32 tiles, under 90% of the SMs
     assert len(ran) == before, "a 16-row GEMM, alpha != 1 or a grid under 90% of the SMs must keep origami's pick"
 ran8 = []
-real8 = gluon_hopper.gluon_scaled_mm
-def spy8(*args, **kw):
-    ran8.append(kw.get("use_fast_accum"))
-    return real8(*args, **kw)
-gluon_hopper.gluon_scaled_mm = spy8
+spy("gluon_scaled_mm", ran8, lambda kw: kw.get("use_fast_accum"))
 a8 = (torch.randn(2048, 1024, device="cuda", generator=g) * 2).to(torch.float8_e4m3fn)
 b8 = (torch.randn(2048, 1024, device="cuda", generator=g) * 2).to(torch.float8_e4m3fn).t()
 sa, sb = torch.rand(2048, 1, device="cuda") + 0.5, torch.rand(1, 2048, device="cuda") + 0.5

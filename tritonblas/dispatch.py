@@ -1137,10 +1137,11 @@ def gemm(a: torch.Tensor, b: torch.Tensor, out: torch.Tensor | None = None, *, c
         elif out.numel():
             out.zero_()
         return out
-    if alpha == 1 and config is None and settings.gluon() and _gluon_gemm(a, b, out, c, beta):
+    taken = _gluon_gemm(a, b, out, c, beta) if alpha == 1 and config is None and settings.gluon() else None
+    if taken is not None:
         _STATS["launches"] += 1
         if fkey is not None:
-            _remember_gluon(fkey, a, b, out, c, beta, profile)
+            _remember_gluon(fkey, a, b, out, taken, profile)
         return out
     info, tf32, lp, key = _plan_of(a, b, out, c, profile, config, op)
     if lp is _FALLBACK:
@@ -1196,9 +1197,11 @@ def gluon_eligible(a: torch.Tensor, b: torch.Tensor, out: torch.Tensor) -> str |
     why = gluon_hopper.supports(m, n, k, a.dtype, a.stride(), b.stride(), out.stride())
     if why is None and (a.data_ptr() | b.data_ptr() | out.data_ptr()) % 16:
         why = "a pointer is not 16-byte aligned"
-    if why is None and _gluon_config(m, n, _sm_count(a.device)) is None:
-        why = (f"{m}x{n}: under {GLUON_FILL:.0%} of the {_sm_count(a.device)} SMs get an output tile of either "
-               "Gluon tile (no K split): origami's pick runs")
+    if why is None:
+        sms = _sm_count(a.device)
+        if _gluon_config(m, n, sms) is None:
+            why = (f"{m}x{n}: under {GLUON_FILL:.0%} of the {sms} SMs get an output tile of either "
+                   "Gluon tile (no K split): origami's pick runs")
     return why
 
 
@@ -1225,21 +1228,21 @@ def _gluon_bias(c: torch.Tensor, n: int, beta: float):
 
 
 def _gluon_gemm(a: torch.Tensor, b: torch.Tensor, out: torch.Tensor, c: torch.Tensor | None = None,
-                beta: float = 0.0) -> bool:
+                beta: float = 0.0) -> tuple | None:
     """``out = a @ b`` (``+ c`` when ``c`` is F.linear's bias, :func:`_gluon_bias`) on the Gluon kernel
-    when :func:`gluon_eligible` (the tile of :func:`_gluon_config`);
-    False when it does not take the call. An experiment to measure
-    the kernel inside real models (``benchmarks/models.py``), not a selection: origami does not score
-    this kernel yet."""
+    when :func:`gluon_eligible` (the tile of :func:`_gluon_config`): what it launched, (bias or None,
+    block_n, stages), for :func:`_remember_gluon`; None when it does not take the call. An
+    experiment to measure the kernel inside real models (``benchmarks/models.py``), not a
+    selection: origami does not score this kernel yet."""
     bias = None if c is None else _gluon_bias(c, b.shape[-1], beta)
     if bias is False or gluon_eligible(a, b, out) is not None:
-        return False
+        return None
     from tritonblas.kernels import gluon_hopper
 
     block_n, stages = _gluon_config(a.shape[0], b.shape[1], _sm_count(a.device))
     with _cuda_guard(a.device):
         gluon_hopper.gluon_matmul(a, b, out=out, bias=bias, block_n=block_n, stages=stages)
-    return True
+    return bias, block_n, stages
 
 
 class GluonEntry:
@@ -1334,10 +1337,11 @@ def _gluon_config(m: int, n: int, sms: int) -> tuple[int, int] | None:
     return (128, 4) if _fills(m, n, 128, sms) else None
 
 
-def _remember_gluon(fkey: tuple, a: torch.Tensor, b: torch.Tensor, out: torch.Tensor, c: torch.Tensor | None,
-                    beta: float, profile: Any) -> None:
-    """Store a :class:`GluonEntry` for ``fkey`` after :func:`_gluon_gemm` took the call, under the
-    device mapping a :class:`FastEntry` would be checked against (none when it is not cached)."""
+def _remember_gluon(fkey: tuple, a: torch.Tensor, b: torch.Tensor, out: torch.Tensor, taken: tuple,
+                    profile: Any) -> None:
+    """Store a :class:`GluonEntry` for ``fkey`` after :func:`_gluon_gemm` took the call (``taken``: its
+    bias, block_n and stages), under the device mapping a :class:`FastEntry` would be checked
+    against (none when it is not cached)."""
     device = out.device
     try:
         info = device_info(device, profile)
@@ -1350,8 +1354,7 @@ def _remember_gluon(fkey: tuple, a: torch.Tensor, b: torch.Tensor, out: torch.Te
 
     f = GluonEntry()
     f.info, f.devkey, f.out_shape, f.out_align = info, devkey, tuple(out.shape), out.data_ptr() & 15
-    f.block_n, f.stages = _gluon_config(a.shape[0], b.shape[1], _sm_count(device))
-    bias = None if c is None else _gluon_bias(c, b.shape[1], beta)
+    bias, f.block_n, f.stages = taken
     f.has_bias, f.mnk = bias is not None, (a.shape[0], b.shape[1], a.shape[1])
     f.views = tuple((tuple(t.shape), t.stride()) for t in (a, b, out))  # the kernel's operands, for call_ready
     f.warm = None if _raw_stream is None else gluon_hopper.bound_launch(a, b, out, bias, block_n=f.block_n,

@@ -46,7 +46,7 @@ import numpy as np
 from numba import njit, prange
 
 from origami import pidmap
-from origami._encoding import (K_DP, K_PERSISTENT, K_SPLITK, K_STREAMK, R_BK, R_BM, R_BN, R_CHUNK, R_GMULT, R_GROUP,
+from origami._encoding import (K_DP, K_PERSISTENT, K_SPLITK, K_STREAMK, K_WS, R_BK, R_BM, R_BN, R_CHUNK, R_GMULT, R_GROUP,
                                R_KIND, R_LBK, R_LBM, R_LBN, R_NCHIP, R_OCC, R_SPLIT, R_STAGES, R_TWIN, R_WARPS,
                                persistent_grid)
 from origami._jitcache import CACHE
@@ -70,7 +70,7 @@ def _final(total, floor):
 # hw vector layout (built by select._hw_vector)
 HW_CUS, HW_CHIPLETS, HW_RR, HW_CU_RATE, HW_IM, HW_IN, HW_IK, HW_L2_BYTES, HW_L2_BW, HW_LLC_BYTES, \
     HW_LLC_BW, HW_HBM_BW, HW_LAUNCH, HW_PEAK, HW_MMA_EFF, HW_SMALL_EFF, HW_SK_EFF, HW_KITER, HW_TILE, \
-    HW_UNALIGNED, HW_FIXUP, HW_LAT, HW_OVERLAP, HW_SK_SPLIT, HW_WG1_EFF, HW_LEN = range(26)
+    HW_UNALIGNED, HW_FIXUP, HW_LAT, HW_OVERLAP, HW_SK_SPLIT, HW_WG1_EFF, HW_WS_EFF, HW_LEN = range(27)
 
 # term indices
 T_COMPUTE, T_L2, T_LLC, T_HBM, T_LATENCY, T_EPILOGUE, T_FIXUP, T_LAUNCH, T_WAVES, T_LEN = range(10)
@@ -103,6 +103,14 @@ def problem_valid(row, m, n, kiters, tiles, cus):
     if row[R_BM] > max(64, 4 * m) or row[R_BN] > max(64, 4 * n):
         return False
     return True
+
+
+@njit(cache=CACHE, fastmath=FASTMATH, inline="always")
+def ws_valid(n, batch, ab, cb, align):
+    """The problem-dependent part of origami.space.check_ws, as the scorer sees a problem: batch 1,
+    16-byte alignment, a 2-byte (bf16/fp16) output of rows in whole 16-byte chunks (the 16-bit inputs
+    are the row class's: origami.space.ws_space)."""
+    return batch == 1 and align >= 16 and cb == 2 and (n * cb) % 16 == 0
 
 
 @njit(cache=CACHE, fastmath=FASTMATH)
@@ -301,6 +309,8 @@ def tile_efficiencies(base, hw):
         # vendor, select._hw_vector)
         if base[i, R_WARPS] <= 4:
             out[i] *= hw[HW_WG1_EFF]
+        if base[i, R_KIND] == K_WS:  # the warp-specialised kernel's main loop (hardware.MODEL_PARAMS)
+            out[i] *= hw[HW_WS_EFF]
     return out
 
 
@@ -318,9 +328,11 @@ def _tile_eff(bm, bn, hw):
 
 @njit(cache=CACHE, fastmath=FASTMATH)
 def _phase(nprog_total, kiters, grid_cap, bm, bn, bk, stages, eff, cus, nchip, chunk, rr,
-           ab, bb, hw, num_pid_m, num_pid_n, group_m, align_pen, acc, tmp):
+           ab, bb, hw, num_pid_m, num_pid_n, group_m, align_pen, acc, tmp, tile_ns):
     """Cost of ``nprog_total`` programs of ``kiters`` K-steps each, at most ``grid_cap`` at a time:
-    the full waves (all alike) plus the partial last wave with its real program count.
+    the full waves (all alike) plus the partial last wave with its real program count, each wave
+    paying ``tile_ns`` of tile overhead (hw's tile_overhead_ns; 0 for the warp-specialised kernel,
+    whose epilogues overlap the next tile's loads: score_row adds one).
     Accumulates term totals into acc; returns the time."""
     full = nprog_total // grid_cap
     rest = nprog_total - full * grid_cap
@@ -331,14 +343,14 @@ def _phase(nprog_total, kiters, grid_cap, bm, bn, bk, stages, eff, cus, nchip, c
         w = full * kiters
         for t in range(5):
             acc[t] += w * tmp[t]
-        total += full * (kiters * step + hw[HW_TILE])
+        total += full * (kiters * step + tile_ns)
     if rest > 0:
         rows, cols = _distinct(rest, nchip, chunk, rr, num_pid_m, num_pid_n, group_m)
         step = _kstep(rest, bm, bn, bk, stages, eff, cus, nchip, ab, bb, hw, rows, cols, align_pen, tmp)
         for t in range(5):
             acc[t] += kiters * tmp[t]
-        total += kiters * step + hw[HW_TILE]
-    acc[T_EPILOGUE] += (full + (1 if rest > 0 else 0)) * hw[HW_TILE]
+        total += kiters * step + tile_ns
+    acc[T_EPILOGUE] += (full + (1 if rest > 0 else 0)) * tile_ns
     return total
 
 
@@ -384,16 +396,23 @@ def score_row(base, i, effs, m, n, k, batch, ab, bb, cb, align, hw, terms, tmp):
     kiters = max(1, (k + bk - 1) >> base[i, R_LBK])
     if not problem_valid(base[i], m, n, kiters, tiles, cus):
         return np.inf
+    if kind == K_WS and not ws_valid(n, batch, ab, cb, align):
+        return np.inf
     eff = effs[i]
     align_pen = 1.0 if align >= 16 else hw[HW_UNALIGNED]
     slots = cus * occ
     total = 0.0
-    if kind == K_DP or kind == K_PERSISTENT:
+    if kind == K_DP or kind == K_PERSISTENT or kind == K_WS:
         grid_cap = slots
-        if kind == K_PERSISTENT:
+        if kind != K_DP:
             grid_cap = min(slots, grid_of(cus * base[i, R_GMULT], tiles))
+        # warp-specialised: each tile's epilogue overlaps the next tile's loads; one is left in series
+        tile_ns = 0.0 if kind == K_WS else hw[HW_TILE]
         t = _phase(tiles, kiters, grid_cap, bm, bn, bk, stages, eff, cus, nchip, chunk, rr,
-                          ab, bb, hw, num_pid_m, num_pid_n, group_m, align_pen, terms, tmp)
+                   ab, bb, hw, num_pid_m, num_pid_n, group_m, align_pen, terms, tmp, tile_ns)
+        if kind == K_WS:
+            t += hw[HW_TILE]
+            terms[T_EPILOGUE] += hw[HW_TILE]
         total += t
     elif kind == K_STREAMK:
         g = cus * base[i, R_GMULT]
@@ -403,7 +422,7 @@ def score_row(base, i, effs, m, n, k, batch, ab, bb, cb, align, hw, terms, tmp):
             return np.inf  # nothing to stream: identical to persistent
         if dp_tiles > 0:  # the Stream-K kernel's efficiency applies to its data-parallel tiles too
             t = _phase(dp_tiles, kiters, g, bm, bn, bk, stages, eff * hw[HW_SK_EFF], cus, nchip, chunk, rr,
-                              ab, bb, hw, num_pid_m, num_pid_n, group_m, align_pen, terms, tmp)
+                       ab, bb, hw, num_pid_m, num_pid_n, group_m, align_pen, terms, tmp, hw[HW_TILE])
             total += t
         iters = _cdiv(sk_tiles * kiters, g)
         sk_eff = eff * hw[HW_SK_EFF]
@@ -427,7 +446,7 @@ def score_row(base, i, effs, m, n, k, batch, ab, bb, cb, align, hw, terms, tmp):
         kpart = _cdiv(kiters, s)
         progs = tiles * s
         t = _phase(progs, kpart, slots, bm, bn, bk, stages, eff, cus, nchip, chunk, rr,
-                          ab, bb, hw, num_pid_m, num_pid_n, 1, align_pen, terms, tmp)
+                   ab, bb, hw, num_pid_m, num_pid_n, 1, align_pen, terms, tmp, hw[HW_TILE])
         total += t
         part_bytes = progs * bm * bn * 4.0 * 2.0
         fix = hw[HW_FIXUP] + _partial_time(part_bytes, hw) + (s - 1) * bm * bn * 4.0 * cus / hw[HW_L2_BW]
@@ -503,16 +522,16 @@ def _step_lb(per_cu, nprog, compute1, l2_1, lat, hw):
 
 
 @njit(cache=CACHE, fastmath=FASTMATH, inline="always")
-def _phase_lb(full, rest, ksteps, per_cu, cus, compute1, l2_1, lat, hw):
+def _phase_lb(full, rest, ksteps, per_cu, cus, compute1, l2_1, lat, hw, tile_ns):
     """_phase with _step_lb for _kstep: ``full`` waves of a grid of ``per_cu`` programs per CU,
-    then a last wave of ``rest`` programs (divisions are what the screen spends its time on: the
-    caller shares them)."""
+    then a last wave of ``rest`` programs, ``tile_ns`` a wave (divisions are what the screen spends
+    its time on: the caller shares them)."""
     t = 0.0
     if full > 0:
-        t += full * (ksteps * _step_lb(per_cu, cus * per_cu, compute1, l2_1, lat, hw) + hw[HW_TILE])
+        t += full * (ksteps * _step_lb(per_cu, cus * per_cu, compute1, l2_1, lat, hw) + tile_ns)
     if rest > 0:
         pc = _cdiv(rest, cus)  # _kstep's L2 share: a partial wave costs per_cu * cus programs' L2 time
-        t += ksteps * _step_lb(pc, pc * cus, compute1, l2_1, lat, hw) + hw[HW_TILE]
+        t += ksteps * _step_lb(pc, pc * cus, compute1, l2_1, lat, hw) + tile_ns
     return t
 
 
@@ -539,12 +558,12 @@ def _screen_splitk(tiles, kiters, split, occ, cus, bm, bn, compute1, l2_1, lat, 
     """score_row's split-K time (before epilogue and launch), as _step_lb sees a K-step."""
     progs = tiles * split
     full = progs // (cus * occ)
-    t = _phase_lb(full, progs - full * cus * occ, _cdiv(kiters, split), occ, cus, compute1, l2_1, lat, hw)
+    t = _phase_lb(full, progs - full * cus * occ, _cdiv(kiters, split), occ, cus, compute1, l2_1, lat, hw, hw[HW_TILE])
     return t + hw[HW_FIXUP] + (progs * bm * bn * 8.0 + (split - 1) * bm * bn * 4.0 * cus) / hw[HW_L2_BW]
 
 
 @njit(cache=CACHE, fastmath=FASTMATH)
-def screen_bounds(base, fams, gconst, m, n, k, batch, cb, align, hw, floor, out):
+def screen_bounds(base, fams, gconst, m, n, k, batch, ab, cb, align, hw, floor, out):
     """out[f] = a lower bound of the score of every row of family f (+inf: none is valid).
 
     Why it is one: it is score_row's total in real arithmetic with the memory time of every K-step
@@ -594,13 +613,19 @@ def screen_bounds(base, fams, gconst, m, n, k, batch, cb, align, hw, floor, out)
             elif kind == K_STREAMK:
                 t = _screen_streamk(tiles, kiters, fams[j, F_GRID], cus, bm, bn, gconst[g, GC_COMPUTE_SK], l2_1,
                                     lat, hw)
-            else:  # data-parallel or persistent
+            else:  # data-parallel, persistent or warp-specialised
                 per_cu = fams[j, F_GRID]
                 pfull, prest = full, rest
                 if per_cu != occ:  # a persistent grid below the resident capacity
                     pfull = tiles // (cus * per_cu)
                     prest = tiles - pfull * cus * per_cu
-                t = _phase_lb(pfull, prest, kiters, per_cu, cus, gconst[g, GC_COMPUTE], l2_1, lat, hw)
+                if kind == K_WS:  # score_row's: one tile overhead in all
+                    if not ws_valid(n, batch, ab, cb, align):
+                        continue
+                    t = _phase_lb(pfull, prest, kiters, per_cu, cus, gconst[g, GC_COMPUTE], l2_1, lat, hw, 0.0)
+                    t += hw[HW_TILE]
+                else:
+                    t = _phase_lb(pfull, prest, kiters, per_cu, cus, gconst[g, GC_COMPUTE], l2_1, lat, hw, hw[HW_TILE])
             out[j] = _final((t + fixed) * keep, floor)
         f = gend
 
@@ -634,7 +659,7 @@ def best_row(base, effs, fams, fam_rows, gconst, m, n, k, batch, ab, bb, cb, ali
     screen = np.empty(nf)
     floor = max(2.0 * m * n * k * batch / hw[HW_PEAK],
                 (m * k * ab + k * n * bb + m * n * cb) * batch * 1.0 / hw[HW_HBM_BW])
-    screen_bounds(base, fams, gconst, m, n, k, batch, cb, align, hw, floor, screen)
+    screen_bounds(base, fams, gconst, m, n, k, batch, ab, cb, align, hw, floor, screen)
     # Best first, by hand (np.argsort and np.argmin add ~1.5 s and ~0.3 s of cold compile): the live
     # family with the lowest bound next; after each, drop the families that can no longer win.
     live = np.empty(nf, dtype=np.int64)

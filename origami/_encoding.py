@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from origami.config import Kind
 
-__all__ = ["COLS", "C", "KIND_CODE", "CODE_KIND", "persistent_grid"]
+__all__ = ["COLS", "C", "KIND_CODE", "CODE_KIND", "PERSISTENT_GRID_CODES", "persistent_grid"]
 
 COLS = ("kind", "block_m", "block_n", "block_k", "num_warps", "num_stages", "group_m", "num_chiplets",
         "chunk", "grid_mult", "split_k", "waves_per_eu", "matrix_instr_nonkdim", "kpack", "occupancy",
@@ -23,8 +23,11 @@ R_WARPS, R_STAGES, R_GROUP, R_NCHIP, R_CHUNK = C["num_warps"], C["num_stages"], 
 R_GMULT, R_SPLIT, R_WPE, R_MI, R_KPACK = C["grid_mult"], C["split_k"], C["waves_per_eu"], C["matrix_instr_nonkdim"], C["kpack"]
 R_OCC, R_LBM, R_LBN, R_LBK, R_TWIN = C["occupancy"], C["log2_block_m"], C["log2_block_n"], C["log2_block_k"], C["model_twin"]
 
-K_DP, K_PERSISTENT, K_STREAMK, K_SPLITK = 0, 1, 2, 3
-KIND_CODE = {Kind.DP: K_DP, Kind.PERSISTENT: K_PERSISTENT, Kind.STREAMK: K_STREAMK, Kind.SPLITK: K_SPLITK}
+K_DP, K_PERSISTENT, K_STREAMK, K_SPLITK, K_WS = 0, 1, 2, 3, 4
+KIND_CODE = {Kind.DP: K_DP, Kind.PERSISTENT: K_PERSISTENT, Kind.STREAMK: K_STREAMK, Kind.SPLITK: K_SPLITK,
+             Kind.WS: K_WS}
+# kinds whose grid is persistent_grid(CUs · grid_mult, tiles): their TileConfig depends on the problem
+PERSISTENT_GRID_CODES = (K_PERSISTENT, K_WS)
 CODE_KIND = {v: k for k, v in KIND_CODE.items()}
 
 

@@ -25,6 +25,8 @@ class Kind(str, enum.Enum):
     PERSISTENT = "persistent"  # grid = resident programs, each loops over tiles
     STREAMK = "streamk"        # full waves data-parallel, remainder K-iterations split over the grid
     SPLITK = "splitk"          # every tile's K range split in split_k parts, ordered reduction
+    WS = "ws"                  # warp-specialised persistent (Hopper, Gluon): a TMA producer warp, the
+                               # epilogue of one tile overlapping the loads of the next (origami.space.check_ws)
 
 
 _POW2 = {1, 2, 4, 8, 16, 32, 64, 128, 256, 512}
@@ -78,7 +80,7 @@ class TileConfig:
         if self.kind is not Kind.SPLITK and self.split_k != 1:
             raise ValueError(f"TileConfig.split_k: only kind 'splitk' splits K, got split_k={self.split_k} "
                              f"for kind {self.kind.value!r}")
-        if self.kind in (Kind.PERSISTENT, Kind.STREAMK) and self.grid == 0:
+        if self.kind in (Kind.PERSISTENT, Kind.STREAMK, Kind.WS) and self.grid == 0:
             raise ValueError(f"TileConfig.grid: kind {self.kind.value!r} needs an explicit grid > 0")
 
     def to_dict(self) -> dict:

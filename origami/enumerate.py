@@ -14,7 +14,9 @@ Axes
   data-parallel grid leaves compute units idle (tiles < CUs);
 - chiplet remap on multi-chiplet round-robin parts: num_chiplets ∈ {1, X}, chunk ∈ {8, 32}
   (chunk 1 is the identity: the hardware's own round-robin);
-- AMD: matrix_instr_nonkdim ∈ {16, 32}, kpack 2 also tried with 16 on gfx942 16-bit, waves_per_eu = 0.
+- AMD: matrix_instr_nonkdim ∈ {16, 32}, kpack 2 also tried with 16 on gfx942 16-bit, waves_per_eu = 0;
+- ws (warp-specialised persistent, :func:`origami.space.ws_space`): the kernel's own tiles
+  (``space.WS_TILES``), grid min(SMs, tiles), on sm_90 profiles with ``model.ws_efficiency`` > 0.
 """
 
 from __future__ import annotations
@@ -28,7 +30,8 @@ from origami.config import Kind, TileConfig
 from origami.hardware import HardwareProfile
 from origami.problem import DType, GemmProblem, Layout
 from origami import _core, space
-from origami._encoding import CODE_KIND, COLS, C, K_DP, K_PERSISTENT, K_SPLITK, K_STREAMK, KIND_CODE, persistent_grid
+from origami._encoding import (CODE_KIND, COLS, C, K_DP, K_PERSISTENT, K_SPLITK, K_STREAMK, K_WS,
+                               persistent_grid)
 
 __all__ = ["base_array", "search_plan", "row_to_config", "config_for_tiles", "row_tiles"]
 
@@ -121,6 +124,17 @@ def _base_array(hw: HardwareProfile, a_dtype: DType, b_dtype: DType, a_layout: L
                         if Kind.SPLITK in occ:
                             for sk in _SPLITS:
                                 rows.append((3, bm, bn, bk, w, s, 1, 1, 1, 0, sk, *ex, occ[Kind.SPLITK]))
+    # the warp-specialised kernel's few tiles, last (ties keep the Triton rows before them): persistent,
+    # one program per SM at most (grid_mult 1: min(SMs, tiles) programs), GROUP_M 8, no remap
+    if space.ws_space(hw, a_dtype, b_dtype, staged):
+        for bm, bn, bk, s in space.WS_TILES:
+            ws = TileConfig(Kind.WS, bm, bn, bk, space.WS_WARPS, s, 8, grid=1)
+            if any(p(ws, probe, hw) for p in (space.check_smem, space.check_instr, space.check_registers,
+                                              space.check_vendor)):
+                continue
+            occ = space.resident_programs(ws, probe, hw)
+            if occ >= 1:
+                rows.append((K_WS, bm, bn, bk, space.WS_WARPS, s, 8, 1, 1, 1, 1, -1, -1, -1, occ))
     # model_twin: index of the first row with the same model key, else -1 (see _model_key). Such a
     # row always ties its twin, and ties go to the lower index, so the scorer copies the twin's
     # score instead of recomputing it, and select never scores it.
@@ -156,9 +170,10 @@ def _family_key(r: tuple) -> tuple:
     """The model key without GROUP_M and the chiplet remap (read only by the LLC/HBM terms), as
     (tile group, kind, grid programs per CU, split): see _core.screen_bounds."""
     kind, bm, bn, bk, stages, _group, _remap, _chunk, gmult, split, occ, one_wg = _model_key(r)
-    per_cu = {K_DP: occ, K_PERSISTENT: min(occ, gmult), K_STREAMK: gmult}.get(kind, occ)
-    # one_wg: one tile efficiency per tile group (_core.group_constants reads its first row's)
-    return (bm, bn, bk, stages, occ, one_wg), kind, per_cu, split
+    per_cu = {K_DP: occ, K_PERSISTENT: min(occ, gmult), K_STREAMK: gmult, K_WS: min(occ, gmult)}.get(kind, occ)
+    # one_wg and the ws flag: one tile efficiency per tile group (_core.group_constants reads its first
+    # row's; the warp-specialised kernel's carries ws_efficiency)
+    return (bm, bn, bk, stages, occ, one_wg, kind == K_WS), kind, per_cu, split
 
 
 def search_plan(hw: HardwareProfile, a_dtype: DType, b_dtype: DType, a_layout: Layout,
@@ -215,9 +230,9 @@ def config_for_tiles(row: "np.ndarray | list[int]", tiles: int, hw: HardwareProf
     kind, bm, bn, bk, warps, stages, group_m, nchip, chunk, gmult, split, wpe, mi, kpack = map(int, row[:14])
     kind = CODE_KIND[kind]
     grid = 0
-    if kind is Kind.PERSISTENT or kind is Kind.STREAMK:
+    if kind is Kind.PERSISTENT or kind is Kind.STREAMK or kind is Kind.WS:
         grid = hw.compute_units * gmult
-        if kind is Kind.PERSISTENT:
+        if kind is not Kind.STREAMK:
             grid = persistent_grid(grid, tiles)
     return TileConfig(kind, bm, bn, bk, warps, stages, group_m, nchip, chunk, grid, split,
                       None if wpe < 0 else wpe, None if mi < 0 else mi, None if kpack < 0 else kpack)

@@ -25,6 +25,7 @@ from typing import Any, Mapping, Sequence
 from origami._yaml import YamlError, dump_yaml, float_text, load_yaml
 
 __all__ = ["HardwareProfile", "ProfileError", "load_profile", "list_profiles", "SCHEMA", "MODEL_PARAMS",
+           "OPTIONAL_MODEL_PARAMS",
            "render_profile", "check_profile_text", "as_written", "profile_by_hash"]
 
 SCHEMA_VERSION = 1
@@ -104,7 +105,13 @@ MODEL_PARAMS: dict[str, tuple[float, float, str]] = {
     "fixup_ns": (0.0, 100_000.0, "cost of one Stream-K/split-K tile fix-up beyond its bytes (atomic + sync)"),
     "mem_latency_ns": (50.0, 10_000.0, "load latency one pipeline stage must hide (num_stages - 1 loads in flight)"),
     "overlap_loss": (0.0, 1.0, "fraction of the smaller of compute and memory time per K-step not hidden behind the larger"),
+    "ws_efficiency": (0.0, 2.0, "main-loop efficiency of the warp-specialised persistent kernel (kind 'ws': Hopper, "
+                                "tritonblas.kernels.gluon_hopper) relative to the data-parallel kernel's; 0: the "
+                                "profile has no such kernel and the model's space leaves it out"),
 }
+# Model parameters a profile may leave out (added after profiles were written): their value then.
+# ws_efficiency 0 keeps every older profile's space, and so its rankings, as they were.
+OPTIONAL_MODEL_PARAMS: dict[str, float] = {"ws_efficiency": 0.0}
 SCHEMA["model"] = {k: (_FLOAT, lo, hi, doc) for k, (lo, hi, doc) in MODEL_PARAMS.items()}
 
 
@@ -200,7 +207,10 @@ def _to_raw(p: HardwareProfile) -> dict:
         "device_names": list(p.device_names), "compute": dict(p.compute), "memory": dict(p.memory),
         "matrix": {"peak_flops": dict(p.matrix_peak_flops),
                    "instr_shape": {k: list(v) for k, v in p.matrix_instr_shape.items()}},
-        "launch_overhead_ns": p.launch_overhead_ns, "model": dict(p.model), "sources": dict(p.sources),
+        "launch_overhead_ns": p.launch_overhead_ns,
+        # an optional parameter at its default is left out, as a profile written before it leaves it
+        "model": {k: v for k, v in p.model.items() if OPTIONAL_MODEL_PARAMS.get(k, None) != v},
+        "sources": dict(p.sources),
     }
 
 
@@ -277,7 +287,10 @@ def _check_section(spec: dict, data: Any, path: str, errors: list[str]) -> dict:
     for key, sub in spec.items():
         p = _join(path, key)
         if key not in data:
-            errors.append(f"{p}: field required")
+            if path == "model" and key in OPTIONAL_MODEL_PARAMS:
+                out[key] = OPTIONAL_MODEL_PARAMS[key]
+            else:
+                errors.append(f"{p}: field required")
             continue
         if sub == "sources":
             out[key] = data[key]

@@ -20,7 +20,8 @@ from origami import _core
 from origami.config import TileConfig
 from origami.config import Kind
 from origami.space import PREDICATES, amd_direct_to_lds, narrow_loads, resident_programs
-from origami._encoding import K_PERSISTENT, KIND_CODE, R_BM, R_BN, R_GMULT, R_KIND, R_NCHIP, persistent_grid
+from origami._encoding import (KIND_CODE, PERSISTENT_GRID_CODES, R_BM, R_BN, R_GMULT, R_KIND, R_NCHIP,
+                               persistent_grid)
 from origami.enumerate import base_array, config_for_tiles, row_tiles, row_to_config, search_plan
 from origami.hardware import HardwareProfile, load_profile
 from origami.problem import GemmProblem
@@ -77,6 +78,7 @@ def _hw_vector(hw: HardwareProfile, rate_key: str) -> np.ndarray:
     v[_core.HW_LAT] = mp["mem_latency_ns"]
     v[_core.HW_OVERLAP] = mp["overlap_loss"]
     v[_core.HW_SK_SPLIT] = mp["streamk_split_efficiency"]
+    v[_core.HW_WS_EFF] = mp["ws_efficiency"]  # read only by 'ws' rows (origami.space.ws_space)
     v.setflags(write=False)
     return v
 
@@ -106,13 +108,13 @@ class _Space:
         self.kinds = self.base[:, R_KIND].tolist()
         self.configs: dict[tuple[int, int], TileConfig] = {}
         for i, row in zip(self.fam_rows.tolist(), self.base[self.fam_rows].tolist()):
-            if row[R_KIND] != K_PERSISTENT:  # every row select can return: built now, ~1.5-3.5 ms
+            if row[R_KIND] not in PERSISTENT_GRID_CODES:  # every row select can return: built now, ~1.5-3.5 ms
                 self.configs[(i, 0)] = config_for_tiles(row, 0, hw)
 
     def config(self, i: int, problem: GemmProblem) -> TileConfig:
         """Row i's TileConfig for ``problem`` (memoised by row and persistent grid)."""
         grid = 0
-        if self.kinds[i] == K_PERSISTENT:  # the row's config depends on the problem only through this grid
+        if self.kinds[i] in PERSISTENT_GRID_CODES:  # the row's config depends on the problem only through this grid
             grid = persistent_grid(self.hw.compute_units * int(self.base[i, R_GMULT]), row_tiles(self.base[i], problem))
         cfg = self.configs.get((i, grid))
         if cfg is None:
@@ -278,7 +280,8 @@ def select_among(problem: GemmProblem, hw: "HardwareProfile | str", kinds: Seque
         tiles = -(-problem.m // base[:, R_BM]) * -(-problem.n // base[:, R_BN]) * problem.batch
         grid = cus * base[:, R_GMULT]
         kind = base[:, R_KIND]
-        persistent, streamk = kind == KIND_CODE[Kind.PERSISTENT], kind == KIND_CODE[Kind.STREAMK]
+        persistent = np.isin(kind, PERSISTENT_GRID_CODES)
+        streamk = kind == KIND_CODE[Kind.STREAMK]
         ok &= ~persistent | (np.minimum(grid, tiles) == np.minimum(cus * grid_per_cu, tiles))
         ok &= ~streamk | (grid == cus * grid_per_cu)
     rows = np.nonzero(ok)[0]
@@ -293,11 +296,11 @@ def _encode(config: TileConfig, problem: GemmProblem, hw: HardwareProfile) -> np
     """``config`` as a one-row candidate array (origami._encoding.COLS) for the scorer."""
     cus, tiles = hw.compute_units, row_tiles(np.array([0, config.block_m, config.block_n]), problem)
     gmult = 0
-    if config.kind is Kind.PERSISTENT or config.kind is Kind.STREAMK:
+    if config.kind in (Kind.PERSISTENT, Kind.STREAMK, Kind.WS):
         # the scorer's grids are whole multiples of the compute units (a persistent grid of at
         # least the tile count runs every tile in one wave, as a multiple of the units above it does)
         gmult, rest = divmod(config.grid, cus)
-        if rest and config.kind is Kind.PERSISTENT and config.grid >= tiles:
+        if rest and config.kind is not Kind.STREAMK and config.grid >= tiles:
             gmult, rest = gmult + 1, 0
         if rest:
             raise ValueError(f"config.grid: the model scores {config.kind.value} grids that are multiples of the "

@@ -14,13 +14,14 @@ from typing import Callable
 from origami import toolchain
 from origami.config import Kind, TileConfig
 from origami.hardware import HardwareProfile
-from origami.problem import DType, GemmProblem
+from origami.problem import DType, GemmProblem, tma_store_exact
 
 __all__ = [
     "TileConfig", "Kind", "smem_bytes", "amd_direct_to_lds", "acc_registers_per_thread", "resident_programs", "register_staged",
     "narrow_loads", "amd_register_budget", "amd_vgprs_per_thread", "amd_vgpr_bound",
     "staged_registers_per_thread", "check_staged_registers", "MAX_STAGED_REGS_PER_THREAD",
     "check_smem", "check_registers", "check_instr", "check_vendor", "check_problem", "check_residency",
+    "check_ws", "ws_available", "ws_space", "without_ws", "WS_TILES", "WS_WARPS", "WS_DTYPES",
     "PREDICATES", "violations", "is_valid", "k_iters",
 ]
 
@@ -34,6 +35,13 @@ MAX_ACC_REGS_PER_THREAD = 128
 # shapes; at 144-384 it was 2-12x (median), e.g. 6007^3 at 128x256x64 w8 s3 took 21.6 ms against
 # 4.5 ms for 256x128x32 w8 s3.
 MAX_STAGED_REGS_PER_THREAD = 128
+# The warp-specialised persistent kernel (kind 'ws', tritonblas/kernels/gluon_hopper.py): the tiles it
+# is compiled and tested for, (BLOCK_M, BLOCK_N, BLOCK_K, stages) — gluon_hopper.VARIANTS, kept equal by
+# tests/origami/test_ws_space.py — its default partition's warps (two consumer warpgroups; the TMA
+# producer warp comes on top), and its input and output dtypes.
+WS_TILES = ((128, 256, 64, 3), (128, 128, 64, 4))
+WS_WARPS = 8
+WS_DTYPES = (DType.BF16, DType.FP16)
 
 
 def k_iters(problem: GemmProblem, cfg: TileConfig) -> int:
@@ -67,6 +75,8 @@ def smem_bytes(cfg: TileConfig, problem: GemmProblem, hw: HardwareProfile) -> in
             staged = cfg.num_stages * (a + b)
             return staged + staged // 16
         return (cfg.num_stages - 1) * (a + b)
+    if cfg.kind is Kind.WS:  # gluon_hopper.smem_bytes: the ring, the epilogue's C staging tile, 2·stages mbarriers
+        return cfg.num_stages * (a + b) + cfg.block_m * cfg.block_n * problem.c_dtype.bytes + 16 * cfg.num_stages
     return max(1, cfg.num_stages) * (a + b)
 
 
@@ -287,15 +297,63 @@ def check_residency(cfg: TileConfig, problem: GemmProblem, hw: HardwareProfile) 
     waits on another program, so this is a performance bound, not a deadlock guard)."""
     if resident_programs(cfg, problem, hw) < 1:
         return "occupancy: not one program of this config fits on a compute unit"
-    if cfg.kind in (Kind.PERSISTENT, Kind.STREAMK):
+    if cfg.kind in (Kind.PERSISTENT, Kind.STREAMK, Kind.WS):
         cap = hw.compute_units * resident_programs(cfg, problem, hw)
         if cfg.grid > cap:
             return f"residency: grid {cfg.grid} exceeds the {cap} co-resident programs"
     return None
 
 
+def ws_available(hw: HardwareProfile) -> bool:
+    """Whether ``hw``'s space has the warp-specialised kernel (kind 'ws'): an NVIDIA sm_90 profile whose
+    ``model.ws_efficiency`` is above 0 (0, the default, is a profile without it)."""
+    return not hw.is_amd and hw.arch == "sm_90" and hw.model.get("ws_efficiency", 0.0) > 0
+
+
+@lru_cache(maxsize=64)
+def without_ws(hw: HardwareProfile) -> HardwareProfile:
+    """``hw`` with ``model.ws_efficiency`` 0: its space without the warp-specialised kernel (what a call
+    that kernel cannot run selects from; ``hw`` itself when it has none)."""
+    return hw if hw.model.get("ws_efficiency", 0.0) == 0 else hw.replace_model(ws_efficiency=0.0)
+
+
+def ws_space(hw: HardwareProfile, a_dtype: DType, b_dtype: DType, staged: bool) -> bool:
+    """Whether a candidate class (origami.enumerate.base_array's key) holds 'ws' rows: the kernel on
+    ``hw``, 16-bit inputs of one dtype, operands not register-staged (the kernel loads through TMA)."""
+    return ws_available(hw) and a_dtype in WS_DTYPES and b_dtype == a_dtype and not staged
+
+
+def check_ws(cfg: TileConfig, problem: GemmProblem, hw: HardwareProfile) -> str | None:
+    """What the warp-specialised kernel (kind 'ws') runs: one of :data:`WS_TILES` at :data:`WS_WARPS`
+    warps, on a profile that has it (:func:`ws_available`), bf16/fp16 inputs of one dtype and a bf16/fp16
+    output, batch 1, operands and output 16-byte aligned (TMA descriptors), and C rows a whole number of
+    16-byte chunks (its TMA store, :func:`origami.problem.tma_store_exact`). The scorer mirrors the
+    problem-dependent part (origami._core.ws_valid: a 2-byte output).
+    Other kinds: None."""
+    if cfg.kind is not Kind.WS:
+        return None
+    if not ws_available(hw):
+        return (f"ws: {hw.name} has no warp-specialised kernel (it needs an NVIDIA sm_90 profile with "
+                "model.ws_efficiency > 0)")
+    tile = (cfg.block_m, cfg.block_n, cfg.block_k, cfg.num_stages)
+    if tile not in WS_TILES or cfg.num_warps != WS_WARPS:
+        known = ", ".join(f"{m}x{n}x{k} s{s}" for m, n, k, s in WS_TILES)
+        return (f"ws: {cfg.block_m}x{cfg.block_n}x{cfg.block_k} w{cfg.num_warps} s{cfg.num_stages} is not one of "
+                f"the kernel's tiles ({known}, {WS_WARPS} warps)")
+    if problem.a_dtype not in WS_DTYPES or problem.b_dtype != problem.a_dtype or problem.c_dtype not in WS_DTYPES:
+        return (f"ws: {problem.a_dtype.value} x {problem.b_dtype.value} -> {problem.c_dtype.value}: the kernel takes "
+                "bf16 or fp16 inputs of one dtype and writes bf16 or fp16")
+    if problem.batch != 1:
+        return f"ws: batch {problem.batch}: the kernel computes one 2-D product"
+    if problem.align_bytes < 16:
+        return f"ws: operands {problem.align_bytes}-byte aligned: its TMA descriptors need 16 bytes"
+    if not tma_store_exact(problem.n, problem.c_dtype.bytes):
+        return f"ws: C rows of N={problem.n} are not a whole number of 16-byte chunks (its TMA store)"
+    return None
+
+
 PREDICATES: tuple[Callable[[TileConfig, GemmProblem, HardwareProfile], str | None], ...] = (
-    check_smem, check_registers, check_instr, check_vendor, check_problem, check_residency,
+    check_smem, check_registers, check_instr, check_vendor, check_problem, check_residency, check_ws,
 )
 
 

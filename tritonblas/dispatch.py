@@ -75,6 +75,7 @@ from typing import Any, Callable, Mapping
 import torch
 
 import origami
+from origami.space import without_ws, ws_available
 from origami.config import Kind, TileConfig
 from origami.hardware import HardwareProfile, ProfileError
 from origami.problem import DType, GemmProblem, Layout
@@ -96,7 +97,7 @@ DTYPES: Mapping[torch.dtype, DType] = MappingProxyType(
     {t: d for d, t in _plan.TORCH_DTYPES.items() if d is not DType.TF32})
 # What matmul/addmm/bmm/linear run on our kernels (same dtype for a, b and the result).
 KERNEL_DTYPES = frozenset((torch.float32, torch.float16, torch.bfloat16))
-DETERMINISTIC_KINDS = frozenset((Kind.DP, Kind.PERSISTENT, Kind.STREAMK, Kind.SPLITK))
+DETERMINISTIC_KINDS = frozenset((Kind.DP, Kind.PERSISTENT, Kind.STREAMK, Kind.SPLITK, Kind.WS))
 MAX_PLANS = 4096
 
 _FALLBACK = object()  # a _PLANS value: the model found no config; torch runs this key
@@ -131,6 +132,8 @@ class GemmKey:
     (-1 for CPU under the interpreter). ``profile`` is the profile's content hash. ``c`` names the
     dtype of an addmm input (``""``: none). ``config`` is a forced TileConfig (None: the model's).
     ``ab_align``: the alignment classes of a and b alone (which operands alignment staging copies).
+    ``ws``: whether the call can run on the warp-specialised kernel (:func:`ws_reason` None); when not,
+    the model selects without it (``origami.space.without_ws``).
     """
 
     m: int
@@ -152,11 +155,12 @@ class GemmKey:
     table: tuple = (0, None)  # tables.table_token(): which tile table (if any) may override the model
     deterministic: bool = False  # torch.use_deterministic_algorithms at plan time (it filters the kinds)
     ab_align: tuple[int, int] = (16, 16)
+    ws: bool = False
 
     @classmethod
     def from_tensors(cls, a: torch.Tensor, b: torch.Tensor, out: torch.Tensor, *, profile: HardwareProfile,
                      tf32: bool = False, c: torch.Tensor | None = None,
-                     config: TileConfig | None = None) -> "GemmKey":
+                     config: TileConfig | None = None, ws: bool = False) -> "GemmKey":
         (oa, la, _), (ob, lb, _), (oo, lo, _) = _plan.layout_info(a), _plan.layout_info(b), _plan.layout_info(out)
         orders = (oa, ob, oo)
         align = _plan.align_class(min(la, lb, lo))
@@ -172,7 +176,7 @@ class GemmKey:
                    allow_tf32=tf32, orders=orders, c="" if c is None else str(c.dtype).removeprefix("torch."),
                    config=config, table=tables.table_token(),
                    deterministic=torch.are_deterministic_algorithms_enabled(),
-                   ab_align=(_plan.align_class(la), _plan.align_class(lb)))
+                   ab_align=(_plan.align_class(la), _plan.align_class(lb)), ws=ws)
 
     def problem(self) -> GemmProblem:
         return GemmProblem(self.m, self.n, self.k, a_dtype=self.a_dtype, b_dtype=self.b_dtype,
@@ -281,9 +285,10 @@ def stats() -> dict[str, int]:
     ``fallbacks`` (calls torch ran), ``routed`` (calls ``enable()`` sent to tritonblas),
     ``table_hits`` (plans whose config came from a tile table), ``intercepted`` (GEMM calls that
     reached ``enable()``'s routing, routed or not), ``fast_hits`` (calls served by the ops' warm path,
-    :mod:`tritonblas.fastpath`)."""
+    :mod:`tritonblas.fastpath`), ``ws`` (checked-path launches of the warp-specialised kernel, origami's
+    pick of kind 'ws'; its warm calls count under ``launches`` / ``fast_hits`` only)."""
     return {k: _STATS[k] for k in ("launches", "plans", "empty", "fallbacks", "routed", "table_hits",
-                                   "intercepted", "fast_hits")}
+                                   "intercepted", "fast_hits", "ws")}
 
 
 def reset_stats() -> None:
@@ -328,17 +333,21 @@ def _build(key: GemmKey, hw: HardwareProfile, device: torch.device, op: str):
         return _store(key, _FALLBACK)
     from_model = False
     stage = (False, False)
+    if key.config is not None and key.config.kind is Kind.WS and not key.ws:
+        raise ValueError(f"config: {key.config.short()} is the warp-specialised kernel, which cannot run this call "
+                         f"({_WS_NEEDS})")
+    sel = _selection_profile(key, hw)
     if key.config is not None:
         cfg = key.config
-    elif (hit := tables.lookup(problem, hw)) is not None:
+    elif (hit := tables.lookup(problem, hw)) is not None and (key.ws or hit.kind is not Kind.WS):
         cfg = hit  # an exact tile-table entry (checked with the shared predicates when loaded)
         _STATS["table_hits"] += 1
     else:
         try:
-            est = origami.select(problem, hw)
+            est = origami.select(problem, sel)
             cfg = est.config
             from_model = True
-            if (staged := _align_staged(key, problem, hw, est.latency_ns)) is not None:
+            if (staged := _align_staged(key, problem, without_ws(hw), est.latency_ns)) is not None:
                 problem, cfg, stage = staged
         except ValueError as e:
             msg = f"tritonblas.{op}: {e}; torch runs this problem"
@@ -349,7 +358,7 @@ def _build(key: GemmKey, hw: HardwareProfile, device: torch.device, op: str):
         # a model pick or a table entry gives way to the best deterministic candidate of the ranking;
         # a forced config=, or a problem with no deterministic candidate, raises (warns if warn_only)
         alt = None if key.config is not None else next(
-            (e.config for e in origami.rank(problem, hw, 1 << 30) if e.config.kind in DETERMINISTIC_KINDS), None)
+            (e.config for e in origami.rank(problem, sel, 1 << 30) if e.config.kind in DETERMINISTIC_KINDS), None)
         if alt is not None:
             cfg, from_model = alt, True
         else:
@@ -366,6 +375,18 @@ def _build(key: GemmKey, hw: HardwareProfile, device: torch.device, op: str):
         logger.debug("plan %s -> %s (%s)", problem.describe(), cfg.short(),
                      "config=" if key.config is not None else "model" if from_model else "table")
     return _store(key, lp)
+
+
+# what ws_reason asks of a call, for the error of a forced 'ws' config
+_WS_NEEDS = ("it needs an sm_90 GPU and a Triton with Gluon, 2-D bf16/fp16 operands each row- or column-major and an "
+             "output of their dtype, row-major, with 16-byte-aligned pointers and strides, C rows of whole 16-byte "
+             "chunks, alpha 1 and at most F.linear's bias; TRITONBLAS_GLUON=0 turns it off")
+
+
+def _selection_profile(key: GemmKey, hw: HardwareProfile) -> HardwareProfile:
+    """The profile the model selects ``key``'s config from: ``hw``, without the warp-specialised kernel
+    when the call cannot run it (``key.ws`` False)."""
+    return hw if key.ws else without_ws(hw)
 
 
 def _align_staged(key: GemmKey, problem: GemmProblem, hw: HardwareProfile, unstaged_ns: float):
@@ -1143,10 +1164,17 @@ def gemm(a: torch.Tensor, b: torch.Tensor, out: torch.Tensor | None = None, *, c
         if fkey is not None:
             _remember_gluon(fkey, a, b, out, taken, profile)
         return out
-    info, tf32, lp, key = _plan_of(a, b, out, c, profile, config, op)
+    info, tf32, lp, key = _plan_of(a, b, out, c, profile, config, op, alpha, beta)
     if lp is _FALLBACK:
         _STATS["fallbacks"] += 1
         return torch_gemm(a, b, out, c, alpha, beta)
+    if lp.config.kind is Kind.WS:  # origami's pick (or config=) is the warp-specialised kernel: key.ws held
+        taken = _ws_gemm(a, b, out, c, beta, lp.config)
+        _STATS["launches"] += 1
+        _STATS["ws"] += 1
+        if fkey is not None:
+            _remember_gluon(fkey, a, b, out, taken, profile)
+        return out
     alpha, beta = float(alpha), float(beta)
 
     def prepare(plan):
@@ -1178,25 +1206,51 @@ GLUON_MIN = (128, 128, 64)  # M, N, K: one full 128-row tile, one 128-column til
 GLUON_FILL = 0.9
 
 
-def gluon_eligible(a: torch.Tensor, b: torch.Tensor, out: torch.Tensor) -> str | None:
-    """Why the ``TRITONBLAS_GLUON=1`` experiment does not take ``out = a @ b``, or None when it does:
-    2-D bf16/fp16 operands and output of one dtype on an sm_90 GPU, at least :data:`GLUON_MIN`,
-    what :func:`tritonblas.kernels.gluon_hopper.supports` accepts with 16-byte-aligned pointers, and
-    an output whose tiles give :data:`GLUON_FILL` of the SMs one (:func:`_gluon_config` not None)."""
+def gluon_runs(a: torch.Tensor, b: torch.Tensor, out: torch.Tensor) -> str | None:
+    """Why the warp-specialised Gluon kernel cannot compute ``out = a @ b``, or None when it can: 2-D
+    bf16/fp16 operands of one dtype and a bf16/fp16 output on an sm_90 GPU (not the interpreter), what
+    :func:`tritonblas.kernels.gluon_hopper.supports` accepts, and 16-byte-aligned pointers."""
     if a.dim() != 2 or b.dim() != 2 or out.dim() != 2:
         return "not a 2-D GEMM"
-    if not (a.dtype == b.dtype == out.dtype) or a.dtype not in (torch.bfloat16, torch.float16):
-        return f"dtypes {a.dtype}, {b.dtype} -> {out.dtype}: needs one of bf16 / fp16"
-    (m, k), n = a.shape, b.shape[1]
-    if m < GLUON_MIN[0] or n < GLUON_MIN[1] or k < GLUON_MIN[2]:
-        return f"{m}x{n}x{k} is under {GLUON_MIN}"
+    half = (torch.bfloat16, torch.float16)
+    if a.dtype != b.dtype or a.dtype not in half or out.dtype not in half:
+        return f"dtypes {a.dtype}, {b.dtype} -> {out.dtype}: needs bf16 / fp16"
     if a.device.type != "cuda" or torch.cuda.get_device_capability(a.device) != (9, 0):
         return f"{a.device} is not an sm_90 GPU"
     from tritonblas.kernels import gluon_hopper
 
-    why = gluon_hopper.supports(m, n, k, a.dtype, a.stride(), b.stride(), out.stride())
+    (m, k), n = a.shape, b.shape[1]
+    why = gluon_hopper.supports(m, n, k, a.dtype, a.stride(), b.stride(), out.stride(), out.dtype)
     if why is None and (a.data_ptr() | b.data_ptr() | out.data_ptr()) % 16:
         why = "a pointer is not 16-byte aligned"
+    return why
+
+
+def ws_reason(a: torch.Tensor, b: torch.Tensor, out: torch.Tensor, c: torch.Tensor | None = None,
+              alpha: float = 1.0, beta: float = 0.0) -> str | None:
+    """Why ``out = alpha·(a @ b) + beta·c`` cannot run on the warp-specialised kernel should origami
+    pick it (kind 'ws'), or None: not under ``TRITONBLAS_GLUON=0``, alpha 1, ``c`` none or F.linear's
+    bias add (:func:`_gluon_bias`), and :func:`gluon_runs`. The dispatcher's key carries the answer
+    (``GemmKey.ws``); without it the model selects from the space without that kernel."""
+    if settings.gluon_off():
+        return f"{settings.ENV_GLUON}=0"
+    if alpha != 1:
+        return f"alpha={alpha}: its epilogue does not scale"
+    if c is not None and beta != 0 and _gluon_bias(c, b.shape[-1], beta) is False:
+        return "c: its epilogue adds F.linear's bias (N elements, beta 1) only"
+    return gluon_runs(a, b, out)
+
+
+def gluon_eligible(a: torch.Tensor, b: torch.Tensor, out: torch.Tensor) -> str | None:
+    """Why the ``TRITONBLAS_GLUON=1`` experiment does not take ``out = a @ b``, or None when it does:
+    :func:`gluon_runs`, at least :data:`GLUON_MIN`, and an output whose tiles give :data:`GLUON_FILL`
+    of the SMs one (:func:`_gluon_config` not None)."""
+    if a.dim() == 2 and b.dim() == 2:
+        (m, k), n = a.shape, b.shape[1]
+        if m < GLUON_MIN[0] or n < GLUON_MIN[1] or k < GLUON_MIN[2]:
+            return f"{m}x{n}x{k} is under {GLUON_MIN}"
+    why = gluon_runs(a, b, out)
+    (m, k), n = a.shape[-2:], b.shape[-1]
     if why is None:
         sms = _sm_count(a.device)
         if _gluon_config(m, n, sms) is None:
@@ -1243,6 +1297,20 @@ def _gluon_gemm(a: torch.Tensor, b: torch.Tensor, out: torch.Tensor, c: torch.Te
     with _cuda_guard(a.device):
         gluon_hopper.gluon_matmul(a, b, out=out, bias=bias, block_n=block_n, stages=stages)
     return bias, block_n, stages
+
+
+def _ws_gemm(a: torch.Tensor, b: torch.Tensor, out: torch.Tensor, c: torch.Tensor | None, beta: float,
+             cfg: TileConfig) -> tuple:
+    """``out = a @ b`` (``+ c``: F.linear's bias) on the warp-specialised kernel with ``cfg``'s tile (kind
+    'ws', origami's pick for a key whose ``ws`` held): (bias or None, block_n, stages), as
+    :func:`_gluon_gemm` returns them for :func:`_remember_gluon`."""
+    from tritonblas.kernels import gluon_hopper
+
+    bias = None if c is None else _gluon_bias(c, b.shape[-1], beta)
+    with _cuda_guard(a.device):
+        gluon_hopper.gluon_matmul(a, b, out=out, bias=bias, block_m=cfg.block_m, block_n=cfg.block_n,
+                                  block_k=cfg.block_k, stages=cfg.num_stages, group_m=cfg.group_m)
+    return bias, cfg.block_n, cfg.num_stages
 
 
 class GluonEntry:
@@ -1432,12 +1500,15 @@ def plan_for(a: torch.Tensor, b: torch.Tensor, out: torch.Tensor | None = None, 
     return None if lp is _FALLBACK else lp
 
 
-def _plan_of(a, b, out, c, profile: Any, config: TileConfig | None, op: str) -> tuple[DeviceInfo, bool, Any, GemmKey]:
+def _plan_of(a, b, out, c, profile: Any, config: TileConfig | None, op: str, alpha: float = 1.0,
+             beta: float = 0.0) -> tuple[DeviceInfo, bool, Any, GemmKey]:
     """(device info, TF32 allowed, the cached plan or _FALLBACK, the key) for these operands: the
-    checked path's key, built on a miss (the cold path, :func:`_build`)."""
+    checked path's key, built on a miss (the cold path, :func:`_build`). ``alpha``/``beta``: the
+    epilogue, which decides whether the warp-specialised kernel may run the call (:func:`ws_reason`)."""
     info = device_info(a.device, profile)
     tf32 = a.dtype == torch.float32 and allow_tf32()
-    key = GemmKey.from_tensors(a, b, out, profile=info.plan_profile, tf32=tf32, c=c, config=config)
+    ws = ws_available(info.plan_profile) and ws_reason(a, b, out, c, alpha, beta) is None
+    key = GemmKey.from_tensors(a, b, out, profile=info.plan_profile, tf32=tf32, c=c, config=config, ws=ws)
     lp = _PLANS.get(key)
     if lp is None:
         lp = _build(key, info.plan_profile, a.device, op)
@@ -1469,7 +1540,7 @@ def _replan(key: GemmKey, hw: HardwareProfile, failed: list, op: str):
     problem = key.problem()
     det = torch.are_deterministic_algorithms_enabled()
     refused = {_resources(f) for f in failed}
-    for est in origami.rank(problem, hw, 1 << 30):
+    for est in origami.rank(problem, _selection_profile(key, hw), 1 << 30):
         cfg = est.config
         if _resources(cfg) in refused or (det and cfg.kind not in DETERMINISTIC_KINDS):
             continue
@@ -1526,7 +1597,8 @@ def explain(a: torch.Tensor, b: torch.Tensor, *, profile: Any = None, config: Ti
     info = device_info(a.device, profile)
     hw = info.plan_profile
     tf32 = a.dtype == torch.float32 and allow_tf32()
-    key = GemmKey.from_tensors(a, b, out, profile=hw, tf32=tf32, config=config)
+    ws = ws_available(hw) and ws_reason(a, b, out) is None
+    key = GemmKey.from_tensors(a, b, out, profile=hw, tf32=tf32, config=config, ws=ws)
     problem = key.problem()
     lines = [head,
              f"  profile: {hw.name} ({hw.arch}, {info.compute_units} CUs"

@@ -63,7 +63,9 @@ _KERNELS = {
     Kind.PERSISTENT: ("gemm_tma_kernel", "gemm_persistent_kernel"),
     Kind.STREAMK: ("gemm_streamk_tma_kernel", "gemm_streamk_kernel"),
     Kind.SPLITK: ("gemm_splitk_tma_kernel", "gemm_splitk_kernel"),
+    Kind.WS: ("gluon_ws", "gluon_ws"),  # tritonblas.kernels.gluon_hopper (TMA only: origami.space.check_ws)
 }
+WS_KERNEL = "gluon_ws"  # LaunchPlan.kernel_name of kind 'ws': _WsKernel, not an attribute of tritonblas.kernels
 _FLAT_KERNEL = "gemm_tma_flat_kernel"  # dp / persistent with make_plan(..., flat=True)
 TMA_KERNELS = frozenset([*(tma for tma, _ in _KERNELS.values()), _FLAT_KERNEL])
 # Operand staging (staging_for): the dtypes whose Hopper wgmma reads its shared-memory operands
@@ -138,6 +140,8 @@ class LaunchPlan:
 
     @property
     def kernel(self):
+        if self.kernel_name == WS_KERNEL:
+            return _WsKernel(self.config)
         from tritonblas import kernels
 
         return getattr(kernels, self.kernel_name)
@@ -266,6 +270,9 @@ def make_plan(cfg: TileConfig, problem: GemmProblem, hw: HardwareProfile, *, tma
     use_tma = bool(tma) and tma_supported(cfg, problem, hw) is None
     if kind not in _KERNELS:  # pragma: no cover - a Kind added to origami without a kernel
         raise ValueError(f"make_plan: no kernel for kind {kind.value!r}")
+    if kind is Kind.WS:  # check_ws (in violations) holds the TMA conditions; nothing is staged
+        return LaunchPlan(config=cfg, problem=problem, kernel_name=WS_KERNEL, grid=(persistent_grid(cfg.grid, tiles),),
+                          tma=True, is_amd=hw.is_amd)
     name = _KERNELS[kind][0 if use_tma else 1]
     if use_tma and flat and kind in (Kind.DP, Kind.PERSISTENT) and _flat_smem_ok(cfg, problem, hw):
         name = _FLAT_KERNEL
@@ -549,6 +556,47 @@ class PreparedLaunch:
             return self.kernel.warmup(*self.args, grid=self.grid, **self.kwargs)
 
 
+class _WsKernel:
+    """A 'ws' plan's kernel in :class:`PreparedLaunch`'s calling convention: ``kernel[grid](a, b, out,
+    bias)`` runs :func:`tritonblas.kernels.gluon_hopper.gluon_matmul` with the config's tile on
+    ``grid[0]`` programs (the plan's persistent grid). ``warmup`` compiles nothing ahead: the first
+    launch compiles (Gluon kernels are not precompiled in worker processes)."""
+
+    __slots__ = ("cfg",)
+
+    def __init__(self, cfg: TileConfig):
+        self.cfg = cfg
+
+    def __getitem__(self, grid):
+        cfg = self.cfg
+
+        def run(a, b, out, bias):
+            from tritonblas.kernels import gluon_hopper
+
+            gluon_hopper.gluon_matmul(a, b, out, bias=bias, block_m=cfg.block_m, block_n=cfg.block_n,
+                                      block_k=cfg.block_k, stages=cfg.num_stages, group_m=cfg.group_m,
+                                      num_sms=grid[0])
+            return None
+        return run
+
+    def warmup(self, *args, grid, **kwargs):
+        return None
+
+
+def _prepare_ws(plan: LaunchPlan, a, b, out, *, has_c: bool, alpha: float, bias, activation, scaled: bool):
+    """prepare_launch for kind 'ws': the warp-specialised kernel's epilogue adds a bias and nothing
+    else (ValueError naming what it cannot do); 3-D operands of batch 1 are their 2-D matrices."""
+    what = [name for name, on in (("c", has_c), ("alpha", float(alpha) != 1.0), ("activation", activation not in (None, "none")),
+                                  ("scale_a/scale_b", scaled)) if on]
+    if what:
+        raise ValueError(f"{', '.join(what)}: the 'ws' kernel ({plan.config.short()}) adds a bias only; "
+                         "plan another kind for this epilogue")
+    if _interpreter.interpreting():
+        raise RuntimeError("the 'ws' kernel (Gluon) does not run under TRITON_INTERPRET=1")
+    a2, b2, o2 = (t[0] if t.dim() == 3 else t for t in (a, b, out))
+    return PreparedLaunch(_WsKernel(plan.config), plan.grid, (a2, b2, o2, bias), {}, out.device, out)
+
+
 def launch(plan: LaunchPlan, a: torch.Tensor, b: torch.Tensor, out: torch.Tensor, **kwargs) -> torch.Tensor:
     """``out = act(alpha·(scale_a ⊙ (a @ b) ⊙ scale_b) + beta·c + bias)`` with ``plan``'s kernel; returns out.
 
@@ -645,6 +693,9 @@ def prepare_launch(plan: LaunchPlan, a: torch.Tensor, b: torch.Tensor, out: torc
         return PreparedLaunch(None, plan.grid, (), {}, device, out)
 
     cfg = plan.config
+    if cfg.kind is Kind.WS:
+        return _prepare_ws(plan, a, b, out, has_c=has_c, alpha=alpha, bias=bias, activation=activation,
+                           scaled=bool(sa_mode or sb_mode))
     a, b, staged = _stage_operands(plan, a, b)
     (oa, la, ea), (ob, lb, eb), (oo, lo, eo) = layout_info(a), layout_info(b), layout_info(out)
     orders = {"a": oa, "b": ob, "out": oo}

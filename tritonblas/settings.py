@@ -10,7 +10,7 @@ not import tritonblas) and re-exported here.
 | ``TRITONBLAS_FAST`` | ``0`` turns the ops' warm path (:mod:`tritonblas.fastpath`) off |
 | ``ORIGAMI_PROFILE_DIR`` | a directory of extra profiles, loadable by name |
 | ``ORIGAMI_TRITON_VERSION`` | ``MAJOR.MINOR`` of the Triton the model predicts for, when it is not the installed one (tables made for another machine) |
-| ``TRITONBLAS_GLUON`` | ``1`` (experimental, H200 only): plain 2-D bf16/fp16 GEMMs (and F.linear's bias add; fp8 scaled_mm) of at least 128x128x64 whose output tiles reach 90% of the SMs run the warp-specialised Gluon kernel (:mod:`tritonblas.kernels.gluon_hopper`) instead of origami's pick, to measure it inside models; not a selection |
+| ``TRITONBLAS_GLUON`` | ``0``: the warp-specialised Gluon kernel (kind ``ws``, :mod:`tritonblas.kernels.gluon_hopper`) is never run, origami selects without it; unset: it runs where origami picks it (profiles with ``model.ws_efficiency`` > 0); ``1`` (an experiment): plain 2-D bf16/fp16 GEMMs (and F.linear's bias add; fp8 scaled_mm) of at least 128x128x64 whose output tiles reach 90% of the SMs run it whatever origami picks |
 | ``TRITON_INTERPRET`` | ``1`` (or ``true``/``yes``/``on``, as Triton reads it) runs the kernels on CPU tensors through Triton's interpreter |
 
 Hot paths read them through :func:`raw_reader` (``dispatch``'s fast key) and :func:`raw_equals`
@@ -25,7 +25,7 @@ from origami.hardware import ENV_PROFILE_DIR
 from origami.toolchain import ENV_TRITON_VERSION
 
 __all__ = ["ENV_PROFILE", "ENV_TABLE", "ENV_FAST", "ENV_PROFILE_DIR", "ENV_INTERPRET", "ENV_GLUON", "ENV_TRITON_VERSION", "ALL",
-           "profile", "table", "fast", "profile_dir", "interpret", "gluon", "raw_reader", "raw_equals"]
+           "profile", "table", "fast", "profile_dir", "interpret", "gluon", "gluon_off", "raw_reader", "raw_equals"]
 
 ENV_PROFILE = "TRITONBLAS_PROFILE"
 ENV_TABLE = "TRITONBLAS_TABLE"
@@ -49,6 +49,11 @@ def fast() -> bool:
 
 def gluon() -> bool:
     return os.environ.get(ENV_GLUON) == "1"
+
+
+def gluon_off() -> bool:
+    """``TRITONBLAS_GLUON=0``: the dispatcher never runs the warp-specialised kernel (kind 'ws')."""
+    return os.environ.get(ENV_GLUON) == "0"
 
 
 def profile_dir() -> str | None:

@@ -241,7 +241,7 @@ def make_table(problems: Sequence[GemmProblem], profile: "HardwareProfile | str"
     the profile (``i`` is its index in ``problems``). ``progress(n)`` is called after each chunk of
     ``n`` problems.
     """
-    from origami._encoding import C, K_PERSISTENT, persistent_grid
+    from origami._encoding import C, PERSISTENT_GRID_CODES, persistent_grid
     from origami.enumerate import row_to_config
     from origami.select import select_many_arrays
 
@@ -274,7 +274,7 @@ def make_table(problems: Sequence[GemmProblem], profile: "HardwareProfile | str"
             # A config depends on its problem only through a persistent row's grid
             # (origami._encoding.persistent_grid): dedupe on (row, that grid).
             grid = np.zeros(mem.size, dtype=np.int64)
-            pers = base[rows, C["kind"]] == K_PERSISTENT
+            pers = np.isin(base[rows, C["kind"]], PERSISTENT_GRID_CODES)
             if pers.any():
                 pm = mem[pers]
                 ms = np.fromiter((chunk[j].m for j in pm), np.int64, pm.size)

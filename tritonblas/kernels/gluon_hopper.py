@@ -293,7 +293,7 @@ def b_is_kmajor(b_strides) -> bool | None:
 
 def supports(m: int, n: int, k: int, dtype, a_strides, b_strides, c_strides, out_dtype=None) -> str | None:
     """Why this kernel cannot compute C (m, n) = A (m, k) @ B (k, n) with these strides (elements),
-    or None if it can. Needs bf16/fp16, a row-major C, A and B each row-major or column-major, each
+    or None if it can. Needs bf16/fp16 (or fp8) inputs, a bf16/fp16 row-major C, A and B each row-major or column-major, each
     with a 16-byte-aligned leading stride, and C's rows a whole number of 16-byte chunks
     (``origami.problem.tma_store_exact``); the base pointers must also be 16-byte aligned (the
     wrapper checks those)."""
@@ -303,8 +303,8 @@ def supports(m: int, n: int, k: int, dtype, a_strides, b_strides, c_strides, out
     if dtype not in DTYPES and not fp8:
         return f"dtype {dtype} is not bf16, fp16 or fp8"
     out_dtype = dtype if out_dtype is None else out_dtype
-    if (out_dtype not in DTYPES) if fp8 else (out_dtype != dtype):
-        return f"C dtype {out_dtype}: needs {'bf16 or fp16' if fp8 else dtype}"
+    if out_dtype not in DTYPES:  # the epilogue rounds the fp32 accumulator once, to either
+        return f"C dtype {out_dtype}: needs bf16 or fp16"
     if min(m, n, k) < 1:
         return f"empty problem (m, n, k) = ({m}, {n}, {k})"
     es = 1 if fp8 else 2
@@ -383,7 +383,7 @@ def gluon_matmul(a: torch.Tensor, b: torch.Tensor, out: torch.Tensor | None = No
                  block_m: int = 128, block_n: int = 256, block_k: int = 64, stages: int = 3, group_m: int = 8,
                  num_sms: int | None = None) -> torch.Tensor:
     """C = a @ b (+ bias) with the warp-specialised Gluon kernel (Hopper only). ``a`` (M, K) and ``b``
-    (K, N) each row-major or column-major, ``out`` (M, N) row-major of a's dtype (allocated if None),
+    (K, N) each row-major or column-major, ``out`` (M, N) row-major, bf16 or fp16 (a's dtype when allocated, None),
     ``bias`` N contiguous bf16/fp16/fp32 elements added in fp32 before the output rounding (F.linear's).
     Raises ValueError naming the offending argument when the kernel cannot run on these inputs."""
     if not HAS_GLUON:
@@ -408,8 +408,8 @@ def gluon_matmul(a: torch.Tensor, b: torch.Tensor, out: torch.Tensor | None = No
     else:
         if not isinstance(out, torch.Tensor) or tuple(out.shape) != (m, n):
             raise ValueError(f"out: expected a ({m}, {n}) tensor")
-        if out.dtype != a.dtype:
-            raise ValueError(f"out: dtype {out.dtype} differs from a's {a.dtype}")
+        if out.dtype not in DTYPES:
+            raise ValueError(f"out: dtype {out.dtype} is not bf16 or fp16")
         if out.device != a.device:
             raise ValueError(f"out: on {out.device}, a on {a.device}")
     if bias is not None and isinstance(bias, torch.Tensor) and bias.dim() > 1 and bias.shape[-1] != n:
@@ -420,7 +420,7 @@ def gluon_matmul(a: torch.Tensor, b: torch.Tensor, out: torch.Tensor | None = No
         return out
     if k == 0:
         return out.zero_() if bias is None else out.copy_(bias.expand(m, n))
-    _check_launchable(a, b, out)
+    _check_launchable(a, b, out, out.dtype)
     return _launch(a, b, out, bias, None, None, 0, 0, block_m, block_n, block_k, stages, group_m, num_sms)
 
 

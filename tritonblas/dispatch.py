@@ -333,7 +333,7 @@ def _build(key: GemmKey, hw: HardwareProfile, device: torch.device, op: str):
         return _store(key, _FALLBACK)
     from_model = False
     stage = (False, False)
-    if key.config is not None and key.config.kind is Kind.WS and not key.ws:
+    if key.config is not None and key.config.kind is Kind.WS and not key.ws and ws_available(hw):
         raise ValueError(f"config: {key.config.short()} is the warp-specialised kernel, which cannot run this call "
                          f"({_WS_NEEDS})")
     sel = _selection_profile(key, hw)
@@ -378,8 +378,8 @@ def _build(key: GemmKey, hw: HardwareProfile, device: torch.device, op: str):
 
 
 # what ws_reason asks of a call, for the error of a forced 'ws' config
-_WS_NEEDS = ("it needs an sm_90 GPU and a Triton with Gluon, 2-D bf16/fp16 operands each row- or column-major and an "
-             "output of their dtype, row-major, with 16-byte-aligned pointers and strides, C rows of whole 16-byte "
+_WS_NEEDS = ("it needs an sm_90 GPU and a Triton with Gluon, 2-D bf16/fp16 operands of one dtype, each row- or "
+             "column-major, a bf16/fp16 row-major output, 16-byte-aligned pointers and strides, C rows of whole 16-byte "
              "chunks, alpha 1 and at most F.linear's bias; TRITONBLAS_GLUON=0 turns it off")
 
 

@@ -1,0 +1,127 @@
+"""origami's 'ws' picks (the warp-specialised Gluon kernel in the model's space) on the dispatcher.
+
+A call reaches the kernel only when the model picks kind 'ws' *and* :func:`dispatch.ws_reason` says
+the call can run it (an sm_90 GPU with Gluon, 2-D bf16/fp16 operands TMA can read, alpha 1, at most
+F.linear's bias, not ``TRITONBLAS_GLUON=0``); otherwise the model selects from the same profile
+without that kernel (``origami.space.without_ws``), so no call is ever sent where the kernel
+cannot go. On CPU: the selection rule, the forced-config error, and the launch plumbing with the
+kernel and its device check stood in for. The H200 half (the real kernel, against a float64
+reference) is in tests/dropin/test_ws_route_gpu.py's ``-m gpu`` test.
+"""
+
+from __future__ import annotations
+
+import pytest
+import torch
+import torch.nn.functional as F
+
+import origami
+import tritonblas
+from origami import GemmProblem, Kind, TileConfig
+from origami.hardware import render_profile
+from origami.space import without_ws
+from tritonblas import dispatch, settings
+from _check import assert_gemm_close, reference
+
+WS = origami.load_profile("h200").replace_model(ws_efficiency=2.0)  # 'ws' wins from ~1536x1024x64 on
+SHAPE = (1536, 1024, 64)  # M, N, K: origami.select(WS) picks ws 128x128x64 s4, grid 96
+
+
+def _t(*shape, dtype=torch.bfloat16):
+    return torch.randn(*shape, generator=torch.Generator().manual_seed(sum(shape)), dtype=torch.float32).to(dtype)
+
+
+@pytest.fixture
+def ws_profile(tmp_path, monkeypatch):
+    """TRITONBLAS_PROFILE pointing at WS written as YAML (what enable() and the warm paths read)."""
+    path = tmp_path / "h200_ws.yaml"
+    path.write_text(render_profile(WS.to_yaml_dict()))
+    monkeypatch.setenv("TRITONBLAS_PROFILE", str(path))
+    dispatch.reset_stats()
+    tritonblas.clear_caches()
+    return path
+
+
+def test_the_shape_picks_ws_on_this_profile():
+    m, n, k = SHAPE
+    cfg = origami.select(GemmProblem(m, n, k), WS).config
+    assert cfg.kind is Kind.WS and (cfg.block_n, cfg.num_stages) == (128, 4), cfg.short()
+
+
+def test_a_call_the_kernel_cannot_run_selects_without_it(device):
+    """Under the interpreter (or off sm_90) every call has a ws_reason, and the plan is the pick of
+    the profile without the kernel; so is a call whose epilogue the kernel lacks (alpha, a full C)."""
+    m, n, k = SHAPE
+    a, b = _t(m, k).to(device), _t(k, n).to(device)
+    out = torch.empty(m, n, dtype=torch.bfloat16, device=device)
+    plain = origami.select(GemmProblem(m, n, k), without_ws(WS)).config
+    assert plain.kind is not Kind.WS
+    assert "alpha" in dispatch.ws_reason(a, b, out, None, 2.0, 0.0)
+    assert "bias" in dispatch.ws_reason(a, b, out, _t(m, n).to(device), 1.0, 1.0)
+    assert "TRITONBLAS_GLUON=0" in dispatch.ws_reason(a, b, out) if settings.gluon_off() else True
+    if device == "cpu":
+        assert "sm_90" in dispatch.ws_reason(a, b, out)
+        assert dispatch.plan_for(a, b, profile=WS).config == plain
+    elif dispatch.ws_reason(a, b, out) is None:  # the H200 with Gluon
+        assert dispatch.plan_for(a, b, profile=WS).config.kind is Kind.WS
+
+
+def test_the_off_switch_is_a_ws_reason(monkeypatch):
+    a, b = _t(256, 64), _t(64, 256)
+    monkeypatch.setenv(settings.ENV_GLUON, "0")
+    assert dispatch.ws_reason(a, b, torch.empty(256, 256, dtype=torch.bfloat16)) == "TRITONBLAS_GLUON=0"
+
+
+def test_a_forced_ws_config_the_call_cannot_run_names_config(device):
+    a, b = _t(256, 64).to(device), _t(64, 256).to(device)
+    cfg = TileConfig(Kind.WS, 128, 128, 64, 8, 4, 8, grid=4)
+    with pytest.raises(ValueError, match="config: ws 128x128x64 .* cannot run this call"):  # alpha
+        dispatch.gemm(a, b, profile=WS, config=cfg, alpha=2.0)
+    with pytest.raises(ValueError, match="no warp-specialised kernel"):  # a profile without it
+        tritonblas.matmul(a, b, profile="h200", config=cfg)
+
+
+def test_a_ws_pick_runs_the_kernel_and_is_remembered(monkeypatch, ws_profile, device):
+    """With the device check and the kernel stood in for (CPU), the model's 'ws' pick launches the
+    Gluon kernel with the pick's tile, counts under stats()['ws'], and is remembered as a
+    GluonEntry: the next calls (tritonblas.matmul, F.linear on a 3-D activation with a bias inside
+    enable()) go there; a call with alpha, or under TRITONBLAS_GLUON=0, runs origami's other pick."""
+    if device != "cpu":
+        pytest.skip("the plumbing, on CPU; on the H200 the real kernel runs (test_ws_route_gpu.py)")
+    from tritonblas.kernels import gluon_hopper
+
+    ran = []
+
+    def stand_in(a, b, out=None, bias=None, **kw):
+        ran.append(dict(bias=bias is not None, **kw))
+        ref = a.float() @ b.float() + (0 if bias is None else bias.float())
+        return out.copy_(ref.to(out.dtype))
+
+    monkeypatch.setattr(gluon_hopper, "gluon_matmul", stand_in)
+    monkeypatch.setattr(dispatch, "gluon_runs", lambda a, b, out: None)
+    m, n, k = SHAPE
+    a, b = _t(m, k), _t(k, n)
+    ref, mag, _ = reference(a, b)
+    for _ in range(3):
+        assert_gemm_close(tritonblas.matmul(a, b), ref, mag, k, what="matmul on the 'ws' pick")
+    assert len(ran) == 3 and ran[0] == dict(bias=False, block_m=128, block_n=128, block_k=64, stages=4, group_m=8), ran
+    assert dispatch.stats()["ws"] == 1  # the first call; the warm entry serves the others
+    assert type(dispatch.fast_lookup(a, b)) is dispatch.GluonEntry
+
+    x, w, bias = _t(2, m // 2, k), _t(n, k), _t(n)
+    with torch.no_grad(), tritonblas.enable():
+        for _ in range(2):
+            y = F.linear(x, w, bias)
+    assert len(ran) == 5 and ran[-1]["bias"], ran
+    torch.testing.assert_close(y.double(), F.linear(x.double(), w.double(), bias.double()), rtol=2e-2, atol=5e-2)
+
+    got = tritonblas.addmm(torch.zeros(n, dtype=torch.bfloat16), a[:130], b, alpha=2.0)  # small: the interpreter
+    assert len(ran) == 5, "a call with alpha reached the kernel"
+    torch.testing.assert_close(got.double(), 2 * reference(a[:130], b)[0], rtol=2e-2, atol=2e-1)
+
+    monkeypatch.setenv(settings.ENV_GLUON, "0")
+    small = a[:130]
+    got = tritonblas.matmul(small, b)
+    assert len(ran) == 5, "TRITONBLAS_GLUON=0 reached the kernel"
+    r2, m2, _ = reference(small, b)
+    assert_gemm_close(got, r2, m2, k, what="matmul with the kernel off")

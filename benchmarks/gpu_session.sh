@@ -32,6 +32,10 @@
 #             (rows already in benchmarks/data/h200_heldout/ are kept; every rank stops starting shapes
 #             after $HELDOUT_BUDGET s, default 480, and the rows are merged); then the
 #             missing-picks report; the CSVs come back in $OUT/heldout_data.tgz (commit them to resume)
+#   ws_sweep  the warp-specialised kernel (kind 'ws') on the training sweeps: sweep.py --rows on the job file of
+#             benchmarks/ws_jobs.py (its 'ws' candidates + each shape's 3 fastest recorded configs, re-timed) with
+#             the probe profile it writes -> benchmarks/data/h200_ws/*.csv, back in $OUT/ws_data.tgz; first the
+#             'ws' route's GPU test (tests/dropin/test_ws_route_gpu.py)
 #   timeline  benchmarks/host_linear.py --timeline/--split $TIMELINE_MODELS (where eager decode's time goes)
 #   demo      python -m tritonblas demo --profile h200
 # Each step has its own timeout (env *_TIMEOUT) and log ($OUT/<step>.log); a step's failure does not
@@ -123,6 +127,13 @@ for step in $STEPS; do
                    benchmarks/sweep.py --heldout --rep-ms ${HELDOUT_REP_MS:-3} --budget-s ${HELDOUT_BUDGET:-480} ${HELDOUT_ARGS:-}
                  echo "sweep rc=$?"; python3 benchmarks/missing_picks.py --profile h200
                  tar czf "$OUT/heldout_data.tgz" benchmarks/data/h200_heldout
+               } > "$log" 2>&1 ;;
+    ws_sweep)  { timeout 200 python3 -m pytest -m gpu tests/dropin/test_ws_route_gpu.py tests/dropin/test_ws_route.py -q -rs \
+                   -p no:cacheprovider
+                 timeout $(( ${WS_BUDGET:-400} + 60 )) python3 -m torch.distributed.run --standalone --nproc-per-node gpu \
+                   benchmarks/sweep.py --rows benchmarks/data/ws_jobs.csv --profile benchmarks/data/h200_ws/h200_ws_probe.yaml \
+                   --rep-ms ${WS_REP_MS:-3} --budget-s ${WS_BUDGET:-400}
+                 echo "sweep rc=$?"; tar czf "$OUT/ws_data.tgz" benchmarks/data/h200_ws
                } > "$log" 2>&1 ;;
     timeline)  { timeout 200 python3 benchmarks/host_linear.py --timeline ${TIMELINE_MODELS:-llama3.2-1b} --out "$OUT"
                  timeout 240 python3 benchmarks/host_linear.py --split ${SPLIT_MODELS:-bert-large llama3.2-1b}

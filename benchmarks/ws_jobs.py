@@ -1,0 +1,111 @@
+#!/usr/bin/env python
+"""Job file for timing the warp-specialised kernel (kind 'ws') on the training sweeps (CPU).
+
+    python benchmarks/ws_jobs.py [--anchors 3] [-o benchmarks/data/ws_jobs.csv]
+    torchrun --nproc-per-node gpu benchmarks/sweep.py --rows benchmarks/data/ws_jobs.csv \\
+        --profile benchmarks/data/h200_ws/h200_ws_probe.yaml --rep-ms 3          # on the H200
+
+For every shape of the recorded training sweeps (benchmarks/data/h200/*.csv: never the held-out
+split) that the 'ws' rows can run (``origami.space.check_ws``: 16-bit, aligned, batch 1, C rows of
+whole 16-byte chunks), the job lists every 'ws' candidate AND the ``--anchors`` fastest configs the
+file recorded for that shape, all into benchmarks/data/h200_ws/<file>.csv: the anchors are re-timed
+in the same run as the new kernel (times from different days differ by several percent, H200.md),
+and their ratio to the recorded times says how far the day drifted. ``origami.fit.read_sweep`` reads
+the original and the h200_ws file of a set together (a re-timed anchor replaces its older time), so
+``calibrate --fit`` can fit ``model.ws_efficiency`` on them.
+
+The sweep needs a profile with the kernel in its space (the shipped h200 has it only once fitted):
+``--probe`` writes h200 with ``ws_efficiency`` 1 (the probe's value only decides the job's
+``predicted_ns`` column, not which configs are timed).
+"""
+
+from __future__ import annotations
+
+import argparse
+import csv
+import os
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+
+import numpy as np  # noqa: E402
+
+import origami  # noqa: E402
+from benchmarks.sweep import CONFIG_COLS, PROBLEM_COLS, cell  # noqa: E402
+from origami._encoding import K_WS  # noqa: E402
+from origami.enumerate import row_to_config  # noqa: E402
+from origami.fit import read_sweep  # noqa: E402
+from origami.hardware import render_profile  # noqa: E402
+from origami.select import score_problem  # noqa: E402
+
+DATA = ROOT / "benchmarks" / "data"
+OUT_DIR = DATA / "h200_ws"
+PROBE = OUT_DIR / "h200_ws_probe.yaml"
+JOB_COLS = PROBLEM_COLS + CONFIG_COLS + ["out"]
+
+
+def probe_profile(value: float = 1.0):
+    return origami.load_profile("h200").replace_model(ws_efficiency=value)
+
+
+def ws_configs(problem, hw) -> list:
+    """The problem's 'ws' candidates (finite score: the kernel can run it), empty when none."""
+    try:
+        base, lat, _ = score_problem(problem, hw)
+    except ValueError:
+        return []
+    rows = np.nonzero((base[:, 0] == K_WS) & np.isfinite(lat))[0]
+    return [row_to_config(base[i], problem, hw) for i in rows]
+
+
+def jobs(anchors: int, hw) -> tuple[list[dict], list[str]]:
+    rows, notes = [], []
+    for path in sorted((DATA / "h200").glob("*.csv")):
+        out = (OUT_DIR / path.name).relative_to(ROOT).as_posix()
+        shapes = 0
+        for m in read_sweep(path):
+            ws = ws_configs(m.problem, hw)
+            if not ws:
+                continue
+            shapes += 1
+            best = [c for _, c in sorted(zip(m.ms, m.configs), key=lambda t: t[0])][:anchors]
+            for cfg in dict.fromkeys((*ws, *best)):
+                r = {c: cell(getattr(m.problem, c)) for c in PROBLEM_COLS}
+                r.update({c: cell(getattr(cfg, c)) for c in CONFIG_COLS})
+                r["out"] = out
+                rows.append(r)
+        notes.append(f"{path.relative_to(ROOT)}: {shapes} shapes the 'ws' kernel can run")
+    return rows, notes
+
+
+def main(argv=None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--anchors", type=int, default=3, help="fastest recorded configs re-timed per shape")
+    ap.add_argument("-o", "--output", default=str(DATA / "ws_jobs.csv"))
+    args = ap.parse_args(argv)
+    if args.anchors < 0:
+        ap.error(f"--anchors: must be >= 0, got {args.anchors}")
+    hw = probe_profile()
+    rows, notes = jobs(args.anchors, hw)
+    print("\n".join(notes))
+    OUT_DIR.mkdir(parents=True, exist_ok=True)
+    tmp = PROBE.with_suffix(".tmp")
+    tmp.write_text(render_profile(hw.to_yaml_dict(), ["h200 with model.ws_efficiency 1: the probe profile of "
+                                                      "benchmarks/ws_jobs.py (not fitted; decides nothing timed)"]))
+    os.replace(tmp, PROBE)
+    out = Path(args.output)
+    tmp = out.with_suffix(".tmp")
+    with tmp.open("w", newline="") as f:
+        w = csv.DictWriter(f, fieldnames=JOB_COLS)
+        w.writeheader()
+        w.writerows(rows)
+    os.replace(tmp, out)
+    print(f"wrote {out.relative_to(ROOT) if out.is_relative_to(ROOT) else out} ({len(rows)} rows) and "
+          f"{PROBE.relative_to(ROOT)}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -610,14 +610,19 @@ def _job(args, spec: str | None) -> tuple[list, Path]:
 
     if args.out:
         return shapes, Path(args.out), configs_of
-    base = Path(args.out_dir) if getattr(args, "out_dir", None) else ROOT / "benchmarks" / "data" / args.profile
+    base = Path(args.out_dir) if getattr(args, "out_dir", None) else ROOT / "benchmarks" / "data" / _profile_name(args)
     return shapes, base / fname, configs_of
+
+
+def _profile_name(args) -> str:
+    """The --profile's own name (a YAML path names its profile inside: benchmarks/data/<name>/)."""
+    return origami.load_profile(args.profile).name
 
 
 def _heldout_job(args, path: Path) -> tuple[list, Path, object]:
     """(shapes, output CSV, configs_of) of one held-out split file: every candidate."""
     shapes = load_shapes(path)
-    base = Path(args.out_dir) if args.out_dir else ROOT / "benchmarks" / "data" / f"{args.profile}_heldout"
+    base = Path(args.out_dir) if args.out_dir else ROOT / "benchmarks" / "data" / f"{_profile_name(args)}_heldout"
     return shapes, base / f"{path.stem}.csv", lambda p, hw, *extra: exhaustive_configs(p, hw, extra)
 
 

@@ -41,8 +41,7 @@ spy("gluon_matmul", lambda kw: (kw.get("block_n"), kw.get("stages")))
 spy("raw_launch", lambda kw: "raw")
 g = torch.Generator(device="cuda").manual_seed(0)
 cases = [(1536, 1024, 64, torch.bfloat16, torch.bfloat16, False, False), (4096, 4096, 4096, torch.bfloat16, torch.bfloat16, False, False),
-         (2000, 1000, 1000, torch.float16, torch.float16, True, False), (3000, 1536, 520, torch.bfloat16, torch.bfloat16, False, True),
-         (2048, 2048, 1024, torch.float16, torch.bfloat16, False, False)]
+         (2000, 1000, 1000, torch.float16, torch.float16, True, False), (3000, 1536, 520, torch.bfloat16, torch.bfloat16, False, True)]
 name = {torch.bfloat16: "bf16", torch.float16: "fp16"}
 took = 0
 for m, n, k, dt, ot, nt, ta in cases:
@@ -64,6 +63,13 @@ for m, n, k, dt, ot, nt, ta in cases:
             assert len(ran) == before, ("a pick of another kind ran the Gluon kernel", m, n, k)
     took += want.kind is Kind.WS
 assert took >= 4, f"only {took} of the cases picked 'ws': the test lost its point"
+# the kernel itself writes either 16-bit type from 16-bit inputs (origami.space.check_ws); the
+# dispatcher hands mixed dtypes to torch (fallback_reason), so this one is the kernel's own call
+a16, b16 = (torch.randn(1024, 512, device="cuda", generator=g).to(torch.float16) for _ in range(2))
+o16 = gluon_hopper.gluon_matmul(a16, b16.t(), out=torch.empty(1024, 1024, device="cuda", dtype=torch.bfloat16),
+                                block_n=128, stages=4)
+ref, mag, _ = reference(a16, b16.t())
+assert_gemm_close(o16, ref, mag, 512, what="gluon_matmul fp16 x fp16 -> bf16")
 a = torch.randn(2048, 512, device="cuda", generator=g).to(torch.bfloat16)
 w = torch.randn(2048, 512, device="cuda", generator=g).to(torch.bfloat16)
 bias = torch.randn(2048, device="cuda", generator=g).to(torch.bfloat16)

@@ -36,6 +36,8 @@
 #             benchmarks/ws_jobs.py (its 'ws' candidates + each shape's 3 fastest recorded configs, re-timed) with
 #             the probe profile it writes -> benchmarks/data/h200_ws/*.csv, back in $OUT/ws_data.tgz; first the
 #             'ws' route's GPU test (tests/dropin/test_ws_route_gpu.py)
+#   ws_cold   the same for the cold-L2 sweeps: ws_jobs.py --cold's job (h200_cold -> h200_cold_ws) with --timer cold,
+#             back in $OUT/ws_cold_data.tgz
 #   timeline  benchmarks/host_linear.py --timeline/--split $TIMELINE_MODELS (where eager decode's time goes)
 #   demo      python -m tritonblas demo --profile h200
 # Each step has its own timeout (env *_TIMEOUT) and log ($OUT/<step>.log); a step's failure does not
@@ -134,6 +136,11 @@ for step in $STEPS; do
                    benchmarks/sweep.py --rows benchmarks/data/ws_jobs.csv --profile benchmarks/data/h200_ws/h200_ws_probe.yaml \
                    --rep-ms ${WS_REP_MS:-3} --budget-s ${WS_BUDGET:-400}
                  echo "sweep rc=$?"; tar czf "$OUT/ws_data.tgz" benchmarks/data/h200_ws
+               } > "$log" 2>&1 ;;
+    ws_cold)   { timeout $(( ${WS_BUDGET:-400} + 60 )) python3 -m torch.distributed.run --standalone --nproc-per-node gpu \
+                   benchmarks/sweep.py --rows benchmarks/data/ws_jobs_cold.csv --profile benchmarks/data/h200_ws/h200_ws_probe.yaml \
+                   --rep-ms ${WS_REP_MS:-3} --timer cold --budget-s ${WS_BUDGET:-400}
+                 echo "sweep rc=$?"; tar czf "$OUT/ws_cold_data.tgz" benchmarks/data/h200_cold_ws
                } > "$log" 2>&1 ;;
     timeline)  { timeout 200 python3 benchmarks/host_linear.py --timeline ${TIMELINE_MODELS:-llama3.2-1b} --out "$OUT"
                  timeout 240 python3 benchmarks/host_linear.py --split ${SPLIT_MODELS:-bert-large llama3.2-1b}

@@ -1,9 +1,10 @@
 #!/usr/bin/env python
 """Job file for timing the warp-specialised kernel (kind 'ws') on the training sweeps (CPU).
 
-    python benchmarks/ws_jobs.py [--anchors 3] [-o benchmarks/data/ws_jobs.csv]
+    python benchmarks/ws_jobs.py [--cold] [--anchors 3] [-o benchmarks/data/ws_jobs.csv]
     torchrun --nproc-per-node gpu benchmarks/sweep.py --rows benchmarks/data/ws_jobs.csv \\
-        --profile benchmarks/data/h200_ws/h200_ws_probe.yaml --rep-ms 3          # on the H200
+        --profile benchmarks/data/h200_ws/h200_ws_probe.yaml --rep-ms 3 [--timer cold]   # on the H200
+    python benchmarks/ws_jobs.py --append                                   # CPU, after it
 
 For every shape of the recorded training sweeps (benchmarks/data/h200/*.csv: never the held-out
 split) that the 'ws' rows can run (``origami.space.check_ws``: 16-bit, aligned, batch 1, C rows of
@@ -13,6 +14,13 @@ in the same run as the new kernel (times from different days differ by several p
 and their ratio to the recorded times says how far the day drifted. ``origami.fit.read_sweep`` reads
 the original and the h200_ws file of a set together (a re-timed anchor replaces its older time), so
 ``calibrate --fit`` can fit ``model.ws_efficiency`` on them.
+
+``--cold`` does the same for the cold-L2 sweeps (benchmarks/data/h200_cold/ -> h200_cold_ws/, to be
+timed with ``--timer cold``). ``--append`` then adds each h200_ws / h200_cold_ws file's 'ws' rows to
+its original (the file the selection guard scores, which must hold every pick), with ``#`` lines
+saying where they came from and how far that run's anchors drifted; the anchors stay in the h200_ws
+file only (an original keeps one time per config, from one day). Atomic writes; appending twice adds
+nothing (rows already there are kept as they are).
 
 The sweep needs a profile with the kernel in its space (the shipped h200 has it only once fitted):
 ``--probe`` writes h200 with ``ws_efficiency`` 1 (the probe's value only decides the job's
@@ -60,10 +68,11 @@ def ws_configs(problem, hw) -> list:
     return [row_to_config(base[i], problem, hw) for i in rows]
 
 
-def jobs(anchors: int, hw) -> tuple[list[dict], list[str]]:
+def jobs(anchors: int, hw, cold: bool = False) -> tuple[list[dict], list[str]]:
     rows, notes = [], []
-    for path in sorted((DATA / "h200").glob("*.csv")):
-        out = (OUT_DIR / path.name).relative_to(ROOT).as_posix()
+    src, dst = (DATA / "h200_cold", DATA / "h200_cold_ws") if cold else (DATA / "h200", OUT_DIR)
+    for path in sorted(src.glob("*.csv")):
+        out = (dst / path.name).relative_to(ROOT).as_posix()
         shapes = 0
         for m in read_sweep(path):
             ws = ws_configs(m.problem, hw)
@@ -80,15 +89,58 @@ def jobs(anchors: int, hw) -> tuple[list[dict], list[str]]:
     return rows, notes
 
 
+def append() -> list[str]:
+    """Add every h200_ws / h200_cold_ws file's 'ws' rows to its original; returns what it did."""
+    from benchmarks.sweep import COLS, read_rows, row_key
+
+    done = []
+    for new_dir, orig_dir in ((OUT_DIR, DATA / "h200"), (DATA / "h200_cold_ws", DATA / "h200_cold")):
+        for path in sorted(new_dir.glob("*.csv")):
+            orig = orig_dir / path.name
+            rows, old = read_rows(path), read_rows(orig)
+            seen = {row_key(r) for r in old}
+            ws = [r for r in rows if r["kind"] == "ws" and row_key(r) not in seen]
+            timed = {row_key(r): float(r["median_ms"]) for r in old if r.get("median_ms")}
+            drift = sorted(float(r["median_ms"]) / timed[row_key(r)] for r in rows
+                           if r["kind"] != "ws" and r.get("median_ms") and row_key(r) in timed)
+            if not ws:
+                continue
+            with orig.open() as f:
+                header = [line.rstrip("\n") for line in f if line.startswith("#")]
+            with path.open() as f:
+                header += [f"# ws rows from {path.relative_to(ROOT)}: {line[1:].strip()}" for line in f
+                           if line.startswith("#")]
+            if drift:
+                header.append(f"# ws rows from {path.relative_to(ROOT)}: its {len(drift)} re-timed anchors ran "
+                              f"{drift[len(drift) // 2]:.3f}x (median) their times here")
+            cols = list(dict.fromkeys(COLS + [c for r in old[:1] for c in r]))
+            tmp = orig.with_suffix(".tmp")
+            with tmp.open("w", newline="") as f:
+                f.write("".join(line + "\n" for line in header))
+                w = csv.DictWriter(f, fieldnames=cols, extrasaction="ignore")
+                w.writeheader()
+                w.writerows(old + ws)
+            os.replace(tmp, orig)
+            done.append(f"{orig.relative_to(ROOT)}: {len(ws)} 'ws' rows added from {path.relative_to(ROOT)}"
+                        + (f" (anchors {drift[len(drift) // 2]:.3f}x)" if drift else ""))
+    return done
+
+
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--anchors", type=int, default=3, help="fastest recorded configs re-timed per shape")
-    ap.add_argument("-o", "--output", default=str(DATA / "ws_jobs.csv"))
+    ap.add_argument("-o", "--output", default=None, help="the job file (default benchmarks/data/ws_jobs[_cold].csv)")
+    ap.add_argument("--cold", action="store_true", help="the cold-L2 sweeps (h200_cold -> h200_cold_ws)")
+    ap.add_argument("--append", action="store_true", help="add the recorded 'ws' rows to their original files")
     args = ap.parse_args(argv)
+    if args.append:
+        print("\n".join(append()) or "nothing to append")
+        return 0
     if args.anchors < 0:
         ap.error(f"--anchors: must be >= 0, got {args.anchors}")
+    args.output = args.output or str(DATA / ("ws_jobs_cold.csv" if args.cold else "ws_jobs.csv"))
     hw = probe_profile()
-    rows, notes = jobs(args.anchors, hw)
+    rows, notes = jobs(args.anchors, hw, args.cold)
     print("\n".join(notes))
     OUT_DIR.mkdir(parents=True, exist_ok=True)
     tmp = PROBE.with_suffix(".tmp")

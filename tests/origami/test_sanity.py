@@ -36,7 +36,12 @@ def test_large_bf16_gemm_reaches_half_to_all_of_the_profile_peak(name):
     datasheet = hw.matrix_peak_flops["bf16"] / 1e12
     print(f"{name}: {tflops:.1f} TFLOP/s = {100 * tflops / sustained:.1f}% of the sustained {sustained:.0f}, "
           f"{100 * tflops / datasheet:.1f}% of the datasheet {datasheet:.0f} ({est.config.short()}, {est.bound})")
-    assert 0.5 * sustained <= tflops <= sustained, (
+    # the warp-specialised kernel (kind 'ws', model.ws_efficiency > 1) runs above the profile's sustained-clock
+    # rate: on the H200 8192^3 took 1.367-1.387 ms (795-804 TFLOP/s, 117% of that rate; the best Triton
+    # config 1.40 ms; benchmarks/data/h200_ws/{calib,issue4,square}.csv, 2026-12-02), so its rows may
+    # exceed the rate by their efficiency, never the datasheet peak (below)
+    ceiling = sustained * max(1.0, hw.model["ws_efficiency"] if est.config.kind.value == "ws" else 1.0)
+    assert 0.5 * sustained <= tflops <= ceiling, (
         f"{name}: 8192^3 bf16 predicted {tflops:.1f} TFLOP/s = {100 * tflops / sustained:.1f}% of the sustained-clock "
         f"peak {sustained:.0f} TFLOP/s (want 50-100%); {est.config.short()}, bound {est.bound}")
     assert datasheet / 3 <= tflops <= datasheet

@@ -27,7 +27,7 @@ inputs of the shape's dtypes and layouts:
   fp8: ``make_plan(..., tma=True)`` + ``prepare_launch(...).run``); skipped with a message when
   nvMMH is not installed (``pip install 'tritonblas[nvmmh]'``);
 - ``gluon_ms`` / ``gluon_config`` (``--gluon``): the experimental warp-specialised Gluon kernel
-  (tritonblas/kernels/gluon_hopper.py, not in origami's space), the better of its two tiles
+  (tritonblas/kernels/gluon_hopper.py; origami's kind 'ws' since session 12), the better of its two tiles
   (``gluon_hopper.VARIANTS``) through its warm raw launch, on the shapes
   ``dispatch.gluon_eligible`` accepts (bf16/fp16, sm_90, 16-byte aligned, output tiles filling
   ``dispatch.GLUON_FILL`` of the SMs): where it beats the

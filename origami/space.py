@@ -37,7 +37,7 @@ MAX_ACC_REGS_PER_THREAD = 128
 MAX_STAGED_REGS_PER_THREAD = 128
 # The warp-specialised persistent kernel (kind 'ws', tritonblas/kernels/gluon_hopper.py): the tiles it
 # is compiled and tested for, (BLOCK_M, BLOCK_N, BLOCK_K, stages) — gluon_hopper.VARIANTS, kept equal by
-# tests/origami/test_ws_space.py — its default partition's warps (two consumer warpgroups; the TMA
+# tests/api/test_ws_plan.py — its default partition's warps (two consumer warpgroups; the TMA
 # producer warp comes on top), and its input and output dtypes.
 WS_TILES = ((128, 256, 64, 3), (128, 128, 64, 4))
 WS_WARPS = 8

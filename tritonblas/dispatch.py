@@ -1285,9 +1285,10 @@ def _gluon_gemm(a: torch.Tensor, b: torch.Tensor, out: torch.Tensor, c: torch.Te
                 beta: float = 0.0) -> tuple | None:
     """``out = a @ b`` (``+ c`` when ``c`` is F.linear's bias, :func:`_gluon_bias`) on the Gluon kernel
     when :func:`gluon_eligible` (the tile of :func:`_gluon_config`): what it launched, (bias or None,
-    block_n, stages), for :func:`_remember_gluon`; None when it does not take the call. An
-    experiment to measure the kernel inside real models (``benchmarks/models.py``), not a
-    selection: origami does not score this kernel yet."""
+    block_n, stages), for :func:`_remember_gluon`; None when it does not take the call. The
+    ``TRITONBLAS_GLUON=1`` experiment: it forces the kernel by a grid-fill rule whatever origami
+    picks (without the variable origami scores the kernel as kind 'ws' and :func:`_ws_gemm` runs its
+    picks), kept to compare the two inside real models (``benchmarks/models.py --gluon``)."""
     bias = None if c is None else _gluon_bias(c, b.shape[-1], beta)
     if bias is False or gluon_eligible(a, b, out) is not None:
         return None

@@ -1,7 +1,11 @@
-"""Experimental, opt-in warp-specialised persistent GEMM for Hopper (sm_90), written in Gluon.
+"""Warp-specialised persistent GEMM for Hopper (sm_90), written in Gluon: origami's kind 'ws'.
 
-Not in origami's space or the package exports: import this module explicitly. The dispatcher runs
-it only under ``TRITONBLAS_GLUON=1`` (an experiment: ``tritonblas.dispatch.gluon_eligible``).
+origami scores its :data:`VARIANTS` (``origami.space.WS_TILES``, kept equal by
+tests/api/test_ws_plan.py) on sm_90 profiles whose ``model.ws_efficiency`` is above 0 (h200: 1.15,
+fitted on the training sweeps); the dispatcher runs a 'ws' pick here when
+``tritonblas.dispatch.ws_reason`` allows the call (``TRITONBLAS_GLUON=0`` never).
+``TRITONBLAS_GLUON=1`` is the older experiment that forces the kernel by a grid-fill rule
+(``tritonblas.dispatch.gluon_eligible``). Not in the package exports: import this module explicitly.
 
     from tritonblas.kernels.gluon_hopper import gluon_matmul, gluon_scaled_mm, supports
     c = gluon_matmul(a, b, bias=None)            # bf16/fp16; a and b each row- or column-major

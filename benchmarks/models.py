@@ -394,15 +394,20 @@ def make_sides(gluon: bool) -> dict:
 
 
 def _timeit(step_by_side: dict, reps: int) -> dict:
-    """Alternating ABAB timing of each side's ``step()`` (wall ms with a device sync), medians;
-    peak memory per side over its repetitions."""
+    """Interleaved timing of each side's ``step()`` (wall ms with a device sync), medians; peak memory
+    per side over its repetitions. Repetition r runs the sides in their order rotated by r, so with
+    three sides each takes every position equally often (with two: ABAB as before). The earlier
+    ABAB/BABA reversal kept the middle side ("ours") in the middle on every repetition: at dc4724c
+    ours measured 0-10% slower than the third side while launching identical kernels (CHANGELOG,
+    session 12), a position effect this removes if it was one."""
     import torch
 
     times = {k: [] for k in step_by_side}
     peaks = {k: 0 for k in step_by_side}
     order = list(step_by_side)
     for r in range(reps):
-        for k in (order if r % 2 == 0 else order[::-1]):
+        shift = r % len(order)
+        for k in order[shift:] + order[:shift]:
             side, step = step_by_side[k]
             with side.ctx():
                 _sync()

@@ -107,3 +107,28 @@ def test_parity_fails_when_the_gluon_side_gives_nan(monkeypatch):
     outs["gluon"] = ref.clone()
     assert models.run_workload("m", "prefill", "bf16", 2, device="cpu", gluon=True).parity == "ok"
 
+
+
+def test_timing_puts_every_side_in_every_position(monkeypatch):
+    """_timeit rotates the sides' order by one each repetition: with three sides each runs first,
+    second and third equally often (the ABAB/BABA reversal kept the middle side in the middle), with
+    two it alternates as before."""
+    import torch
+
+    class Quiet:  # the torch side's context: nothing entered
+        def ctx(self):
+            import contextlib
+            return contextlib.nullcontext()
+
+    monkeypatch.setattr(models, "_sync", lambda: None)
+    monkeypatch.setattr(torch.cuda, "reset_peak_memory_stats", lambda *a, **k: None)
+    monkeypatch.setattr(torch.cuda, "max_memory_allocated", lambda *a, **k: 0)
+    for names, reps in ((("torch", "ours", "gluon"), 6), (("torch", "ours"), 4)):
+        ran = []
+        steps = {n: (Quiet(), (lambda n=n: ran.append(n))) for n in names}
+        models._timeit(steps, reps)
+        rounds = [tuple(ran[i:i + len(names)]) for i in range(0, len(ran), len(names))]
+        assert len(rounds) == reps and all(sorted(r) == sorted(names) for r in rounds)
+        for n in names:
+            positions = [r.index(n) for r in rounds]
+            assert sorted(positions) == sorted(list(range(len(names))) * (reps // len(names))), (n, rounds)

@@ -193,6 +193,12 @@ def _objective(s: Score) -> float:
     return math.log(max(s.geomean, 1e-9)) - 0.05 * s.log_error
 
 
+# Where a parameter at 0 is probed from (x steps): (lo + hi) / 10, except a relative efficiency whose 0
+# means "no such kernel" (hardware.OPTIONAL_MODEL_PARAMS), probed around 1, the data-parallel kernel's
+# own: at 0.14-0.28 the kernel never wins a shape, and the fit could never move it off 0.
+_ZERO_SEED = {"ws_efficiency": 1.0}
+
+
 def fit(hw: "HardwareProfile | str", train: Sequence[Measured], test: Sequence[Measured], *,
         params: Sequence[str] | None = None, rounds: int = 3, steps=(0.7, 0.85, 1.15, 1.4)) -> FitReport:
     hw = load_profile(hw)
@@ -205,7 +211,7 @@ def fit(hw: "HardwareProfile | str", train: Sequence[Measured], test: Sequence[M
         for name in names:
             lo, hi, _ = MODEL_PARAMS[name]
             for f in steps:
-                v = best[name] * f if best[name] > 0 else (lo + hi) / 10 * f
+                v = best[name] * f if best[name] > 0 else _ZERO_SEED.get(name, (lo + hi) / 10) * f
                 v = min(hi, max(lo, v))
                 if v == best[name]:
                     continue

@@ -374,6 +374,10 @@ def _build(raw: Any, where: str) -> HardwareProfile:
     if errors:
         body = "\n  ".join(f"{where}: {e}" for e in errors)
         raise ProfileError(f"{len(errors)} error(s) in profile {where}:\n  {body}" if len(errors) > 1 else body)
+    # an optional model parameter at its default is hashed as absent (_to_raw writes it so): a
+    # profile with it explicit and the same profile without it are one profile
+    if any(raw["model"].get(k, v) == v and k in raw["model"] for k, v in OPTIONAL_MODEL_PARAMS.items()):
+        raw = {**raw, "model": {k: v for k, v in raw["model"].items() if OPTIONAL_MODEL_PARAMS.get(k, None) != v}}
     canonical = json.dumps(raw, sort_keys=True, default=str)
     ro = MappingProxyType
     _BUILDING.on = True  # the hash is of raw (HardwareProfile.__post_init__ keeps it)

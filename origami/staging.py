@@ -15,6 +15,7 @@ import dataclasses
 from origami.hardware import HardwareProfile
 from origami.problem import GemmProblem
 from origami.select import Estimate, select
+from origami.space import without_ws
 
 __all__ = ["STAGE_COPY_EFFICIENCY", "STAGED_HOST_NS", "staging_copy_ns", "staged_pick"]
 
@@ -49,11 +50,13 @@ def staged_pick(problem: GemmProblem, hw: HardwareProfile, stage: tuple[bool, bo
     is predicted faster than ``unstaged_ns`` (the estimate of the model's pick for ``problem`` as it
     is); else None. The aligned problem keeps everything but ``align_bytes`` (an unaligned ``out``
     only loses its vector stores, which the model does not charge). Prediction: the aligned pick's
-    estimate plus :func:`staging_copy_ns`, and never under STAGED_HOST_NS."""
+    estimate plus :func:`staging_copy_ns`, and never under STAGED_HOST_NS. The aligned pick is never
+    the warp-specialised kernel (kind 'ws': :func:`origami.space.without_ws`): staging aligns A and B,
+    not ``out``, which its TMA store needs, and a 'ws' plan binds no staged operand."""
     if unstaged_ns <= STAGED_HOST_NS or not any(stage):
         return None
     aligned = dataclasses.replace(problem, align_bytes=16)
-    est = select(aligned, hw)
+    est = select(aligned, without_ws(hw))
     if max(STAGED_HOST_NS, est.latency_ns + staging_copy_ns(problem, hw, stage)) >= unstaged_ns:
         return None
     return aligned, est

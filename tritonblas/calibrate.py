@@ -65,8 +65,8 @@ from pathlib import Path
 from typing import Any, Callable, Mapping, Sequence
 
 from origami.fit import accepts, fit, heldout_score, selection_efficiency
-from origami.hardware import (MODEL_PARAMS, SCHEMA, HardwareProfile, ProfileError, as_written, check_profile_text,
-                              load_profile, render_profile)
+from origami.hardware import (MODEL_PARAMS, OPTIONAL_MODEL_PARAMS, SCHEMA, HardwareProfile, ProfileError, as_written,
+                              check_profile_text, load_profile, render_profile)
 from tritonblas import _measure
 from tritonblas._measure import CalibrationError
 from tritonblas.heldout import (HELDOUT_SWEEP_COMMAND, ROOT, heldout_sweep_dir, read_heldout_sweeps, read_sweep_files,
@@ -351,7 +351,9 @@ def fit_model(hw: HardwareProfile, data: Sequence, *, heldout: Sequence = (), he
 
 def apply_fit(raw: dict, outcome: FitOutcome, params: Mapping[str, float], date: str, base_name: str) -> dict:
     """``raw`` with the fitted parameters and a ``model`` source that records the evidence."""
-    raw = {**raw, "model": dict(params), "sources": dict(raw["sources"])}
+    # an optional parameter at its default is left out, as HardwareProfile.to_yaml_dict leaves it
+    model = {k: v for k, v in params.items() if OPTIONAL_MODEL_PARAMS.get(k, None) != v}
+    raw = {**raw, "model": model, "sources": dict(raw["sources"])}
     old = raw["sources"].get("model", "")
     for key in [k for k in raw["sources"] if k.startswith("model.")]:
         old = old or raw["sources"][key]

@@ -271,6 +271,9 @@ def make_plan(cfg: TileConfig, problem: GemmProblem, hw: HardwareProfile, *, tma
     if kind not in _KERNELS:  # pragma: no cover - a Kind added to origami without a kernel
         raise ValueError(f"make_plan: no kernel for kind {kind.value!r}")
     if kind is Kind.WS:  # check_ws (in violations) holds the TMA conditions; nothing is staged
+        if any(stage):  # its launch binds the caller's tensors, and staging never aligns out
+            raise ValueError(f"make_plan: {cfg.short()}: the 'ws' kernel runs no alignment staging "
+                             f"(stage={tuple(bool(s) for s in stage)}); plan another kind for a staged problem")
         return LaunchPlan(config=cfg, problem=problem, kernel_name=WS_KERNEL, grid=(persistent_grid(cfg.grid, tiles),),
                           tma=True, is_amd=hw.is_amd)
     name = _KERNELS[kind][0 if use_tma else 1]

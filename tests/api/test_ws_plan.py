@@ -62,3 +62,18 @@ def test_prepare_launch_refuses_what_the_ws_kernel_cannot_do(monkeypatch):
         _plan.prepare_launch(lp, a, b, out, c=out, beta=1.0, activation="relu")
     with pytest.raises(RuntimeError, match="does not run under TRITON_INTERPRET=1"):
         _plan.prepare_launch(lp, a, b, out)
+
+
+def test_a_ws_plan_refuses_alignment_staging():
+    """``make_plan(..., stage=(A?, B?))`` plans for a problem made 16-byte aligned by copying A/B;
+    the 'ws' branch returned the Gluon kernel's plan with stage_a = stage_b = False, silently dropping
+    the requested staging, so the launch bound the caller's unaligned operands (and the kernel's TMA
+    store needs out aligned, which staging never provides). Reproduction: make_plan(ws 128x128x64,
+    GemmProblem(1536, 1024, 64), h200, tma=True, stage=(True, False)).stage_a was False."""
+    p = GemmProblem(1536, 1024, 64)
+    cfg = TileConfig(Kind.WS, 128, 128, 64, 8, 4, 8, grid=132)
+    for stage in ((True, False), (False, True), (True, True)):
+        with pytest.raises(ValueError, match="stage"):
+            _plan.make_plan(cfg, p, WS, tma=True, stage=stage)
+    lp = _plan.make_plan(cfg, p, WS, tma=True, stage=(False, False))
+    assert lp.kernel_name == _plan.WS_KERNEL and not (lp.stage_a or lp.stage_b)

@@ -493,3 +493,26 @@ def test_fit_of_named_params_changes_only_those(tmp_path):
         assert changed <= {"streamk_efficiency", "fixup_ns"}, changed
     else:  # a rejected fit writes the base back only with -o; here it must still say so
         assert "rejected" in r.stdout + r.stderr
+
+
+def test_a_fit_on_a_profile_without_ws_efficiency_writes_none():
+    """``model.ws_efficiency`` is optional (default 0) and a profile leaves it out at 0
+    (``HardwareProfile.to_yaml_dict``); ``fit_model``'s params hold every model parameter, so
+    ``apply_fit`` wrote ``ws_efficiency: 0.0`` into every fitted profile of a base without it.
+    Reproduction: ``calibrate --no-measure --base h100 --fit calib.csv --heldout-sweeps ... --params
+    mma_efficiency`` wrote ``ws_efficiency: 0.0`` under ``model:``."""
+    data = heldout.read_sweep_file(SWEEP)
+    hw = origami.load_profile("h100")
+    assert "ws_efficiency" not in hw.to_yaml_dict()["model"]
+    outcome, params = cal.fit_model(hw, data[:4], heldout=data[4:8], heldout_source="stand-in", rounds=1,
+                                    params=["fixup_ns"])
+    raw = cal.apply_fit(hw.to_yaml_dict(), outcome, params, "2026-12-02", hw.path)
+    assert "ws_efficiency" not in raw["model"]
+    text = render_profile(raw)
+    assert "ws_efficiency" not in text
+    assert check_profile_text(text, "h100.yaml").model["ws_efficiency"] == 0.0
+    # a fitted value is written
+    ws = origami.load_profile("h200")
+    outcome, params = cal.fit_model(ws, data[:4], heldout=data[4:8], heldout_source="stand-in", rounds=1,
+                                    params=["fixup_ns"])
+    assert cal.apply_fit(ws.to_yaml_dict(), outcome, params, "2026-12-02", ws.path)["model"]["ws_efficiency"] == 1.15

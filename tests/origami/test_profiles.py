@@ -411,3 +411,26 @@ def test_profile_by_hash_keeps_a_live_profile_when_a_copy_with_its_hash_dies(tmp
     del copy
     gc.collect()
     assert profile_by_hash(hw.content_hash) == hw
+
+
+def test_ws_efficiency_at_its_default_does_not_change_the_content_hash():
+    """``model.ws_efficiency`` is optional with default 0 and ``to_yaml_dict``/``render_profile`` leave
+    it out at 0, so a profile with ``ws_efficiency: 0`` written out is the profile without the field.
+    The hash was of the raw YAML, field included: ``h200.replace_model(ws_efficiency=0)`` (what
+    ``space.without_ws`` returns) and a file with ``ws_efficiency: 0.0`` hashed differently from the same
+    contents without the field, so rendering the profile and loading it back changed its content hash
+    (a tile table made with the one was stale for the other) and ``dataclasses.replace(p) != p``."""
+    from origami.space import without_ws
+
+    hw = origami.load_profile("h200")
+    zero = hw.replace_model(ws_efficiency=0.0)
+    text = render_profile(zero.to_yaml_dict())
+    assert "ws_efficiency" not in text
+    written = check_profile_text(text, "h200_zero.yaml")
+    assert written.content_hash == zero.content_hash == without_ws(hw).content_hash
+    absent = check_profile_text(H200.replace("  ws_efficiency: 1.15\n", ""), "a.yaml")
+    explicit = check_profile_text(H200.replace("ws_efficiency: 1.15", "ws_efficiency: 0.0"), "b.yaml")
+    assert absent.content_hash == explicit.content_hash == zero.content_hash
+    assert dataclasses.replace(explicit) == explicit
+    # a fitted value is part of the contents
+    assert hw.content_hash != zero.content_hash

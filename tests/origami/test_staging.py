@@ -48,3 +48,22 @@ def test_staged_pick_refuses_when_the_copies_cost_more_than_they_save(h200):
     just_over = max(STAGED_HOST_NS, aligned_ns + staging_copy_ns(p, h200, (True, True)))
     assert staged_pick(p, h200, (True, True), just_over) is None
     assert staged_pick(p, h200, (True, True), just_over * 1.001) is not None
+
+
+@pytest.mark.parametrize("align", [2, 4, 8])
+def test_staged_pick_never_returns_the_warp_specialised_kernel(h200, align):
+    """Staging copies A and B into 16-byte-aligned buffers, never ``out``, and a 'ws' plan binds no
+    staged operand (tritonblas.plan.make_plan returns the Gluon kernel's plan without stage_a/stage_b);
+    its TMA store needs ``out`` aligned too. staged_pick selected on the profile as given, so on h200
+    (ws_efficiency 1.15) it returned 'ws 128x256x64 w8 s3 g8 grid132' for 8192^3 bf16 at 2-, 4- and
+    8-byte alignment. It selects without the kernel (origami.space.without_ws), as the dispatcher's call does."""
+    from origami.config import Kind
+    from origami.space import without_ws
+
+    assert h200.model["ws_efficiency"] > 0
+    p = _problem(8192, 8192, 8192, align=align)
+    picked = staged_pick(p, h200, (True, True), origami.select(p, h200).latency_ns)
+    assert picked is not None
+    aligned, est = picked
+    assert est.config.kind is not Kind.WS
+    assert est == origami.select(aligned, without_ws(h200))

@@ -1601,6 +1601,7 @@ def explain(a: torch.Tensor, b: torch.Tensor, *, profile: Any = None, config: Ti
     ws = ws_available(hw) and ws_reason(a, b, out) is None
     key = GemmKey.from_tensors(a, b, out, profile=hw, tf32=tf32, config=config, ws=ws)
     problem = key.problem()
+    sel = _selection_profile(key, hw)  # what _build selected from: without the 'ws' kernel when the call cannot run it
     lines = [head,
              f"  profile: {hw.name} ({hw.arch}, {info.compute_units} CUs"
              f"{'' if info.capped is None else ' live, of ' + str(info.profile.compute_units)}; from {info.how})",
@@ -1616,16 +1617,16 @@ def explain(a: torch.Tensor, b: torch.Tensor, *, profile: Any = None, config: Ti
     if lp.problem != problem:  # alignment staging (_align_staged): the kernel runs the aligned problem
         which = " and ".join(n for n, s in (("a", lp.stage_a), ("b", lp.stage_b)) if s)
         copy_us = _plan.staging_copy_ns(problem, hw, (lp.stage_a, lp.stage_b)) / 1e3
-        unstaged = origami.select(problem, hw)
+        unstaged = origami.select(problem, sel)
         lines.append(f"  staging: {which} copied into 16-byte-aligned buffers before each launch (predicted "
                      f"{copy_us:.2f} us; unstaged pick {unstaged.config.short()} predicted "
                      f"{unstaged.latency_ns / 1e3:.2f} us)")
         problem = lp.problem
     if config is None:
-        est = origami.select(problem, hw)
+        est = origami.select(problem, sel)
         terms = ", ".join(f"{n} {v / 1e3:.2f}" for n, v in est.terms.items() if v > 0)
         lines.append(f"  predicted: {est.latency_ns / 1e3:.2f} us, {est.tflops(problem):.1f} TFLOP/s, "
                      f"bound: {est.bound}; terms (us): {terms}")
-    lines.append(origami.explain(problem, hw))
+    lines.append(origami.explain(problem, sel))
     return "\n".join(lines)
 

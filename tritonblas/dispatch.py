@@ -1488,16 +1488,21 @@ def scaled_gemm(a: torch.Tensor, b: torch.Tensor, out: torch.Tensor, *, scale_a:
 
 
 def plan_for(a: torch.Tensor, b: torch.Tensor, out: torch.Tensor | None = None, *, c: torch.Tensor | None = None,
-             profile: Any = None, config: TileConfig | None = None) -> _plan.LaunchPlan | None:
+             profile: Any = None, config: TileConfig | None = None, alpha: float = 1.0,
+             beta: float = 1.0) -> _plan.LaunchPlan | None:
     """The plan :func:`gemm` would launch for these kernel-level operands (built and cached if
-    new); None when torch would run it (fallback, empty output or K = 0)."""
+    new); None when torch would run it (fallback, empty output or K = 0). ``c`` is added with
+    ``beta`` (1 here: an addmm; 0 drops it, as gemm does) and the product scaled by ``alpha``: the
+    epilogue decides whether the warp-specialised kernel may run the call (:func:`ws_reason`)."""
+    if beta == 0:
+        c = None
     if fallback_reason(a, b, c, out) is not None:
         return None
     if out is None:
         out = torch.empty(_out_shape(a, b), dtype=a.dtype, device=a.device)
     if out.numel() == 0 or a.shape[-1] == 0:
         return None
-    lp = _plan_of(a, b, out, c, profile, config, "plan_for")[2]
+    lp = _plan_of(a, b, out, c, profile, config, "plan_for", alpha, beta)[2]
     return None if lp is _FALLBACK else lp
 
 

@@ -139,3 +139,20 @@ def test_explain_of_a_call_without_ws_predicts_the_plan_it_names(device):
     assert f"config: {plain.config.short()} (model's pick)" in text, text
     assert f"predicted: {plain.latency_ns / 1e3:.2f} us" in text, text
     assert "#1 ws" not in text and " ws 128x" not in text, text
+
+
+def test_plan_for_with_c_is_the_plan_gemm_launches(monkeypatch, device):
+    """plan_for(c=) is the plan of an addmm (beta 1 unless given): a full C is not the kernel's bias
+    add, so the plan is the pick without the 'ws' kernel, the one gemm(c=, beta=1) launches."""
+    monkeypatch.setattr(dispatch, "gluon_runs", lambda a, b, out: None)
+    tritonblas.clear_caches()
+    m, n, k = SHAPE
+    a, b, c = _t(m, k).to(device), _t(k, n).to(device), _t(m, n).to(device)
+    out = torch.empty(m, n, dtype=torch.bfloat16, device=device)
+    launched = dispatch._plan_of(a, b, out, c, WS, None, "addmm", 1.0, 1.0)[2].config
+    assert launched.kind is not Kind.WS
+    assert dispatch.plan_for(a, b, c=c, profile=WS).config == launched
+    assert dispatch.plan_for(a, b, c=c, profile=WS, beta=0.5).config == launched
+    assert dispatch.plan_for(a, b, c=_t(n).to(device), profile=WS).config.kind is Kind.WS  # F.linear's bias
+    assert dispatch.plan_for(a, b, c=_t(n).to(device), profile=WS, alpha=2.0).config == \
+        dispatch._plan_of(a, b, out, _t(n).to(device), WS, None, "addmm", 2.0, 1.0)[2].config

@@ -1169,7 +1169,7 @@ def gemm(a: torch.Tensor, b: torch.Tensor, out: torch.Tensor | None = None, *, c
         _STATS["fallbacks"] += 1
         return torch_gemm(a, b, out, c, alpha, beta)
     if lp.config.kind is Kind.WS:  # origami's pick (or config=) is the warp-specialised kernel: key.ws held
-        taken = _ws_gemm(a, b, out, c, beta, lp.config)
+        taken = _ws_gemm(a, b, out, c, beta, lp)
         _STATS["launches"] += 1
         _STATS["ws"] += 1
         if fkey is not None:
@@ -1285,7 +1285,7 @@ def _gluon_gemm(a: torch.Tensor, b: torch.Tensor, out: torch.Tensor, c: torch.Te
                 beta: float = 0.0) -> tuple | None:
     """``out = a @ b`` (``+ c`` when ``c`` is F.linear's bias, :func:`_gluon_bias`) on the Gluon kernel
     when :func:`gluon_eligible` (the tile of :func:`_gluon_config`): what it launched, (bias or None,
-    block_n, stages), for :func:`_remember_gluon`; None when it does not take the call. The
+    gluon_matmul's tile keywords), for :func:`_remember_gluon`; None when it does not take the call. The
     ``TRITONBLAS_GLUON=1`` experiment: it forces the kernel by a grid-fill rule whatever origami
     picks (without the variable origami scores the kernel as kind 'ws' and :func:`_ws_gemm` runs its
     picks), kept to compare the two inside real models (``benchmarks/models.py --gluon``)."""
@@ -1295,23 +1295,27 @@ def _gluon_gemm(a: torch.Tensor, b: torch.Tensor, out: torch.Tensor, c: torch.Te
     from tritonblas.kernels import gluon_hopper
 
     block_n, stages = _gluon_config(a.shape[0], b.shape[1], _sm_count(a.device))
+    tile = dict(block_n=block_n, stages=stages)
     with _cuda_guard(a.device):
-        gluon_hopper.gluon_matmul(a, b, out=out, bias=bias, block_n=block_n, stages=stages)
-    return bias, block_n, stages
+        gluon_hopper.gluon_matmul(a, b, out=out, bias=bias, **tile)
+    return bias, tile
 
 
 def _ws_gemm(a: torch.Tensor, b: torch.Tensor, out: torch.Tensor, c: torch.Tensor | None, beta: float,
-             cfg: TileConfig) -> tuple:
+             lp) -> tuple:
     """``out = a @ b`` (``+ c``: F.linear's bias) on the warp-specialised kernel with ``cfg``'s tile (kind
-    'ws', origami's pick for a key whose ``ws`` held): (bias or None, block_n, stages), as
-    :func:`_gluon_gemm` returns them for :func:`_remember_gluon`."""
+    'ws', origami's pick for a key whose ``ws`` held) and grid: (bias or None, gluon_matmul's tile
+    keywords), as :func:`_gluon_gemm` returns them for :func:`_remember_gluon`."""
     from tritonblas.kernels import gluon_hopper
 
+    cfg = lp.config
     bias = None if c is None else _gluon_bias(c, b.shape[-1], beta)
+    # the plan's whole tile and its grid (min(cfg.grid, tiles): num_sms caps the kernel's grid so)
+    tile = dict(block_m=cfg.block_m, block_n=cfg.block_n, block_k=cfg.block_k, stages=cfg.num_stages,
+                group_m=cfg.group_m, num_sms=lp.grid[0])
     with _cuda_guard(a.device):
-        gluon_hopper.gluon_matmul(a, b, out=out, bias=bias, block_m=cfg.block_m, block_n=cfg.block_n,
-                                  block_k=cfg.block_k, stages=cfg.num_stages, group_m=cfg.group_m)
-    return bias, cfg.block_n, cfg.num_stages
+        gluon_hopper.gluon_matmul(a, b, out=out, bias=bias, **tile)
+    return bias, tile
 
 
 class GluonEntry:
@@ -1328,8 +1332,8 @@ class GluonEntry:
     entry is only found while the experiment is on; a call with ``alpha != 1`` or a ``c`` that is
     not the entry's bias add (not the experiment's) runs torch."""
 
-    __slots__ = ("info", "devkey", "out_shape", "out_align", "block_n", "stages", "raw", "warm", "mnk", "has_bias",
-                 "views", "staged", "cuda_index")
+    __slots__ = ("info", "devkey", "out_shape", "out_align", "block_n", "stages", "tile", "raw", "warm", "mnk",
+                 "has_bias", "views", "staged", "cuda_index")
 
     def call(self, a, b, out, c, alpha: float, beta: float, sa=None, sb=None) -> None:
         bias = None if c is None else _gluon_bias(c, out.shape[-1], beta)
@@ -1342,7 +1346,7 @@ class GluonEntry:
         from tritonblas.kernels import gluon_hopper
 
         with _cuda_guard(out.device):
-            gluon_hopper.gluon_matmul(a, b, out=out, bias=bias, block_n=self.block_n, stages=self.stages)
+            gluon_hopper.gluon_matmul(a, b, out=out, bias=bias, **self.tile)
 
     def call_ready(self, a, b, out, c, alpha: float, beta: float) -> None:
         """The raw launch over the operands' base addresses (any tensors at the key's operands'
@@ -1409,7 +1413,7 @@ def _gluon_config(m: int, n: int, sms: int) -> tuple[int, int] | None:
 def _remember_gluon(fkey: tuple, a: torch.Tensor, b: torch.Tensor, out: torch.Tensor, taken: tuple,
                     profile: Any) -> None:
     """Store a :class:`GluonEntry` for ``fkey`` after :func:`_gluon_gemm` took the call (``taken``: its
-    bias, block_n and stages), under the device mapping a :class:`FastEntry` would be checked
+    bias and gluon_matmul's tile keywords), under the device mapping a :class:`FastEntry` would be checked
     against (none when it is not cached)."""
     device = out.device
     try:
@@ -1423,11 +1427,11 @@ def _remember_gluon(fkey: tuple, a: torch.Tensor, b: torch.Tensor, out: torch.Te
 
     f = GluonEntry()
     f.info, f.devkey, f.out_shape, f.out_align = info, devkey, tuple(out.shape), out.data_ptr() & 15
-    bias, f.block_n, f.stages = taken
+    bias, f.tile = taken  # the gluon_matmul keywords of the first launch: every warm launch uses them
+    f.block_n, f.stages = f.tile["block_n"], f.tile["stages"]
     f.has_bias, f.mnk = bias is not None, (a.shape[0], b.shape[1], a.shape[1])
     f.views = tuple((tuple(t.shape), t.stride()) for t in (a, b, out))  # the kernel's operands, for call_ready
-    f.warm = None if _raw_stream is None else gluon_hopper.bound_launch(a, b, out, bias, block_n=f.block_n,
-                                                                          stages=f.stages)
+    f.warm = None if _raw_stream is None else gluon_hopper.bound_launch(a, b, out, bias, **f.tile)
     f.raw = None if f.warm is None else f.warm[0]  # what raw_ready reads
     f.staged, f.cuda_index = False, device.index
     _store_fast(fkey, f)

@@ -104,7 +104,8 @@ def test_a_ws_pick_runs_the_kernel_and_is_remembered(monkeypatch, ws_profile, de
     ref, mag, _ = reference(a, b)
     for _ in range(3):
         assert_gemm_close(tritonblas.matmul(a, b), ref, mag, k, what="matmul on the 'ws' pick")
-    assert len(ran) == 3 and ran[0] == dict(bias=False, block_m=128, block_n=128, block_k=64, stages=4, group_m=8), ran
+    assert len(ran) == 3 and ran[0] == dict(bias=False, block_m=128, block_n=128, block_k=64, stages=4, group_m=8,
+                                        num_sms=96), ran  # the pick's grid
     assert dispatch.stats()["ws"] == 1  # the first call; the warm entry serves the others
     assert type(dispatch.fast_lookup(a, b)) is dispatch.GluonEntry
 
@@ -156,3 +157,34 @@ def test_plan_for_with_c_is_the_plan_gemm_launches(monkeypatch, device):
     assert dispatch.plan_for(a, b, c=_t(n).to(device), profile=WS).config.kind is Kind.WS  # F.linear's bias
     assert dispatch.plan_for(a, b, c=_t(n).to(device), profile=WS, alpha=2.0).config == \
         dispatch._plan_of(a, b, out, _t(n).to(device), WS, None, "addmm", 2.0, 1.0)[2].config
+
+
+def _stand_ins(monkeypatch, ran):
+    """The kernel (a torch stand-in recording its tile keywords) and its device check, for CPU."""
+    from tritonblas.kernels import gluon_hopper
+
+    def stand_in(a, b, out=None, bias=None, **kw):
+        ran.append(dict(bias=bias is not None, **kw))
+        return out.copy_((a.float() @ b.float() + (0 if bias is None else bias.float())).to(out.dtype))
+
+    monkeypatch.setattr(gluon_hopper, "gluon_matmul", stand_in)
+    monkeypatch.setattr(dispatch, "gluon_runs", lambda a, b, out: None)
+
+
+def test_a_warm_ws_call_launches_the_plans_tile_and_grid(monkeypatch, ws_profile, device):
+    """A forced 'ws' config with GROUP_M 4 and grid 2: the warm GluonEntry's launches carry the plan's
+    whole tile (GROUP_M, BLOCK_K, BLOCK_M) and its grid, as the first launch does, not the kernel's
+    defaults (GROUP_M 8, a grid of every SM), which explain()'s 'grid 2' would not describe."""
+    if device != "cpu":
+        pytest.skip("the plumbing, on CPU")
+    ran = []
+    _stand_ins(monkeypatch, ran)
+    a, b = _t(256, 64), _t(64, 256)
+    cfg = TileConfig(Kind.WS, 128, 128, 64, 8, 4, 4, grid=2)
+    assert dispatch.plan_for(a, b, config=cfg).grid == (2,)
+    ref, mag, _ = reference(a, b)
+    for _ in range(3):
+        assert_gemm_close(tritonblas.matmul(a, b, config=cfg), ref, mag, 64, what="forced ws g4 grid 2")
+    assert type(dispatch.fast_lookup(a, b, config=cfg)) is dispatch.GluonEntry
+    tile = dict(bias=False, block_m=128, block_n=128, block_k=64, stages=4, group_m=4, num_sms=2)
+    assert ran == [tile] * 3, ran

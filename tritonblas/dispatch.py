@@ -1126,6 +1126,10 @@ def gemm(a: torch.Tensor, b: torch.Tensor, out: torch.Tensor | None = None, *, c
     if beta == 0:
         c = None
     fkey = _fast_key(a, b, out, c, profile, config)
+    if fkey is not None and (alpha != 1 or (c is not None and beta != 1)):
+        # an epilogue the 'ws' kernel lacks (ws_reason): its plan may differ from the plain call's
+        # (a @ b, or + F.linear's bias), whose key fast_lookup and the ops' warm paths share
+        fkey += ("epilogue",)
     f = _fast_hit(fkey)
     if f is not None:
         if out is None:

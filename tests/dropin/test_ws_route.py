@@ -188,3 +188,35 @@ def test_a_warm_ws_call_launches_the_plans_tile_and_grid(monkeypatch, ws_profile
     assert type(dispatch.fast_lookup(a, b, config=cfg)) is dispatch.GluonEntry
     tile = dict(bias=False, block_m=128, block_n=128, block_k=64, stages=4, group_m=4, num_sms=2)
     assert ran == [tile] * 3, ran
+
+
+def test_a_warm_entry_of_another_epilogue_does_not_serve_a_ws_call(monkeypatch, device):
+    """The fast key leaves alpha and beta out, and they decide whether the 'ws' kernel may run the call:
+    after an addmm with beta 0.5 (planned without the kernel) the same operands with beta 1 (F.linear's
+    bias add, the kernel's) run the 'ws' plan, and each epilogue keeps its own warm entry. Here a tile
+    table's 'ws' entry is the 256x256x64 plan (the interpreter runs the other pick)."""
+    import dataclasses
+
+    from tritonblas import tables
+
+    if device != "cpu":
+        pytest.skip("the plumbing, on CPU")
+    ran = []
+    _stand_ins(monkeypatch, ran)
+    m, n, k = 256, 256, 64
+    problem = GemmProblem(m, n, k, "bf16", "bf16", "bf16")
+    ws_cfg = TileConfig(Kind.WS, 128, 128, 64, 8, 4, 8, grid=4)
+    table = dataclasses.replace(tables.make_table([problem], WS), entries={problem: ws_cfg})
+    tables.set_table(table)
+    try:
+        tritonblas.clear_caches()
+        a, b, bias = _t(m, k), _t(k, n), _t(n)
+        assert dispatch.plan_for(a, b, c=bias, profile=WS).config == ws_cfg
+        for beta, runs in ((0.5, 0), (1.0, 1), (0.5, 1), (1.0, 2), (1.0, 3)):
+            got = dispatch.gemm(a, b, c=bias, beta=beta, profile=WS)
+            assert len(ran) == runs, (beta, ran)
+            torch.testing.assert_close(got.double(), a.double() @ b.double() + beta * bias.double(),
+                                       rtol=2e-2, atol=5e-2)
+    finally:
+        tables.set_table(None)
+        tritonblas.clear_caches()

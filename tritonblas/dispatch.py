@@ -313,8 +313,9 @@ def _cuda_guard(device: torch.device):
     return torch.cuda.device(device) if device.type == "cuda" else contextlib.nullcontext()
 
 
-def _build(key: GemmKey, hw: HardwareProfile, device: torch.device, op: str):
-    """Cold path: select (or take the forced config), make the plan, cache it."""
+def _build(key: GemmKey, hw: HardwareProfile, device: torch.device, op: str, ws_why: str | None = None):
+    """Cold path: select (or take the forced config), make the plan, cache it. ``ws_why``: the call's
+    :func:`ws_reason` (when ``key.ws`` is False), for the error of a forced 'ws' config."""
     if device.type == "cuda":
         with _cuda_guard(device):
             capturing = torch.cuda.is_current_stream_capturing()
@@ -335,7 +336,7 @@ def _build(key: GemmKey, hw: HardwareProfile, device: torch.device, op: str):
     stage = (False, False)
     if key.config is not None and key.config.kind is Kind.WS and not key.ws and ws_available(hw):
         raise ValueError(f"config: {key.config.short()} is the warp-specialised kernel, which cannot run this call "
-                         f"({_WS_NEEDS})")
+                         f"({'' if ws_why is None else ws_why + '; '}{_WS_NEEDS})")
     sel = _selection_profile(key, hw)
     if key.config is not None:
         cfg = key.config
@@ -1521,11 +1522,11 @@ def _plan_of(a, b, out, c, profile: Any, config: TileConfig | None, op: str, alp
     epilogue, which decides whether the warp-specialised kernel may run the call (:func:`ws_reason`)."""
     info = device_info(a.device, profile)
     tf32 = a.dtype == torch.float32 and allow_tf32()
-    ws = ws_available(info.plan_profile) and ws_reason(a, b, out, c, alpha, beta) is None
-    key = GemmKey.from_tensors(a, b, out, profile=info.plan_profile, tf32=tf32, c=c, config=config, ws=ws)
+    why = ws_reason(a, b, out, c, alpha, beta) if ws_available(info.plan_profile) else "no 'ws' kernel"
+    key = GemmKey.from_tensors(a, b, out, profile=info.plan_profile, tf32=tf32, c=c, config=config, ws=why is None)
     lp = _PLANS.get(key)
     if lp is None:
-        lp = _build(key, info.plan_profile, a.device, op)
+        lp = _build(key, info.plan_profile, a.device, op, why)
     return info, tf32, lp, key
 
 
@@ -1611,8 +1612,8 @@ def explain(a: torch.Tensor, b: torch.Tensor, *, profile: Any = None, config: Ti
     info = device_info(a.device, profile)
     hw = info.plan_profile
     tf32 = a.dtype == torch.float32 and allow_tf32()
-    ws = ws_available(hw) and ws_reason(a, b, out) is None
-    key = GemmKey.from_tensors(a, b, out, profile=hw, tf32=tf32, config=config, ws=ws)
+    why = ws_reason(a, b, out) if ws_available(hw) else "no 'ws' kernel"
+    key = GemmKey.from_tensors(a, b, out, profile=hw, tf32=tf32, config=config, ws=why is None)
     problem = key.problem()
     sel = _selection_profile(key, hw)  # what _build selected from: without the 'ws' kernel when the call cannot run it
     lines = [head,
@@ -1620,7 +1621,7 @@ def explain(a: torch.Tensor, b: torch.Tensor, *, profile: Any = None, config: Ti
              f"{'' if info.capped is None else ' live, of ' + str(info.profile.compute_units)}; from {info.how})",
              f"  problem: {problem.describe()} (alignment {key.align} B, layouts a {key.a_layout.value} "
              f"b {key.b_layout.value}{', TF32 allowed' if tf32 else ''})"]
-    lp = _PLANS.get(key) or _build(key, hw, a.device, "explain")
+    lp = _PLANS.get(key) or _build(key, hw, a.device, "explain", why)
     if lp is _FALLBACK:
         lines.append("  the model found no valid config: torch runs it")
         return "\n".join(lines)

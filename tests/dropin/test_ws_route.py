@@ -220,3 +220,17 @@ def test_a_warm_entry_of_another_epilogue_does_not_serve_a_ws_call(monkeypatch, 
     finally:
         tables.set_table(None)
         tritonblas.clear_caches()
+
+
+def test_a_forced_ws_config_error_names_the_calls_reason(monkeypatch, device):
+    """The forced-config error names what this call lacks (ws_reason), not only the kernel's list."""
+    monkeypatch.setattr(dispatch, "gluon_runs", lambda a, b, out: None)
+    a, b = _t(256, 64).to(device), _t(64, 256).to(device)
+    cfg = TileConfig(Kind.WS, 128, 128, 64, 8, 4, 8, grid=4)
+    with pytest.raises(ValueError, match=r"cannot run this call \(alpha=2\.0: its epilogue does not scale"):
+        dispatch.gemm(a, b, profile=WS, config=cfg, alpha=2.0)
+    with pytest.raises(ValueError, match=r"cannot run this call \(c: its epilogue adds F.linear's bias"):
+        dispatch.gemm(a, b, c=_t(256, 256).to(device), beta=1.0, profile=WS, config=cfg)
+    monkeypatch.setenv(settings.ENV_GLUON, "0")
+    with pytest.raises(ValueError, match=r"cannot run this call \(TRITONBLAS_GLUON=0"):
+        dispatch.explain(a, b, profile=WS, config=cfg)

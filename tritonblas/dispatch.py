@@ -313,8 +313,9 @@ def _cuda_guard(device: torch.device):
     return torch.cuda.device(device) if device.type == "cuda" else contextlib.nullcontext()
 
 
-def _build(key: GemmKey, hw: HardwareProfile, device: torch.device, op: str):
-    """Cold path: select (or take the forced config), make the plan, cache it."""
+def _build(key: GemmKey, hw: HardwareProfile, device: torch.device, op: str, ws_why: str | None = None):
+    """Cold path: select (or take the forced config), make the plan, cache it. ``ws_why``: the call's
+    :func:`ws_reason` (when ``key.ws`` is False), for the error of a forced 'ws' config."""
     if device.type == "cuda":
         with _cuda_guard(device):
             capturing = torch.cuda.is_current_stream_capturing()
@@ -335,7 +336,7 @@ def _build(key: GemmKey, hw: HardwareProfile, device: torch.device, op: str):
     stage = (False, False)
     if key.config is not None and key.config.kind is Kind.WS and not key.ws and ws_available(hw):
         raise ValueError(f"config: {key.config.short()} is the warp-specialised kernel, which cannot run this call "
-                         f"({_WS_NEEDS})")
+                         f"({'' if ws_why is None else ws_why + '; '}{_WS_NEEDS})")
     sel = _selection_profile(key, hw)
     if key.config is not None:
         cfg = key.config
@@ -1126,6 +1127,10 @@ def gemm(a: torch.Tensor, b: torch.Tensor, out: torch.Tensor | None = None, *, c
     if beta == 0:
         c = None
     fkey = _fast_key(a, b, out, c, profile, config)
+    if fkey is not None and (alpha != 1 or (c is not None and beta != 1)):
+        # an epilogue the 'ws' kernel lacks (ws_reason): its plan may differ from the plain call's
+        # (a @ b, or + F.linear's bias), whose key fast_lookup and the ops' warm paths share
+        fkey += ("epilogue",)
     f = _fast_hit(fkey)
     if f is not None:
         if out is None:
@@ -1169,7 +1174,7 @@ def gemm(a: torch.Tensor, b: torch.Tensor, out: torch.Tensor | None = None, *, c
         _STATS["fallbacks"] += 1
         return torch_gemm(a, b, out, c, alpha, beta)
     if lp.config.kind is Kind.WS:  # origami's pick (or config=) is the warp-specialised kernel: key.ws held
-        taken = _ws_gemm(a, b, out, c, beta, lp.config)
+        taken = _ws_gemm(a, b, out, c, beta, lp)
         _STATS["launches"] += 1
         _STATS["ws"] += 1
         if fkey is not None:
@@ -1285,7 +1290,7 @@ def _gluon_gemm(a: torch.Tensor, b: torch.Tensor, out: torch.Tensor, c: torch.Te
                 beta: float = 0.0) -> tuple | None:
     """``out = a @ b`` (``+ c`` when ``c`` is F.linear's bias, :func:`_gluon_bias`) on the Gluon kernel
     when :func:`gluon_eligible` (the tile of :func:`_gluon_config`): what it launched, (bias or None,
-    block_n, stages), for :func:`_remember_gluon`; None when it does not take the call. The
+    gluon_matmul's tile keywords), for :func:`_remember_gluon`; None when it does not take the call. The
     ``TRITONBLAS_GLUON=1`` experiment: it forces the kernel by a grid-fill rule whatever origami
     picks (without the variable origami scores the kernel as kind 'ws' and :func:`_ws_gemm` runs its
     picks), kept to compare the two inside real models (``benchmarks/models.py --gluon``)."""
@@ -1295,23 +1300,27 @@ def _gluon_gemm(a: torch.Tensor, b: torch.Tensor, out: torch.Tensor, c: torch.Te
     from tritonblas.kernels import gluon_hopper
 
     block_n, stages = _gluon_config(a.shape[0], b.shape[1], _sm_count(a.device))
+    tile = dict(block_n=block_n, stages=stages)
     with _cuda_guard(a.device):
-        gluon_hopper.gluon_matmul(a, b, out=out, bias=bias, block_n=block_n, stages=stages)
-    return bias, block_n, stages
+        gluon_hopper.gluon_matmul(a, b, out=out, bias=bias, **tile)
+    return bias, tile
 
 
 def _ws_gemm(a: torch.Tensor, b: torch.Tensor, out: torch.Tensor, c: torch.Tensor | None, beta: float,
-             cfg: TileConfig) -> tuple:
+             lp) -> tuple:
     """``out = a @ b`` (``+ c``: F.linear's bias) on the warp-specialised kernel with ``cfg``'s tile (kind
-    'ws', origami's pick for a key whose ``ws`` held): (bias or None, block_n, stages), as
-    :func:`_gluon_gemm` returns them for :func:`_remember_gluon`."""
+    'ws', origami's pick for a key whose ``ws`` held) and grid: (bias or None, gluon_matmul's tile
+    keywords), as :func:`_gluon_gemm` returns them for :func:`_remember_gluon`."""
     from tritonblas.kernels import gluon_hopper
 
+    cfg = lp.config
     bias = None if c is None else _gluon_bias(c, b.shape[-1], beta)
+    # the plan's whole tile and its grid (min(cfg.grid, tiles): num_sms caps the kernel's grid so)
+    tile = dict(block_m=cfg.block_m, block_n=cfg.block_n, block_k=cfg.block_k, stages=cfg.num_stages,
+                group_m=cfg.group_m, num_sms=lp.grid[0])
     with _cuda_guard(a.device):
-        gluon_hopper.gluon_matmul(a, b, out=out, bias=bias, block_m=cfg.block_m, block_n=cfg.block_n,
-                                  block_k=cfg.block_k, stages=cfg.num_stages, group_m=cfg.group_m)
-    return bias, cfg.block_n, cfg.num_stages
+        gluon_hopper.gluon_matmul(a, b, out=out, bias=bias, **tile)
+    return bias, tile
 
 
 class GluonEntry:
@@ -1328,8 +1337,8 @@ class GluonEntry:
     entry is only found while the experiment is on; a call with ``alpha != 1`` or a ``c`` that is
     not the entry's bias add (not the experiment's) runs torch."""
 
-    __slots__ = ("info", "devkey", "out_shape", "out_align", "block_n", "stages", "raw", "warm", "mnk", "has_bias",
-                 "views", "staged", "cuda_index")
+    __slots__ = ("info", "devkey", "out_shape", "out_align", "block_n", "stages", "tile", "raw", "warm", "mnk",
+                 "has_bias", "views", "staged", "cuda_index")
 
     def call(self, a, b, out, c, alpha: float, beta: float, sa=None, sb=None) -> None:
         bias = None if c is None else _gluon_bias(c, out.shape[-1], beta)
@@ -1342,7 +1351,7 @@ class GluonEntry:
         from tritonblas.kernels import gluon_hopper
 
         with _cuda_guard(out.device):
-            gluon_hopper.gluon_matmul(a, b, out=out, bias=bias, block_n=self.block_n, stages=self.stages)
+            gluon_hopper.gluon_matmul(a, b, out=out, bias=bias, **self.tile)
 
     def call_ready(self, a, b, out, c, alpha: float, beta: float) -> None:
         """The raw launch over the operands' base addresses (any tensors at the key's operands'
@@ -1409,7 +1418,7 @@ def _gluon_config(m: int, n: int, sms: int) -> tuple[int, int] | None:
 def _remember_gluon(fkey: tuple, a: torch.Tensor, b: torch.Tensor, out: torch.Tensor, taken: tuple,
                     profile: Any) -> None:
     """Store a :class:`GluonEntry` for ``fkey`` after :func:`_gluon_gemm` took the call (``taken``: its
-    bias, block_n and stages), under the device mapping a :class:`FastEntry` would be checked
+    bias and gluon_matmul's tile keywords), under the device mapping a :class:`FastEntry` would be checked
     against (none when it is not cached)."""
     device = out.device
     try:
@@ -1423,11 +1432,11 @@ def _remember_gluon(fkey: tuple, a: torch.Tensor, b: torch.Tensor, out: torch.Te
 
     f = GluonEntry()
     f.info, f.devkey, f.out_shape, f.out_align = info, devkey, tuple(out.shape), out.data_ptr() & 15
-    bias, f.block_n, f.stages = taken
+    bias, f.tile = taken  # the gluon_matmul keywords of the first launch: every warm launch uses them
+    f.block_n, f.stages = f.tile["block_n"], f.tile["stages"]
     f.has_bias, f.mnk = bias is not None, (a.shape[0], b.shape[1], a.shape[1])
     f.views = tuple((tuple(t.shape), t.stride()) for t in (a, b, out))  # the kernel's operands, for call_ready
-    f.warm = None if _raw_stream is None else gluon_hopper.bound_launch(a, b, out, bias, block_n=f.block_n,
-                                                                          stages=f.stages)
+    f.warm = None if _raw_stream is None else gluon_hopper.bound_launch(a, b, out, bias, **f.tile)
     f.raw = None if f.warm is None else f.warm[0]  # what raw_ready reads
     f.staged, f.cuda_index = False, device.index
     _store_fast(fkey, f)
@@ -1488,16 +1497,21 @@ def scaled_gemm(a: torch.Tensor, b: torch.Tensor, out: torch.Tensor, *, scale_a:
 
 
 def plan_for(a: torch.Tensor, b: torch.Tensor, out: torch.Tensor | None = None, *, c: torch.Tensor | None = None,
-             profile: Any = None, config: TileConfig | None = None) -> _plan.LaunchPlan | None:
+             profile: Any = None, config: TileConfig | None = None, alpha: float = 1.0,
+             beta: float = 1.0) -> _plan.LaunchPlan | None:
     """The plan :func:`gemm` would launch for these kernel-level operands (built and cached if
-    new); None when torch would run it (fallback, empty output or K = 0)."""
+    new); None when torch would run it (fallback, empty output or K = 0). ``c`` is added with
+    ``beta`` (1 here: an addmm; 0 drops it, as gemm does) and the product scaled by ``alpha``: the
+    epilogue decides whether the warp-specialised kernel may run the call (:func:`ws_reason`)."""
+    if beta == 0:
+        c = None
     if fallback_reason(a, b, c, out) is not None:
         return None
     if out is None:
         out = torch.empty(_out_shape(a, b), dtype=a.dtype, device=a.device)
     if out.numel() == 0 or a.shape[-1] == 0:
         return None
-    lp = _plan_of(a, b, out, c, profile, config, "plan_for")[2]
+    lp = _plan_of(a, b, out, c, profile, config, "plan_for", alpha, beta)[2]
     return None if lp is _FALLBACK else lp
 
 
@@ -1508,11 +1522,11 @@ def _plan_of(a, b, out, c, profile: Any, config: TileConfig | None, op: str, alp
     epilogue, which decides whether the warp-specialised kernel may run the call (:func:`ws_reason`)."""
     info = device_info(a.device, profile)
     tf32 = a.dtype == torch.float32 and allow_tf32()
-    ws = ws_available(info.plan_profile) and ws_reason(a, b, out, c, alpha, beta) is None
-    key = GemmKey.from_tensors(a, b, out, profile=info.plan_profile, tf32=tf32, c=c, config=config, ws=ws)
+    why = ws_reason(a, b, out, c, alpha, beta) if ws_available(info.plan_profile) else "no 'ws' kernel"
+    key = GemmKey.from_tensors(a, b, out, profile=info.plan_profile, tf32=tf32, c=c, config=config, ws=why is None)
     lp = _PLANS.get(key)
     if lp is None:
-        lp = _build(key, info.plan_profile, a.device, op)
+        lp = _build(key, info.plan_profile, a.device, op, why)
     return info, tf32, lp, key
 
 
@@ -1598,15 +1612,16 @@ def explain(a: torch.Tensor, b: torch.Tensor, *, profile: Any = None, config: Ti
     info = device_info(a.device, profile)
     hw = info.plan_profile
     tf32 = a.dtype == torch.float32 and allow_tf32()
-    ws = ws_available(hw) and ws_reason(a, b, out) is None
-    key = GemmKey.from_tensors(a, b, out, profile=hw, tf32=tf32, config=config, ws=ws)
+    why = ws_reason(a, b, out) if ws_available(hw) else "no 'ws' kernel"
+    key = GemmKey.from_tensors(a, b, out, profile=hw, tf32=tf32, config=config, ws=why is None)
     problem = key.problem()
+    sel = _selection_profile(key, hw)  # what _build selected from: without the 'ws' kernel when the call cannot run it
     lines = [head,
              f"  profile: {hw.name} ({hw.arch}, {info.compute_units} CUs"
              f"{'' if info.capped is None else ' live, of ' + str(info.profile.compute_units)}; from {info.how})",
              f"  problem: {problem.describe()} (alignment {key.align} B, layouts a {key.a_layout.value} "
              f"b {key.b_layout.value}{', TF32 allowed' if tf32 else ''})"]
-    lp = _PLANS.get(key) or _build(key, hw, a.device, "explain")
+    lp = _PLANS.get(key) or _build(key, hw, a.device, "explain", why)
     if lp is _FALLBACK:
         lines.append("  the model found no valid config: torch runs it")
         return "\n".join(lines)
@@ -1616,16 +1631,16 @@ def explain(a: torch.Tensor, b: torch.Tensor, *, profile: Any = None, config: Ti
     if lp.problem != problem:  # alignment staging (_align_staged): the kernel runs the aligned problem
         which = " and ".join(n for n, s in (("a", lp.stage_a), ("b", lp.stage_b)) if s)
         copy_us = _plan.staging_copy_ns(problem, hw, (lp.stage_a, lp.stage_b)) / 1e3
-        unstaged = origami.select(problem, hw)
+        unstaged = origami.select(problem, sel)
         lines.append(f"  staging: {which} copied into 16-byte-aligned buffers before each launch (predicted "
                      f"{copy_us:.2f} us; unstaged pick {unstaged.config.short()} predicted "
                      f"{unstaged.latency_ns / 1e3:.2f} us)")
         problem = lp.problem
     if config is None:
-        est = origami.select(problem, hw)
+        est = origami.select(problem, sel)
         terms = ", ".join(f"{n} {v / 1e3:.2f}" for n, v in est.terms.items() if v > 0)
         lines.append(f"  predicted: {est.latency_ns / 1e3:.2f} us, {est.tflops(problem):.1f} TFLOP/s, "
                      f"bound: {est.bound}; terms (us): {terms}")
-    lines.append(origami.explain(problem, hw))
+    lines.append(origami.explain(problem, sel))
     return "\n".join(lines)
 

@@ -104,7 +104,8 @@ def test_a_ws_pick_runs_the_kernel_and_is_remembered(monkeypatch, ws_profile, de
     ref, mag, _ = reference(a, b)
     for _ in range(3):
         assert_gemm_close(tritonblas.matmul(a, b), ref, mag, k, what="matmul on the 'ws' pick")
-    assert len(ran) == 3 and ran[0] == dict(bias=False, block_m=128, block_n=128, block_k=64, stages=4, group_m=8), ran
+    assert len(ran) == 3 and ran[0] == dict(bias=False, block_m=128, block_n=128, block_k=64, stages=4, group_m=8,
+                                        num_sms=96), ran  # the pick's grid
     assert dispatch.stats()["ws"] == 1  # the first call; the warm entry serves the others
     assert type(dispatch.fast_lookup(a, b)) is dispatch.GluonEntry
 
@@ -125,3 +126,111 @@ def test_a_ws_pick_runs_the_kernel_and_is_remembered(monkeypatch, ws_profile, de
     assert len(ran) == 5, "TRITONBLAS_GLUON=0 reached the kernel"
     r2, m2, _ = reference(small, b)
     assert_gemm_close(got, r2, m2, k, what="matmul with the kernel off")
+
+
+def test_explain_of_a_call_without_ws_predicts_the_plan_it_names(device):
+    """explain() for a call the 'ws' kernel cannot run (every call on CPU; TRITONBLAS_GLUON=0): its
+    'predicted' line and origami's ranking are those of the profile without the kernel, the plan's."""
+    m, n, k = SHAPE
+    a, b = _t(m, k).to(device), _t(k, n).to(device)
+    if dispatch.ws_reason(a, b, torch.empty(m, n, dtype=torch.bfloat16, device=device)) is None:
+        pytest.skip("the H200 with Gluon runs this call on the kernel")
+    text = dispatch.explain(a, b, profile=WS)
+    plain = origami.select(GemmProblem(m, n, k), without_ws(WS))
+    assert f"config: {plain.config.short()} (model's pick)" in text, text
+    assert f"predicted: {plain.latency_ns / 1e3:.2f} us" in text, text
+    assert "#1 ws" not in text and " ws 128x" not in text, text
+
+
+def test_plan_for_with_c_is_the_plan_gemm_launches(monkeypatch, device):
+    """plan_for(c=) is the plan of an addmm (beta 1 unless given): a full C is not the kernel's bias
+    add, so the plan is the pick without the 'ws' kernel, the one gemm(c=, beta=1) launches."""
+    monkeypatch.setattr(dispatch, "gluon_runs", lambda a, b, out: None)
+    tritonblas.clear_caches()
+    m, n, k = SHAPE
+    a, b, c = _t(m, k).to(device), _t(k, n).to(device), _t(m, n).to(device)
+    out = torch.empty(m, n, dtype=torch.bfloat16, device=device)
+    launched = dispatch._plan_of(a, b, out, c, WS, None, "addmm", 1.0, 1.0)[2].config
+    assert launched.kind is not Kind.WS
+    assert dispatch.plan_for(a, b, c=c, profile=WS).config == launched
+    assert dispatch.plan_for(a, b, c=c, profile=WS, beta=0.5).config == launched
+    assert dispatch.plan_for(a, b, c=_t(n).to(device), profile=WS).config.kind is Kind.WS  # F.linear's bias
+    assert dispatch.plan_for(a, b, c=_t(n).to(device), profile=WS, alpha=2.0).config == \
+        dispatch._plan_of(a, b, out, _t(n).to(device), WS, None, "addmm", 2.0, 1.0)[2].config
+
+
+def _stand_ins(monkeypatch, ran):
+    """The kernel (a torch stand-in recording its tile keywords) and its device check, for CPU."""
+    from tritonblas.kernels import gluon_hopper
+
+    def stand_in(a, b, out=None, bias=None, **kw):
+        ran.append(dict(bias=bias is not None, **kw))
+        return out.copy_((a.float() @ b.float() + (0 if bias is None else bias.float())).to(out.dtype))
+
+    monkeypatch.setattr(gluon_hopper, "gluon_matmul", stand_in)
+    monkeypatch.setattr(dispatch, "gluon_runs", lambda a, b, out: None)
+
+
+def test_a_warm_ws_call_launches_the_plans_tile_and_grid(monkeypatch, ws_profile, device):
+    """A forced 'ws' config with GROUP_M 4 and grid 2: the warm GluonEntry's launches carry the plan's
+    whole tile (GROUP_M, BLOCK_K, BLOCK_M) and its grid, as the first launch does, not the kernel's
+    defaults (GROUP_M 8, a grid of every SM), which explain()'s 'grid 2' would not describe."""
+    if device != "cpu":
+        pytest.skip("the plumbing, on CPU")
+    ran = []
+    _stand_ins(monkeypatch, ran)
+    a, b = _t(256, 64), _t(64, 256)
+    cfg = TileConfig(Kind.WS, 128, 128, 64, 8, 4, 4, grid=2)
+    assert dispatch.plan_for(a, b, config=cfg).grid == (2,)
+    ref, mag, _ = reference(a, b)
+    for _ in range(3):
+        assert_gemm_close(tritonblas.matmul(a, b, config=cfg), ref, mag, 64, what="forced ws g4 grid 2")
+    assert type(dispatch.fast_lookup(a, b, config=cfg)) is dispatch.GluonEntry
+    tile = dict(bias=False, block_m=128, block_n=128, block_k=64, stages=4, group_m=4, num_sms=2)
+    assert ran == [tile] * 3, ran
+
+
+def test_a_warm_entry_of_another_epilogue_does_not_serve_a_ws_call(monkeypatch, device):
+    """The fast key leaves alpha and beta out, and they decide whether the 'ws' kernel may run the call:
+    after an addmm with beta 0.5 (planned without the kernel) the same operands with beta 1 (F.linear's
+    bias add, the kernel's) run the 'ws' plan, and each epilogue keeps its own warm entry. Here a tile
+    table's 'ws' entry is the 256x256x64 plan (the interpreter runs the other pick)."""
+    import dataclasses
+
+    from tritonblas import tables
+
+    if device != "cpu":
+        pytest.skip("the plumbing, on CPU")
+    ran = []
+    _stand_ins(monkeypatch, ran)
+    m, n, k = 256, 256, 64
+    problem = GemmProblem(m, n, k, "bf16", "bf16", "bf16")
+    ws_cfg = TileConfig(Kind.WS, 128, 128, 64, 8, 4, 8, grid=4)
+    table = dataclasses.replace(tables.make_table([problem], WS), entries={problem: ws_cfg})
+    tables.set_table(table)
+    try:
+        tritonblas.clear_caches()
+        a, b, bias = _t(m, k), _t(k, n), _t(n)
+        assert dispatch.plan_for(a, b, c=bias, profile=WS).config == ws_cfg
+        for beta, runs in ((0.5, 0), (1.0, 1), (0.5, 1), (1.0, 2), (1.0, 3)):
+            got = dispatch.gemm(a, b, c=bias, beta=beta, profile=WS)
+            assert len(ran) == runs, (beta, ran)
+            torch.testing.assert_close(got.double(), a.double() @ b.double() + beta * bias.double(),
+                                       rtol=2e-2, atol=5e-2)
+    finally:
+        tables.set_table(None)
+        tritonblas.clear_caches()
+
+
+def test_a_forced_ws_config_error_names_the_calls_reason(monkeypatch, device):
+    """The forced-config error names what this call lacks (ws_reason), not only the kernel's list."""
+    monkeypatch.setattr(dispatch, "gluon_runs", lambda a, b, out: None)
+    a, b = _t(256, 64).to(device), _t(64, 256).to(device)
+    cfg = TileConfig(Kind.WS, 128, 128, 64, 8, 4, 8, grid=4)
+    with pytest.raises(ValueError, match=r"cannot run this call \(alpha=2\.0: its epilogue does not scale"):
+        dispatch.gemm(a, b, profile=WS, config=cfg, alpha=2.0)
+    with pytest.raises(ValueError, match=r"cannot run this call \(c: its epilogue adds F.linear's bias"):
+        dispatch.gemm(a, b, c=_t(256, 256).to(device), beta=1.0, profile=WS, config=cfg)
+    monkeypatch.setenv(settings.ENV_GLUON, "0")
+    with pytest.raises(ValueError, match=r"cannot run this call \(TRITONBLAS_GLUON=0"):
+        dispatch.explain(a, b, profile=WS, config=cfg)

@@ -538,11 +538,12 @@ def _warm_key(a, b, out, bias, sa, sb, scale: int, max_imprecise: int, block_m, 
 
 
 def bound_launch(a: torch.Tensor, b: torch.Tensor, out: torch.Tensor, bias: torch.Tensor | None = None, *,
-                 block_n: int = 256, stages: int = 3, block_k: int = 64, group_m: int = 8):
+                 block_n: int = 256, stages: int = 3, block_k: int = 64, group_m: int = 8, block_m: int = 128,
+                 num_sms: int | None = None):
     """The warm launch :func:`gluon_matmul` bound for a call with these operands and tile (after its
     first launch), as :func:`raw_launch` takes it; None when none is bound (not launched yet, or this
     Triton's launcher is not the one :mod:`tritonblas._fastlaunch` knows)."""
-    return _WARM.get(_warm_key(a, b, out, bias, None, None, 0, 0, 128, block_n, block_k, stages, group_m, None))
+    return _WARM.get(_warm_key(a, b, out, bias, None, None, 0, 0, block_m, block_n, block_k, stages, group_m, num_sms))
 
 
 def raw_launch(warm: tuple, stream: int, pa: int, pb: int, po: int, m: int, n: int, k: int, pbias: int | None = None,

@@ -1324,7 +1324,8 @@ def _ws_gemm(a: torch.Tensor, b: torch.Tensor, out: torch.Tensor, c: torch.Tenso
 
 
 class GluonEntry:
-    """The warm entry of a fast key the ``TRITONBLAS_GLUON=1`` experiment took (:func:`_gluon_gemm`):
+    """The warm entry of a fast key whose call ran the Gluon kernel: origami's 'ws' pick (:func:`_ws_gemm`)
+    or the ``TRITONBLAS_GLUON=1`` experiment (:func:`_gluon_gemm`):
     what :class:`FastEntry` offers the warm paths (``out_shape``, ``out_align``, ``call``,
     ``call_ready``, ``raw``/``staged`` for :func:`raw_ready`, the device-cache check of
     :func:`fast_valid`). ``warm`` is the Gluon kernel's bound raw launch for the key
@@ -1333,9 +1334,10 @@ class GluonEntry:
     FastEntry's does; without one (or with a Triton launch hook) it runs ``gluon_matmul``'s checked
     launch. Through ``gluon_matmul``'s own warm key every call paid its checks and key (H200,
     2026-12-01, 870c48f: 46 us per ``tritonblas.matmul`` at 256x256x64 against 20 us for the
-    origami path; ``benchmarks/gluon_host.py``). The fast key holds ``$TRITONBLAS_GLUON``, so the
-    entry is only found while the experiment is on; a call with ``alpha != 1`` or a ``c`` that is
-    not the entry's bias add (not the experiment's) runs torch."""
+    origami path; ``benchmarks/gluon_host.py``). The fast key holds ``$TRITONBLAS_GLUON``, so its
+    three settings find three sets of entries; a call with ``alpha != 1`` or a ``c`` that is not the
+    entry's bias add, which the kernel cannot run, runs torch (:func:`gemm` keys such calls apart
+    and plans them without the kernel; only a warm path that looks up the plain key gets here)."""
 
     __slots__ = ("info", "devkey", "out_shape", "out_align", "block_n", "stages", "tile", "raw", "warm", "mnk",
                  "has_bias", "views", "staged", "cuda_index")

@@ -19,18 +19,17 @@ from __future__ import annotations
 
 import argparse
 import csv
-import os
 import sys
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from benchmarks.sweep import COLS, CONFIG_COLS, PROBLEM_COLS, REQUIRED_COLS, cell, read_rows  # noqa: E402
+from benchmarks.sweep import (COLS, JOB_COLS, PROBLEM_COLS, REQUIRED_COLS, job_row, read_rows,  # noqa: E402
+                              write_rows)
 from origami.fit import read_sweep, pick_efficiency  # noqa: E402
 
 DATA = ROOT / "benchmarks" / "data"
-JOB_COLS = PROBLEM_COLS + CONFIG_COLS + ["out"]
 
 
 def sweeps(profile: str) -> list[Path]:
@@ -52,11 +51,7 @@ def job_rows(path: Path, data, miss) -> list[dict]:
     timed = {m.problem: m.configs for m in data}
     rows = []
     for prob, pick in miss:
-        for cfg in dict.fromkeys((pick, *timed[prob])):
-            r = {c: cell(getattr(prob, c)) for c in PROBLEM_COLS}
-            r.update({c: cell(getattr(cfg, c)) for c in CONFIG_COLS})
-            r["out"] = out
-            rows.append(r)
+        rows += [job_row(prob, cfg, out) for cfg in dict.fromkeys((pick, *timed[prob]))]
     return rows
 
 
@@ -95,14 +90,7 @@ def apply(profile: str) -> list[str]:
         with rp.open() as f:
             header += [f"# repick {rp.relative_to(ROOT)}: {line[1:].strip()}" for line in f if line.startswith("#")]
         kept = [r for r in _sweep_rows(orig) if _key(r) not in shapes]
-        cols = list(dict.fromkeys(COLS + [c for r in kept[:1] for c in r]))
-        tmp = orig.with_suffix(".tmp")
-        with tmp.open("w", newline="") as f:
-            f.write("".join(line + "\n" for line in header))
-            w = csv.DictWriter(f, fieldnames=cols, extrasaction="ignore")
-            w.writeheader()
-            w.writerows(kept + new)
-        os.replace(tmp, orig)
+        write_rows(orig, header, list(dict.fromkeys(COLS + [c for r in kept[:1] for c in r])), kept + new)
         done.append(f"{orig.relative_to(ROOT)}: {len(shapes)} shapes replaced by {rp.relative_to(ROOT)} "
                     f"({len(new)} rows); re-score its entry in benchmarks/data/floors.yaml")
     return done
@@ -130,12 +118,7 @@ def main(argv=None) -> int:
     print(f"total: {total} picks missing; job: {len(jobs)} (shape, config) rows")
     if args.output:
         out = Path(args.output)
-        tmp = out.with_suffix(".tmp")
-        with tmp.open("w", newline="") as f:
-            w = csv.DictWriter(f, fieldnames=JOB_COLS)
-            w.writeheader()
-            w.writerows(jobs)
-        os.replace(tmp, out)
+        write_rows(out, [], JOB_COLS, jobs)
         print(f"wrote {out} ({len(jobs)} rows); time them with: torchrun --nproc-per-node gpu benchmarks/sweep.py --rows {out} "
               "--rep-ms 3, then python benchmarks/missing_picks.py --apply")
     return 0

@@ -689,14 +689,31 @@ def merge_rows(out: Path, parts: list[tuple[list[str], list[str], list[dict]]], 
                 new.append(r)
     new.sort(key=lambda r: order.get(tuple(r.get(c) or "" for c in PROBLEM_COLS), len(order)))
     out.parent.mkdir(parents=True, exist_ok=True)
-    tmp = out.with_suffix(".tmp")
+    write_rows(out, header, cols or COLS, rows + new)
+
+
+def write_rows(path: Path, header: list[str], cols: list[str], rows: list[dict]) -> None:
+    """Replace ``path`` atomically (a temporary file, then ``os.replace``): the ``#`` ``header`` lines,
+    the column line, ``rows`` under ``cols`` (cells of other columns dropped)."""
+    tmp = path.with_suffix(".tmp")
     with tmp.open("w", newline="") as f:
         for line in header:
             f.write(line + "\n")
-        w = csv.DictWriter(f, fieldnames=cols or COLS, extrasaction="ignore")
+        w = csv.DictWriter(f, fieldnames=cols, extrasaction="ignore")
         w.writeheader()
-        w.writerows(rows + new)
-    os.replace(tmp, out)
+        w.writerows(rows)
+    os.replace(tmp, path)
+
+
+JOB_COLS = PROBLEM_COLS + CONFIG_COLS + ["out"]  # a --rows job file's columns (row_jobs reads them)
+
+
+def job_row(problem, cfg, out: str) -> dict:
+    """One row of a ``--rows`` job file: time ``cfg`` on ``problem`` and append it to ``out``."""
+    r = {c: cell(getattr(problem, c)) for c in PROBLEM_COLS}
+    r.update({c: cell(getattr(cfg, c)) for c in CONFIG_COLS})
+    r["out"] = out
+    return r
 
 
 if __name__ == "__main__":

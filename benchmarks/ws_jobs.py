@@ -30,7 +30,6 @@ The sweep needs a profile with the kernel in its space (the shipped h200 has it 
 from __future__ import annotations
 
 import argparse
-import csv
 import os
 import sys
 from pathlib import Path
@@ -41,7 +40,7 @@ sys.path.insert(0, str(ROOT))
 import numpy as np  # noqa: E402
 
 import origami  # noqa: E402
-from benchmarks.sweep import CONFIG_COLS, PROBLEM_COLS, cell  # noqa: E402
+from benchmarks.sweep import JOB_COLS, job_row, merge_rows, read_rows, row_key, write_rows  # noqa: E402
 from origami._encoding import K_WS  # noqa: E402
 from origami.enumerate import row_to_config  # noqa: E402
 from origami.fit import read_sweep  # noqa: E402
@@ -51,7 +50,6 @@ from origami.select import score_problem  # noqa: E402
 DATA = ROOT / "benchmarks" / "data"
 OUT_DIR = DATA / "h200_ws"
 PROBE = OUT_DIR / "h200_ws_probe.yaml"
-JOB_COLS = PROBLEM_COLS + CONFIG_COLS + ["out"]
 
 
 def probe_profile(value: float = 1.0):
@@ -80,19 +78,14 @@ def jobs(anchors: int, hw, cold: bool = False) -> tuple[list[dict], list[str]]:
                 continue
             shapes += 1
             best = [c for _, c in sorted(zip(m.ms, m.configs), key=lambda t: t[0])][:anchors]
-            for cfg in dict.fromkeys((*ws, *best)):
-                r = {c: cell(getattr(m.problem, c)) for c in PROBLEM_COLS}
-                r.update({c: cell(getattr(cfg, c)) for c in CONFIG_COLS})
-                r["out"] = out
-                rows.append(r)
+            rows += [job_row(m.problem, cfg, out) for cfg in dict.fromkeys((*ws, *best))]
         notes.append(f"{path.relative_to(ROOT)}: {shapes} shapes the 'ws' kernel can run")
     return rows, notes
 
 
 def append() -> list[str]:
-    """Add every h200_ws / h200_cold_ws file's 'ws' rows to its original; returns what it did."""
-    from benchmarks.sweep import COLS, read_rows, row_key
-
+    """Add every h200_ws / h200_cold_ws file's 'ws' rows to its original (sweep.merge_rows: rows already
+    there are kept, the original's columns); returns what it did."""
     done = []
     for new_dir, orig_dir in ((OUT_DIR, DATA / "h200"), (DATA / "h200_cold_ws", DATA / "h200_cold")):
         for path in sorted(new_dir.glob("*.csv")):
@@ -105,22 +98,13 @@ def append() -> list[str]:
                            if r["kind"] != "ws" and r.get("median_ms") and row_key(r) in timed)
             if not ws:
                 continue
-            with orig.open() as f:
-                header = [line.rstrip("\n") for line in f if line.startswith("#")]
             with path.open() as f:
-                header += [f"# ws rows from {path.relative_to(ROOT)}: {line[1:].strip()}" for line in f
-                           if line.startswith("#")]
+                header = [f"# ws rows from {path.relative_to(ROOT)}: {line[1:].strip()}" for line in f
+                          if line.startswith("#")]
             if drift:
                 header.append(f"# ws rows from {path.relative_to(ROOT)}: its {len(drift)} re-timed anchors ran "
                               f"{drift[len(drift) // 2]:.3f}x (median) their times here")
-            cols = list(dict.fromkeys(COLS + [c for r in old[:1] for c in r]))
-            tmp = orig.with_suffix(".tmp")
-            with tmp.open("w", newline="") as f:
-                f.write("".join(line + "\n" for line in header))
-                w = csv.DictWriter(f, fieldnames=cols, extrasaction="ignore")
-                w.writeheader()
-                w.writerows(old + ws)
-            os.replace(tmp, orig)
+            merge_rows(orig, [(header, [], ws)])
             done.append(f"{orig.relative_to(ROOT)}: {len(ws)} 'ws' rows added from {path.relative_to(ROOT)}"
                         + (f" (anchors {drift[len(drift) // 2]:.3f}x)" if drift else ""))
     return done
@@ -148,12 +132,7 @@ def main(argv=None) -> int:
                                                       "benchmarks/ws_jobs.py (not fitted; decides nothing timed)"]))
     os.replace(tmp, PROBE)
     out = Path(args.output)
-    tmp = out.with_suffix(".tmp")
-    with tmp.open("w", newline="") as f:
-        w = csv.DictWriter(f, fieldnames=JOB_COLS)
-        w.writeheader()
-        w.writerows(rows)
-    os.replace(tmp, out)
+    write_rows(out, [], JOB_COLS, rows)
     print(f"wrote {out.relative_to(ROOT) if out.is_relative_to(ROOT) else out} ({len(rows)} rows) and "
           f"{PROBE.relative_to(ROOT)}")
     return 0

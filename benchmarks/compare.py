@@ -26,12 +26,11 @@ inputs of the shape's dtypes and layouts:
   like the oracle: ``tritonblas.matmul(a, b, out=, config=)`` (the dispatcher's fast path, as ours;
   fp8: ``make_plan(..., tma=True)`` + ``prepare_launch(...).run``); skipped with a message when
   nvMMH is not installed (``pip install 'tritonblas[nvmmh]'``);
-- ``gluon_ms`` / ``gluon_config`` (``--gluon``): the experimental warp-specialised Gluon kernel
-  (tritonblas/kernels/gluon_hopper.py; origami's kind 'ws' since session 12), the better of its two tiles
+- ``gluon_ms`` / ``gluon_config`` (``--gluon``): the warp-specialised Gluon kernel
+  (tritonblas/kernels/gluon_hopper.py, origami's kind 'ws'), the better of its two tiles
   (``gluon_hopper.VARIANTS``) through its warm raw launch, on the shapes
   ``dispatch.gluon_eligible`` accepts (bf16/fp16, sm_90, 16-byte aligned, output tiles filling
-  ``dispatch.GLUON_FILL`` of the SMs): where it beats the
-  space's best (``oracle_ms``) and torch, as data for adding it to the space (issue 18).
+  ``dispatch.GLUON_FILL`` of the SMs): the kernel alone, beside the space's best (``oracle_ms``) and torch.
 
 Timing (``--timer``): ``eager`` (default, the project's rule for reported ratios) is
 ``triton.testing.do_bench(return_mode="median")``: L2 flushed before every call. Its events also

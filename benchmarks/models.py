@@ -395,11 +395,8 @@ def make_sides(gluon: bool) -> dict:
 
 def _timeit(step_by_side: dict, reps: int) -> dict:
     """Interleaved timing of each side's ``step()`` (wall ms with a device sync), medians; peak memory
-    per side over its repetitions. Repetition r runs the sides in their order rotated by r, so with
-    three sides each takes every position equally often (with two: ABAB as before). The earlier
-    ABAB/BABA reversal kept the middle side ("ours") in the middle on every repetition: at dc4724c
-    ours measured 0-10% slower than the third side while launching identical kernels (CHANGELOG,
-    session 12), a position effect this removes if it was one."""
+    per side over its repetitions. Repetition r runs the sides in their order rotated by r, so every
+    side takes every position equally often (two sides: ABAB)."""
     import torch
 
     times = {k: [] for k in step_by_side}

@@ -1232,11 +1232,14 @@ def gluon_runs(a: torch.Tensor, b: torch.Tensor, out: torch.Tensor) -> str | Non
 
 
 def ws_reason(a: torch.Tensor, b: torch.Tensor, out: torch.Tensor, c: torch.Tensor | None = None,
-              alpha: float = 1.0, beta: float = 0.0) -> str | None:
+              alpha: float = 1.0, beta: float = 0.0, profile: HardwareProfile | None = None) -> str | None:
     """Why ``out = alpha·(a @ b) + beta·c`` cannot run on the warp-specialised kernel should origami
-    pick it (kind 'ws'), or None: not under ``TRITONBLAS_GLUON=0``, alpha 1, ``c`` none or F.linear's
-    bias add (:func:`_gluon_bias`), and :func:`gluon_runs`. The dispatcher's key carries the answer
-    (``GemmKey.ws``); without it the model selects from the space without that kernel."""
+    pick it (kind 'ws'), or None: ``profile`` (when given) has the kernel (``origami.space.ws_available``),
+    not under ``TRITONBLAS_GLUON=0``, alpha 1, ``c`` none or F.linear's bias add (:func:`_gluon_bias`),
+    and :func:`gluon_runs`. The dispatcher's key carries the answer (``GemmKey.ws``); without it the
+    model selects from the space without that kernel."""
+    if profile is not None and not ws_available(profile):
+        return "no 'ws' kernel"
     if settings.gluon_off():
         return f"{settings.ENV_GLUON}=0"
     if alpha != 1:
@@ -1308,8 +1311,8 @@ def _gluon_gemm(a: torch.Tensor, b: torch.Tensor, out: torch.Tensor, c: torch.Te
 
 def _ws_gemm(a: torch.Tensor, b: torch.Tensor, out: torch.Tensor, c: torch.Tensor | None, beta: float,
              lp) -> tuple:
-    """``out = a @ b`` (``+ c``: F.linear's bias) on the warp-specialised kernel with ``cfg``'s tile (kind
-    'ws', origami's pick for a key whose ``ws`` held) and grid: (bias or None, gluon_matmul's tile
+    """``out = a @ b`` (``+ c``: F.linear's bias) on the warp-specialised kernel with the plan ``lp``'s tile
+    and grid (kind 'ws', origami's pick for a key whose ``ws`` held): (bias or None, gluon_matmul's tile
     keywords), as :func:`_gluon_gemm` returns them for :func:`_remember_gluon`."""
     from tritonblas.kernels import gluon_hopper
 
@@ -1339,8 +1342,8 @@ class GluonEntry:
     entry's bias add, which the kernel cannot run, runs torch (:func:`gemm` keys such calls apart
     and plans them without the kernel; only a warm path that looks up the plain key gets here)."""
 
-    __slots__ = ("info", "devkey", "out_shape", "out_align", "block_n", "stages", "tile", "raw", "warm", "mnk",
-                 "has_bias", "views", "staged", "cuda_index")
+    __slots__ = ("info", "devkey", "out_shape", "out_align", "tile", "raw", "warm", "mnk", "has_bias", "views",
+                 "staged", "cuda_index")
 
     def call(self, a, b, out, c, alpha: float, beta: float, sa=None, sb=None) -> None:
         bias = None if c is None else _gluon_bias(c, out.shape[-1], beta)
@@ -1435,7 +1438,6 @@ def _remember_gluon(fkey: tuple, a: torch.Tensor, b: torch.Tensor, out: torch.Te
     f = GluonEntry()
     f.info, f.devkey, f.out_shape, f.out_align = info, devkey, tuple(out.shape), out.data_ptr() & 15
     bias, f.tile = taken  # the gluon_matmul keywords of the first launch: every warm launch uses them
-    f.block_n, f.stages = f.tile["block_n"], f.tile["stages"]
     f.has_bias, f.mnk = bias is not None, (a.shape[0], b.shape[1], a.shape[1])
     f.views = tuple((tuple(t.shape), t.stride()) for t in (a, b, out))  # the kernel's operands, for call_ready
     f.warm = None if _raw_stream is None else gluon_hopper.bound_launch(a, b, out, bias, **f.tile)
@@ -1524,7 +1526,7 @@ def _plan_of(a, b, out, c, profile: Any, config: TileConfig | None, op: str, alp
     epilogue, which decides whether the warp-specialised kernel may run the call (:func:`ws_reason`)."""
     info = device_info(a.device, profile)
     tf32 = a.dtype == torch.float32 and allow_tf32()
-    why = ws_reason(a, b, out, c, alpha, beta) if ws_available(info.plan_profile) else "no 'ws' kernel"
+    why = ws_reason(a, b, out, c, alpha, beta, info.plan_profile)
     key = GemmKey.from_tensors(a, b, out, profile=info.plan_profile, tf32=tf32, c=c, config=config, ws=why is None)
     lp = _PLANS.get(key)
     if lp is None:
@@ -1614,7 +1616,7 @@ def explain(a: torch.Tensor, b: torch.Tensor, *, profile: Any = None, config: Ti
     info = device_info(a.device, profile)
     hw = info.plan_profile
     tf32 = a.dtype == torch.float32 and allow_tf32()
-    why = ws_reason(a, b, out) if ws_available(hw) else "no 'ws' kernel"
+    why = ws_reason(a, b, out, profile=hw)
     key = GemmKey.from_tensors(a, b, out, profile=hw, tf32=tf32, config=config, ws=why is None)
     problem = key.problem()
     sel = _selection_profile(key, hw)  # what _build selected from: without the 'ws' kernel when the call cannot run it

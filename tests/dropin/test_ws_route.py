@@ -127,13 +127,13 @@ def test_a_ws_pick_runs_the_kernel_and_is_remembered(monkeypatch, ws_profile, de
     assert_gemm_close(got, r2, m2, k, what="matmul with the kernel off")
 
 
-def test_explain_of_a_call_without_ws_predicts_the_plan_it_names(device):
+def test_explain_of_a_call_without_ws_predicts_the_plan_it_names(monkeypatch, device):
     """explain() for a call the 'ws' kernel cannot run (every call on CPU; TRITONBLAS_GLUON=0): its
     'predicted' line and origami's ranking are those of the profile without the kernel, the plan's."""
     m, n, k = SHAPE
     a, b = _t(m, k).to(device), _t(k, n).to(device)
     if dispatch.ws_reason(a, b, torch.empty(m, n, dtype=torch.bfloat16, device=device)) is None:
-        pytest.skip("the H200 with Gluon runs this call on the kernel")
+        monkeypatch.setenv(settings.ENV_GLUON, "0")  # the H200 with Gluon: the off switch makes it such a call
     text = dispatch.explain(a, b, profile=WS)
     plain = origami.select(GemmProblem(m, n, k), without_ws(WS))
     assert f"config: {plain.config.short()} (model's pick)" in text, text

@@ -39,6 +39,8 @@
 #   ws_cold   the same for the cold-L2 sweeps: ws_jobs.py --cold's job (h200_cold -> h200_cold_ws) with --timer cold,
 #             back in $OUT/ws_cold_data.tgz
 #   timeline  benchmarks/host_linear.py --timeline/--split $TIMELINE_MODELS (where eager decode's time goes)
+#   train_host  benchmarks/host_linear.py --train $TRAIN_MODELS (a training step's host split: forward/backward
+#             wall, host us per forward GEMM, triton_launches, descriptor re-encodes, a cProfile of ours)
 #   demo      python -m tritonblas demo --profile h200
 # Each step has its own timeout (env *_TIMEOUT) and log ($OUT/<step>.log); a step's failure does not
 # stop the next.
@@ -145,6 +147,7 @@ for step in $STEPS; do
     timeline)  { timeout 200 python3 benchmarks/host_linear.py --timeline ${TIMELINE_MODELS:-llama3.2-1b} --out "$OUT"
                  timeout 240 python3 benchmarks/host_linear.py --split ${SPLIT_MODELS:-bert-large llama3.2-1b}
                } > "$log" 2>&1 ;;
+    train_host) timeout ${TRAIN_HOST_TIMEOUT:-240} python3 benchmarks/host_linear.py --train ${TRAIN_MODELS:-llama3.2-1b} > "$log" 2>&1 ;;
     demo)      timeout ${DEMO_TIMEOUT:-120} python3 -m tritonblas demo --profile h200 > "$log" 2>&1 ;;
     *)         python3 $step > "$OUT/$(basename $step).log" 2>&1 ;;
   esac

@@ -10,6 +10,7 @@ host never waits on a full launch queue). Prints a table; ``--profile`` adds a c
     PYTHONPATH=$PWD python3 benchmarks/host_linear.py [--n 2000] [--profile]
     PYTHONPATH=$PWD python3 benchmarks/host_linear.py --split bert-large llama3.2-1b   # in-model split
     PYTHONPATH=$PWD python3 benchmarks/host_linear.py --timeline llama3.2-1b --out $OUT  # decode GPU gaps
+    PYTHONPATH=$PWD python3 benchmarks/host_linear.py --train llama3.2-1b   # a training step's host split
 """
 
 from __future__ import annotations
@@ -50,7 +51,13 @@ def main(argv=None) -> int:
     ap.add_argument("--timeline", default=None, metavar="LLM",
                     help="only the GPU timeline of eager decode tokens of this LLM, torch vs ours (see decode_timeline)")
     ap.add_argument("--out", type=Path, default=None, help="--timeline: also write the two chrome traces here")
+    ap.add_argument("--train", nargs="*", default=None, metavar="MODEL",
+                    help="only the host split of these benchmarks/models.py models' training step (see train_split)")
     args = ap.parse_args(argv)
+    if args.train is not None:
+        for name in args.train or ("llama3.2-1b",):
+            train_split(name)
+        return 0
     if args.timeline:
         decode_timeline(args.timeline, out=args.out)
         return 0
@@ -315,6 +322,116 @@ def inmodel_split(name: str, iters: int = 10, rounds: int = 7) -> None:
     print(f"  ours per raw launch: C launch {acc['launch_ns'] / n / 1e3:.1f} us over {acc['launches']} launches; "
           f"output allocation {acc['empty_ns'] / max(1, acc['empties']) / 1e3:.1f} us; "
           f"TMA descriptor expansions {acc['expand']}, re-encoded {acc['miss']}")
+
+
+def train_split(name: str, iters: int = 3, rounds: int = 5) -> None:
+    """Where a training step's time goes under ``enable()`` against torch (forward to the loss and
+    backward, each timed to a device sync, no optimizer): per side the forward and backward wall
+    ms (medians of ``rounds`` alternating rounds), the host us per forward GEMM call (outermost
+    timer, as models.py's shim) and the part of it inside our autograd Function's forward; then
+    the dispatcher's counters for one step (``triton_launches``: warm launches through Triton's
+    own launcher), the TMA descriptor re-encodes, and a cProfile of one step of ours. The question:
+    models.py's training rows put ours at 124 us of host time per forward GEMM against torch's
+    46 us (dc4724c), and the backward's host time at 40 ms against 24."""
+    import cProfile
+    import pstats
+
+    import torch
+
+    import models
+    import tritonblas
+    from tritonblas import _fastlaunch, dispatch, fastpath
+
+    model, inputs, _ = models.build(name, torch.bfloat16, "cuda")
+    model.train()
+    kw = inputs("train")
+
+    def fwd():
+        return models._loss(model, kw, models._forward(model, kw))
+
+    def split() -> tuple:
+        torch.cuda.synchronize()
+        t0 = time.perf_counter()
+        loss = fwd()
+        torch.cuda.synchronize()
+        t1 = time.perf_counter()
+        loss.backward()
+        torch.cuda.synchronize()
+        t2 = time.perf_counter()
+        model.zero_grad(set_to_none=True)
+        return (t1 - t0) * 1e3, (t2 - t1) * 1e3
+
+    for _ in range(2):
+        split()
+    with tritonblas.enable():
+        for _ in range(2):
+            split()
+    res = {"torch": [], "ours": []}
+    for _ in range(rounds):
+        for label in ("torch", "ours") if _ % 2 == 0 else ("ours", "torch"):
+            ctx = tritonblas.enable() if label == "ours" else None
+            if ctx:
+                ctx.__enter__()
+            try:
+                res[label] += [split() for _ in range(iters)]
+            finally:
+                if ctx:
+                    ctx.__exit__(None, None, None)
+    for label, v in res.items():
+        print(f"train split {name} {label}: forward {statistics.median(x[0] for x in v):.3f} ms, "
+              f"backward {statistics.median(x[1] for x in v):.3f} ms")
+    inner = {"ns": 0, "n": 0, "miss": 0}
+    orig_run = fastpath._linear_run
+
+    def timed_run(x, w, bias):
+        t0 = time.perf_counter_ns()
+        r = orig_run(x, w, bias)
+        inner["ns"] += time.perf_counter_ns() - t0
+        inner["n"] += 1
+        inner["miss"] += r is None
+        return r
+
+    for label in ("torch", "ours"):
+        ctx = tritonblas.enable() if label == "ours" else None
+        if ctx:
+            ctx.__enter__()
+        try:
+            with models.GemmShim() as shim:
+                fastpath._linear_run = timed_run
+                try:
+                    loss = fwd()
+                    torch.cuda.synchronize()
+                finally:
+                    fastpath._linear_run = orig_run
+            loss.backward()
+            model.zero_grad(set_to_none=True)
+        finally:
+            if ctx:
+                ctx.__exit__(None, None, None)
+        print(f"  {label}: {shim.calls} forward GEMM calls, host us per call {shim.ns / 1e3 / max(1, shim.calls):.1f}"
+              + (f"; warm forward runs {inner['n']} ({inner['miss']} missed), us inside {inner['ns'] / 1e3 / max(1, inner['n']):.1f}"
+                 if label == "ours" else ""))
+    exp = {"n": 0, "miss": 0}
+    orig_expand = _fastlaunch.RawLauncher.expand
+
+    def t_expand(self, pos, ptr):
+        exp["n"] += 1
+        exp["miss"] += ptr not in self.cache[pos]
+        return orig_expand(self, pos, ptr)
+
+    with tritonblas.enable():
+        dispatch.reset_stats()
+        _fastlaunch.RawLauncher.expand = t_expand
+        try:
+            split()
+        finally:
+            _fastlaunch.RawLauncher.expand = orig_expand
+        print(f"  ours, one step: stats {dispatch.stats()}; TMA descriptor expansions {exp['n']}, re-encoded {exp['miss']}")
+        pr = cProfile.Profile()
+        pr.enable()
+        split()
+        pr.disable()
+    pstats.Stats(pr).sort_stats("tottime").print_stats(28)
 
 
 def gpu_gaps(events: list, tokens: int) -> dict:

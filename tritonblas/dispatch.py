@@ -286,9 +286,11 @@ def stats() -> dict[str, int]:
     ``table_hits`` (plans whose config came from a tile table), ``intercepted`` (GEMM calls that
     reached ``enable()``'s routing, routed or not), ``fast_hits`` (calls served by the ops' warm path,
     :mod:`tritonblas.fastpath`), ``ws`` (checked-path launches of the warp-specialised kernel, origami's
-    pick of kind 'ws'; its warm calls count under ``launches`` / ``fast_hits`` only)."""
+    pick of kind 'ws'; its warm calls count under ``launches`` / ``fast_hits`` only), ``triton_launches``
+    (warm launches that went through Triton's own Python launcher: no raw launcher bound, or a
+    launch hook installed; each costs tens of µs of host time more than a raw launch)."""
     return {k: _STATS[k] for k in ("launches", "plans", "empty", "fallbacks", "routed", "table_hits",
-                                   "intercepted", "fast_hits", "ws")}
+                                   "intercepted", "fast_hits", "ws", "triton_launches")}
 
 
 def reset_stats() -> None:
@@ -495,6 +497,7 @@ class FastEntry:
             a, b = self._stage(a, b)
         raw = self.raw
         if raw is None or _hooks_on():
+            _STATS["triton_launches"] += 1
             self.launch(self.args(a, b, out, c, alpha, beta, sa, sb))
             return
         idx = self.cuda_index
@@ -1355,6 +1358,7 @@ class GluonEntry:
             return
         from tritonblas.kernels import gluon_hopper
 
+        _STATS["triton_launches"] += 1
         with _cuda_guard(out.device):
             gluon_hopper.gluon_matmul(a, b, out=out, bias=bias, **self.tile)
 

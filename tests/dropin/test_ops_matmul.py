@@ -259,6 +259,17 @@ def test_warm_path_builds_no_plan(device):
     assert s["plans"] == built and s["launches"] == 4
 
 
+def test_warm_launches_count_their_launcher(device):
+    """``stats()["triton_launches"]`` counts warm launches that went through Triton's own launcher: on a
+    GPU none (the raw launcher is bound at the first call); under the interpreter every one."""
+    a, b = _operand((11, 7), device), _operand((7, 5), device)
+    tritonblas.matmul(a, b)
+    before = dispatch.stats()["triton_launches"]
+    for _ in range(3):
+        tritonblas.matmul(a, b)
+    assert dispatch.stats()["triton_launches"] - before == (0 if a.is_cuda else 3)
+
+
 def test_plan_cache_is_bounded_and_clearable(device, monkeypatch):
     tritonblas.clear_caches()
     monkeypatch.setattr(dispatch, "MAX_PLANS", 2)

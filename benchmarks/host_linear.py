@@ -431,7 +431,9 @@ def train_split(name: str, iters: int = 3, rounds: int = 5) -> None:
         pr.enable()
         split()
         pr.disable()
-    pstats.Stats(pr).sort_stats("tottime").print_stats(28)
+    st = pstats.Stats(pr)
+    st.sort_stats("tottime").print_stats(28)
+    st.sort_stats("cumulative").print_callees(r"fastpath.py:\d+\((forward|linear|_linear_run)\)")
 
 
 def gpu_gaps(events: list, tokens: int) -> dict:

@@ -173,10 +173,16 @@ def _linear_run(x, w, bias):
     hit = _LINEAR.get(key)
     if hit is None:
         return None
+    return _linear_warm(hit, x, w, bias)
+
+
+def _linear_warm(hit: tuple, x, w, bias):
+    """``x @ w.T + bias`` on the warm entry ``hit`` (``_LINEAR``'s value for the call's signature);
+    None when the entry no longer holds (the device → profile mapping changed)."""
     f, out_shape = hit
     if not dispatch.fast_valid(f):
         return None
-    out = _empty(out_shape, dtype=x.dtype, device=key[3])
+    out = _empty(out_shape, dtype=x.dtype, device=x.device)
     if dispatch.raw_ready(f):
         dispatch.launch_ready(f, x, w, out, bias, 1.0, 1.0 if bias is not None else 0.0)
     else:
@@ -214,8 +220,8 @@ class _Linear(torch.autograd.Function):
     gradient in its input's layout (weight: (out, in) row-major from ``grad.T @ x``)."""
 
     @staticmethod
-    def forward(ctx, x, w, bias):
-        out = _linear_run(x, w, bias)
+    def forward(ctx, x, w, bias, hit):
+        out = None if hit is None else _linear_warm(hit, x, w, bias)
         if out is None:
             out = _linear_checked(x, w, bias)
         ctx.save_for_backward(x, w)
@@ -236,7 +242,7 @@ class _Linear(torch.autograd.Function):
             gw = mm(g2.t(), _flat(x))
         if ctx.has_bias and ctx.needs_input_grad[2]:
             gb = g2.sum(0)
-        return gx, gw, gb
+        return gx, gw, gb, None
 
 
 def _linear_checked(x, w, bias):
@@ -264,7 +270,7 @@ def _matmul_checked(a, b):
 def _mm_graph(a, b):
     """a @ b for a backward under ``create_graph=True``: through :class:`_Matmul`, so the result is
     differentiable (its backward runs on the same kernels)."""
-    return _Matmul.apply(a, b)
+    return _Matmul.apply(a, b, None)
 
 
 def _mm(a, b):
@@ -285,17 +291,17 @@ def linear(x, w, bias=None):
         return None
     if _grad_enabled() and (x.requires_grad or w.requires_grad or (bias is not None and bias.requires_grad)):
         try:
-            known = _linear_key(x, w, bias) in _LINEAR  # this signature passed the checks below before
+            hit = _LINEAR.get(_linear_key(x, w, bias))  # a known signature passed the checks below before
         except (RuntimeError, NotImplementedError):
             return None
-        if not known:
+        if hit is None:
             if x.dim() < 2 or w.dim() != 2 or x.shape[-1] != w.shape[1] or x.dtype != w.dtype:
                 return None
             if bias is not None and (bias.dim() != 1 or bias.shape[0] != w.shape[0] or bias.dtype != x.dtype):
                 return None
-            if dispatch.fallback_reason(x, w, bias) is not None:
+            if dispatch.fallback_reason(x, w, bias) is not None or not dispatch.has_profile(x.device):
                 return None
-        return _Linear.apply(x, w, bias)
+        return _linear_apply(_unwrap_dead(x), _unwrap_dead(w), bias if bias is None else _unwrap_dead(bias), hit)
     return _linear_run(x, w, bias)
 
 
@@ -311,7 +317,15 @@ def linear_hot(x, w, bias=None):
     if _fast_off() or _intercepting() or _any_autocast():
         return None
     if _grad_enabled() and (x.requires_grad or w.requires_grad or (bias is not None and bias.requires_grad)):
-        return None
+        # under autograd: a known signature goes straight to the autograd Function (an unknown one
+        # takes the route, whose fastpath.linear checks it first)
+        try:
+            hit = _LINEAR.get(_linear_key(x, w, bias))
+        except (RuntimeError, NotImplementedError):
+            return None
+        if hit is None:
+            return None
+        return _linear_apply(_unwrap_dead(x), _unwrap_dead(w), bias if bias is None else _unwrap_dead(bias), hit)
     return _linear_run(x, w, bias)
 
 
@@ -322,7 +336,13 @@ def matmul_hot(a, b):
     if _fast_off() or _intercepting() or _any_autocast():
         return None
     if _grad_enabled() and (a.requires_grad or b.requires_grad):
-        return None
+        try:
+            hit = _MATMUL.get(_matmul_key(a, b))
+        except (RuntimeError, NotImplementedError):
+            return None
+        if hit is None:
+            return None
+        return _matmul_apply(_unwrap_dead(a), _unwrap_dead(b), hit)
     return _matmul_run(a, b)
 
 
@@ -339,6 +359,11 @@ def _matmul_run(a, b):
     hit = _MATMUL.get(key)
     if hit is None:
         return None
+    return _matmul_warm(hit, a, b)
+
+
+def _matmul_warm(hit: tuple, a, b):
+    """``a @ b`` on the warm entry ``hit`` (``_MATMUL``'s value); None when it no longer holds."""
     f, out_shape, va, vb = hit
     if not dispatch.fast_valid(f):
         return None
@@ -404,8 +429,8 @@ class _Matmul(torch.autograd.Function):
     with b (K, N), or equal batch dims; gradients in their inputs' layouts."""
 
     @staticmethod
-    def forward(ctx, a, b):
-        out = _matmul_run(a, b)
+    def forward(ctx, a, b, hit):
+        out = None if hit is None else _matmul_warm(hit, a, b)
         if out is None:
             out = _matmul_checked(a, b)
         ctx.save_for_backward(a, b)
@@ -423,13 +448,13 @@ class _Matmul(torch.autograd.Function):
                 ga = (_mm_graph if graph else _mm)(g2, b.t()).view(a.shape)
             if ctx.needs_input_grad[1]:
                 gb = _mm_graph(a2.t(), g2) if graph else _mm_like(a2.t(), g2, b)
-            return ga, gb
-        mm = _Matmul.apply if graph else _matmul_checked
+            return ga, gb, None
+        mm = _mm_graph if graph else _matmul_checked
         if ctx.needs_input_grad[0]:
             ga = mm(grad, b.mT)
         if ctx.needs_input_grad[1]:
             gb = mm(a.mT, grad)
-        return ga, gb
+        return ga, gb, None
 
 
 def _mm_like(a, b, like):
@@ -449,12 +474,26 @@ def matmul(a, b):
     if needs_grad(a, b):
         if a.dtype != b.dtype or a.dim() < 2 or b.dim() < 2 or dispatch.fallback_reason(a, b) is not None:
             return None
+        if not dispatch.has_profile(a.device):
+            return None
         if a.shape[-1] != b.shape[-2]:
             return None
         if not (b.dim() == 2 or (a.dim() == b.dim() and a.shape[:-2] == b.shape[:-2])):
             return None
-        return _Matmul.apply(a, b)
+        try:
+            hit = _MATMUL.get(_matmul_key(a, b))
+        except (RuntimeError, NotImplementedError):
+            return None
+        return _matmul_apply(_unwrap_dead(a), _unwrap_dead(b), hit)
     return _matmul_run(a, b)
 
+
+# The autograd Functions' C-level apply. ``Function.apply`` (Python) adds, per call, a setup_context
+# probe, a functorch-transform check and a pytree walk that unwraps dead functorch wrappers; the
+# callers here run only with no functorch transform active (``_intercepting``) and unwrap their
+# tensors themselves (``_unwrap_dead``), which is what that path then does before the same C call.
+_linear_apply = super(torch.autograd.Function, _Linear).apply
+_matmul_apply = super(torch.autograd.Function, _Matmul).apply
+_unwrap_dead = _C._functorch.unwrap_if_dead
 
 _compat.dynamo_eager_only(linear, matmul, _Linear.forward, _Linear.backward, _Matmul.forward, _Matmul.backward)

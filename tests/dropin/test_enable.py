@@ -92,6 +92,14 @@ def test_cpu_without_a_profile_falls_through(monkeypatch):
     with tritonblas.enable():
         r = a @ b
     assert torch.equal(r, torch.matmul(a, b)) and dispatch.stats()["routed"] == 0
+    # under autograd too (the warm path's autograd entry raised DeviceError here for a new signature)
+    x, w = torch.randn(2, 4, 3, requires_grad=True), torch.randn(5, 3, requires_grad=True)
+    with tritonblas.enable():
+        y = torch.nn.functional.linear(x, w)
+        z = x @ w.t()
+    assert torch.equal(y, torch.nn.functional.linear(x, w)) and torch.equal(z, x @ w.t())
+    (y.sum() + z.sum()).backward()
+    assert x.grad is not None and dispatch.stats()["routed"] == 0
     with tritonblas.enable(profile="h200"):
         a @ b
     assert dispatch.stats()["routed"] == 1

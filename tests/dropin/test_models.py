@@ -308,11 +308,25 @@ def test_hot_entry_serves_warm_calls_and_steps_aside_otherwise(device, monkeypat
         lin(x)
         assert hot == []  # a profile block: the route, which applies the profile
     with tritonblas.enable():
+        # autograd: a signature the block has seen is served by the hot entry too (the autograd
+        # Function straight away), one it has not takes the route, which checks and records it
         xg = x.clone().requires_grad_()
         hot.clear()
         out = lin(xg)
-        assert hot == [False] and out.requires_grad
+        assert hot == [True] and out.requires_grad and out.grad_fn is not None
         torch.testing.assert_close(out, ref_lin)
+        x2 = torch.randn(2, 4, 16, device=device, requires_grad=True)
+        hot.clear()
+        lin(x2)
+        lin(x2).sum().backward()
+        assert hot == [False, True]
+        ref_grad = lin.weight.detach().sum(0).expand(2, 4, 16)
+        torch.testing.assert_close(x2.grad, ref_grad)
+        bg = b.clone().requires_grad_()
+        hot.clear()
+        (x @ bg).sum().backward()
+        assert hot == [True]
+        torch.testing.assert_close(bg.grad, x.sum((0, 1))[:, None].expand(16, 5))
 
 
 def test_descriptor_cache_keeps_many_weights_and_evicts_oldest_first():

@@ -336,6 +336,8 @@ def matmul_hot(a, b):
     if _fast_off() or _intercepting() or _any_autocast():
         return None
     if _grad_enabled() and (a.requires_grad or b.requires_grad):
+        if not _matmul_autograd_case(a, b):
+            return None
         try:
             hit = _MATMUL.get(_matmul_key(a, b))
         except (RuntimeError, NotImplementedError):
@@ -424,6 +426,14 @@ def _matmul_shape(a, b):
     return None
 
 
+def _matmul_autograd_case(a, b) -> bool:
+    """Whether :class:`_Matmul` computes ``a @ b``'s gradients: one dtype, a (..., M, K) with b (K, N)
+    or with b of a's batch dims. The warm table also holds signatures the no-grad path records that
+    it does not (1-D operands: ``tritonblas.matmul``'s matrix-vector products), so a hit alone is not
+    enough under autograd."""
+    return a.dtype == b.dtype and a.dim() >= 2 and (b.dim() == 2 or (a.dim() == b.dim() and a.shape[:-2] == b.shape[:-2]))
+
+
 class _Matmul(torch.autograd.Function):
     """``torch.matmul`` on tritonblas kernels under autograd for the warm-able cases: a (..., M, K)
     with b (K, N), or equal batch dims; gradients in their inputs' layouts."""
@@ -472,18 +482,17 @@ def matmul(a, b):
     if not enabled() or not direct():
         return None
     if needs_grad(a, b):
-        if a.dtype != b.dtype or a.dim() < 2 or b.dim() < 2 or dispatch.fallback_reason(a, b) is not None:
-            return None
-        if not dispatch.has_profile(a.device):
-            return None
-        if a.shape[-1] != b.shape[-2]:
-            return None
-        if not (b.dim() == 2 or (a.dim() == b.dim() and a.shape[:-2] == b.shape[:-2])):
+        if not _matmul_autograd_case(a, b):
             return None
         try:
-            hit = _MATMUL.get(_matmul_key(a, b))
+            hit = _MATMUL.get(_matmul_key(a, b))  # a known signature passed the checks below before
         except (RuntimeError, NotImplementedError):
             return None
+        if hit is None:
+            if a.shape[-1] != b.shape[-2] or dispatch.fallback_reason(a, b) is not None:
+                return None
+            if not dispatch.has_profile(a.device):
+                return None
         return _matmul_apply(_unwrap_dead(a), _unwrap_dead(b), hit)
     return _matmul_run(a, b)
 

@@ -528,3 +528,29 @@ def test_an_efficient_zero_bias_after_a_warm_real_one_runs_torch(device):
                     F.linear(x, w, bias), tritonblas.linear(x, w, bias), tritonblas.addmm(bias, x, w.T)
                 for got in (F.linear(x, w, zero), tritonblas.linear(x, w, zero), tritonblas.addmm(zero, x, w.T)):
                     torch.testing.assert_close(got.double(), want, rtol=1e-5, atol=1e-4)
+
+
+@pytest.mark.parametrize("vector_first", [False, True])
+def test_autograd_leaves_warm_matrix_vector_signatures_to_the_route(device, vector_first):
+    """The no-grad path records 1-D matmul signatures (matrix-vector products) in the warm table; the
+    autograd Function has no 1-D backward, so under autograd a hit there must not send the call to it:
+    outputs and gradients equal torch's."""
+    a = torch.randn(6, 5, device=device)
+    v = torch.randn(6 if vector_first else 5, device=device)
+
+    def mm(p, q):
+        return q @ p if vector_first else p @ q
+
+    with torch.no_grad(), tritonblas.enable():
+        mm(a, v)
+        mm(a, v)  # warm: the signature is in the table now
+    ag, vg = a.clone().requires_grad_(), v.clone().requires_grad_()
+    with tritonblas.enable():
+        out = mm(ag, vg)
+    (out * torch.arange(out.numel(), dtype=out.dtype, device=device)).sum().backward()
+    ra, rv = a.clone().requires_grad_(), v.clone().requires_grad_()
+    ref = mm(ra, rv)
+    (ref * torch.arange(ref.numel(), dtype=ref.dtype, device=device)).sum().backward()
+    torch.testing.assert_close(out, ref, rtol=1e-4, atol=1e-4)
+    torch.testing.assert_close(ag.grad, ra.grad, rtol=1e-4, atol=1e-4)
+    torch.testing.assert_close(vg.grad, rv.grad, rtol=1e-4, atol=1e-4)

@@ -70,7 +70,7 @@ def _final(total, floor):
 # hw vector layout (built by select._hw_vector)
 HW_CUS, HW_CHIPLETS, HW_RR, HW_CU_RATE, HW_IM, HW_IN, HW_IK, HW_L2_BYTES, HW_L2_BW, HW_LLC_BYTES, \
     HW_LLC_BW, HW_HBM_BW, HW_LAUNCH, HW_PEAK, HW_MMA_EFF, HW_SMALL_EFF, HW_SK_EFF, HW_KITER, HW_TILE, \
-    HW_UNALIGNED, HW_FIXUP, HW_LAT, HW_OVERLAP, HW_SK_SPLIT, HW_WG1_EFF, HW_WS_EFF, HW_LEN = range(27)
+    HW_UNALIGNED, HW_FIXUP, HW_LAT, HW_OVERLAP, HW_SK_SPLIT, HW_WG1_EFF, HW_WS_EFF, HW_SK_UNALIGNED, HW_LEN = range(28)
 
 # term indices
 T_COMPUTE, T_L2, T_LLC, T_HBM, T_LATENCY, T_EPILOGUE, T_FIXUP, T_LAUNCH, T_WAVES, T_LEN = range(10)
@@ -420,16 +420,19 @@ def score_row(base, i, effs, m, n, k, batch, ab, bb, cb, align, hw, terms, tmp):
         dp_tiles = tiles - sk_tiles
         if sk_tiles == 0:
             return np.inf  # nothing to stream: identical to persistent
+        sk_eff = eff * hw[HW_SK_EFF]
+        # unaligned rows (masked pointer loads): the Stream-K kernel's loads lose more than the data-parallel
+        # kernel's (x >= 1, so screen_bounds' memory terms, without it, stay lower bounds)
+        sk_pen = align_pen if align >= 16 else align_pen * hw[HW_SK_UNALIGNED]
         if dp_tiles > 0:  # the Stream-K kernel's efficiency applies to its data-parallel tiles too
-            t = _phase(dp_tiles, kiters, g, bm, bn, bk, stages, eff * hw[HW_SK_EFF], cus, nchip, chunk, rr,
-                       ab, bb, hw, num_pid_m, num_pid_n, group_m, align_pen, terms, tmp, hw[HW_TILE])
+            t = _phase(dp_tiles, kiters, g, bm, bn, bk, stages, sk_eff, cus, nchip, chunk, rr,
+                       ab, bb, hw, num_pid_m, num_pid_n, group_m, sk_pen, terms, tmp, hw[HW_TILE])
             total += t
         iters = _cdiv(sk_tiles * kiters, g)
-        sk_eff = eff * hw[HW_SK_EFF]
         if dp_tiles == 0:  # every tile split: H200 sweeps measured these ~1.2x over the mixed grids' rate
             sk_eff *= hw[HW_SK_SPLIT]  # <= 1, so screen_bounds' compute (without it) stays a lower bound
         rows, cols = _distinct(min(sk_tiles, g), nchip, chunk, rr, num_pid_m, num_pid_n, group_m)
-        step = _kstep(g, bm, bn, bk, stages, sk_eff, cus, nchip, ab, bb, hw, rows, cols, align_pen, tmp)
+        step = _kstep(g, bm, bn, bk, stages, sk_eff, cus, nchip, ab, bb, hw, rows, cols, sk_pen, tmp)
         for t in range(5):
             terms[t] += iters * tmp[t]
         total += iters * step + hw[HW_TILE]

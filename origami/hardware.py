@@ -90,6 +90,9 @@ MODEL_PARAMS: dict[str, tuple[float, float, str]] = {
     "streamk_efficiency": (0.05, 1.0, "main-loop efficiency of the Stream-K kernel relative to data-parallel"),
     "streamk_split_efficiency": (0.05, 1.0, "extra main-loop efficiency of a Stream-K grid with no data-parallel "
                                             "phase (fewer tiles than programs: every tile split), x streamk_efficiency"),
+    "streamk_unaligned_penalty": (1.0, 10.0, "extra slowdown of the Stream-K kernel's loads of unaligned rows (no TMA, "
+                                             "masked pointer loads), x unaligned_penalty; 1: the data-parallel "
+                                             "kernel's loss"),
     "fp8_promote_efficiency": (0.05, 1.0, "NVIDIA fp8 main-loop rate with fp32 promotion of the accumulator every 32 K "
                                           "(the default, fp8_fast_accum off), as a fraction of the profile's fp8 peak "
                                           "(measured with fast accumulation)"),
@@ -111,7 +114,7 @@ MODEL_PARAMS: dict[str, tuple[float, float, str]] = {
 }
 # Model parameters a profile may leave out (added after profiles were written): their value then.
 # ws_efficiency 0 keeps every older profile's space, and so its rankings, as they were.
-OPTIONAL_MODEL_PARAMS: dict[str, float] = {"ws_efficiency": 0.0}
+OPTIONAL_MODEL_PARAMS: dict[str, float] = {"ws_efficiency": 0.0, "streamk_unaligned_penalty": 1.0}
 SCHEMA["model"] = {k: (_FLOAT, lo, hi, doc) for k, (lo, hi, doc) in MODEL_PARAMS.items()}
 
 

@@ -445,6 +445,29 @@ def test_streamk_split_efficiency_touches_only_all_split_streamk_rows(name):
 
 
 @pytest.mark.parametrize("name", ["h200", "mi300x"])
+def test_streamk_unaligned_penalty_touches_only_unaligned_streamk_rows(name):
+    """``streamk_unaligned_penalty`` > 1 slows only Stream-K rows of problems whose rows are not 16-byte
+    aligned, leaves every other row (and every row of an aligned problem) as it was, and select stays
+    exact (the screen bounds ignore the factor, which is >= 1, so they remain lower bounds)."""
+    from origami.select import score_problem
+
+    hw = origami.load_profile(name).replace_model(streamk_unaligned_penalty=1.0)  # h200's own is fitted
+    slow = hw.replace_model(streamk_unaligned_penalty=2.0)
+    slowed = 0
+    for p in (origami.GemmProblem(16384, 3761, 1679, align_bytes=2), origami.GemmProblem(2048, 511, 4099, align_bytes=2),
+              origami.GemmProblem(4096, 4096, 4096), origami.GemmProblem(1536, 3584, 8192)):
+        base, lat, _ = score_problem(p, hw)
+        _, lat_slow, _ = score_problem(p, slow)
+        touched = (base[:, C["kind"]] == _core.K_STREAMK) & np.isfinite(lat) & (p.align_bytes < 16)
+        assert np.array_equal(lat[~touched], lat_slow[~touched])
+        assert (lat_slow[touched] >= lat[touched]).all()
+        slowed += int((lat_slow[touched] > lat[touched]).sum())
+        full = np.where(np.isfinite(lat_slow), lat_slow, np.inf)
+        assert origami.select(p, slow).latency_ns == pytest.approx(float(full.min()))
+    assert slowed > 0
+
+
+@pytest.mark.parametrize("name", ["h200", "mi300x"])
 def test_fp8_promotion_parameters_touch_only_nvidia_fp8(name):
     """``fp8_promote_efficiency`` and ``fp8_single_warpgroup_efficiency`` model Hopper's promoted fp8
     accumulation: on an NVIDIA profile they slow fp8 problems only (every compute-bound row by the

@@ -33,7 +33,7 @@ def ws_rows(base: np.ndarray) -> np.ndarray:
 def test_a_profile_without_the_field_has_no_ws_rows_and_reads_it_as_zero():
     """ws_efficiency is optional with default 0: every profile that leaves it out keeps its space
     (no 'ws' row in any class), so its rankings are the ones recorded before the kind existed."""
-    assert OPTIONAL_MODEL_PARAMS == {"ws_efficiency": 0.0}
+    assert OPTIONAL_MODEL_PARAMS["ws_efficiency"] == 0.0
     for name in SHIPPED:
         hw = origami.load_profile(name)
         if "ws_efficiency" in hw.to_yaml_dict()["model"]:

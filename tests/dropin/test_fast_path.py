@@ -554,3 +554,27 @@ def test_autograd_leaves_warm_matrix_vector_signatures_to_the_route(device, vect
     torch.testing.assert_close(out, ref, rtol=1e-4, atol=1e-4)
     torch.testing.assert_close(ag.grad, ra.grad, rtol=1e-4, atol=1e-4)
     torch.testing.assert_close(vg.grad, rv.grad, rtol=1e-4, atol=1e-4)
+
+
+def test_a_dead_functorch_wrapper_under_autograd_matches_torch(device):
+    """A tensor leaked out of a finished ``torch.func.grad`` (a dead functorch wrapper, no transform
+    active) reaching the warm autograd entry: the result and the weight's gradient are torch's."""
+    leaked = []
+
+    def f(t):
+        leaked.append(t)
+        return t.sum()
+
+    torch.func.grad(f)(torch.randn(3, 4, device=device))
+    x = leaked[0]
+    assert torch._C._functorch.is_functorch_wrapped_tensor(x)
+    w = torch.randn(5, 4, device=device, requires_grad=True)
+    ref = torch.nn.functional.linear(x, w)
+    (gref,) = torch.autograd.grad(ref.sum(), w)
+    with tritonblas.enable():
+        for _ in range(2):  # the signature is warm for the third call
+            torch.nn.functional.linear(torch.randn(3, 4, device=device), w)
+        out = torch.nn.functional.linear(x, w)
+    (g,) = torch.autograd.grad(out.sum(), w)
+    torch.testing.assert_close(out, ref, rtol=1e-4, atol=1e-4)
+    torch.testing.assert_close(g, gref, rtol=1e-4, atol=1e-4)

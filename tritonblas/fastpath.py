@@ -224,7 +224,13 @@ class _Linear(torch.autograd.Function):
         out = None if hit is None else _linear_warm(hit, x, w, bias)
         if out is None:
             out = _linear_checked(x, w, bias)
-        ctx.save_for_backward(x, w)
+        if out._base is not None:  # a view of the kernel's 2-D output: autograd forbids in-place on it
+            out = out.detach()
+        # what torch's addmm saves: x for w's gradient, w for x's (a bias-only or frozen-weight
+        # call must not pin, version-check or refuse as an inference tensor what it never reads)
+        need = ctx.needs_input_grad
+        ctx.save_for_backward(x if need[1] else None, w if need[0] else None)
+        ctx.x_shape = x.shape
         ctx.has_bias = bias is not None
         return out
 
@@ -232,12 +238,13 @@ class _Linear(torch.autograd.Function):
     def backward(ctx, grad):
         x, w = ctx.saved_tensors
         gx = gw = gb = None
+        x_shape = ctx.x_shape
         g2 = _flat(grad)
         # create_graph=True (grad mode on in backward): the gradients must carry their own graph for a
         # double backward; the raw launches below record none (their results were silently constants)
         mm = _mm_graph if _grad_enabled() else _mm
         if ctx.needs_input_grad[0]:
-            gx = mm(g2, w).view(*x.shape[:-1], w.shape[1])
+            gx = mm(g2, w).view(*x_shape[:-1], w.shape[1])
         if ctx.needs_input_grad[1]:
             gw = mm(g2.t(), _flat(x))
         if ctx.has_bias and ctx.needs_input_grad[2]:
@@ -323,7 +330,7 @@ def linear_hot(x, w, bias=None):
             hit = _LINEAR.get(_linear_key(x, w, bias))
         except (RuntimeError, NotImplementedError):
             return None
-        if hit is None:
+        if hit is None or not dispatch.fast_valid(hit[0]):  # the checked path runs inside the route
             return None
         return _linear_apply(_unwrap_dead(x), _unwrap_dead(w), bias if bias is None else _unwrap_dead(bias), hit)
     return _linear_run(x, w, bias)
@@ -342,7 +349,7 @@ def matmul_hot(a, b):
             hit = _MATMUL.get(_matmul_key(a, b))
         except (RuntimeError, NotImplementedError):
             return None
-        if hit is None:
+        if hit is None or not dispatch.fast_valid(hit[0]):  # the checked path runs inside the route
             return None
         return _matmul_apply(_unwrap_dead(a), _unwrap_dead(b), hit)
     return _matmul_run(a, b)
@@ -443,7 +450,11 @@ class _Matmul(torch.autograd.Function):
         out = None if hit is None else _matmul_warm(hit, a, b)
         if out is None:
             out = _matmul_checked(a, b)
-        ctx.save_for_backward(a, b)
+        if out._base is not None:  # a view of the kernel's output: autograd forbids in-place on it
+            out = out.detach()
+        need = ctx.needs_input_grad  # as torch's mm: a for b's gradient, b for a's
+        ctx.save_for_backward(a if need[1] else None, b if need[0] else None)
+        ctx.a_shape, ctx.b_dim, ctx.b_t = a.shape, b.dim(), transposed_view(b)
         return out
 
     @staticmethod
@@ -451,13 +462,13 @@ class _Matmul(torch.autograd.Function):
         a, b = ctx.saved_tensors
         ga = gb = None
         graph = _grad_enabled()  # create_graph=True: differentiable gradients (see _Linear.backward)
-        if b.dim() == 2:
+        if ctx.b_dim == 2:
             g2 = _flat(grad)
-            a2 = _flat(a)
             if ctx.needs_input_grad[0]:
-                ga = (_mm_graph if graph else _mm)(g2, b.t()).view(a.shape)
+                ga = (_mm_graph if graph else _mm)(g2, b.t()).view(ctx.a_shape)
             if ctx.needs_input_grad[1]:
-                gb = _mm_graph(a2.t(), g2) if graph else _mm_like(a2.t(), g2, b)
+                a2 = _flat(a)
+                gb = _mm_graph(a2.t(), g2) if graph else _mm_like(a2.t(), g2, ctx.b_t)
             return ga, gb, None
         mm = _mm_graph if graph else _matmul_checked
         if ctx.needs_input_grad[0]:
@@ -467,10 +478,10 @@ class _Matmul(torch.autograd.Function):
         return ga, gb, None
 
 
-def _mm_like(a, b, like):
-    """a @ b produced in ``like``'s layout: row-major, or (when ``like`` is a transposed view) as
-    ``(b.T @ a.T).T`` so the gradient needs no copy to match its input."""
-    if transposed_view(like):
+def _mm_like(a, b, transposed: bool):
+    """a @ b produced in its input's layout: row-major, or (``transposed``: the input is a transposed
+    view) as ``(b.T @ a.T).T`` so the gradient needs no copy to match its input."""
+    if transposed:
         return _mm(b.t(), a.t()).t()
     return _mm(a, b)
 

@@ -421,7 +421,8 @@ def _run(name: str, v: _Views, out: Tensor | None, *, c: Tensor | None = None, a
             r = dispatch.gemm(v.a, v.b, profile=p, config=k, op="mm")
         else:
             r = dispatch.gemm(v.a, v.b, c=c, alpha=float(alpha), beta=float(beta), profile=p, config=k, op="addmm")
-        return r if r.shape == v.shape else r.reshape(v.shape)
+        # not a view of the kernel-shaped buffer: a view made under no_grad refuses a later in-place op in grad mode
+        return r if r.shape == v.shape else r.reshape(v.shape).detach()
     if out is None:
         if c is None:
             r = torch.ops.tritonblas.mm(v.a, v.b, prof, cfg)

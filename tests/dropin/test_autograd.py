@@ -201,3 +201,67 @@ def test_double_backward_through_the_warm_path(case, device):
     for (gx, gw), (rx, rw) in zip(run(True), run(False)):
         torch.testing.assert_close(gx, rx, rtol=1e-5, atol=1e-4)
         torch.testing.assert_close(gw, rw, rtol=1e-5, atol=1e-3)
+
+
+# --- what the autograd Functions save and return (torch's rules for addmm / mm) ----------------------
+def _warm(f, n: int = 3):
+    for _ in range(n):
+        r = f()
+    return r
+
+
+def test_first_autograd_outputs_take_inplace_ops(device):
+    """The cold call under autograd returns a fresh tensor, not a view of the kernel's 2-D buffer made
+    inside the Function (autograd refuses in-place ops on those: nn.Linear -> ReLU(inplace=True))."""
+    tritonblas.clear_caches()
+    x, w = torch.randn(2, 3, 8, device=device, requires_grad=True), torch.randn(5, 8, device=device, requires_grad=True)
+    a, b = torch.randn(2, 3, 8, device=device, requires_grad=True), torch.randn(8, 5, device=device, requires_grad=True)
+    with tritonblas.enable():
+        y = F.linear(x, w)
+        y.relu_()
+        z = a @ b
+        z.add_(1.0)
+    (y.sum() + z.sum()).backward()
+    rx, ra = x.detach().clone().requires_grad_(), a.detach().clone().requires_grad_()
+    (F.linear(rx, w.detach()).relu_().sum() + (ra @ b.detach()).sum()).backward()
+    torch.testing.assert_close(x.grad, rx.grad, rtol=1e-4, atol=1e-4)
+    torch.testing.assert_close(a.grad, ra.grad, rtol=1e-4, atol=1e-4)
+
+
+def test_a_no_grad_output_takes_an_inplace_op_in_grad_mode(device):
+    """A cold no-grad N-D call's result is not a view made under no_grad (autograd refuses an in-place
+    op with a tensor requiring grad on such a view; torch's result is a plain tensor)."""
+    tritonblas.clear_caches()
+    x, w = torch.randn(2, 3, 8, device=device), torch.randn(5, 8, device=device)
+    p = torch.randn(5, device=device, requires_grad=True)
+    with tritonblas.enable():
+        with torch.no_grad():
+            y = F.linear(x, w)
+        y.mul_(p)
+    y.sum().backward()
+    torch.testing.assert_close(p.grad, F.linear(x, w).sum((0, 1)), rtol=1e-4, atol=1e-4)
+
+
+def test_only_what_backward_reads_is_saved(device):
+    """As torch's addmm / mm: x is saved only for w's gradient and w only for x's. A bias-only step
+    (BitFit) tolerates an in-place update of x and an inference-mode x; a frozen weight tolerates an
+    in-place op on x before backward."""
+    w = torch.randn(5, 8, device=device)
+    b = torch.randn(5, device=device, requires_grad=True)
+    x = torch.randn(3, 8, device=device)
+    with torch.inference_mode():
+        xi = torch.randn(3, 8, device=device)
+    with tritonblas.enable():
+        y = _warm(lambda: F.linear(x, w, b))
+        yi = _warm(lambda: F.linear(xi, w, b))
+    x.add_(1.0)
+    (g,) = torch.autograd.grad(y.sum() + yi.sum(), b)
+    torch.testing.assert_close(g, torch.full((5,), 6.0, device=device))
+    x0 = torch.randn(3, 8, device=device, requires_grad=True)
+    with tritonblas.enable():
+        h = x0 * 1.0
+        y = _warm(lambda: F.linear(h, w))
+        z = _warm(lambda: h @ w.t())
+    h.add_(1.0)
+    (g,) = torch.autograd.grad(y.sum() + z.sum(), x0)
+    torch.testing.assert_close(g, 2 * w.sum(0).expand(3, 8), rtol=1e-4, atol=1e-4)

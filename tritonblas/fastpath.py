@@ -277,7 +277,11 @@ def _matmul_checked(a, b):
 def _mm_graph(a, b):
     """a @ b for a backward under ``create_graph=True``: through :class:`_Matmul`, so the result is
     differentiable (its backward runs on the same kernels)."""
-    return _Matmul.apply(a, b, None)
+    try:
+        hit = _MATMUL.get(_matmul_key(a, b))
+    except (RuntimeError, NotImplementedError):
+        hit = None
+    return _Matmul.apply(a, b, hit)
 
 
 def _mm(a, b):

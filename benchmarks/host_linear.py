@@ -16,6 +16,7 @@ host never waits on a full launch queue). Prints a table; ``--profile`` adds a c
 from __future__ import annotations
 
 import argparse
+import contextlib
 import statistics
 import sys
 import time
@@ -366,22 +367,19 @@ def train_split(name: str, iters: int = 3, rounds: int = 5) -> None:
     with tritonblas.enable():
         for _ in range(2):
             split()
+    def side(label: str):
+        return tritonblas.enable() if label == "ours" else contextlib.nullcontext()
+
     res = {"torch": [], "ours": []}
-    for _ in range(rounds):
-        for label in ("torch", "ours") if _ % 2 == 0 else ("ours", "torch"):
-            ctx = tritonblas.enable() if label == "ours" else None
-            if ctx:
-                ctx.__enter__()
-            try:
+    for r in range(rounds):
+        for label in ("torch", "ours") if r % 2 == 0 else ("ours", "torch"):
+            with side(label):
                 res[label] += [split() for _ in range(iters)]
-            finally:
-                if ctx:
-                    ctx.__exit__(None, None, None)
     for label, v in res.items():
         print(f"train split {name} {label}: forward {statistics.median(x[0] for x in v):.3f} ms, "
               f"backward {statistics.median(x[1] for x in v):.3f} ms")
     inner = {"ns": 0, "n": 0, "miss": 0}
-    orig_run = fastpath._linear_warm  # the warm body the autograd Function runs (ad36e4d on)
+    orig_run = fastpath._linear_warm  # the warm body the autograd Function runs
 
     def timed_run(hit, x, w, bias):
         t0 = time.perf_counter_ns()
@@ -392,10 +390,7 @@ def train_split(name: str, iters: int = 3, rounds: int = 5) -> None:
         return r
 
     for label in ("torch", "ours"):
-        ctx = tritonblas.enable() if label == "ours" else None
-        if ctx:
-            ctx.__enter__()
-        try:
+        with side(label):
             with models.GemmShim() as shim:
                 fastpath._linear_warm = timed_run
                 try:
@@ -405,9 +400,6 @@ def train_split(name: str, iters: int = 3, rounds: int = 5) -> None:
                     fastpath._linear_warm = orig_run
             loss.backward()
             model.zero_grad(set_to_none=True)
-        finally:
-            if ctx:
-                ctx.__exit__(None, None, None)
         print(f"  {label}: {shim.calls} forward GEMM calls, host us per call {shim.ns / 1e3 / max(1, shim.calls):.1f}"
               + (f"; warm forward runs {inner['n']} ({inner['miss']} missed), us inside {inner['ns'] / 1e3 / max(1, inner['n']):.1f}"
                  if label == "ours" else ""))

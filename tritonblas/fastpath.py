@@ -277,11 +277,7 @@ def _matmul_checked(a, b):
 def _mm_graph(a, b):
     """a @ b for a backward under ``create_graph=True``: through :class:`_Matmul`, so the result is
     differentiable (its backward runs on the same kernels)."""
-    try:
-        hit = _MATMUL.get(_matmul_key(a, b))
-    except (RuntimeError, NotImplementedError):
-        hit = None
-    return _Matmul.apply(a, b, hit)
+    return _Matmul.apply(a, b, _matmul_hit(a, b))
 
 
 def _mm(a, b):
@@ -312,7 +308,7 @@ def linear(x, w, bias=None):
                 return None
             if dispatch.fallback_reason(x, w, bias) is not None or not dispatch.has_profile(x.device):
                 return None
-        return _linear_apply(_unwrap_dead(x), _unwrap_dead(w), bias if bias is None else _unwrap_dead(bias), hit)
+        return _linear_grad(x, w, bias, hit)
     return _linear_run(x, w, bias)
 
 
@@ -330,13 +326,10 @@ def linear_hot(x, w, bias=None):
     if _grad_enabled() and (x.requires_grad or w.requires_grad or (bias is not None and bias.requires_grad)):
         # under autograd: a known signature goes straight to the autograd Function (an unknown one
         # takes the route, whose fastpath.linear checks it first)
-        try:
-            hit = _LINEAR.get(_linear_key(x, w, bias))
-        except (RuntimeError, NotImplementedError):
-            return None
+        hit = _linear_hit(x, w, bias)
         if hit is None or not dispatch.fast_valid(hit[0]):  # the checked path runs inside the route
             return None
-        return _linear_apply(_unwrap_dead(x), _unwrap_dead(w), bias if bias is None else _unwrap_dead(bias), hit)
+        return _linear_grad(x, w, bias, hit)
     return _linear_run(x, w, bias)
 
 
@@ -349,13 +342,10 @@ def matmul_hot(a, b):
     if _grad_enabled() and (a.requires_grad or b.requires_grad):
         if not _matmul_autograd_case(a, b):
             return None
-        try:
-            hit = _MATMUL.get(_matmul_key(a, b))
-        except (RuntimeError, NotImplementedError):
-            return None
+        hit = _matmul_hit(a, b)
         if hit is None or not dispatch.fast_valid(hit[0]):  # the checked path runs inside the route
             return None
-        return _matmul_apply(_unwrap_dead(a), _unwrap_dead(b), hit)
+        return _matmul_grad(a, b, hit)
     return _matmul_run(a, b)
 
 
@@ -508,8 +498,34 @@ def matmul(a, b):
                 return None
             if not dispatch.has_profile(a.device):
                 return None
-        return _matmul_apply(_unwrap_dead(a), _unwrap_dead(b), hit)
+        return _matmul_grad(a, b, hit)
     return _matmul_run(a, b)
+
+
+def _linear_hit(x, w, bias):
+    """The warm entry of ``linear(x, w, bias)``'s signature, or None (unknown, or unreadable)."""
+    try:
+        return _LINEAR.get(_linear_key(x, w, bias))
+    except (RuntimeError, NotImplementedError):
+        return None
+
+
+def _matmul_hit(a, b):
+    """The warm entry of ``matmul(a, b)``'s signature, or None (unknown, or unreadable)."""
+    try:
+        return _MATMUL.get(_matmul_key(a, b))
+    except (RuntimeError, NotImplementedError):
+        return None
+
+
+def _linear_grad(x, w, bias, hit):
+    """``F.linear`` under autograd through :class:`_Linear` (``hit``: the signature's warm entry or None)."""
+    return _linear_apply(_unwrap_dead(x), _unwrap_dead(w), bias if bias is None else _unwrap_dead(bias), hit)
+
+
+def _matmul_grad(a, b, hit):
+    """``a @ b`` under autograd through :class:`_Matmul` (``hit``: the signature's warm entry or None)."""
+    return _matmul_apply(_unwrap_dead(a), _unwrap_dead(b), hit)
 
 
 # The autograd Functions' C-level apply. ``Function.apply`` (Python) adds, per call, a setup_context

@@ -362,7 +362,8 @@ def test_a_ready_call_that_is_not_the_experiments_runs_torch_on_the_kernel_views
     ``x @ w``. Square weight, so ``x @ w`` has the right shape and only the values tell. On CPU
     with the kernel, its eligibility rule, its bound launch and the CUDA stream stood in for."""
     if device != "cpu":
-        pytest.skip("the plumbing, on CPU")
+        pytest.skip("CPU only: the kernel, its bound launch and the CUDA stream are stood in for; the GPU half "
+                    "is test_eligible_calls_run_the_gluon_kernel_on_the_h200")
     import torch.nn.functional as F
 
     from tritonblas.kernels import gluon_hopper

@@ -87,3 +87,18 @@ def test_split_is_new_disjoint_and_stratified():
         aligned = sum(p.align_bytes == 16 for p in ps)
         assert 0 < aligned < len(ps), f"{dtype}: both alignment classes must be held out ({aligned} of {len(ps)} aligned)"
     assert set(split) >= set(SETS) and all(len(split[s]) >= 10 for s in SETS)
+
+
+def test_ragged_training_set_is_its_generator_output_unaligned_and_disjoint_from_the_split():
+    """benchmarks/shapes/ragged.yaml (training: unaligned skinny / long-K shapes drawn from the split's
+    own distributions) is what shapes_gen.ragged() draws, every shape is under 16 bytes aligned as
+    bf16 tensors, and none is a shape of the held-out split."""
+    from benchmarks.shapes_gen import RAGGED_PER_SET, ragged
+    from origami.shapes import load_shapes
+
+    committed = [(p.m, p.n, p.k) for p in load_shapes(ROOT / "benchmarks" / "shapes" / "ragged.yaml")]
+    assert committed == [(e["m"], e["n"], e["k"]) for e in ragged()]
+    assert len(committed) == sum(RAGGED_PER_SET.values()) == len(set(committed))
+    assert all(GemmProblem.contiguous_align_bytes(m, n, k, "bf16", "bf16", "bf16") < 16 for m, n, k in committed)
+    split = {d[:3] for d in heldout_dims()}
+    assert not split & set(committed)

@@ -42,24 +42,26 @@ RAGGED_PER_SET = {"skinny": 20, "longk": 12}
 
 def ragged() -> list[dict]:
     """Training shapes from the held-out split's skinny and long-K distributions
-    (``benchmarks.heldout_gen._draw``), unaligned only (rows under 16 bytes: the register-staged
-    loads of the pointer kernels, DESIGN.md §5), drawn by ``random.Random(RAGGED_SEED)`` and never a
+    (``benchmarks.heldout_gen._draw``), unaligned only (odd dims: 2-byte rows in bf16, below cp.async's
+    4 bytes, so the pointer kernels' loads are register-staged: origami.space.register_staged), drawn by ``random.Random(RAGGED_SEED)`` and never a
     shape of the held-out split. The other training sets hold aligned skinny and long-K shapes only,
     so without these no fit sees that regime."""
     from benchmarks.heldout_gen import _aligned, _draw  # lazy: heldout_gen imports this module
-    from origami.shapes import load_shapes
+    from tritonblas.heldout import heldout_dims
 
-    heldout = {(p.m, p.n, p.k) for f in sorted((HERE / "heldout").glob("*.yaml")) for p in load_shapes(f)}
+    taken = {d[:3] for d in heldout_dims()}
     rng = random.Random(RAGGED_SEED)
-    taken, out = set(heldout), []
+    out = []
     for name, count in RAGGED_PER_SET.items():
-        while sum(1 for e in out if e["set"] == name) < count:
+        got = 0
+        while got < count:
             dims = _draw(rng, name, False)
             if dims in taken or _aligned(dims, "bf16"):
                 continue
             taken.add(dims)
-            out.append({"set": name, "m": dims[0], "n": dims[1], "k": dims[2]})
-    return [{k: v for k, v in e.items() if k != "set"} for e in out]
+            got += 1
+            out.append(dict(m=dims[0], n=dims[1], k=dims[2]))
+    return out
 
 
 def main() -> None:

@@ -28,6 +28,9 @@
 #   gluon_models  models.py --gluon: torch, enable() and enable() with TRITONBLAS_GLUON=1 (plain 2-D GEMMs
 #             and F.linear's bias add on the Gluon kernel: dispatch.gluon_eligible) alternating in one run
 #             -> $OUT/models_gluon.csv
+#   vendor    benchmarks/vendor_times.py: torch's own GEMM time on every training and held-out shape
+#             (the drop-in's ours-or-torch rule is fitted on it) -> benchmarks/data/h200_vendor/torch.csv,
+#             back in $OUT/vendor_data.tgz (resumable: commit it)
 #   heldout   the held-out split's exhaustive sweeps (issue 19) under torchrun on every GPU, resumable
 #             (rows already in benchmarks/data/h200_heldout/ are kept; every rank stops starting shapes
 #             after $HELDOUT_BUDGET s, default 480, and the rows are merged); then the
@@ -126,6 +129,9 @@ for step in $STEPS; do
                { timeout ${GLUON_MODELS_TIMEOUT:-420} python3 benchmarks/models.py --gluon \
                    ${MODELS_ARGS:---jobs llama3.2-1b:prefill:bf16 bert-large:prefill:bf16 vit-l16:prefill:bf16 llama3.2-1b:train:bf16} \
                    --budget-s ${GLUON_MODELS_BUDGET:-360} --out "$OUT/models_gluon.csv"
+               } > "$log" 2>&1 ;;
+    vendor)    { timeout $(( ${VENDOR_BUDGET:-200} + 60 )) python3 benchmarks/vendor_times.py --budget-s ${VENDOR_BUDGET:-200}
+                 echo "vendor rc=$?"; tar czf "$OUT/vendor_data.tgz" benchmarks/data/h200_vendor
                } > "$log" 2>&1 ;;
     heldout)   { timeout $(( ${HELDOUT_BUDGET:-480} + 90 )) python3 -m torch.distributed.run --standalone --nproc-per-node gpu \
                    benchmarks/sweep.py --heldout --rep-ms ${HELDOUT_REP_MS:-3} --budget-s ${HELDOUT_BUDGET:-480} ${HELDOUT_ARGS:-}

@@ -30,6 +30,12 @@ host cost counts, as a user sees it); CUDA-graph modes time the replays.
 the ``gluon_*`` columns (``gluon_speedup`` = torch_ms / gluon_ms), so torch, origami's picks and the
 Gluon kernel are timed in one run (before: two runs, one per setting, each against its own torch).
 
+``--versus`` adds the side ``versus``: ``enable()`` with the tile table :mod:`tritonblas.versus`
+measures in the same process for the problems the ``ours`` side planned (every GEMM the workload ran
+through tritonblas, backward included): each problem timed with our pick and with ``torch.matmul``,
+a :data:`~tritonblas.tables.VENDOR` entry where ours is not 2% faster; columns ``versus_*``,
+``vendor_entries`` / ``versus_problems`` (entries / problems measured). Not for the compile modes.
+
 ``build(name, dtype, device, tiny=True)`` gives the tests the same model classes at toy sizes.
 """
 
@@ -61,7 +67,10 @@ FIELDS = ("model", "mode", "dtype", "torch_ms", "ours_ms", "speedup", "torch_gem
           "torch_other_gpu_ms", "ours_other_gpu_ms", "torch_host_us_per_gemm", "ours_host_us_per_gemm",
           "torch_bwd_host_ms", "ours_bwd_host_ms", "gemm_calls", "fast_hits", "torch_peak_mb", "ours_peak_mb", "routed", "fallbacks", "torch_err", "ours_err",
           "gluon_ms", "gluon_speedup", "gluon_gemm_gpu_ms", "gluon_other_gpu_ms", "gluon_host_us_per_gemm",
-          "gluon_bwd_host_ms", "gluon_peak_mb", "gluon_err", "parity", "shape", "reps", "error")
+          "gluon_bwd_host_ms", "gluon_peak_mb", "gluon_err",
+          "versus_ms", "versus_speedup", "versus_gemm_gpu_ms", "versus_other_gpu_ms", "versus_host_us_per_gemm",
+          "versus_bwd_host_ms", "versus_peak_mb", "versus_err", "vendor_entries", "versus_problems",
+          "parity", "shape", "reps", "error")
 
 
 # --- models ----------------------------------------------------------------------------------
@@ -342,6 +351,16 @@ class Row:
     gluon_bwd_host_ms: float = math.nan
     gluon_peak_mb: float = math.nan
     gluon_err: float = math.nan
+    versus_ms: float = math.nan
+    versus_speedup: float = math.nan
+    versus_gemm_gpu_ms: float = math.nan
+    versus_other_gpu_ms: float = math.nan
+    versus_host_us_per_gemm: float = math.nan
+    versus_bwd_host_ms: float = math.nan
+    versus_peak_mb: float = math.nan
+    versus_err: float = math.nan
+    vendor_entries: int = -1
+    versus_problems: int = -1
     parity: str = ""
     shape: str = ""
     reps: int = 0
@@ -352,10 +371,11 @@ class Side:
     """One side of a comparison: ``ctx()`` enters torch-alone or tritonblas routing, with ``env``
     (environment variables, e.g. ``TRITONBLAS_GLUON=1``) set inside and restored after."""
 
-    def __init__(self, name: str, profile=None, env: dict | None = None):
+    def __init__(self, name: str, profile=None, env: dict | None = None, table=None):
         self.name = name
         self.profile = profile
         self.env = dict(env or {})
+        self.table = table  # a tritonblas tile table active inside the side's block (None: none)
 
     def ctx(self):
         if self.name == "torch":
@@ -364,8 +384,23 @@ class Side:
 
         stack = contextlib.ExitStack()
         stack.enter_context(_environ(self.env))
+        if self.table is not None:
+            stack.enter_context(_table(self.table))
         stack.enter_context(tritonblas.enable(self.profile))
         return stack
+
+
+@contextlib.contextmanager
+def _table(table):
+    """``table`` the active tile table for the block, the previous one restored after."""
+    from tritonblas import tables
+
+    old = tables.explicit_table()
+    tables.set_table(table)
+    try:
+        yield
+    finally:
+        tables.set_table(old)
 
 
 @contextlib.contextmanager
@@ -433,7 +468,36 @@ def _profile_side(side: Side, step) -> tuple:
     return g, o, per, shim.calls, st["routed"], st["fallbacks"], st["fast_hits"]
 
 
-def run_workload(name: str, mode: str, dtype_name: str, reps: int, device: str = "cuda", gluon: bool = False) -> Row:
+def _build_steps(name, mode, model, inputs, spec, sides):
+    if mode in ("prefill", "compile"):
+        return _infer_steps(model, inputs, sides, compiled=(mode == "compile"))
+    if mode == "train":
+        return _train_steps(name, model, inputs, sides)
+    if mode.startswith("decode"):
+        if name not in LLMS:
+            raise ValueError(f"mode {mode}: only for decoder LLMs")
+        return _decode_steps(model, inputs, spec, sides, mode)
+    raise ValueError(f"mode: unknown {mode!r}")
+
+
+def _versus_side(row: Row) -> "Side":
+    """The ``versus`` side: the table tritonblas.versus measures for what the ``ours`` side planned."""
+    from tritonblas import dispatch, versus
+
+    problems = dispatch.planned_problems()
+    t0 = time.time()
+    table, measured = versus.measure_table(problems)
+    row.vendor_entries, row.versus_problems = len(table), sum(m.ours_ms is not None for m in measured)
+    for m in measured:
+        print(f"  versus {m.problem.describe()}: ours {m.ours_ms} torch {m.torch_ms} -> "
+              f"{'torch' if m.vendor else 'ours'} {m.note}", flush=True)
+    print(f"  versus: {row.vendor_entries} VENDOR entries of {row.versus_problems} problems measured "
+          f"({time.time() - t0:.1f} s)", flush=True)
+    return Side("versus", table=table)
+
+
+def run_workload(name: str, mode: str, dtype_name: str, reps: int, device: str = "cuda", gluon: bool = False,
+                 versus: bool = False) -> Row:
     import torch
 
     dtype = {"bf16": torch.bfloat16, "fp16": torch.float16}[dtype_name]
@@ -441,20 +505,20 @@ def run_workload(name: str, mode: str, dtype_name: str, reps: int, device: str =
     sides = make_sides(gluon)
     model, inputs, spec = build(name, dtype, device)
     try:
-        if mode in ("prefill", "compile"):
-            steps, ref_out, outs = _infer_steps(model, inputs, sides, compiled=(mode == "compile"))
-            row.shape = _shape_of(inputs(mode))
-        elif mode == "train":
-            steps, ref_out, outs = _train_steps(name, model, inputs, sides)
-            row.shape = _shape_of(inputs(mode))
-        elif mode.startswith("decode"):
-            if name not in LLMS:
-                raise ValueError(f"mode {mode}: only for decoder LLMs")
-            steps, ref_out, outs = _decode_steps(model, inputs, spec, sides, mode)
+        steps, ref_out, outs = _build_steps(name, mode, model, inputs, spec, sides)
+        if mode.startswith("decode"):
             row.shape = (f"batch 1 prompt {spec.decode_prompt} tokens {spec.decode_tokens}" if mode == "decode"
                          else "batch 1, one token, no KV context")
         else:
-            raise ValueError(f"mode: unknown {mode!r}")
+            row.shape = _shape_of(inputs(mode))
+        if versus and "compile" not in mode:
+            vs = {"versus": _versus_side(row)}
+            model.to(device)  # _train_steps left the original on the CPU
+            v_steps, _, v_outs = _build_steps(name, mode, model, inputs, spec, vs)
+            sides.update(vs)
+            steps.update(v_steps)
+            if outs is not None and v_outs is not None:
+                outs.update(v_outs)
         timed = _timeit(steps, reps)
         for k in sides:
             setattr(row, f"{k}_ms", timed[k][0])
@@ -462,6 +526,8 @@ def run_workload(name: str, mode: str, dtype_name: str, reps: int, device: str =
         row.speedup = row.torch_ms / row.ours_ms
         if "gluon" in sides:
             row.gluon_speedup = row.torch_ms / row.gluon_ms
+        if "versus" in sides:
+            row.versus_speedup = row.torch_ms / row.versus_ms
         for k in sides:
             g, o, per, calls, routed, fb, hits = _profile_side(*steps[k])
             setattr(row, f"{k}_gemm_gpu_ms", g)
@@ -760,11 +826,13 @@ def plot(path: Path) -> Path:
     return out
 
 
-def _isolated(model: str, mode: str, dtype: str, reps: int, timeout_s: float, gluon: bool = False) -> Row:
+def _isolated(model: str, mode: str, dtype: str, reps: int, timeout_s: float, gluon: bool = False,
+              versus: bool = False) -> Row:
     """One workload in its own process: a device-side assert, a hang or a leak ends only its row."""
     import json
 
-    cmd = [sys.executable, __file__, "--one", model, mode, dtype, "--reps", str(reps), *(["--gluon"] if gluon else [])]
+    cmd = [sys.executable, __file__, "--one", model, mode, dtype, "--reps", str(reps), *(["--gluon"] if gluon else []),
+           *(["--versus"] if versus else [])]
     try:
         p = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout_s, cwd=ROOT)
     except subprocess.TimeoutExpired:
@@ -795,6 +863,8 @@ def main(argv=None) -> int:
     ap.add_argument("--job-timeout-s", type=float, default=240)
     ap.add_argument("--gluon", action="store_true",
                     help="a third side: enable() with TRITONBLAS_GLUON=1 (the gluon_* columns), in the same alternation")
+    ap.add_argument("--versus", action="store_true",
+                    help="a side with the ours-or-torch table tritonblas.versus measures (the versus_* columns)")
     args = ap.parse_args(argv)
     if args.merge:
         if args.out is None:
@@ -805,7 +875,7 @@ def main(argv=None) -> int:
     if args.one:
         import json
 
-        r = run_workload(*args.one, args.reps, gluon=args.gluon)
+        r = run_workload(*args.one, args.reps, gluon=args.gluon, versus=args.versus)
         print("ROW " + json.dumps(asdict(r)), flush=True)
         return 0
     if args.plot is not None:
@@ -832,9 +902,10 @@ def main(argv=None) -> int:
             continue
         t0 = time.time()
         r = _isolated(m, mo, d, args.reps, min(args.job_timeout_s, max(30.0, args.budget_s - (t0 - start) + 30)),
-                      gluon=args.gluon)
+                      gluon=args.gluon, versus=args.versus)
         rows.append(r)
         print(f"{m} {mo} {d}: torch {r.torch_ms:.3f} ms ours {r.ours_ms:.3f} ms x{r.speedup:.3f} "
+              f"versus {r.versus_ms:.3f} ms x{r.versus_speedup:.3f} "
               f"({time.time() - t0:.0f} s) {r.error}", flush=True)
         if args.out:
             write_rows(args.out, rows, prov)

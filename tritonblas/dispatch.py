@@ -102,6 +102,8 @@ MAX_PLANS = 4096
 
 _FALLBACK = object()  # a _PLANS value: the model found no config; torch runs this key
 _PLANS: dict[GemmKey, Any] = {}
+_VENDOR_KEYS: set = set()  # GemmKeys whose plan a tile table's VENDOR entry gave to torch
+_VENDOR_FAST: set = set()  # the warm-path keys (_fast_key) of calls that ran torch for such a key
 _FAST: dict[tuple, "_Fast"] = {}  # fast key (see _fast_key) → everything a warm launch needs
 _LOCK = threading.Lock()
 _STATS: Counter = Counter()
@@ -288,9 +290,24 @@ def stats() -> dict[str, int]:
     :mod:`tritonblas.fastpath`), ``ws`` (checked-path launches of the warp-specialised kernel, origami's
     pick of kind 'ws'; its warm calls count under ``launches`` / ``fast_hits`` only), ``triton_launches``
     (warm launches that went through Triton's own Python launcher: no raw launcher bound, or a
-    launch hook installed; each costs tens of µs of host time more than a raw launch)."""
+    launch hook installed; each costs tens of µs of host time more than a raw launch), ``vendor``
+    (plans a tile table's :data:`~tritonblas.tables.VENDOR` entry gave to torch; their calls count
+    under ``fallbacks``)."""
     return {k: _STATS[k] for k in ("launches", "plans", "empty", "fallbacks", "routed", "table_hits",
-                                   "intercepted", "fast_hits", "ws", "triton_launches")}
+                                   "intercepted", "fast_hits", "ws", "triton_launches", "vendor")}
+
+
+def planned_problems() -> list[GemmProblem]:
+    """The distinct problems the cold path has planned since the last :func:`clear_caches`, oldest
+    first (what a model ran through tritonblas: :mod:`tritonblas.versus` measures these). Problems
+    whose sizes GemmProblem refuses are left out."""
+    out: dict[GemmProblem, None] = {}
+    for key in list(_PLANS):
+        try:
+            out[key.problem()] = None
+        except ValueError:
+            continue
+    return list(out)
 
 
 def reset_stats() -> None:
@@ -303,6 +320,8 @@ def clear_caches() -> None:
     with _LOCK:
         _PLANS.clear()
         _FAST.clear()
+        _VENDOR_KEYS.clear()
+        _VENDOR_FAST.clear()
         _COMPILED.clear()
         _SPLITS.clear()
     _plan.clear_workspaces()
@@ -343,8 +362,12 @@ def _build(key: GemmKey, hw: HardwareProfile, device: torch.device, op: str, ws_
     if key.config is not None:
         cfg = key.config
     elif (hit := tables.lookup(problem, hw)) is not None and (key.ws or hit.kind is not Kind.WS):
-        cfg = hit  # an exact tile-table entry (checked with the shared predicates when loaded)
         _STATS["table_hits"] += 1
+        if hit is tables.VENDOR:  # measured on this device: torch's own GEMM beats our pick (tritonblas.versus)
+            _STATS["vendor"] += 1
+            _VENDOR_KEYS.add(key)
+            return _store(key, _FALLBACK)
+        cfg = hit  # an exact tile-table entry (checked with the shared predicates when loaded)
     else:
         try:
             est = origami.select(problem, sel)
@@ -1011,6 +1034,14 @@ def fast_lookup(a: torch.Tensor, b: torch.Tensor, out: torch.Tensor | None = Non
     return _fast_hit(_fast_key(a, b, out, c, None, config))
 
 
+def fast_vendor(a: torch.Tensor, b: torch.Tensor, out: torch.Tensor | None = None,
+                c: torch.Tensor | None = None) -> bool:
+    """Whether a :func:`gemm` call on exactly these kernel-level operands (default profile, no config)
+    ran torch because a tile table's :data:`~tritonblas.tables.VENDOR` entry says so (the warm path
+    then hands such signatures to torch's own function, :mod:`tritonblas.fastpath`)."""
+    return bool(_VENDOR_FAST) and _fast_key(a, b, out, c, None, None) in _VENDOR_FAST
+
+
 def fast_valid(f: "_Fast") -> bool:
     """Whether a warm entry looked up earlier still holds: the device → profile mapping it was built
     under is current (``clear_caches`` or a profile change invalidates it)."""
@@ -1175,6 +1206,11 @@ def gemm(a: torch.Tensor, b: torch.Tensor, out: torch.Tensor | None = None, *, c
     info, tf32, lp, key = _plan_of(a, b, out, c, profile, config, op, alpha, beta)
     if lp is _FALLBACK:
         _STATS["fallbacks"] += 1
+        if fkey is not None and key in _VENDOR_KEYS:
+            with _LOCK:
+                if len(_VENDOR_FAST) >= MAX_PLANS:
+                    _VENDOR_FAST.clear()
+                _VENDOR_FAST.add(fkey)
         return torch_gemm(a, b, out, c, alpha, beta)
     if lp.config.kind is Kind.WS:  # origami's pick (or config=) is the warp-specialised kernel: key.ws held
         taken = _ws_gemm(a, b, out, c, beta, lp)

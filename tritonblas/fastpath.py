@@ -36,7 +36,8 @@ import torch
 
 from tritonblas import _compat, dispatch
 
-__all__ = ["ENV_FAST", "enabled", "direct", "linear", "matmul", "linear_hot", "matmul_hot", "clear", "MAX_ENTRIES"]
+__all__ = ["ENV_FAST", "enabled", "direct", "linear", "matmul", "linear_hot", "matmul_hot", "clear", "MAX_ENTRIES",
+           "TORCH"]
 
 from tritonblas.settings import ENV_FAST, raw_equals  # noqa: E402
 MAX_ENTRIES = 4096
@@ -57,7 +58,9 @@ _empty = torch.empty
 _fast_context = dispatch.fast_context
 _LINEAR: dict[tuple, tuple] = {}  # linear signature → (fast entry, output shape)
 _MATMUL: dict[tuple, tuple] = {}  # matmul signature → (fast entry, output shape, kernel views' shapes)
+_TORCH_SIGS: dict[tuple, bool] = {}  # linear / matmul signatures a tile table's VENDOR entry gives to torch
 _LOCK = threading.Lock()
+TORCH = object()  # linear / matmul / *_hot: "run torch's own function" (a VENDOR signature, known warm)
 
 
 def enabled() -> bool:
@@ -73,6 +76,7 @@ def clear() -> None:
     with _LOCK:
         _LINEAR.clear()
         _MATMUL.clear()
+        _TORCH_SIGS.clear()
 
 
 def direct(*tensors) -> bool:
@@ -210,7 +214,11 @@ def record_linear(x, w, bias) -> None:
         key = _linear_key(x, w, bias)
     except (RuntimeError, NotImplementedError):
         return
-    if f is None or tuple(f.out_shape) != (a.shape[0], w.shape[0]):
+    if f is None:
+        if dispatch.fast_vendor(a, b, None, bias):
+            _store(_TORCH_SIGS, ("linear", key), True)
+        return
+    if tuple(f.out_shape) != (a.shape[0], w.shape[0]):
         return
     _store(_LINEAR, key, (f, (*x.shape[:-1], w.shape[0])))
 
@@ -290,12 +298,32 @@ def _mm(a, b):
     return dispatch.gemm(a, b, op="mm")
 
 
+def _torch_linear(x, w, bias) -> bool:
+    """Whether this ``F.linear`` signature ran torch for a tile table's VENDOR entry (then torch's own
+    ``F.linear`` serves it, autograd included: :data:`TORCH`)."""
+    try:
+        return ("linear", _linear_key(x, w, bias)) in _TORCH_SIGS
+    except (RuntimeError, NotImplementedError):
+        return False
+
+
+def _torch_matmul(a, b) -> bool:
+    """:func:`_torch_linear` for ``matmul(a, b)``."""
+    try:
+        return ("matmul", _matmul_key(a, b)) in _TORCH_SIGS
+    except (RuntimeError, NotImplementedError):
+        return False
+
+
 def linear(x, w, bias=None):
-    """``F.linear(x, w, bias)`` warm, or None (see the module docstring)."""
+    """``F.linear(x, w, bias)`` warm, :data:`TORCH` (the caller runs torch's F.linear), or None (see the
+    module docstring)."""
     if type(x) not in _PLAIN or type(w) not in _PLAIN or (bias is not None and type(bias) not in _PLAIN):
         return None
     if not enabled() or not direct():
         return None
+    if _TORCH_SIGS and _torch_linear(x, w, bias):
+        return TORCH
     if _grad_enabled() and (x.requires_grad or w.requires_grad or (bias is not None and bias.requires_grad)):
         try:
             hit = _LINEAR.get(_linear_key(x, w, bias))  # a known signature passed the checks below before
@@ -323,6 +351,8 @@ def linear_hot(x, w, bias=None):
         return None
     if _fast_off() or _intercepting() or _any_autocast():
         return None
+    if _TORCH_SIGS and _torch_linear(x, w, bias):
+        return TORCH
     if _grad_enabled() and (x.requires_grad or w.requires_grad or (bias is not None and bias.requires_grad)):
         # under autograd: a known signature goes straight to the autograd Function (an unknown one
         # takes the route, whose fastpath.linear checks it first)
@@ -339,6 +369,8 @@ def matmul_hot(a, b):
         return None
     if _fast_off() or _intercepting() or _any_autocast():
         return None
+    if _TORCH_SIGS and _torch_matmul(a, b):
+        return TORCH
     if _grad_enabled() and (a.requires_grad or b.requires_grad):
         if not _matmul_autograd_case(a, b):
             return None
@@ -395,6 +427,8 @@ def record_matmul(a, b, ka, kb) -> None:
     except (RuntimeError, NotImplementedError):
         return
     if f is None:
+        if dispatch.fast_vendor(ka, kb) and _views_ok(a, ka) and _views_ok(b, kb):
+            _store(_TORCH_SIGS, ("matmul", key), True)
         return
     shape = _matmul_shape(a, b)
     if shape is None or math.prod(shape) != math.prod(f.out_shape):
@@ -481,11 +515,14 @@ def _mm_like(a, b, transposed: bool):
 
 
 def matmul(a, b):
-    """``torch.matmul(a, b)`` warm, or None (see the module docstring)."""
+    """``torch.matmul(a, b)`` warm, :data:`TORCH` (the caller runs torch's matmul), or None (see the
+    module docstring)."""
     if type(a) not in _PLAIN or type(b) not in _PLAIN:
         return None
     if not enabled() or not direct():
         return None
+    if _TORCH_SIGS and _torch_matmul(a, b):
+        return TORCH
     if needs_grad(a, b):
         if not _matmul_autograd_case(a, b):
             return None

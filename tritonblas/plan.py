@@ -851,8 +851,10 @@ def staging_buffer(t: torch.Tensor, order: int, staged: list) -> torch.Tensor:
 
 
 # --- ahead-of-time compilation ---------------------------------------------------------------
-def _example_tensors(problem: GemmProblem, device: str):
-    """Contiguous tensors of the problem's dtypes and layouts (what benchmarks launch with)."""
+def example_tensors(problem: GemmProblem, device: str):
+    """Random operands (a, b) and an empty output of the problem's sizes, dtypes and layouts, freshly
+    allocated (what benchmarks and :mod:`tritonblas.versus` launch with; contiguous storage, so
+    their alignment is ``GemmProblem.contiguous_align_bytes``)."""
     def make(rows, cols, dtype, layout):
         shape = (problem.batch, rows, cols) if problem.batch > 1 else (rows, cols)
         if layout is Layout.T:
@@ -865,6 +867,9 @@ def _example_tensors(problem: GemmProblem, device: str):
     shape = (problem.batch, problem.m, problem.n) if problem.batch > 1 else (problem.m, problem.n)
     out = torch.empty(shape, device=device, dtype=TORCH_DTYPES[problem.c_dtype])
     return a, b, out
+
+
+_example_tensors = example_tensors  # the name the benchmarks and the precompile workers use
 
 
 def _precompile_one(plan: LaunchPlan, device: str, launch_kwargs: dict) -> str | None:

@@ -185,6 +185,8 @@ def _r_linear(profile, x, w, bias):
         return NotImplemented
     if profile is None and not _is_compiling() and not _autocast_on(x.device.type):
         r = fastpath.linear(x, w, bias)
+        if r is fastpath.TORCH:  # a tile table's VENDOR entry: torch's own function
+            return NotImplemented
         if r is not None:
             return r
     if (w.dim() not in (1, 2) or x.dim() == 0 or x.shape[-1] != w.shape[-1]
@@ -215,6 +217,8 @@ def _r_matmul(profile, a, b, out):
         return NotImplemented
     if out is None and profile is None and not _is_compiling() and not _autocast_on(a.device.type):
         r = fastpath.matmul(a, b)
+        if r is fastpath.TORCH:  # a tile table's VENDOR entry: torch's own function
+            return NotImplemented
         if r is not None:
             return r
     if not _matmul_shapes_ok(a, b):
@@ -306,6 +310,7 @@ _SAVED: list = []  # (owner, name, had its own attribute, original) while instal
 
 
 _INTERCEPTED = ("intercepted",)
+_TORCH = fastpath.TORCH
 _ROUTED_BOTH = ("intercepted", "routed")
 count = dispatch.count_all
 
@@ -332,6 +337,9 @@ def _wrapper(orig: Callable, parse: Callable, route: Callable, hot: Callable | N
                     except TypeError:  # not the positional form hot takes
                         r = None
                     if r is not None:
+                        if r is _TORCH:  # a signature a tile table's VENDOR entry gives to torch
+                            count(_INTERCEPTED)
+                            return orig(*args)
                         count(_ROUTED_BOTH)
                         return r
                 try:

@@ -35,7 +35,15 @@ entry is a local defect in an otherwise intact, checksummed file (the checksum w
 whoever wrote it), so only that entry is dropped: one :class:`TableWarning` lists the dropped keys
 and reasons, and the rest of the table stays in use. ``strict=True`` raises on the first bad entry.
 
-Dispatcher hook: :func:`lookup` ``(problem, profile) -> TileConfig | None`` consults the active table:
+Vendor entries: an entry may say ``{"kind": "torch", <every other TileConfig field>: null}`` (CSV: kind
+cell ``torch``, the other cells empty), the :data:`VENDOR` marker: for that problem the dispatcher runs
+torch's own GEMM (cuBLAS / hipBLASLt) instead of a tritonblas kernel (``dispatch.stats()["vendor"]``).
+The model never writes one; :mod:`tritonblas.versus` does, from measurements (our pick vs torch on the
+device). Inductor renders skip them (Inductor then makes its own choice). A tritonblas that predates
+them drops such an entry at load with the usual one-warning ("unknown kind"), the rest of the table
+stays in use.
+
+Dispatcher hook: :func:`lookup` ``(problem, profile) -> TileConfig | None`` consults the active table (a :class:`~origami.TileConfig`, :data:`VENDOR`, or None):
 the one given to :func:`set_table`, else ``$TRITONBLAS_TABLE`` (a path, read at call time; the file is
 reloaded when it changes). A table made for another profile (content hash) is not used for that
 profile (one warning per table and profile). ``None`` means "the model decides".
@@ -82,6 +90,7 @@ __all__ = [
     "TableWarning", "TableError", "TileTable", "AtomicFile",
     "problem_key", "parse_key", "make_table", "render", "render_inductor", "inductor_kwargs", "dump_inductor",
     "write_table", "load_table", "set_table", "active_table", "lookup", "clear_cache", "table_token", "GENERATION",
+    "VENDOR", "table_of", "explicit_table",
 ]
 
 FORMAT = "tritonblas-tile-table"
@@ -92,6 +101,28 @@ CONFIG_FIELDS = tuple(f.name for f in fields(TileConfig))
 FORMATS = ("json", "csv", "inductor")
 CHUNK = 1 << 14  # problems per select_many_arrays call (progress granularity; costs nothing measurable)
 _MAX_LISTED = 5  # bad entries named in one warning
+
+
+class _Vendor:
+    """The type of :data:`VENDOR`: an entry that sends its problem to torch's own GEMM."""
+
+    __slots__ = ()
+    kind = None  # no tritonblas kernel kind: ``entry.kind is Kind.WS`` and friends are False
+
+    def to_dict(self) -> dict:
+        return {**{f: None for f in CONFIG_FIELDS}, "kind": "torch"}
+
+    def short(self) -> str:
+        return "torch"
+
+    def __repr__(self) -> str:
+        return "tables.VENDOR"
+
+    def __reduce__(self):
+        return "VENDOR"
+
+
+VENDOR = _Vendor()  # a table entry: torch runs this problem (measured faster than our pick on the device)
 
 
 class TableError(ValueError):
@@ -132,13 +163,13 @@ def parse_key(key: str) -> GemmProblem:
 # --- the table -------------------------------------------------------------------------------
 @dataclass(frozen=True, eq=False)
 class TileTable:
-    """A loaded or generated table. ``entries`` maps GemmProblem → TileConfig (read-only).
+    """A loaded or generated table. ``entries`` maps GemmProblem → TileConfig or :data:`VENDOR` (read-only).
 
     ``reason`` is set (and ``entries`` empty) when a file was ignored; ``rejected`` lists the
     ``(key, reason)`` of entries dropped at load.
     """
 
-    entries: Mapping[GemmProblem, TileConfig]
+    entries: Mapping[GemmProblem, "TileConfig | _Vendor"]
     profile_name: str
     profile_hash: str
     profile_arch: str = ""
@@ -156,7 +187,7 @@ class TileTable:
     def empty(cls, path: str | None = None, reason: str | None = None) -> "TileTable":
         return cls(MappingProxyType({}), "", "", path=path, reason=reason)
 
-    def get(self, problem: GemmProblem) -> TileConfig | None:
+    def get(self, problem: GemmProblem) -> "TileConfig | _Vendor | None":
         return self.entries.get(problem)
 
     def digest(self) -> str:
@@ -291,7 +322,14 @@ def make_table(problems: Sequence[GemmProblem], profile: "HardwareProfile | str"
         entries.update((p, c) for p, c in zip(chunk, picked) if c is not None)
         if progress:
             progress(len(chunk))
-    return TileTable(MappingProxyType(entries), hw.name, hw.content_hash, hw.arch, FORMAT_VERSION,
+    return table_of(entries, hw)
+
+
+def table_of(entries: "Mapping[GemmProblem, TileConfig | _Vendor]", profile: "HardwareProfile | str") -> TileTable:
+    """A table of these entries for ``profile`` (stamped with this tritonblas, this Triton and now),
+    as :func:`make_table` returns; entries are not checked here (:func:`load_table` checks them)."""
+    hw = load_profile(profile)
+    return TileTable(MappingProxyType(dict(entries)), hw.name, hw.content_hash, hw.arch, FORMAT_VERSION,
                      _library_version(), installed_triton(),
                      _dt.datetime.now(_dt.timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ"))
 
@@ -341,7 +379,8 @@ def _render_csv(table: TileTable) -> str:
     for p, cfg in table.entries.items():
         s = cache.get(cfg)
         if s is None:
-            s = cache[cfg] = ",".join(_cell(getattr(cfg, f)) for f in CONFIG_FIELDS)
+            s = cache[cfg] = ",".join(_cell(v) for v in cfg.to_dict().values()) if cfg is VENDOR else \
+                ",".join(_cell(getattr(cfg, f)) for f in CONFIG_FIELDS)
         out.append(f"{problem_key(p)},{s}")
     return "\n".join(out) + "\n"
 
@@ -431,7 +470,7 @@ def render_inductor(table: TileTable, *, device_key: str | None = None,
     skipped = substituted = 0
     hw = None
     for p, cfg in table.entries.items():
-        if p.a_dtype not in _TORCH_DTYPE or not p.a_dtype == p.b_dtype == p.c_dtype:
+        if cfg is VENDOR or p.a_dtype not in _TORCH_DTYPE or not p.a_dtype == p.b_dtype == p.c_dtype:
             skipped += 1
             continue
         if cfg.kind is not Kind.DP or cfg.num_chiplets != 1:
@@ -705,11 +744,14 @@ def _load(path: str, strict: bool, profile) -> TileTable:
     return table
 
 
+_VENDOR_DICT = VENDOR.to_dict()
+
+
 def _check_entries(entries: Mapping[str, Any], hw: HardwareProfile):
     from origami.space import violations
 
     configs: dict[tuple, TileConfig | str] = {}
-    good: dict[GemmProblem, TileConfig] = {}
+    good: dict[GemmProblem, TileConfig | _Vendor] = {}
     rejected: list[tuple[str, str]] = []
     names = set(CONFIG_FIELDS)
     for key, d in entries.items():
@@ -729,6 +771,14 @@ def _check_entries(entries: Mapping[str, Any], hw: HardwareProfile):
         if bad_type is not None:  # a list or mapping where a number belongs (also unhashable: no cache key)
             rejected.append((key, f"TileConfig.{bad_type}: expected {'a string' if bad_type == 'kind' else 'an int'}, "
                                   f"got {type(d[bad_type]).__name__} {d[bad_type]!r}"))
+            continue
+        if d.get("kind") == "torch":
+            if d == _VENDOR_DICT:
+                good[p] = VENDOR
+            else:
+                extra = sorted(f for f in CONFIG_FIELDS if f != "kind" and d.get(f, 0) is not None)
+                rejected.append((key, f"a torch entry has every other field null; {', '.join(extra) or 'some'} "
+                                      "given or missing"))
             continue
         ck = (*((type(v), v) for v in map(d.get, CONFIG_FIELDS)), len(d))  # typed: 128.0 and True are no 128 and 1
         cfg = configs.get(ck)
@@ -768,6 +818,12 @@ def set_table(table: "TileTable | str | os.PathLike[str] | None") -> TileTable |
             _EXPLICIT.append(table)
         GENERATION[0] += 1
     return active_table()
+
+
+def explicit_table() -> TileTable | None:
+    """The table :func:`set_table` installed (None: none, ``$TRITONBLAS_TABLE`` applies), to restore it later."""
+    with _LOCK:
+        return _EXPLICIT[0] if _EXPLICIT else None
 
 
 def table_token() -> tuple[int, str | None]:
@@ -819,8 +875,8 @@ def active_table(profile: "HardwareProfile | str | None" = None) -> TileTable | 
     return table
 
 
-def lookup(problem: GemmProblem, profile: "HardwareProfile | str") -> TileConfig | None:
-    """The active table's config for exactly ``problem`` on ``profile``; None: the model decides
+def lookup(problem: GemmProblem, profile: "HardwareProfile | str") -> "TileConfig | _Vendor | None":
+    """The active table's config for exactly ``problem`` on ``profile`` (:data:`VENDOR`: torch runs it); None: the model decides
     (no table, a miss, or a table made for another profile — warned once per table and profile)."""
     hw = load_profile(profile)
     table = active_table(hw)

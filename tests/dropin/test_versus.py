@@ -1,0 +1,170 @@
+"""Vendor entries (tables.VENDOR) and tritonblas.versus: a measured "torch runs this problem" decision.
+
+What must hold: a VENDOR entry round-trips through both file formats under the checksum; a malformed
+one is dropped naming its key; the dispatcher, the warm path and enable() hand exactly that problem
+to torch (results bitwise torch's, autograd included) and nothing else; versus decides by the
+measured times with ties to torch; Inductor renders skip the entries."""
+
+import pytest
+import torch
+
+import origami
+import tritonblas
+from tritonblas import dispatch, fastpath, tables, versus
+
+
+@pytest.fixture(autouse=True)
+def _clean(monkeypatch):
+    monkeypatch.delenv(tables.ENV_TABLE, raising=False)
+    monkeypatch.setenv("TRITONBLAS_PROFILE", "h200")
+    tables.set_table(None)
+    dispatch.clear_caches()
+    fastpath.clear()
+    yield
+    tables.set_table(None)
+    dispatch.clear_caches()
+    fastpath.clear()
+
+
+def _rand(*shape, seed=0, dtype=torch.bfloat16, device="cpu"):
+    g = torch.Generator(device="cpu").manual_seed(seed)
+    return torch.randn(*shape, generator=g).to(dtype=dtype, device=device)
+
+
+def _problem(m, n, k, b_layout="N"):
+    return origami.GemmProblem(m, n, k, "bf16", "bf16", "bf16", "N", b_layout)
+
+
+@pytest.mark.parametrize("fmt", ["json", "csv"])
+def test_vendor_entries_round_trip_under_the_checksum(tmp_path, fmt):
+    hw = origami.load_profile("h200")
+    p_torch, p_ours = _problem(64, 48, 32), _problem(96, 64, 32)
+    table = tables.table_of({p_torch: tables.VENDOR, **tables.make_table([p_ours], hw).entries}, hw)
+    path = tmp_path / f"t.{fmt}"
+    tables.write_table(table, path, fmt)
+    back = tables.load_table(path, strict=True)
+    assert back.get(p_torch) is tables.VENDOR
+    assert back.get(p_ours) == table.get(p_ours) and back.get(p_ours) is not tables.VENDOR
+    assert back.checksum == table.digest()
+    # an edited entry fails the checksum, as for config entries
+    text = path.read_text()
+    path.write_text(text.replace("torch", "dp", 1))
+    with pytest.raises(tables.TableError, match="checksum"):
+        tables.load_table(path, strict=True)
+
+
+def test_a_torch_entry_with_tile_fields_is_dropped_naming_its_key():
+    hw = origami.load_profile("h200")
+    key = tables.problem_key(_problem(64, 48, 32))
+    bad = {**tables.VENDOR.to_dict(), "block_m": 64}
+    good, rejected = tables._check_entries({key: bad, tables.problem_key(_problem(32, 32, 32)): tables.VENDOR.to_dict()},
+                                          hw)
+    assert [k for k, _ in rejected] == [key] and "block_m" in rejected[0][1]
+    assert list(good.values()) == [tables.VENDOR]
+
+
+def test_inductor_render_skips_vendor_entries():
+    hw = origami.load_profile("h200")
+    p = _problem(64, 48, 32)
+    doc, skipped = tables.render_inductor(tables.table_of({p: tables.VENDOR}, hw))
+    assert skipped == 1 and list(doc) == [tables.INDUCTOR_PROVENANCE_KEY]
+
+
+@pytest.mark.timeout(300)
+def test_dispatcher_runs_torch_for_a_vendor_problem_only():
+    a, b = _rand(64, 32), _rand(32, 48, seed=1)
+    a2, b2 = _rand(96, 32, seed=2), _rand(32, 64, seed=3)
+    tables.set_table(tables.table_of({_problem(64, 48, 32): tables.VENDOR}, "h200"))
+    dispatch.reset_stats()
+    for _ in range(2):
+        got = tritonblas.matmul(a, b)
+        assert torch.equal(got, torch.matmul(a, b))  # torch's own result, bit for bit
+    s = dispatch.stats()
+    # the first call plans (the table's VENDOR entry) and runs torch through the dispatcher; the second
+    # is known warm and goes to torch's matmul directly
+    assert s["vendor"] == 1 and s["fallbacks"] == 1 and s["launches"] == 0 and s["plans"] == 0, s
+    other = tritonblas.matmul(a2, b2)  # not in the table: our kernel
+    assert dispatch.stats()["launches"] == 1
+    ref = a2.float() @ b2.float()
+    assert float((other.float() - ref).norm() / ref.norm()) < 2e-2
+
+
+@pytest.mark.timeout(300)
+def test_enable_hands_a_vendor_linear_to_torch_warm_with_autograd():
+    x = _rand(2, 24, 32, seed=4).requires_grad_()
+    w = torch.nn.Parameter(_rand(48, 32, seed=5))
+    bias = torch.nn.Parameter(_rand(48, seed=6))
+    # F.linear(x, w) is x (48, 32) @ w.T: b is w's transposed view (layout T)
+    tables.set_table(tables.table_of({_problem(48, 48, 32, "T"): tables.VENDOR}, "h200"))
+    ref = torch.nn.functional.linear(x, w, bias)
+    ref.sum().backward()
+    rg = (x.grad.clone(), w.grad.clone(), bias.grad.clone())
+    for i in range(3):
+        x.grad = w.grad = bias.grad = None
+        dispatch.reset_stats()
+        with tritonblas.enable():
+            y = torch.nn.functional.linear(x, w, bias)
+        assert torch.equal(y, ref)
+        y.sum().backward()
+        # the forward is torch's; the backward GEMMs are other problems (ours on the first call,
+        # torch's own autograd once the signature is known warm)
+        torch.testing.assert_close(x.grad, rg[0], rtol=2e-2, atol=2e-2)
+        torch.testing.assert_close(w.grad, rg[1], rtol=2e-2, atol=2e-2)
+        torch.testing.assert_close(bias.grad, rg[2], rtol=0, atol=0)
+        s = dispatch.stats()
+        if i:  # warm: torch's F.linear served the call, nothing of ours ran
+            assert s["routed"] == 0 and s["intercepted"] == 1 and s["launches"] == 0, s
+    with torch.no_grad(), tritonblas.enable():
+        dispatch.reset_stats()
+        assert torch.equal(torch.nn.functional.linear(x, w, bias), ref.detach())
+        assert dispatch.stats()["routed"] == 0
+
+
+def test_versus_decides_by_the_times_with_ties_to_torch():
+    assert versus.decide(1.0, 1.0, 0.0) is True
+    assert versus.decide(0.97, 1.0, 0.02) is False
+    assert versus.decide(0.99, 1.0, 0.02) is True
+    assert versus.decide(1.2, 1.0, 0.0) is True
+    for bad in (-0.1, 1.0, 2):
+        with pytest.raises(ValueError, match="margin"):
+            versus.decide(1.0, 1.0, bad)
+
+
+@pytest.mark.timeout(300)
+def test_measure_table_gives_vendor_entries_where_torch_is_not_faster(monkeypatch):
+    import tritonblas.plan as plan_mod
+
+    ours_win, tie, torch_win = _problem(64, 48, 32), _problem(96, 64, 32), _problem(32, 32, 32)
+    fp8 = origami.GemmProblem(64, 64, 64, "fp8_e4m3", "fp8_e4m3", "bf16", "N", "T")
+    ours_ms = {ours_win: 0.5, tie: 1.0, torch_win: 2.0}
+    now, seen = [], []
+    real = plan_mod.example_tensors
+
+    def tensors(p, dev):  # measure() builds each problem's operands here: note which one is timed
+        now[:] = [p]
+        seen.append(p)
+        return real(p, dev)
+
+    def timer(fn):  # torch 1 ms; ours as above
+        fn()
+        return ours_ms[now[0]] if fn.__name__ == "ours" else 1.0
+
+    monkeypatch.setattr(plan_mod, "example_tensors", tensors)
+    kept = tables.table_of({}, "h200")
+    tables.set_table(kept)
+    table, rows = versus.measure_table([ours_win, tie, fp8, torch_win, ours_win], timer=timer, margin=0.02)
+    assert seen == [ours_win, tie, torch_win]  # duplicates once, fp8 skipped
+    by = {r.problem: r for r in rows}
+    assert by[fp8].note.startswith("fp8") and by[fp8].ours_ms is None and not by[fp8].vendor
+    assert (by[ours_win].vendor, by[tie].vendor, by[torch_win].vendor) == (False, True, True)
+    assert by[torch_win].ours_ms == 2.0 and by[torch_win].torch_ms == 1.0
+    assert dict(table.entries) == {tie: tables.VENDOR, torch_win: tables.VENDOR}
+    assert tables.explicit_table() is kept  # the table set aside while measuring is back
+
+
+def test_planned_problems_lists_what_ran():
+    a, b = _rand(40, 32), _rand(32, 24, seed=1)
+    tritonblas.matmul(a, b)
+    tritonblas.matmul(a, b)
+    assert dispatch.planned_problems() == [origami.GemmProblem(40, 24, 32, "bf16", "bf16", "bf16",
+                                                               align_bytes=16)]

@@ -34,7 +34,8 @@ Gluon kernel are timed in one run (before: two runs, one per setting, each again
 measures in the same process for the problems the ``ours`` side planned (every GEMM the workload ran
 through tritonblas, backward included): each problem timed with our pick and with ``torch.matmul``,
 a :data:`~tritonblas.tables.VENDOR` entry where ours is not 2% faster; columns ``versus_*``,
-``vendor_entries`` / ``versus_problems`` (entries / problems measured). Not for the compile modes.
+``vendor_entries`` / ``versus_problems`` (entries / problems measured). For prefill, train and
+decode_graph.
 
 ``build(name, dtype, device, tiny=True)`` gives the tests the same model classes at toy sizes.
 """
@@ -511,7 +512,7 @@ def run_workload(name: str, mode: str, dtype_name: str, reps: int, device: str =
                          else "batch 1, one token, no KV context")
         else:
             row.shape = _shape_of(inputs(mode))
-        if versus and "compile" not in mode:
+        if versus and mode in ("prefill", "train", "decode_graph"):
             vs = {"versus": _versus_side(row)}
             model.to(device)  # _train_steps left the original on the CPU
             v_steps, _, v_outs = _build_steps(name, mode, model, inputs, spec, vs)

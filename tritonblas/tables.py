@@ -802,7 +802,13 @@ def _check_entries(entries: Mapping[str, Any], hw: HardwareProfile):
 # --- the active table (the dispatcher's hook) ----------------------------------------------------
 _LOCK = threading.Lock()
 _EXPLICIT: list[TileTable] = []          # set_table's table (at most one)
-GENERATION = [0]                          # bumped by set_table: the dispatcher keys plans and warm entries on GENERATION[0]
+# set_table's table as a number: the dispatcher keys plans and warm entries on GENERATION[0]. Each table
+# object gets its own number the first time it is set (tables are immutable), and keeps it: switching
+# back to a table set before finds its plans and warm entries again instead of planning every call anew
+# (a process alternating two tables, as benchmarks/models.py's sides do, re-planned on every switch)
+GENERATION = [0]
+_NEXT = [0]
+_SERIALS: dict[int, tuple[TileTable, int]] = {}  # id(table) -> (the table, kept alive so the id stays its own; its number)
 _ENV_CACHE: dict[tuple[str, str | None], tuple[Any, TileTable, bool]] = {}
 _WARNED: set[tuple[str | None, str, str, str]] = set()
 
@@ -816,7 +822,15 @@ def set_table(table: "TileTable | str | os.PathLike[str] | None") -> TileTable |
         _EXPLICIT.clear()
         if table is not None:
             _EXPLICIT.append(table)
-        GENERATION[0] += 1
+            seen = _SERIALS.get(id(table))
+            if seen is None or seen[0] is not table:
+                if len(_SERIALS) >= 64:  # at most that many tables kept alive; numbers are never reused
+                    _SERIALS.clear()
+                _NEXT[0] += 1
+                seen = _SERIALS[id(table)] = (table, _NEXT[0])
+            GENERATION[0] = seen[1]
+        else:
+            GENERATION[0] = 0
     return active_table()
 
 

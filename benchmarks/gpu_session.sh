@@ -29,7 +29,7 @@
 #             and F.linear's bias add on the Gluon kernel: dispatch.gluon_eligible) alternating in one run
 #             -> $OUT/models_gluon.csv
 #   vendor    benchmarks/vendor_times.py: torch's own GEMM time on every training and held-out shape
-#             (the drop-in's ours-or-torch rule is fitted on it) -> benchmarks/data/h200_vendor/torch.csv,
+#             (the drop-in's ours-or-torch rule is fitted on it) -> benchmarks/data/h200_vendor{,_heldout}/torch.csv,
 #             back in $OUT/vendor_data.tgz (resumable: commit it)
 #   heldout   the held-out split's exhaustive sweeps (issue 19) under torchrun on every GPU, resumable
 #             (rows already in benchmarks/data/h200_heldout/ are kept; every rank stops starting shapes
@@ -131,7 +131,7 @@ for step in $STEPS; do
                    --budget-s ${GLUON_MODELS_BUDGET:-360} --out "$OUT/models_gluon.csv"
                } > "$log" 2>&1 ;;
     vendor)    { timeout $(( ${VENDOR_BUDGET:-200} + 60 )) python3 benchmarks/vendor_times.py --budget-s ${VENDOR_BUDGET:-200}
-                 echo "vendor rc=$?"; tar czf "$OUT/vendor_data.tgz" benchmarks/data/h200_vendor
+                 echo "vendor rc=$?"; tar czf "$OUT/vendor_data.tgz" benchmarks/data/h200_vendor benchmarks/data/h200_vendor_heldout
                } > "$log" 2>&1 ;;
     heldout)   { timeout $(( ${HELDOUT_BUDGET:-480} + 90 )) python3 -m torch.distributed.run --standalone --nproc-per-node gpu \
                    benchmarks/sweep.py --heldout --rep-ms ${HELDOUT_REP_MS:-3} --budget-s ${HELDOUT_BUDGET:-480} ${HELDOUT_ARGS:-}

@@ -3,7 +3,7 @@ fitted on the training shapes can tell in advance where we win (the question beh
 
     python benchmarks/vendor_gap.py [--profile h200] [--margin 0.05]
 
-Reads benchmarks/data/<profile>_vendor/torch.csv (benchmarks/vendor_times.py, GPU) and the recorded
+Reads benchmarks/data/<profile>_vendor{,_heldout}/torch.csv (benchmarks/vendor_times.py, GPU) and the recorded
 sweeps (training: benchmarks/data/<profile>/*.csv; held-out: benchmarks/data/<profile>_heldout/*.csv).
 Per sweep file: shapes with both times, the geometric mean of torch_ms / pick_ms (above 1: our pick is
 faster), how many picks lose, the same for the best measured config, and "oracle-route", the best a
@@ -31,15 +31,13 @@ sys.path.insert(0, str(ROOT / "benchmarks"))
 
 import origami  # noqa: E402
 from origami.fit import read_sweep  # noqa: E402
-from vendor_times import PROBLEM_COLS, problem_key  # noqa: E402
+from vendor_times import PROBLEM_COLS, problem_key, read_vendor_rows, vendor_paths  # noqa: E402
 
 
 def rows_of(profile: str) -> list[dict]:
     hw = origami.load_profile(profile)
-    path = ROOT / "benchmarks" / "data" / f"{profile}_vendor" / "torch.csv"
-    with path.open() as f:
-        torch_ms = {tuple(r[c] for c in PROBLEM_COLS): float(r["torch_ms"])
-                    for r in csv.DictReader(line for line in f if not line.startswith("#")) if r["torch_ms"]}
+    torch_ms = {tuple(r[c] for c in PROBLEM_COLS): float(r["torch_ms"])
+                for path in vendor_paths(profile).values() for r in read_vendor_rows(path) if r["torch_ms"]}
     out = []
     data = ROOT / "benchmarks" / "data"
     for split, d in (("training", data / profile), ("heldout", data / f"{profile}_heldout")):

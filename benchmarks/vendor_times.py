@@ -1,7 +1,6 @@
 """The vendor library's time on every recorded shape: what the drop-in's "ours or torch's" rule is fitted on.
 
-    python benchmarks/vendor_times.py [--profile h200] [--out benchmarks/data/h200_vendor/torch.csv]
-                                      [--rep-ms 3] [--budget-s 300]
+    python benchmarks/vendor_times.py [--profile h200] [--data benchmarks/data] [--rep-ms 3] [--budget-s 300]
 
 For every shape of the training sweeps (``benchmarks/data/<profile>/*.csv``, warm L2) and of the
 committed held-out split (``benchmarks/shapes/heldout/*.yaml``), and the training shape files'
@@ -17,7 +16,11 @@ float32 product (``sweep.check_result``). Our side of each ratio is the sweep's 
 same kernels on the same GPU, not the same process; the sweeps' anchors re-timed a day later read
 1.027x their recorded times (median, session 12), the noise this ratio carries.
 
-Resumable (shapes already in ``--out`` are skipped) and written atomically after every shape.
+Training rows go to ``<data>/<profile>_vendor/torch.csv``, held-out rows to
+``<data>/<profile>_vendor_heldout/torch.csv``: a held-out shape never sits in a file beside the
+training data (tests/benchmarks/test_heldout_split.py reads every ``benchmarks/data`` CSV outside a
+``*_heldout`` folder as fittable). Resumable (shapes already recorded are skipped) and written
+atomically after every shape.
 Without a GPU it times torch on the CPU with perf_counter: a check that the script works.
 """
 
@@ -38,6 +41,20 @@ from origami.shapes import load_shapes  # noqa: E402
 
 PROBLEM_COLS = ["m", "n", "k", "batch", "a_dtype", "b_dtype", "c_dtype", "a_layout", "b_layout", "align_bytes"]
 COLS = PROBLEM_COLS + ["split", "source", "torch_ms", "error"]
+
+
+def vendor_paths(profile: str, data: Path = ROOT / "benchmarks" / "data") -> dict[str, Path]:
+    """{split: the CSV of torch's times for that split's shapes}."""
+    return {"training": data / f"{profile}_vendor" / "torch.csv",
+            "heldout": data / f"{profile}_vendor_heldout" / "torch.csv"}
+
+
+def read_vendor_rows(path: Path) -> list[dict]:
+    """The data rows of one vendor-times CSV ([] when it does not exist yet)."""
+    if not path.exists():
+        return []
+    with path.open() as f:
+        return list(csv.DictReader(line for line in f if not line.startswith("#")))
 
 
 def _cell(v) -> str:
@@ -118,23 +135,21 @@ def time_one(p: GemmProblem, device: str, rep_ms: float) -> tuple[str, str]:
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--profile", default="h200")
-    ap.add_argument("--out", type=Path, default=None)
+    ap.add_argument("--data", type=Path, default=ROOT / "benchmarks" / "data",
+                    help="the folder holding <profile>_vendor/ and <profile>_vendor_heldout/")
     ap.add_argument("--rep-ms", type=float, default=3)
     ap.add_argument("--budget-s", type=float, default=1e9)
     ap.add_argument("--limit", type=int, default=0, help="at most this many new shapes (0: all)")
     args = ap.parse_args(argv)
-    out = args.out or ROOT / "benchmarks" / "data" / f"{args.profile}_vendor" / "torch.csv"
+    paths = vendor_paths(args.profile, args.data)
 
     import torch
 
     from _harness import provenance, write_csv
 
     device = "cuda" if torch.cuda.is_available() else "cpu"
-    rows = []
-    if out.exists():
-        with out.open() as f:
-            rows = list(csv.DictReader(line for line in f if not line.startswith("#")))
-    done = {problem_key(r) for r in rows}
+    rows = {split: read_vendor_rows(path) for split, path in paths.items()}
+    done = {problem_key(r) for rs in rows.values() for r in rs}
     todo = [x for x in recorded_problems(args.profile) if problem_key(x[0]) not in done]
     if args.limit:
         todo = todo[:args.limit]
@@ -145,11 +160,12 @@ def main(argv=None) -> int:
             print(f"budget reached after {i} of {len(todo)} shapes (resume later)", flush=True)
             break
         ms, err = time_one(p, device, args.rep_ms)
-        rows.append({**{c: _cell(getattr(p, c)) for c in PROBLEM_COLS}, "split": split, "source": source,
-                     "torch_ms": ms, "error": err})
-        write_csv(out, rows, COLS, prov)
+        rows[split].append({**{c: _cell(getattr(p, c)) for c in PROBLEM_COLS}, "split": split, "source": source,
+                            "torch_ms": ms, "error": err})
+        write_csv(paths[split], rows[split], COLS, prov)
         print(f"{p.describe()} [{split}] torch {ms or err}", flush=True)
-    print(f"{len(rows)} shapes in {out}", flush=True)
+    for split, path in paths.items():
+        print(f"{len(rows[split])} {split} shapes in {path}", flush=True)
     return 0
 
 

@@ -101,7 +101,7 @@ def test_errors_launch_nothing(device):
     """The autouse fixture asserts no launch after every test in this file; this one is explicit."""
     with pytest.raises(RuntimeError):
         tritonblas.matmul(torch.randn(3, 4, device=device), torch.randn(5, 6, device=device))
-    assert dispatch.stats() == {"launches": 0, "plans": 0, "empty": 0, "fallbacks": 0, "routed": 0, "table_hits": 0, "intercepted": 0, "fast_hits": 0, "ws": 0, "triton_launches": 0}
+    assert dispatch.stats() == {"launches": 0, "plans": 0, "empty": 0, "fallbacks": 0, "routed": 0, "table_hits": 0, "intercepted": 0, "fast_hits": 0, "ws": 0, "triton_launches": 0, "vendor": 0}
 
 
 _BAD_SCALARS = {"str": "2", "none": None, "list": [2.0], "1d_tensor": [2.0],  # 1d_tensor: torch.tensor([2.0])

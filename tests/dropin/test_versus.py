@@ -168,3 +168,20 @@ def test_planned_problems_lists_what_ran():
     tritonblas.matmul(a, b)
     assert dispatch.planned_problems() == [origami.GemmProblem(40, 24, 32, "bf16", "bf16", "bf16",
                                                                align_bytes=16)]
+
+
+
+@pytest.mark.timeout(300)
+def test_a_warm_vendor_signature_keeps_the_checked_paths_dtype_under_autocast():
+    # tritonblas.linear / matmul do not autocast (the checked path, VENDOR entry or not, returns fp32):
+    # the warm path must not switch to torch's function, which would, once the signature is known
+    x, w = _rand(24, 32, seed=7, dtype=torch.float32), _rand(48, 32, seed=8, dtype=torch.float32)
+    tables.set_table(tables.table_of({origami.GemmProblem(24, 48, 32, "fp32", "fp32", "fp32", "N", "T"): tables.VENDOR},
+                                     "h200"))
+    tritonblas.linear(x, w)  # the signatures known warm outside the autocast region too
+    tritonblas.matmul(x, w.t())
+    for i in range(3):
+        with torch.autocast("cpu", dtype=torch.bfloat16):
+            got = (tritonblas.linear(x, w), tritonblas.matmul(x, w.t()))
+        assert [r.dtype for r in got] == [torch.float32] * 2, i
+    assert dispatch.stats()["vendor"] == 1

@@ -1134,7 +1134,12 @@ def torch_gemm(a, b, out, c, alpha, beta):
     """``out = alpha·(a @ b) + beta·c`` by torch's own ops, for a call tritonblas does not run (torch's
     results and errors; the arguments as :func:`gemm` takes them). Without C, alpha ≠ 1 goes into
     torch's addmm/baddbmm with beta = 0 (C ignored), as the caller's ``addmm(..., beta=0)`` does: one
-    rounding, and an fp16 ``a @ b`` past 65504 is scaled before it could become inf."""
+    rounding, and an fp16 ``a @ b`` past 65504 is scaled before it could become inf. Autocast is off
+    inside: the operands' dtypes are the call's, as for the kernels (an autocast region would compute an
+    fp32 call in bf16 and return it as fp32)."""
+    if torch.is_autocast_enabled(a.device.type):
+        with torch.autocast(a.device.type, enabled=False):
+            return torch_gemm(a, b, out, c, alpha, beta)
     if c is None and alpha != 1:
         c, beta = a.new_zeros(()), 0.0
     if a.dim() == 2 and b.dim() == 2:

@@ -185,3 +185,21 @@ def test_a_warm_vendor_signature_keeps_the_checked_paths_dtype_under_autocast():
             got = (tritonblas.linear(x, w), tritonblas.matmul(x, w.t()))
         assert [r.dtype for r in got] == [torch.float32] * 2, i
     assert dispatch.stats()["vendor"] == 1
+
+
+@pytest.mark.timeout(300)
+def test_a_vendor_problem_keeps_its_dtype_precision_under_autocast():
+    # torch runs the VENDOR problem as the kernels would: in the operands' dtype, not autocast's bf16
+    x, w, c = (_rand(24, 32, seed=9, dtype=torch.float32), _rand(48, 32, seed=10, dtype=torch.float32),
+               _rand(48, seed=11, dtype=torch.float32))
+    tables.set_table(tables.table_of({origami.GemmProblem(24, 48, 32, "fp32", "fp32", "fp32", "N", "T"): tables.VENDOR},
+                                     "h200"))
+    xd, wd, cd = x.double(), w.double(), c.double()
+    with torch.autocast("cpu", dtype=torch.bfloat16):
+        got = {"linear": tritonblas.linear(x, w, c), "matmul": tritonblas.matmul(x, w.t()),
+               "addmm": tritonblas.addmm(c, x, w.t(), beta=0.5, alpha=2.0)}
+    want = {"linear": xd @ wd.T + cd, "matmul": xd @ wd.T, "addmm": 0.5 * cd + 2.0 * (xd @ wd.T)}
+    for name, r in got.items():
+        assert r.dtype == torch.float32, name
+        torch.testing.assert_close(r.double(), want[name], rtol=1e-5, atol=1e-5, msg=name)
+    assert dispatch.stats()["vendor"] >= 1

@@ -37,7 +37,7 @@ from typing import Callable, Iterable
 import torch
 
 from origami.hardware import HardwareProfile
-from origami.problem import GemmProblem
+from origami.problem import DType, GemmProblem
 from tritonblas import tables
 
 __all__ = ["Measured", "measure", "measure_table", "decide"]
@@ -82,8 +82,8 @@ def _timer(rep_ms: float) -> Callable[[Callable[[], object]], float]:
 def _skip(p: GemmProblem) -> str:
     if p.a_dtype.value.startswith("fp8") or p.b_dtype.value.startswith("fp8"):
         return "fp8: torch._scaled_mm, not measured here"
-    if p.c_dtype != p.a_dtype or p.b_dtype != p.a_dtype:
-        return "mixed dtypes: torch.matmul has no such call"
+    if p.b_dtype != p.a_dtype or p.c_dtype != (DType.FP32 if p.a_dtype is DType.TF32 else p.a_dtype):
+        return "mixed dtypes: torch.matmul has no such call"  # (tf32: fp32 tensors, TF32 allowed)
     aligned = GemmProblem.contiguous_align_bytes(p.m, p.n, p.k, p.a_dtype, p.b_dtype, p.c_dtype, p.a_layout,
                                                  p.b_layout, p.batch)
     if aligned != p.align_bytes:

@@ -203,3 +203,14 @@ def test_a_vendor_problem_keeps_its_dtype_precision_under_autocast():
         assert r.dtype == torch.float32, name
         torch.testing.assert_close(r.double(), want[name], rtol=1e-5, atol=1e-5, msg=name)
     assert dispatch.stats()["vendor"] >= 1
+
+
+@pytest.mark.timeout(300)
+def test_measure_times_a_tf32_problem_with_tf32_allowed():
+    # a TF32 problem is fp32 tensors with TF32 allowed (c_dtype fp32): measured, not "mixed dtypes"
+    p = origami.GemmProblem(32, 24, 16, "tf32", "tf32", "fp32", "N", "N")
+    before = torch.backends.cuda.matmul.allow_tf32
+    (row,) = versus.measure([p], timer=lambda fn: (fn(), 1.0)[1])
+    assert row.note == "" and row.ours_ms == 1.0 and row.torch_ms == 1.0 and row.vendor, row
+    assert p in dispatch.planned_problems()  # our side ran the TF32 problem itself
+    assert torch.backends.cuda.matmul.allow_tf32 == before

@@ -1672,7 +1672,8 @@ def explain(a: torch.Tensor, b: torch.Tensor, *, profile: Any = None, config: Ti
              f"b {key.b_layout.value}{', TF32 allowed' if tf32 else ''})"]
     lp = _PLANS.get(key) or _build(key, hw, a.device, "explain", why)
     if lp is _FALLBACK:
-        lines.append("  the model found no valid config: torch runs it")
+        lines.append("  the tile table's entry is VENDOR (measured: torch's GEMM is faster): torch runs it"
+                     if key in _VENDOR_KEYS else "  the model found no valid config: torch runs it")
         return "\n".join(lines)
     cached = "forced by config=" if config is not None else "model's pick"
     kernel = lp.kernel_name if lp.problem != problem else _plan.resolve_kernel_name(lp, a, b)

@@ -214,3 +214,12 @@ def test_measure_times_a_tf32_problem_with_tf32_allowed():
     assert row.note == "" and row.ours_ms == 1.0 and row.torch_ms == 1.0 and row.vendor, row
     assert p in dispatch.planned_problems()  # our side ran the TF32 problem itself
     assert torch.backends.cuda.matmul.allow_tf32 == before
+
+
+def test_explain_names_the_vendor_entry():
+    a, b = _rand(64, 32), _rand(32, 48, seed=1)
+    tables.set_table(tables.table_of({_problem(64, 48, 32): tables.VENDOR}, "h200"))
+    text = tritonblas.explain(a, b)
+    assert "VENDOR" in text and "torch runs it" in text and "model found no valid config" not in text, text
+    tables.set_table(None)
+    assert "VENDOR" not in tritonblas.explain(a, b)

@@ -223,3 +223,19 @@ def test_explain_names_the_vendor_entry():
     assert "VENDOR" in text and "torch runs it" in text and "model found no valid config" not in text, text
     tables.set_table(None)
     assert "VENDOR" not in tritonblas.explain(a, b)
+
+
+@pytest.mark.timeout(300)
+def test_measure_inside_enable_times_torchs_own_matmul():
+    # enable() routes torch.matmul to our kernels: the torch side must still be torch's (else ours vs ours)
+    launched = {}
+
+    def timer(fn):
+        dispatch.reset_stats()
+        fn()
+        launched[fn.__name__] = dispatch.stats()["launches"]
+        return 1.0
+
+    with tritonblas.enable():
+        versus.measure([_problem(32, 24, 16)], timer=timer)
+    assert launched == {"ours": 1, "vendor": 0}, launched

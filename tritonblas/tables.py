@@ -918,5 +918,6 @@ def clear_cache() -> None:
     """Forget the active table, the ``$TRITONBLAS_TABLE`` cache and the warned-once set."""
     with _LOCK:
         _EXPLICIT.clear()
+        GENERATION[0] = 0  # as set_table(None): plans and warm entries made under the forgotten table stop applying
         _ENV_CACHE.clear()
         _WARNED.clear()

@@ -239,3 +239,18 @@ def test_measure_inside_enable_times_torchs_own_matmul():
     with tritonblas.enable():
         versus.measure([_problem(32, 24, 16)], timer=timer)
     assert launched == {"ours": 1, "vendor": 0}, launched
+
+
+@pytest.mark.timeout(300)
+def test_clear_cache_forgets_the_vendor_table_for_warm_calls_too():
+    a, b = _rand(64, 32), _rand(32, 48, seed=1)
+    tables.set_table(tables.table_of({_problem(64, 48, 32): tables.VENDOR}, "h200"))
+    for _ in range(2):
+        tritonblas.matmul(a, b)
+    tables.clear_cache()  # no table is active now: the model (our kernel) runs the problem
+    assert tables.active_table() is None
+    dispatch.reset_stats()
+    got = tritonblas.matmul(a, b)
+    assert dispatch.stats()["launches"] == 1, dispatch.stats()
+    ref = a.double() @ b.double()
+    assert float((got.double() - ref).norm() / ref.norm()) < 1e-2

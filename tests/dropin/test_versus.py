@@ -254,3 +254,35 @@ def test_clear_cache_forgets_the_vendor_table_for_warm_calls_too():
     assert dispatch.stats()["launches"] == 1, dispatch.stats()
     ref = a.double() @ b.double()
     assert float((got.double() - ref).norm() / ref.norm()) < 1e-2
+
+
+@pytest.mark.timeout(300)
+def test_a_table_switched_by_another_thread_mid_plan_does_not_stick(monkeypatch):
+    # another thread's set_table landing between the dispatcher's key (which names the table) and its
+    # table lookup: the plan cached under the key must be the named table's, both ways
+    a, b = _rand(64, 32), _rand(32, 48, seed=1)
+    vendor = tables.table_of({_problem(64, 48, 32): tables.VENDOR}, "h200")
+    real = tables.lookup
+
+    def racing(other):
+        def lookup(*args, **kw):
+            before = tables.explicit_table()
+            tables.set_table(other)
+            try:
+                return real(*args, **kw)
+            finally:
+                tables.set_table(before)
+        return lookup
+
+    ref = a.double() @ b.double()
+    for active, other, ours in ((None, vendor, True), (vendor, None, False)):
+        tables.set_table(active)
+        tritonblas.clear_caches()
+        monkeypatch.setattr(tables, "lookup", racing(other))
+        tritonblas.matmul(a, b)
+        monkeypatch.setattr(tables, "lookup", real)
+        for _ in range(2):
+            dispatch.reset_stats()
+            got = tritonblas.matmul(a, b)
+            assert (dispatch.stats()["launches"] == 1) is ours, (active, dispatch.stats())
+            assert float((got.double() - ref).norm() / ref.norm()) < 1e-2

@@ -162,7 +162,7 @@ class GemmKey:
     @classmethod
     def from_tensors(cls, a: torch.Tensor, b: torch.Tensor, out: torch.Tensor, *, profile: HardwareProfile,
                      tf32: bool = False, c: torch.Tensor | None = None,
-                     config: TileConfig | None = None, ws: bool = False) -> "GemmKey":
+                     config: TileConfig | None = None, ws: bool = False, table: tuple | None = None) -> "GemmKey":
         (oa, la, _), (ob, lb, _), (oo, lo, _) = _plan.layout_info(a), _plan.layout_info(b), _plan.layout_info(out)
         orders = (oa, ob, oo)
         align = _plan.align_class(min(la, lb, lo))
@@ -176,7 +176,7 @@ class GemmKey:
                    b_layout=Layout.T if orders[1] == 1 else Layout.N,
                    align=align, device=-1 if idx is None else idx, profile=profile.content_hash,
                    allow_tf32=tf32, orders=orders, c="" if c is None else str(c.dtype).removeprefix("torch."),
-                   config=config, table=tables.table_token(),
+                   config=config, table=tables.table_token() if table is None else table,
                    deterministic=torch.are_deterministic_algorithms_enabled(),
                    ab_align=(_plan.align_class(la), _plan.align_class(lb)), ws=ws)
 
@@ -361,7 +361,7 @@ def _build(key: GemmKey, hw: HardwareProfile, device: torch.device, op: str, ws_
     sel = _selection_profile(key, hw)
     if key.config is not None:
         cfg = key.config
-    elif (hit := tables.lookup(problem, hw)) is not None and (key.ws or hit.kind is not Kind.WS):
+    elif (hit := tables.lookup(problem, hw, key.table)) is not None and (key.ws or hit.kind is not Kind.WS):
         _STATS["table_hits"] += 1
         if hit is tables.VENDOR:  # measured on this device: torch's own GEMM beats our pick (tritonblas.versus)
             _STATS["vendor"] += 1
@@ -451,7 +451,7 @@ _N_FIXED = 9  # prepare_launch's args: 9 tensors, then the integers, then alpha 
 
 
 def _fast_key(a: torch.Tensor, b: torch.Tensor, out: torch.Tensor | None, c: torch.Tensor | None,
-              profile: Any, config: TileConfig | None) -> tuple | None:
+              profile: Any, config: TileConfig | None, generation: int | None = None) -> tuple | None:
     """Everything that decides a launch but the tensors' addresses and alpha/beta, as one flat tuple.
 
     Per operand: shape, strides, dtype, device, ``data_ptr() % 16`` (which fixes Triton's pointer
@@ -459,8 +459,9 @@ def _fast_key(a: torch.Tensor, b: torch.Tensor, out: torch.Tensor | None, c: tor
     unreadable bit: a lazily negated view or an efficient zero tensor (no storage, ``data_ptr()``
     0), which the checked path sends to torch, so the warm entry of its plain twin must not take it
     (a zero-tensor bias would have been launched as a null pointer). Then the TF32 flag, the
-    environment that picks the profile, ``profile=``, ``config=``. None when a tensor has no strides
-    (sparse and other layouts: the checked path sends those to torch).
+    environment that picks the profile, the tile-table generation (``generation``, else the current
+    one), ``profile=``, ``config=``. None when a tensor has no strides (sparse and other layouts: the
+    checked path sends those to torch).
     """
     try:
         key = (a.shape, a.stride(), a.dtype, a.device, a.data_ptr() & 15, a.is_neg() or a._is_zerotensor(),
@@ -474,8 +475,8 @@ def _fast_key(a: torch.Tensor, b: torch.Tensor, out: torch.Tensor | None, c: tor
         return None
     if profile is not None and type(profile) is not str:
         profile = ("id", id(profile))  # the entry keeps the object alive, so the id is not reused
-    return (*key, a.dtype is torch.float32 and allow_tf32(), _env_now(), tables.GENERATION[0], profile, config,
-            _deterministic())
+    return (*key, a.dtype is torch.float32 and allow_tf32(), _env_now(),
+            tables.GENERATION[0] if generation is None else generation, profile, config, _deterministic())
 
 
 def _desc_template(d) -> tuple:
@@ -1134,7 +1135,12 @@ def torch_gemm(a, b, out, c, alpha, beta):
     """``out = alpha·(a @ b) + beta·c`` by torch's own ops, for a call tritonblas does not run (torch's
     results and errors; the arguments as :func:`gemm` takes them). Without C, alpha ≠ 1 goes into
     torch's addmm/baddbmm with beta = 0 (C ignored), as the caller's ``addmm(..., beta=0)`` does: one
-    rounding, and an fp16 ``a @ b`` past 65504 is scaled before it could become inf."""
+    rounding, and an fp16 ``a @ b`` past 65504 is scaled before it could become inf. Autocast is off
+    inside: the operands' dtypes are the call's, as for the kernels (an autocast region would compute an
+    fp32 call in bf16 and return it as fp32)."""
+    if torch.is_autocast_enabled(a.device.type):
+        with torch.autocast(a.device.type, enabled=False):
+            return torch_gemm(a, b, out, c, alpha, beta)
     if c is None and alpha != 1:
         c, beta = a.new_zeros(()), 0.0
     if a.dim() == 2 and b.dim() == 2:
@@ -1160,7 +1166,8 @@ def gemm(a: torch.Tensor, b: torch.Tensor, out: torch.Tensor | None = None, *, c
     """
     if beta == 0:
         c = None
-    fkey = _fast_key(a, b, out, c, profile, config)
+    gen = tables.GENERATION[0]  # one reading for the warm key and the plan's key (set_table in another thread)
+    fkey = _fast_key(a, b, out, c, profile, config, gen)
     if fkey is not None and (alpha != 1 or (c is not None and beta != 1)):
         # an epilogue the 'ws' kernel lacks (ws_reason): its plan may differ from the plain call's
         # (a @ b, or + F.linear's bias), whose key fast_lookup and the ops' warm paths share
@@ -1203,7 +1210,7 @@ def gemm(a: torch.Tensor, b: torch.Tensor, out: torch.Tensor | None = None, *, c
         if fkey is not None:
             _remember_gluon(fkey, a, b, out, taken, profile)
         return out
-    info, tf32, lp, key = _plan_of(a, b, out, c, profile, config, op, alpha, beta)
+    info, tf32, lp, key = _plan_of(a, b, out, c, profile, config, op, alpha, beta, gen)
     if lp is _FALLBACK:
         _STATS["fallbacks"] += 1
         if fkey is not None and key in _VENDOR_KEYS:
@@ -1560,14 +1567,16 @@ def plan_for(a: torch.Tensor, b: torch.Tensor, out: torch.Tensor | None = None, 
 
 
 def _plan_of(a, b, out, c, profile: Any, config: TileConfig | None, op: str, alpha: float = 1.0,
-             beta: float = 0.0) -> tuple[DeviceInfo, bool, Any, GemmKey]:
+             beta: float = 0.0, generation: int | None = None) -> tuple[DeviceInfo, bool, Any, GemmKey]:
     """(device info, TF32 allowed, the cached plan or _FALLBACK, the key) for these operands: the
     checked path's key, built on a miss (the cold path, :func:`_build`). ``alpha``/``beta``: the
-    epilogue, which decides whether the warp-specialised kernel may run the call (:func:`ws_reason`)."""
+    epilogue, which decides whether the warp-specialised kernel may run the call (:func:`ws_reason`).
+    ``generation``: the tile-table generation the caller read (default: now)."""
     info = device_info(a.device, profile)
     tf32 = a.dtype == torch.float32 and allow_tf32()
     why = ws_reason(a, b, out, c, alpha, beta, info.plan_profile)
-    key = GemmKey.from_tensors(a, b, out, profile=info.plan_profile, tf32=tf32, c=c, config=config, ws=why is None)
+    key = GemmKey.from_tensors(a, b, out, profile=info.plan_profile, tf32=tf32, c=c, config=config, ws=why is None,
+                               table=tables.table_token(generation))
     lp = _PLANS.get(key)
     if lp is None:
         lp = _build(key, info.plan_profile, a.device, op, why)
@@ -1667,7 +1676,8 @@ def explain(a: torch.Tensor, b: torch.Tensor, *, profile: Any = None, config: Ti
              f"b {key.b_layout.value}{', TF32 allowed' if tf32 else ''})"]
     lp = _PLANS.get(key) or _build(key, hw, a.device, "explain", why)
     if lp is _FALLBACK:
-        lines.append("  the model found no valid config: torch runs it")
+        lines.append("  the tile table's entry is VENDOR (measured: torch's GEMM is faster): torch runs it"
+                     if key in _VENDOR_KEYS else "  the model found no valid config: torch runs it")
         return "\n".join(lines)
     cached = "forced by config=" if config is not None else "model's pick"
     kernel = lp.kernel_name if lp.problem != problem else _plan.resolve_kernel_name(lp, a, b)

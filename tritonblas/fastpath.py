@@ -322,8 +322,8 @@ def linear(x, w, bias=None):
         return None
     if not enabled() or not direct():
         return None
-    if _TORCH_SIGS and _torch_linear(x, w, bias):
-        return TORCH
+    if _TORCH_SIGS and not _any_autocast() and _torch_linear(x, w, bias):
+        return TORCH  # (under autocast torch's function would cast; the checked path, like our kernels, does not)
     if _grad_enabled() and (x.requires_grad or w.requires_grad or (bias is not None and bias.requires_grad)):
         try:
             hit = _LINEAR.get(_linear_key(x, w, bias))  # a known signature passed the checks below before
@@ -521,8 +521,8 @@ def matmul(a, b):
         return None
     if not enabled() or not direct():
         return None
-    if _TORCH_SIGS and _torch_matmul(a, b):
-        return TORCH
+    if _TORCH_SIGS and not _any_autocast() and _torch_matmul(a, b):
+        return TORCH  # (under autocast torch's function would cast; the checked path, like our kernels, does not)
     if needs_grad(a, b):
         if not _matmul_autograd_case(a, b):
             return None

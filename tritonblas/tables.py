@@ -840,12 +840,12 @@ def explicit_table() -> TileTable | None:
         return _EXPLICIT[0] if _EXPLICIT else None
 
 
-def table_token() -> tuple[int, str | None]:
-    """Identifies the table source now (set_table generation, $TRITONBLAS_TABLE): the dispatcher
-    keys its plans on it, so switching tables re-plans. A file rewritten in place under the same
-    path is picked up by :func:`lookup` but not by plans already cached: call
-    ``tritonblas.clear_caches()`` after regenerating a table in place."""
-    return GENERATION[0], os.environ.get(ENV_TABLE)
+def table_token(generation: int | None = None) -> tuple[int, str | None]:
+    """Identifies the table source now (set_table generation — ``generation`` when one was read
+    earlier —, $TRITONBLAS_TABLE): the dispatcher keys its plans on it, so switching tables
+    re-plans. A file rewritten in place under the same path is picked up by :func:`lookup` but not
+    by plans already cached: call ``tritonblas.clear_caches()`` after regenerating a table in place."""
+    return GENERATION[0] if generation is None else generation, os.environ.get(ENV_TABLE)
 
 
 def _signature(path: str):
@@ -867,7 +867,23 @@ def active_table(profile: "HardwareProfile | str | None" = None) -> TileTable | 
     with _LOCK:
         if _EXPLICIT:
             return _EXPLICIT[0]
-    path = os.environ.get(ENV_TABLE)
+    return _env_table(os.environ.get(ENV_TABLE), profile)
+
+
+def _named_table(token: tuple[int, str | None], profile: "HardwareProfile | str") -> TileTable | None:
+    """The table ``token`` (:func:`table_token`, taken earlier) named: set_table's table of that number,
+    else the file the token's ``$TRITONBLAS_TABLE`` named; None when that table is no longer known
+    (more than 64 tables were set since)."""
+    gen, path = token
+    if not gen:
+        return _env_table(path, profile)
+    with _LOCK:
+        if _EXPLICIT and GENERATION[0] == gen:
+            return _EXPLICIT[0]
+        return next((t for t, n in _SERIALS.values() if n == gen), None)
+
+
+def _env_table(path: str | None, profile: "HardwareProfile | str | None") -> TileTable | None:
     if not path:
         return None
     hw = None if profile is None else load_profile(profile)
@@ -883,17 +899,20 @@ def active_table(profile: "HardwareProfile | str | None" = None) -> TileTable | 
     try:
         table, any_profile = _load(path, False, hw), False
     except _Reject as r:
-        table, any_profile = _fail(path, str(r), False, stacklevel=3), not isinstance(r, _StaleProfile)
+        table, any_profile = _fail(path, str(r), False, stacklevel=4), not isinstance(r, _StaleProfile)
     with _LOCK:
         _ENV_CACHE[(path, None if any_profile else own)] = (sig, table, any_profile)
     return table
 
 
-def lookup(problem: GemmProblem, profile: "HardwareProfile | str") -> "TileConfig | _Vendor | None":
+def lookup(problem: GemmProblem, profile: "HardwareProfile | str",
+           token: tuple[int, str | None] | None = None) -> "TileConfig | _Vendor | None":
     """The active table's config for exactly ``problem`` on ``profile`` (:data:`VENDOR`: torch runs it); None: the model decides
-    (no table, a miss, or a table made for another profile — warned once per table and profile)."""
+    (no table, a miss, or a table made for another profile — warned once per table and profile).
+    ``token``: a :func:`table_token` taken earlier (the dispatcher's key): the table it named, even if
+    another thread has called :func:`set_table` since, so a plan cached under the token is that table's."""
     hw = load_profile(profile)
-    table = active_table(hw)
+    table = active_table(hw) if token is None else _named_table(token, hw)
     if table is None or not table.entries:
         return None
     if hw.content_hash != table.profile_hash:
@@ -918,5 +937,6 @@ def clear_cache() -> None:
     """Forget the active table, the ``$TRITONBLAS_TABLE`` cache and the warned-once set."""
     with _LOCK:
         _EXPLICIT.clear()
+        GENERATION[0] = 0  # as set_table(None): plans and warm entries made under the forgotten table stop applying
         _ENV_CACHE.clear()
         _WARNED.clear()

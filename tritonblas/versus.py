@@ -37,7 +37,7 @@ from typing import Callable, Iterable
 import torch
 
 from origami.hardware import HardwareProfile
-from origami.problem import GemmProblem
+from origami.problem import DType, GemmProblem
 from tritonblas import tables
 
 __all__ = ["Measured", "measure", "measure_table", "decide"]
@@ -82,8 +82,8 @@ def _timer(rep_ms: float) -> Callable[[Callable[[], object]], float]:
 def _skip(p: GemmProblem) -> str:
     if p.a_dtype.value.startswith("fp8") or p.b_dtype.value.startswith("fp8"):
         return "fp8: torch._scaled_mm, not measured here"
-    if p.c_dtype != p.a_dtype or p.b_dtype != p.a_dtype:
-        return "mixed dtypes: torch.matmul has no such call"
+    if p.b_dtype != p.a_dtype or p.c_dtype != (DType.FP32 if p.a_dtype is DType.TF32 else p.a_dtype):
+        return "mixed dtypes: torch.matmul has no such call"  # (tf32: fp32 tensors, TF32 allowed)
     aligned = GemmProblem.contiguous_align_bytes(p.m, p.n, p.k, p.a_dtype, p.b_dtype, p.c_dtype, p.a_layout,
                                                  p.b_layout, p.batch)
     if aligned != p.align_bytes:
@@ -105,6 +105,8 @@ def measure(problems: Iterable[GemmProblem], *, profile: "HardwareProfile | str 
         raise ValueError(f"rounds: expected at least 1, got {rounds!r}")
     dev = str(device or ("cuda" if torch.cuda.is_available() else "cpu"))
     clock = timer or _timer(rep_ms)
+    # torch's own matmul, also inside an enable() block (whose wrapper keeps it as __wrapped__)
+    torch_matmul = getattr(torch.matmul, "__wrapped__", torch.matmul)
     out: list[Measured] = []
     saved = tables.explicit_table()
     tables.set_table(tables.TileTable.empty())  # no entry of any table (set_table's or $TRITONBLAS_TABLE's) applies
@@ -123,7 +125,7 @@ def measure(problems: Iterable[GemmProblem], *, profile: "HardwareProfile | str 
                     return tritonblas.matmul(a, b, out=c, profile=profile)
 
                 def vendor():
-                    return torch.matmul(a, b, out=c)
+                    return torch_matmul(a, b, out=c)
 
                 t_ours, t_torch = [], []
                 for _ in range(rounds):

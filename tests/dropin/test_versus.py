@@ -168,3 +168,121 @@ def test_planned_problems_lists_what_ran():
     tritonblas.matmul(a, b)
     assert dispatch.planned_problems() == [origami.GemmProblem(40, 24, 32, "bf16", "bf16", "bf16",
                                                                align_bytes=16)]
+
+
+
+@pytest.mark.timeout(300)
+def test_a_warm_vendor_signature_keeps_the_checked_paths_dtype_under_autocast():
+    # tritonblas.linear / matmul do not autocast (the checked path, VENDOR entry or not, returns fp32):
+    # the warm path must not switch to torch's function, which would, once the signature is known
+    x, w = _rand(24, 32, seed=7, dtype=torch.float32), _rand(48, 32, seed=8, dtype=torch.float32)
+    tables.set_table(tables.table_of({origami.GemmProblem(24, 48, 32, "fp32", "fp32", "fp32", "N", "T"): tables.VENDOR},
+                                     "h200"))
+    tritonblas.linear(x, w)  # the signatures known warm outside the autocast region too
+    tritonblas.matmul(x, w.t())
+    for i in range(3):
+        with torch.autocast("cpu", dtype=torch.bfloat16):
+            got = (tritonblas.linear(x, w), tritonblas.matmul(x, w.t()))
+        assert [r.dtype for r in got] == [torch.float32] * 2, i
+    assert dispatch.stats()["vendor"] == 1
+
+
+@pytest.mark.timeout(300)
+def test_a_vendor_problem_keeps_its_dtype_precision_under_autocast():
+    # torch runs the VENDOR problem as the kernels would: in the operands' dtype, not autocast's bf16
+    x, w, c = (_rand(24, 32, seed=9, dtype=torch.float32), _rand(48, 32, seed=10, dtype=torch.float32),
+               _rand(48, seed=11, dtype=torch.float32))
+    tables.set_table(tables.table_of({origami.GemmProblem(24, 48, 32, "fp32", "fp32", "fp32", "N", "T"): tables.VENDOR},
+                                     "h200"))
+    xd, wd, cd = x.double(), w.double(), c.double()
+    with torch.autocast("cpu", dtype=torch.bfloat16):
+        got = {"linear": tritonblas.linear(x, w, c), "matmul": tritonblas.matmul(x, w.t()),
+               "addmm": tritonblas.addmm(c, x, w.t(), beta=0.5, alpha=2.0)}
+    want = {"linear": xd @ wd.T + cd, "matmul": xd @ wd.T, "addmm": 0.5 * cd + 2.0 * (xd @ wd.T)}
+    for name, r in got.items():
+        assert r.dtype == torch.float32, name
+        torch.testing.assert_close(r.double(), want[name], rtol=1e-5, atol=1e-5, msg=name)
+    assert dispatch.stats()["vendor"] >= 1
+
+
+@pytest.mark.timeout(300)
+def test_measure_times_a_tf32_problem_with_tf32_allowed():
+    # a TF32 problem is fp32 tensors with TF32 allowed (c_dtype fp32): measured, not "mixed dtypes"
+    p = origami.GemmProblem(32, 24, 16, "tf32", "tf32", "fp32", "N", "N")
+    before = torch.backends.cuda.matmul.allow_tf32
+    (row,) = versus.measure([p], timer=lambda fn: (fn(), 1.0)[1])
+    assert row.note == "" and row.ours_ms == 1.0 and row.torch_ms == 1.0 and row.vendor, row
+    assert p in dispatch.planned_problems()  # our side ran the TF32 problem itself
+    assert torch.backends.cuda.matmul.allow_tf32 == before
+
+
+def test_explain_names_the_vendor_entry():
+    a, b = _rand(64, 32), _rand(32, 48, seed=1)
+    tables.set_table(tables.table_of({_problem(64, 48, 32): tables.VENDOR}, "h200"))
+    text = tritonblas.explain(a, b)
+    assert "VENDOR" in text and "torch runs it" in text and "model found no valid config" not in text, text
+    tables.set_table(None)
+    assert "VENDOR" not in tritonblas.explain(a, b)
+
+
+@pytest.mark.timeout(300)
+def test_measure_inside_enable_times_torchs_own_matmul():
+    # enable() routes torch.matmul to our kernels: the torch side must still be torch's (else ours vs ours)
+    launched = {}
+
+    def timer(fn):
+        dispatch.reset_stats()
+        fn()
+        launched[fn.__name__] = dispatch.stats()["launches"]
+        return 1.0
+
+    with tritonblas.enable():
+        versus.measure([_problem(32, 24, 16)], timer=timer)
+    assert launched == {"ours": 1, "vendor": 0}, launched
+
+
+@pytest.mark.timeout(300)
+def test_clear_cache_forgets_the_vendor_table_for_warm_calls_too():
+    a, b = _rand(64, 32), _rand(32, 48, seed=1)
+    tables.set_table(tables.table_of({_problem(64, 48, 32): tables.VENDOR}, "h200"))
+    for _ in range(2):
+        tritonblas.matmul(a, b)
+    tables.clear_cache()  # no table is active now: the model (our kernel) runs the problem
+    assert tables.active_table() is None
+    dispatch.reset_stats()
+    got = tritonblas.matmul(a, b)
+    assert dispatch.stats()["launches"] == 1, dispatch.stats()
+    ref = a.double() @ b.double()
+    assert float((got.double() - ref).norm() / ref.norm()) < 1e-2
+
+
+@pytest.mark.timeout(300)
+def test_a_table_switched_by_another_thread_mid_plan_does_not_stick(monkeypatch):
+    # another thread's set_table landing between the dispatcher's key (which names the table) and its
+    # table lookup: the plan cached under the key must be the named table's, both ways
+    a, b = _rand(64, 32), _rand(32, 48, seed=1)
+    vendor = tables.table_of({_problem(64, 48, 32): tables.VENDOR}, "h200")
+    real = tables.lookup
+
+    def racing(other):
+        def lookup(*args, **kw):
+            before = tables.explicit_table()
+            tables.set_table(other)
+            try:
+                return real(*args, **kw)
+            finally:
+                tables.set_table(before)
+        return lookup
+
+    ref = a.double() @ b.double()
+    for active, other, ours in ((None, vendor, True), (vendor, None, False)):
+        tables.set_table(active)
+        tritonblas.clear_caches()
+        monkeypatch.setattr(tables, "lookup", racing(other))
+        tritonblas.matmul(a, b)
+        monkeypatch.setattr(tables, "lookup", real)
+        for _ in range(2):
+            dispatch.reset_stats()
+            got = tritonblas.matmul(a, b)
+            assert (dispatch.stats()["launches"] == 1) is ours, (active, dispatch.stats())
+            assert float((got.double() - ref).norm() / ref.norm()) < 1e-2

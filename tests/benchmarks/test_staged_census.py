@@ -1,0 +1,49 @@
+"""benchmarks/staged_census.py on this CPU: two sm_90 compiles of a register-staged problem through the
+script's own worker, in a subprocess (this test process decorates the kernels for the interpreter).
+The two configs are from the committed census (benchmarks/data/nvidia_aot/h200_staged.csv): 16x64x32
+w4 s3 data-parallel spills nothing; 64x128x32 w4 s3 spills though the staging formula keeps it."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[2]
+_SCRIPT = """
+import json, sys
+sys.path.insert(0, {root!r}); sys.path.insert(0, {bench!r})
+import staged_census as S
+small = dict(kind="dp", block_m=16, block_n=64, block_k=32, num_warps=4, num_stages=3, group_m=8)
+mid = dict(kind="dp", block_m=64, block_n=128, block_k=32, num_warps=4, num_stages=3, group_m=8)
+print(json.dumps([S.compile_one((S.PROBLEMS[0], small)), S.compile_one((S.PROBLEMS[0], mid))]))
+"""
+
+
+@pytest.mark.timeout(600)
+def test_census_worker_reports_registers_and_spills(tmp_path):
+    ptxas = Path(__import__("triton").__file__).parent / "backends" / "nvidia" / "bin" / "ptxas"
+    if not ptxas.exists():
+        pytest.skip("Triton's bundled ptxas is missing")
+    env = {k: v for k, v in os.environ.items() if k != "TRITON_INTERPRET"}
+    env["TRITON_CACHE_DIR"] = str(tmp_path / "triton_cache")
+    code = _SCRIPT.format(root=str(ROOT), bench=str(ROOT / "benchmarks"))
+    r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env, timeout=600)
+    assert r.returncode == 0, r.stderr[-3000:]
+    small, mid = json.loads(r.stdout.strip().splitlines()[-1])
+    assert small["status"] == "ok" and mid["status"] == "ok", (small, mid)
+    assert 0 < small["registers"] <= 255 and small["spill_stores"] == 0, small
+    assert mid["spill_stores"] > 0, mid  # the staging formula's 112 registers let this one through
+
+
+def test_census_jobs_cover_both_sides_of_the_staging_formula():
+    sys.path.insert(0, str(ROOT / "benchmarks"))
+    import staged_census as S
+
+    jobs = S.jobs()
+    assert {j[1]["kind"] for j in jobs} == {"dp", "persistent", "streamk", "splitk"}
+    assert any(j[3] for j in jobs) and not all(j[3] for j in jobs)

@@ -56,6 +56,7 @@ _any_autocast = getattr(_C, "_is_any_autocast_enabled", None) or (lambda: any(
 _empty = torch.empty
 
 _fast_context = dispatch.fast_context
+_launch_warm = dispatch.launch_warm  # the raw launch when ready (raw_ready + launch_ready), else False
 _LINEAR: dict[tuple, tuple] = {}  # linear signature → (fast entry, output shape)
 _MATMUL: dict[tuple, tuple] = {}  # matmul signature → (fast entry, output shape, kernel views' shapes)
 _TORCH_SIGS: dict[tuple, bool] = {}  # linear / matmul signatures a tile table's VENDOR entry gives to torch
@@ -187,9 +188,7 @@ def _linear_warm(hit: tuple, x, w, bias):
     if not dispatch.fast_valid(f):
         return None
     out = _empty(out_shape, dtype=x.dtype, device=x.device)
-    if dispatch.raw_ready(f):
-        dispatch.launch_ready(f, x, w, out, bias, 1.0, 1.0 if bias is not None else 0.0)
-    else:
+    if not _launch_warm(f, x, w, out, bias, 1.0, 1.0 if bias is not None else 0.0):
         a, b = _linear_views(x, w)
         dispatch.launch_fast(f, a, b, out.view(-1, out_shape[-1]) if out.dim() != 2 else out, bias,
                              1.0, 1.0 if bias is not None else 0.0)
@@ -403,9 +402,7 @@ def _matmul_warm(hit: tuple, a, b):
     if not dispatch.fast_valid(f):
         return None
     out = _empty(out_shape, dtype=a.dtype, device=a.device)
-    if dispatch.raw_ready(f):
-        dispatch.launch_ready(f, a, b, out)
-    else:
+    if not _launch_warm(f, a, b, out):
         dispatch.launch_fast(f, a.view(va), b.view(vb), out.view(f.out_shape))
     dispatch.count("fast_hits")
     return out

@@ -486,7 +486,7 @@ def inmodel_split(name: str, iters: int = 10, rounds: int = 7) -> None:
                 gc.enable()
         res["enable(), all falling through"].append(falling_through())
     acc = {"launch_ns": 0, "launches": 0, "empty_ns": 0, "empties": 0, "expand": 0, "miss": 0}
-    orig_call, orig_expand, orig_empty = _fastlaunch.RawLauncher.__call__, _fastlaunch.RawLauncher.expand, fastpath._empty
+    orig_call, orig_expand, orig_empty = _fastlaunch.RawLauncher.__call__, _fastlaunch.RawLauncher.expand, fastpath._new_empty
 
     def t_call(self, grid0, stream, args):
         t0 = time.perf_counter_ns()
@@ -515,12 +515,12 @@ def inmodel_split(name: str, iters: int = 10, rounds: int = 7) -> None:
             with models.GemmShim() as shim:
                 if on:
                     _fastlaunch.RawLauncher.__call__, _fastlaunch.RawLauncher.expand = t_call, t_expand
-                    fastpath._empty = t_empty
+                    fastpath._new_empty = t_empty
                 try:
                     wall(iters)
                 finally:
                     _fastlaunch.RawLauncher.__call__, _fastlaunch.RawLauncher.expand = orig_call, orig_expand
-                    fastpath._empty = orig_empty
+                    fastpath._new_empty = orig_empty
             shims[label] = (shim.ns / 1e3 / max(1, shim.calls), shim.calls // iters)
         finally:
             if ctx:

@@ -53,7 +53,7 @@ _tracing = _C._get_tracing_state
 _fwad = torch.autograd.forward_ad  # its _current_level >= 0: a dual level is open (forward-mode AD)
 _any_autocast = getattr(_C, "_is_any_autocast_enabled", None) or (lambda: any(
     torch.is_autocast_enabled(d) for d in ("cuda", "cpu")))
-_empty = torch.empty
+_new_empty = torch.Tensor.new_empty  # an output like its input (dtype, device): no keyword parsing, ~0.35 us less than torch.empty(dtype=, device=) (CPU)
 
 _fast_context = dispatch.fast_context
 _launch_warm = dispatch.launch_warm  # the raw launch when ready (raw_ready + launch_ready), else False
@@ -187,7 +187,7 @@ def _linear_warm(hit: tuple, x, w, bias):
     f, out_shape = hit
     if not dispatch.fast_valid(f):
         return None
-    out = _empty(out_shape, dtype=x.dtype, device=x.device)
+    out = _new_empty(x, out_shape)
     if not _launch_warm(f, x, w, out, bias, 1.0, 1.0 if bias is not None else 0.0):
         a, b = _linear_views(x, w)
         dispatch.launch_fast(f, a, b, out.view(-1, out_shape[-1]) if out.dim() != 2 else out, bias,
@@ -291,7 +291,7 @@ def _mm(a, b):
     """a @ b for 2-D kernel-level operands, warm when the dispatcher holds the entry."""
     f = dispatch.fast_lookup(a, b)
     if f is not None:
-        out = _empty(f.out_shape, dtype=a.dtype, device=a.device)
+        out = _new_empty(a, f.out_shape)
         dispatch.count("fast_hits")
         return dispatch.launch_fast(f, a, b, out)
     return dispatch.gemm(a, b, op="mm")
@@ -401,7 +401,7 @@ def _matmul_warm(hit: tuple, a, b):
     f, out_shape, va, vb = hit
     if not dispatch.fast_valid(f):
         return None
-    out = _empty(out_shape, dtype=a.dtype, device=a.device)
+    out = _new_empty(a, out_shape)
     if not _launch_warm(f, a, b, out):
         dispatch.launch_fast(f, a.view(va), b.view(vb), out.view(f.out_shape))
     dispatch.count("fast_hits")

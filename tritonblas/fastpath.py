@@ -131,7 +131,9 @@ def _sig(t) -> tuple:
 
 def _flat(t, keep: int = 1):
     """``t`` reshaped to (product of the leading dims, *its last ``keep`` dims), sizes spelled out:
-    ``reshape(-1, ...)`` is ambiguous (an error) for a tensor with no elements, e.g. K = 0 or N = 0."""
+    ``reshape(-1, ...)`` is ambiguous (an error) for a tensor with no elements, e.g. K = 0 or N = 0.
+    For ``keep=1`` and ``t.dim() >= 2`` this is ``t.flatten(0, -2)`` (a reshape too), which the
+    backward passes call directly."""
     return t.reshape(math.prod(t.shape[:-keep]), *t.shape[t.dim() - keep:])
 
 
@@ -246,14 +248,14 @@ class _Linear(torch.autograd.Function):
         x, w = ctx.saved_tensors
         gx = gw = gb = None
         x_shape = ctx.x_shape
-        g2 = _flat(grad)
+        g2 = grad.flatten(0, -2)  # _flat(grad): x (so grad) has >= 2 dims here; one C call
         # create_graph=True (grad mode on in backward): the gradients must carry their own graph for a
         # double backward; the raw launches below record none (their results were silently constants)
         mm = _mm_graph if _grad_enabled() else _mm
         if ctx.needs_input_grad[0]:
             gx = mm(g2, w).view(*x_shape[:-1], w.shape[1])
         if ctx.needs_input_grad[1]:
-            gw = mm(g2.t(), _flat(x))
+            gw = mm(g2.t(), x.flatten(0, -2))
         if ctx.has_bias and ctx.needs_input_grad[2]:
             gb = g2.sum(0)
         return gx, gw, gb, None
@@ -293,7 +295,9 @@ def _mm(a, b):
     if f is not None:
         out = _new_empty(a, f.out_shape)
         dispatch.count("fast_hits")
-        return dispatch.launch_fast(f, a, b, out)
+        if not _launch_warm(f, a, b, out):
+            dispatch.launch_fast(f, a, b, out)
+        return out
     return dispatch.gemm(a, b, op="mm")
 
 
@@ -488,11 +492,11 @@ class _Matmul(torch.autograd.Function):
         ga = gb = None
         graph = _grad_enabled()  # create_graph=True: differentiable gradients (see _Linear.backward)
         if ctx.b_dim == 2:
-            g2 = _flat(grad)
+            g2 = grad.flatten(0, -2)  # _flat(grad): a (so grad) has >= 2 dims (_matmul_autograd_case)
             if ctx.needs_input_grad[0]:
                 ga = (_mm_graph if graph else _mm)(g2, b.t()).view(ctx.a_shape)
             if ctx.needs_input_grad[1]:
-                a2 = _flat(a)
+                a2 = a.flatten(0, -2)
                 gb = _mm_graph(a2.t(), g2) if graph else _mm_like(a2.t(), g2, ctx.b_t)
             return ga, gb, None
         mm = _mm_graph if graph else _matmul_checked

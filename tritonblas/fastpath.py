@@ -381,12 +381,19 @@ def matmul_hot(a, b):
         if hit is None or not dispatch.fast_valid(hit[0]):  # the checked path runs inside the route
             return None
         return _matmul_grad(a, b, hit)
-    return _matmul_run(a, b)
+    try:  # _matmul_run, inlined
+        hit = _MATMUL.get(_matmul_key(a, b))
+    except (RuntimeError, NotImplementedError):
+        return None
+    return None if hit is None else _matmul_warm(hit, a, b)
 
 
 # --- matmul ----------------------------------------------------------------------------------
 def _matmul_key(a, b) -> tuple:
-    return (_sig(a), _sig(b), dispatch.fast_context(a.dtype))
+    """:func:`_sig` of a and b and the fast context, as one flat tuple (no nested tuples to build and hash)."""
+    return (a.shape, a.stride(), a.dtype, a.device, a.data_ptr() & 15, a.is_neg() or a._is_zerotensor(),
+            b.shape, b.stride(), b.dtype, b.device, b.data_ptr() & 15, b.is_neg() or b._is_zerotensor(),
+            _fast_context(a.dtype))
 
 
 def _matmul_run(a, b):
@@ -537,7 +544,11 @@ def matmul(a, b):
             if not dispatch.has_profile(a.device):
                 return None
         return _matmul_grad(a, b, hit)
-    return _matmul_run(a, b)
+    try:  # _matmul_run, inlined
+        hit = _MATMUL.get(_matmul_key(a, b))
+    except (RuntimeError, NotImplementedError):
+        return None
+    return None if hit is None else _matmul_warm(hit, a, b)
 
 
 def _linear_hit(x, w, bias):

@@ -177,8 +177,8 @@ def emulate_raw_launch() -> int:
     """Turn every recorded fast entry into what it is on a GPU with the raw launcher bound: a
     :class:`tritonblas._fastlaunch.RawLauncher` whose C launch (and descriptor encoder) is a C no-op, a
     CUDA index 0, and the dispatcher's current-device and raw-stream queries C stand-ins answering 0. The
-    warm path then runs exactly the Python it runs on the H200 (``raw_ready`` → ``launch_ready`` →
-    ``call_ready`` → ``_call_raw`` → ``raw_args`` → ``RawLauncher.__call__``), minus the C launch itself.
+    warm path then runs exactly the Python it runs on the H200 (``launch_warm`` → ``call_ready`` →
+    ``raw_args`` → ``RawLauncher.__call__``), minus the C launch itself.
     Returns how many entries it changed. Only inside :func:`stubbed_launches`."""
     from tritonblas import _fastlaunch, dispatch
 

@@ -11,6 +11,10 @@ host never waits on a full launch queue). Prints a table; ``--profile`` adds a c
     PYTHONPATH=$PWD python3 benchmarks/host_linear.py --split bert-large llama3.2-1b   # in-model split
     PYTHONPATH=$PWD python3 benchmarks/host_linear.py --timeline llama3.2-1b --out $OUT  # decode GPU gaps
     PYTHONPATH=$PWD python3 benchmarks/host_linear.py --train llama3.2-1b   # a training step's host split
+    python3 benchmarks/host_linear.py --cpu-stub [--n 20000] [--profile]     # no GPU: our host work alone
+
+``--cpu-stub`` (no GPU needed; sets ``TRITON_INTERPRET=1`` and ``TRITONBLAS_PROFILE=h200``): the warm
+routed call's host cost with the launch stubbed out (:func:`cpu_stub`).
 """
 
 from __future__ import annotations
@@ -44,7 +48,7 @@ def per_call_us(fn, n: int, batches: int = 5) -> float:
 
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser()
-    ap.add_argument("--n", type=int, default=1000)
+    ap.add_argument("--n", type=int, default=None, help="calls per row (default 1000; --cpu-stub: 20000)")
     ap.add_argument("--profile", action="store_true")
     ap.add_argument("--model", default=None, help="also profile eager decode of this benchmarks/models.py LLM")
     ap.add_argument("--split", nargs="*", default=None, metavar="MODEL",
@@ -54,7 +58,19 @@ def main(argv=None) -> int:
     ap.add_argument("--out", type=Path, default=None, help="--timeline: also write the two chrome traces here")
     ap.add_argument("--train", nargs="*", default=None, metavar="MODEL",
                     help="only the host split of these benchmarks/models.py models' training step (see train_split)")
+    ap.add_argument("--cpu-stub", action="store_true",
+                    help="only the CPU rows: warm routed calls with the launch stubbed out (see cpu_stub)")
+    ap.add_argument("--only", nargs="*", default=(), metavar="TEXT",
+                    help="--cpu-stub: only the cases whose name contains one of these")
     args = ap.parse_args(argv)
+    if args.cpu_stub:
+        import os
+
+        os.environ.setdefault("TRITON_INTERPRET", "1")
+        os.environ.setdefault("TRITONBLAS_PROFILE", "h200")
+        for line in cpu_stub_report(cpu_stub(args.n or 20000, profile=args.profile, only=tuple(args.only))):
+            print(line)
+        return 0
     if args.train is not None:
         for name in args.train or ("llama3.2-1b",):
             train_split(name)
@@ -66,6 +82,7 @@ def main(argv=None) -> int:
         for name in args.split or ("bert-large", "llama3.2-1b", "vit-l16"):
             inmodel_split(name)
         return 0
+    args.n = args.n or 1000
     import torch
     import torch.nn.functional as F
 
@@ -119,6 +136,203 @@ def main(argv=None) -> int:
     if args.model:
         decode_profile(args.model, args.n)
     return 0
+
+
+class _NoKernel:
+    """A stand-in for every Triton kernel: ``kernel[grid](*args)`` does nothing."""
+
+    def __getitem__(self, grid):
+        return self
+
+    def __call__(self, *args, **kwargs):
+        return None
+
+
+_noop_c = "".format  # a C callable taking any positional arguments and doing nothing (the C launch's stand-in)
+
+
+@contextlib.contextmanager
+def stubbed_launches():
+    """Inside: every tritonblas kernel a no-op (cold calls record their fast entries without running the
+    interpreter); on leaving, the kernels, the dispatcher's device stand-ins and every cache are restored."""
+    import tritonblas
+    import tritonblas.kernels as kernels
+    from tritonblas import dispatch
+
+    saved = {name: getattr(kernels, name) for name in kernels.__all__}
+    saved_dev = dispatch._get_device, dispatch._raw_stream
+    for name in saved:
+        setattr(kernels, name, _NoKernel())
+    tritonblas.clear_caches()
+    try:
+        yield
+    finally:
+        for name, k in saved.items():
+            setattr(kernels, name, k)
+        dispatch._get_device, dispatch._raw_stream = saved_dev
+        tritonblas.clear_caches()
+
+
+def emulate_raw_launch() -> int:
+    """Turn every recorded fast entry into what it is on a GPU with the raw launcher bound: a
+    :class:`tritonblas._fastlaunch.RawLauncher` whose C launch (and descriptor encoder) is a C no-op, a
+    CUDA index 0, and the dispatcher's current-device and raw-stream queries C stand-ins answering 0. The
+    warm path then runs exactly the Python it runs on the H200 (``launch_warm`` → ``call_ready`` →
+    ``raw_args`` → ``RawLauncher.__call__``), minus the C launch itself.
+    Returns how many entries it changed. Only inside :func:`stubbed_launches`."""
+    from tritonblas import _fastlaunch, dispatch
+
+    dispatch._get_device, dispatch._raw_stream = int, abs  # int() == 0, abs(0) == 0: C calls, as on a GPU
+    n = 0
+    for f in list(dispatch._FAST.values()):
+        desc = {pos: ({"swizzle": 0, "elem_size": 2, "block_size": []}, list(t[1]["shape"]),
+                      list(t[1]["strides"]), 0, None)
+                for pos, t in ((0, f.a_desc), (1, f.b_desc)) if t is not None}
+        f.raw = _fastlaunch.RawLauncher(_noop_c, None, (4, 1, 0), (False, False), desc, _noop_c)
+        f.cuda_index = 0
+        if f.tail is None:  # the constexpr tail a GPU entry binds (CPU entries have none)
+            f.tail = tuple(f.kwargs.values())
+        n += 1
+    return n
+
+
+def _median_us(fn, n: int) -> float:
+    """Median of ``n`` single calls timed with perf_counter_ns (after n // 10 warm calls)."""
+    clock = time.perf_counter_ns
+    for _ in range(max(1, n // 10)):
+        fn()
+    ts = []
+    for _ in range(n):
+        t0 = clock()
+        fn()
+        ts.append(clock() - t0)
+    return statistics.median(ts) / 1e3
+
+
+def _calls_per_call(fn, n: int) -> tuple[float, float]:
+    """cProfile's function calls per call of ``fn``: all (builtins included), and Python functions only."""
+    import cProfile
+    import pstats
+
+    out = []
+    for builtins in (True, False):
+        pr = cProfile.Profile(builtins=builtins)
+        pr.enable()
+        for _ in range(n):
+            fn()
+        pr.disable()
+        st = pstats.Stats(pr)
+        out.append((st.total_calls - builtins) / n)  # less the profiler's own disable() call (a builtin)
+    return out[0], out[1]
+
+
+def cpu_stub(n: int = 20000, profile: bool = False, only: tuple = ()) -> list[dict]:
+    """Host cost of warm routed calls on the CPU with the launch stubbed out (:func:`emulate_raw_launch`):
+    ``F.linear(x3d, weight_param[, bias])`` under no_grad and under autograd (forward alone, and forward
+    + backward), ``torch.matmul`` 2-D and batched 3-D, all under ``enable()`` (``TRITONBLAS_PROFILE=h200``,
+    ``TRITON_INTERPRET=1``, CPU bf16 tensors). Beside each, torch's own call on CPU tensors of the same
+    ranks and tiny sizes (every dim 2-32, so the CPU GEMM itself is a few hundred ns: torch's dispatch,
+    autograd, allocation and shape work, what torch's host pays on any device, less cuBLAS's launch).
+    Per row: median us of ``n`` single calls, and cProfile's calls per call (all, and Python functions
+    only), torch on one CPU thread. ``profile``: print the top of a cProfile of our warm call per case; ``only``: just the cases
+    whose name contains one of these strings. Rows are dicts: case,
+    side ("ours" / "torch tiny"), us, calls, py_calls (ours: warm, whether every call was served warm).
+    Needs ``TRITON_INTERPRET=1`` and ``TRITONBLAS_PROFILE=h200`` set (``--cpu-stub`` sets them)."""
+    import torch
+    import torch.nn.functional as F
+
+    import tritonblas
+
+    bf = torch.bfloat16
+
+    def linear_case(tiny: bool, bias: bool, grad: str | None):
+        g = torch.Generator().manual_seed(0)
+        (bt, s, k), nout = ((2, 4, 16), 32) if tiny else ((2, 16, 64), 128)
+        x = torch.randn(bt, s, k, dtype=bf, generator=g).requires_grad_(grad is not None)
+        w = torch.nn.Parameter(torch.randn(nout, k, dtype=bf, generator=g))
+        b = torch.nn.Parameter(torch.randn(nout, dtype=bf, generator=g)) if bias else None
+        if grad is None:
+            return lambda: F.linear(x, w, b)
+        if grad == "fwd":
+            return lambda: F.linear(x, w, b)
+        gy = torch.ones(bt, s, nout, dtype=bf)
+
+        def step():
+            x.grad = w.grad = None
+            if b is not None:
+                b.grad = None
+            F.linear(x, w, b).backward(gy)
+        return step
+
+    def matmul_case(tiny: bool, batched: bool):
+        g = torch.Generator().manual_seed(0)
+        if batched:
+            sa, sb = ((2, 4, 8), (2, 8, 4)) if tiny else ((4, 16, 64), (4, 64, 32))
+        else:
+            sa, sb = ((4, 16), (16, 8)) if tiny else ((32, 64), (64, 128))
+        a = torch.randn(*sa, dtype=bf, generator=g)
+        b = torch.randn(*sb, dtype=bf, generator=g)
+        return lambda: torch.matmul(a, b)
+
+    cases = [("linear no_grad 2x16x64 @ 128x64", lambda t: linear_case(t, False, None), False),
+             ("linear+bias no_grad", lambda t: linear_case(t, True, None), False),
+             ("linear autograd fwd", lambda t: linear_case(t, False, "fwd"), True),
+             ("linear autograd fwd+bwd", lambda t: linear_case(t, False, "bwd"), True),
+             ("linear+bias autograd fwd+bwd", lambda t: linear_case(t, True, "bwd"), True),
+             ("matmul no_grad 32x64 @ 64x128", lambda t: matmul_case(t, False), False),
+             ("matmul no_grad 4x16x64 @ 4x64x32", lambda t: matmul_case(t, True), False)]
+    if only:
+        cases = [c for c in cases if any(o in c[0] for o in only)]
+    rows = []
+    threads = torch.get_num_threads()
+    torch.set_num_threads(1)  # torch's CPU ops on 2 threads paid ~13 us of thread hand-off per tiny GEMM
+    with contextlib.ExitStack() as stack:
+        stack.callback(torch.set_num_threads, threads)
+        stack.enter_context(stubbed_launches())
+        fns = {}
+        for name, make, grad in cases:
+            fn = make(False)
+            with torch.set_grad_enabled(grad), tritonblas.enable():
+                for _ in range(3):  # cold: the checked path records the warm entries (backward's too)
+                    fn()
+            fns[name] = fn
+        emulate_raw_launch()
+        for name, make, grad in cases:
+            fn, ref = fns[name], make(True)
+            with torch.set_grad_enabled(grad):
+                with tritonblas.enable():
+                    stats0 = tritonblas.dispatch.stats()
+                    us = _median_us(fn, n)
+                    stats1 = tritonblas.dispatch.stats()
+                    calls, py_calls = _calls_per_call(fn, min(n, 2000))
+                    if profile:
+                        import cProfile
+                        import pstats
+
+                        pr = cProfile.Profile()
+                        pr.enable()
+                        for _ in range(min(n, 2000)):
+                            fn()
+                        pr.disable()
+                        print(f"--- {name}")
+                        pstats.Stats(pr).sort_stats("tottime").print_stats(25)
+                warm = (stats1.get("fast_hits", 0) - stats0.get("fast_hits", 0) >= n
+                        and stats1.get("routed", 0) - stats0.get("routed", 0) >= n)
+                rows.append({"case": name, "side": "ours", "us": us, "calls": calls, "py_calls": py_calls,
+                             "warm": warm})
+                us = _median_us(ref, n)
+                calls, py_calls = _calls_per_call(ref, min(n, 2000))
+                rows.append({"case": name, "side": "torch tiny", "us": us, "calls": calls, "py_calls": py_calls})
+    return rows
+
+
+def cpu_stub_report(rows: list[dict]) -> list[str]:
+    """The table :func:`cpu_stub`'s rows print as."""
+    out = [f"{'case':36} {'side':11} {'us/call':>8} {'calls':>7} {'py calls':>8}"]
+    for r in rows:
+        warm = "" if r["side"] != "ours" or r.get("warm", True) else "  (NOT WARM)"
+        out.append(f"{r['case']:36} {r['side']:11} {r['us']:8.2f} {r['calls']:7.1f} {r['py_calls']:8.1f}{warm}")
+    return out
 
 
 def decode_ms(model, prompt, k: int, prof=None) -> float:
@@ -272,7 +486,7 @@ def inmodel_split(name: str, iters: int = 10, rounds: int = 7) -> None:
                 gc.enable()
         res["enable(), all falling through"].append(falling_through())
     acc = {"launch_ns": 0, "launches": 0, "empty_ns": 0, "empties": 0, "expand": 0, "miss": 0}
-    orig_call, orig_expand, orig_empty = _fastlaunch.RawLauncher.__call__, _fastlaunch.RawLauncher.expand, fastpath._empty
+    orig_call, orig_expand, orig_empty = _fastlaunch.RawLauncher.__call__, _fastlaunch.RawLauncher.expand, fastpath._new_empty
 
     def t_call(self, grid0, stream, args):
         t0 = time.perf_counter_ns()
@@ -301,12 +515,12 @@ def inmodel_split(name: str, iters: int = 10, rounds: int = 7) -> None:
             with models.GemmShim() as shim:
                 if on:
                     _fastlaunch.RawLauncher.__call__, _fastlaunch.RawLauncher.expand = t_call, t_expand
-                    fastpath._empty = t_empty
+                    fastpath._new_empty = t_empty
                 try:
                     wall(iters)
                 finally:
                     _fastlaunch.RawLauncher.__call__, _fastlaunch.RawLauncher.expand = orig_call, orig_expand
-                    fastpath._empty = orig_empty
+                    fastpath._new_empty = orig_empty
             shims[label] = (shim.ns / 1e3 / max(1, shim.calls), shim.calls // iters)
         finally:
             if ctx:

@@ -41,3 +41,27 @@ def test_queued_gaps_are_only_those_no_host_delay_explains():
 def test_no_kernels_gives_zeros():
     g = host_linear.gpu_gaps([], tokens=3)
     assert g["kernels_per_token"] == 0 and g["busy_us_per_token"] == 0 and g["queued_gaps"] == {}
+
+
+def test_cpu_stub_times_warm_routed_calls_and_restores_everything(monkeypatch):
+    """``--cpu-stub``: every selected case is served warm under enable() with the raw launch emulated,
+    each row has a time and call counts beside torch's, and the kernels, the dispatcher's device
+    stand-ins and the caches are restored afterwards."""
+    import tritonblas.kernels as kernels
+    from tritonblas import dispatch, fastpath
+
+    monkeypatch.setenv("TRITON_INTERPRET", "1")
+    monkeypatch.setenv("TRITONBLAS_PROFILE", "h200")
+    saved = {name: getattr(kernels, name) for name in kernels.__all__}
+    saved_dev = dispatch._get_device, dispatch._raw_stream
+    rows = host_linear.cpu_stub(50, only=("linear no_grad", "linear autograd fwd+bwd", "matmul no_grad 4x"))
+    assert [(r["case"].split()[0], r["side"]) for r in rows] == [
+        ("linear", "ours"), ("linear", "torch tiny")] * 2 + [("matmul", "ours"), ("matmul", "torch tiny")]
+    for r in rows:
+        assert r["us"] > 0 and r["calls"] >= r["py_calls"] >= 1
+        if r["side"] == "ours":
+            assert r["warm"], r
+    assert len(host_linear.cpu_stub_report(rows)) == 1 + len(rows)
+    assert {name: getattr(kernels, name) for name in kernels.__all__} == saved
+    assert (dispatch._get_device, dispatch._raw_stream) == saved_dev
+    assert not dispatch._FAST and not fastpath._LINEAR and not fastpath._MATMUL

@@ -287,8 +287,15 @@ def test_a_bound_entry_launches_raw_with_the_operands_addresses(monkeypatch, dev
         live["outs"].append(t)
         return t
 
+    real_new_empty = torch.Tensor.new_empty
+
+    def new_empty(like, *args, **kw):
+        t = real_new_empty(like, *args, **kw)
+        live["outs"].append(t)
+        return t
+
     monkeypatch.setattr(torch, "empty", empty)
-    monkeypatch.setattr(fastpath, "_empty", empty)
+    monkeypatch.setattr(fastpath, "_new_empty", new_empty)
     with torch.no_grad(), tritonblas.enable():
         ys = [F.linear(x, w, bias) for _ in range(3)]
     assert len(checked) == 1 and len(raw) == 2, (checked, raw)

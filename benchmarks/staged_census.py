@@ -107,7 +107,7 @@ def compile_one(job: tuple) -> dict:
     return row
 
 
-def jobs() -> list[tuple]:
+def jobs(problems=PROBLEMS) -> list[tuple]:
     """(problem dims, TileConfig fields, formula registers, formula verdict, name) of every (kind, tile,
     warps, stages) the enumerator's grid offers (``origami.enumerate``'s tiles, BLOCK_Ks, warps and
     stages, the shared-memory, instruction and accumulator-register predicates) for the PROBLEMS (bf16
@@ -122,7 +122,7 @@ def jobs() -> list[tuple]:
     kinds = {Kind.DP: {}, Kind.PERSISTENT: dict(grid=hw.compute["compute_units"]),
              Kind.STREAMK: dict(grid=hw.compute["compute_units"]), Kind.SPLITK: dict(split_k=4, group_m=1)}
     out = []
-    for m, n, k in PROBLEMS:
+    for m, n, k in problems:
         p = GemmProblem(m, n, k, a_dtype="bf16", b_dtype="bf16", c_dtype="bf16",
                         align_bytes=GemmProblem.contiguous_align_bytes(m, n, k, "bf16", "bf16", "bf16"))
         assert space.register_staged(p, hw), p.describe()
@@ -149,6 +149,8 @@ def main(argv=None) -> int:
     ap.add_argument("--workers", type=int, default=2)
     ap.add_argument("--out", type=Path, default=OUT)
     ap.add_argument("--limit", type=int, default=0, help="at most this many new configs (0: all)")
+    ap.add_argument("--shape", type=int, nargs=3, action="append", metavar=("M", "N", "K"),
+                    help="a bf16 problem whose rows are under 4 bytes aligned (repeatable; default: PROBLEMS)")
     args = ap.parse_args(argv)
     sys.path.insert(0, str(ROOT / "benchmarks"))
     from _harness import provenance, write_csv
@@ -158,7 +160,7 @@ def main(argv=None) -> int:
         with args.out.open() as f:
             rows = list(csv.DictReader(line for line in f if not line.startswith("#")))
     done = {(int(r["m"]), int(r["n"]), int(r["k"]), r["config"]) for r in rows}
-    todo = [j for j in jobs() if (*j[0], j[4]) not in done]
+    todo = [j for j in jobs(tuple(map(tuple, args.shape)) if args.shape else PROBLEMS) if (*j[0], j[4]) not in done]
     if args.limit:
         todo = todo[:args.limit]
     print(f"{len(todo)} configs to compile ({len(rows)} recorded)", flush=True)

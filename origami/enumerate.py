@@ -98,14 +98,14 @@ def _base_array(hw: HardwareProfile, a_dtype: DType, b_dtype: DType, a_layout: L
                             continue
                         tile = TileConfig(Kind.DP, bm, bn, bk, w, s, 8, waves_per_eu=wpe,
                                           matrix_instr_nonkdim=mi, kpack=kp)
-                        if any(p(tile, probe, hw) for p in (space.check_smem, space.check_instr, space.check_vendor,
-                                                            space.check_staged_registers)):
+                        if any(p(tile, probe, hw) for p in (space.check_smem, space.check_instr, space.check_vendor)):
                             continue
                         # registers and occupancy per kind (the AMD register estimate adds Stream-K's fix-up)
                         occ = {}
                         for kind, kw in _KIND_PROBES.items():
                             kc = replace(tile, kind=kind, **kw)
-                            if space.check_registers(kc, probe, hw) is None:
+                            if space.check_registers(kc, probe, hw) is None and \
+                                    space.check_staged_registers(kc, probe, hw) is None:
                                 occ[kind] = space.resident_programs(kc, probe, hw)
                         occ = {k: o for k, o in occ.items() if o >= 1}
                         ex = (-1 if wpe is None else wpe, -1 if mi is None else mi, -1 if kp is None else kp)

@@ -108,13 +108,17 @@ MODEL_PARAMS: dict[str, tuple[float, float, str]] = {
     "fixup_ns": (0.0, 100_000.0, "cost of one Stream-K/split-K tile fix-up beyond its bytes (atomic + sync)"),
     "mem_latency_ns": (50.0, 10_000.0, "load latency one pipeline stage must hide (num_stages - 1 loads in flight)"),
     "overlap_loss": (0.0, 1.0, "fraction of the smaller of compute and memory time per K-step not hidden behind the larger"),
+    "staged_spill_rule": (0.0, 1.0, "1: the space leaves out configs whose register-staged kernels spill "
+                                    "(origami.space.STAGED_PRESSURE_LIMITS, from an sm_90 compile census); "
+                                    "0: the profile has not been validated with it"),
     "ws_efficiency": (0.0, 2.0, "main-loop efficiency of the warp-specialised persistent kernel (kind 'ws': Hopper, "
                                 "tritonblas.kernels.gluon_hopper) relative to the data-parallel kernel's; 0: the "
                                 "profile has no such kernel and the model's space leaves it out"),
 }
 # Model parameters a profile may leave out (added after profiles were written): their value then.
 # ws_efficiency 0 keeps every older profile's space, and so its rankings, as they were.
-OPTIONAL_MODEL_PARAMS: dict[str, float] = {"ws_efficiency": 0.0, "streamk_unaligned_penalty": 1.0}
+OPTIONAL_MODEL_PARAMS: dict[str, float] = {"ws_efficiency": 0.0, "streamk_unaligned_penalty": 1.0,
+                                           "staged_spill_rule": 0.0}
 SCHEMA["model"] = {k: (_FLOAT, lo, hi, doc) for k, (lo, hi, doc) in MODEL_PARAMS.items()}
 
 

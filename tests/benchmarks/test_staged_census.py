@@ -47,3 +47,15 @@ def test_census_jobs_cover_both_sides_of_the_staging_formula():
     jobs = S.jobs()
     assert {j[1]["kind"] for j in jobs} == {"dp", "persistent", "streamk", "splitk"}
     assert any(j[3] for j in jobs) and not all(j[3] for j in jobs)
+
+
+def test_rule_evaluation_reports_moved_picks(capsys):
+    """benchmarks/staged_rule_eval.py scores the shipped h200 against h200 with model.staged_spill_rule on:
+    the rule moves picks on recorded unaligned sweeps (ragged.csv among them) and says which new picks no
+    sweep timed."""
+    sys.path.insert(0, str(ROOT / "benchmarks"))
+    import staged_rule_eval
+
+    assert staged_rule_eval.main([]) == 0
+    out = capsys.readouterr().out
+    assert "h200/ragged.csv" in out and "not timed:" in out, out

@@ -268,3 +268,68 @@ def test_unaligned_problems_select_only_configs_within_the_staged_limit(name):
         staged = {row_to_config(r, P, hw) for r in base_array(hw, P.a_dtype, P.b_dtype, P.a_layout, P.b_layout, True)}
         full = {row_to_config(r, P, hw) for r in base_array(hw, P.a_dtype, P.b_dtype, P.a_layout, P.b_layout)}
         assert staged < full
+
+
+def _census(shape: str) -> list[dict]:
+    import csv
+    from pathlib import Path
+
+    path = Path(__file__).resolve().parents[2] / "benchmarks" / "data" / "nvidia_aot" / "h200_staged.csv"
+    with path.open() as f:
+        return [r for r in csv.DictReader(line for line in f if not line.startswith("#"))
+                if r["status"] == "ok" and f"{r['m']}x{r['n']}x{r['k']}" == shape]
+
+
+def _census_config(r: dict) -> TileConfig:
+    extra = {"grid": 132} if r["kind"] in ("persistent", "streamk") else \
+        {"split_k": 4, "group_m": 1} if r["kind"] == "splitk" else {}
+    return TileConfig(r["kind"], int(r["block_m"]), int(r["block_n"]), int(r["block_k"]), int(r["num_warps"]),
+                      int(r["num_stages"]), **extra)
+
+
+@pytest.mark.parametrize("shape, kept_spilling", [("61x6485x11719", 8), ("4096x1057x3333", 6)])
+def test_staged_pressure_limits_against_the_sm90_compile_census(shape, kept_spilling):
+    """The per-kind limits of space.STAGED_PRESSURE_LIMITS against what ptxas allocated
+    (benchmarks/staged_census.py, committed CSV): every census config over its kind's limit spills, and
+    at most ``kept_spilling`` of those under it spill more than 64 bytes (the fit was on the first shape;
+    the second is another shape class). The stages do not change the registers."""
+    hw = PROFILES["h200"]
+    rows = _census(shape)
+    assert len(rows) >= 200, f"{shape}: {len(rows)} census rows"
+    over = under_spilling = 0
+    for r in rows:
+        c = _census_config(r)
+        if space.staged_load_pressure(c, hw) > space.STAGED_PRESSURE_LIMITS[c.kind]:
+            over += 1
+            assert int(r["spill_stores"]) > 0, f"{r['config']} is over its limit but compiles without spills"
+        elif int(r["spill_stores"]) > 64:
+            under_spilling += 1
+    assert over >= 150 and under_spilling <= kept_spilling, (over, under_spilling)
+    by_tile = {}
+    for r in rows:
+        by_tile.setdefault((r["kind"], r["block_m"], r["block_n"], r["block_k"], r["num_warps"]), set()).add(
+            (r["registers"], r["spill_stores"]))
+    assert all(len(v) == 1 for v in by_tile.values()), "a tile's s3 and s4 compiled differently"
+
+
+def test_staged_spill_rule_is_the_profiles_choice():
+    """model.staged_spill_rule 1 leaves out, per kind, the register-staged configs over their pressure limit
+    (a Stream-K 64x256x32 w8 s3 that spills 332 bytes, where the same tile as split-K spills none); without it
+    (h200 today, every shipped profile) the space is as before. Aligned problems and forced configs are
+    never affected, and the space with the rule keeps only configs the rule accepts."""
+    hw = PROFILES["h200"]
+    on = hw.replace_model(staged_spill_rule=1.0)
+    assert not space.staged_spill_rule(hw) and space.staged_spill_rule(on)
+    p = GemmProblem(61, 6485, 11719, align_bytes=2)
+    sk = TileConfig("streamk", 64, 256, 32, 8, 3, grid=132)
+    split = TileConfig("splitk", 64, 256, 32, 8, 3, split_k=4, group_m=1)
+    assert space.check_staged_registers(sk, p, hw) is None
+    reason = space.check_staged_registers(sk, p, on)
+    assert reason and "streamk" in reason and "spills" in reason, reason
+    assert space.check_staged_registers(split, p, on) is None
+    assert space.check_staged_registers(sk, GemmProblem(64, 6480, 11712), on) is None  # aligned: cp.async
+    assert space.violations(sk, p, on) == []  # a performance rule: a forced config stays valid
+    cands = origami.candidates(p, on)
+    assert cands and all(space.check_staged_registers(c, p, on) is None for c in cands)
+    assert any(space.check_staged_registers(c, p, on) is not None for c in origami.candidates(p, hw))
+    assert origami.select(p, on).config in cands

@@ -8,7 +8,10 @@ at 0.5-1.1x (benchmarks/data/h200/ragged.csv, 61x6485x11719). ``origami.space.ch
 is a formula for that limit; this census is the compiler's own answer it is checked against
 (tests/origami/test_space.py reads the committed CSV). No timings: compiler output only.
 
-    python benchmarks/staged_census.py [--workers 2] [--out benchmarks/data/nvidia_aot/h200_staged.csv]
+    python benchmarks/staged_census.py [--workers 2] [--shape M N K ...] [--out benchmarks/data/nvidia_aot/h200_staged.csv]
+
+The committed census holds 61x6485x11719 (ragged.yaml, the default) and 4096x1057x3333 (dlrm.yaml), both
+training shapes.
 
 Per config one CSV row: the problem, the config, the kernel, registers, spill stores/loads (bytes),
 the formula's registers (``space.staged_registers_per_thread``) and its verdict, or the error.

@@ -789,6 +789,8 @@ def _check_entries(entries: Mapping[str, Any], hw: HardwareProfile):
                 cfg = str(e)
             configs[ck] = cfg
         if isinstance(cfg, str):
+            if isinstance(d.get("kind"), str) and d["kind"].lower() == "torch":  # 'TORCH', 'Torch': a near miss
+                cfg += "; a VENDOR entry is spelled kind 'torch' (lower case), every other field null"
             rejected.append((key, cfg))
             continue
         bad = violations(cfg, p, hw)

@@ -63,6 +63,14 @@ def test_a_torch_entry_with_tile_fields_is_dropped_naming_its_key():
     assert list(good.values()) == [tables.VENDOR]
 
 
+def test_a_misspelt_torch_kind_is_dropped_with_the_vendor_spelling():
+    hw = origami.load_profile("h200")
+    key = tables.problem_key(_problem(64, 48, 32))
+    good, rejected = tables._check_entries({key: {**tables.VENDOR.to_dict(), "kind": "TORCH"}}, hw)
+    assert not good and [k for k, _ in rejected] == [key]
+    assert "'torch'" in rejected[0][1] and "TORCH" in rejected[0][1], rejected
+
+
 def test_inductor_render_skips_vendor_entries():
     hw = origami.load_profile("h200")
     p = _problem(64, 48, 32)

@@ -154,6 +154,8 @@ def main(argv=None) -> int:
     ap.add_argument("--limit", type=int, default=0, help="at most this many new configs (0: all)")
     ap.add_argument("--shape", type=int, nargs=3, action="append", metavar=("M", "N", "K"),
                     help="a bf16 problem whose rows are under 4 bytes aligned (repeatable; default: PROBLEMS)")
+    ap.add_argument("--kinds", nargs="+", default=None, choices=("dp", "persistent", "streamk", "splitk"),
+                    help="only these kernels (default: all four)")
     args = ap.parse_args(argv)
     sys.path.insert(0, str(ROOT / "benchmarks"))
     from _harness import provenance, write_csv
@@ -163,7 +165,8 @@ def main(argv=None) -> int:
         with args.out.open() as f:
             rows = list(csv.DictReader(line for line in f if not line.startswith("#")))
     done = {(int(r["m"]), int(r["n"]), int(r["k"]), r["config"]) for r in rows}
-    todo = [j for j in jobs(tuple(map(tuple, args.shape)) if args.shape else PROBLEMS) if (*j[0], j[4]) not in done]
+    todo = [j for j in jobs(tuple(map(tuple, args.shape)) if args.shape else PROBLEMS) if (*j[0], j[4]) not in done
+            and (args.kinds is None or j[1]["kind"] in args.kinds)]
     if args.limit:
         todo = todo[:args.limit]
     print(f"{len(todo)} configs to compile ({len(rows)} recorded)", flush=True)

@@ -287,15 +287,19 @@ def _census_config(r: dict) -> TileConfig:
                       int(r["num_stages"]), **extra)
 
 
-@pytest.mark.parametrize("shape, kept_spilling", [("61x6485x11719", 8), ("4096x1057x3333", 6)])
-def test_staged_pressure_limits_against_the_sm90_compile_census(shape, kept_spilling):
+@pytest.mark.parametrize("shape, n_rows, min_over, kept_spilling", [
+    ("61x6485x11719", 238, 150, 8), ("4096x1057x3333", 228, 150, 6),
+    # split-K only, few tiles: 16x128x64 and 32x128x64 spill under split-K's limit (the formula ranks
+    # 16x128x64 below 16x64x128, which compiles clean: the B tile's width matters, which it does not model)
+    ("31x1163x5965", 44, 16, 4)])
+def test_staged_pressure_limits_against_the_sm90_compile_census(shape, n_rows, min_over, kept_spilling):
     """The per-kind limits of space.STAGED_PRESSURE_LIMITS against what ptxas allocated
     (benchmarks/staged_census.py, committed CSV): every census config over its kind's limit spills, and
     at most ``kept_spilling`` of those under it spill more than 64 bytes (the fit was on the first shape;
-    the second is another shape class). The stages do not change the registers."""
+    the others were compiled after it). The stages do not change the registers."""
     hw = PROFILES["h200"]
     rows = _census(shape)
-    assert len(rows) >= 200, f"{shape}: {len(rows)} census rows"
+    assert len(rows) == n_rows, f"{shape}: {len(rows)} census rows"
     over = under_spilling = 0
     for r in rows:
         c = _census_config(r)
@@ -304,7 +308,7 @@ def test_staged_pressure_limits_against_the_sm90_compile_census(shape, kept_spil
             assert int(r["spill_stores"]) > 0, f"{r['config']} is over its limit but compiles without spills"
         elif int(r["spill_stores"]) > 64:
             under_spilling += 1
-    assert over >= 150 and under_spilling <= kept_spilling, (over, under_spilling)
+    assert over >= min_over and under_spilling <= kept_spilling, (over, under_spilling)
     by_tile = {}
     for r in rows:
         by_tile.setdefault((r["kind"], r["block_m"], r["block_n"], r["block_k"], r["num_warps"]), set()).add(

@@ -124,11 +124,6 @@ def transposed_view(t) -> bool:
     return t.dim() == 2 and t.stride(0) == 1 and t.stride(1) != 1 and t.shape[0] > 1 and t.shape[1] > 1
 
 
-def _sig(t) -> tuple:
-    """What a warm entry is keyed on for one tensor (:func:`tritonblas.dispatch._fast_key`'s fields)."""
-    return (t.shape, t.stride(), t.dtype, t.device, t.data_ptr() & 15, t.is_neg() or t._is_zerotensor())
-
-
 def _flat(t, keep: int = 1):
     """``t`` reshaped to (product of the leading dims, *its last ``keep`` dims), sizes spelled out:
     ``reshape(-1, ...)`` is ambiguous (an error) for a tensor with no elements, e.g. K = 0 or N = 0.
@@ -146,9 +141,10 @@ def _store(table: dict, key: tuple, value: tuple) -> None:
 
 # --- linear ----------------------------------------------------------------------------------
 def _linear_key(x, w, bias) -> tuple:
-    """:func:`_sig` of x, w and bias (None) and the fast context, as one flat tuple (x's device at [3]);
-    the unreadable bit is in it: a lazily negated view (``z.conj().imag``) or an efficient zero tensor
-    has its plain twin's signature otherwise, and torch runs it."""
+    """Per tensor of x, w and bias (None) what a warm entry is keyed on (``dispatch._fast_key``'s fields:
+    shape, strides, dtype, device, ``data_ptr() % 16``, the neg/zero bit), then the fast context, as
+    one flat tuple (x's device at [3]). The neg/zero bit: a lazily negated view (``z.conj().imag``) or an
+    efficient zero tensor has its plain twin's signature otherwise, and torch runs it."""
     dt = x.dtype
     if bias is None:
         return (x.shape, x.stride(), dt, x.device, x.data_ptr() & 15, x.is_neg() or x._is_zerotensor(),
@@ -381,7 +377,7 @@ def matmul_hot(a, b):
         if hit is None or not dispatch.fast_valid(hit[0]):  # the checked path runs inside the route
             return None
         return _matmul_grad(a, b, hit)
-    try:  # _matmul_run, inlined
+    try:  # _matmul_run, inlined: the hot entry's one frame less (CPU --cpu-stub: 8.21 -> 8.05 us with the flat key)
         hit = _MATMUL.get(_matmul_key(a, b))
     except (RuntimeError, NotImplementedError):
         return None
@@ -390,7 +386,8 @@ def matmul_hot(a, b):
 
 # --- matmul ----------------------------------------------------------------------------------
 def _matmul_key(a, b) -> tuple:
-    """:func:`_sig` of a and b and the fast context, as one flat tuple (no nested tuples to build and hash)."""
+    """:func:`_linear_key`'s fields for a and b, then the fast context, as one flat tuple (no nested
+    tuples to build and hash)."""
     return (a.shape, a.stride(), a.dtype, a.device, a.data_ptr() & 15, a.is_neg() or a._is_zerotensor(),
             b.shape, b.stride(), b.dtype, b.device, b.data_ptr() & 15, b.is_neg() or b._is_zerotensor(),
             _fast_context(a.dtype))
@@ -544,11 +541,7 @@ def matmul(a, b):
             if not dispatch.has_profile(a.device):
                 return None
         return _matmul_grad(a, b, hit)
-    try:  # _matmul_run, inlined
-        hit = _MATMUL.get(_matmul_key(a, b))
-    except (RuntimeError, NotImplementedError):
-        return None
-    return None if hit is None else _matmul_warm(hit, a, b)
+    return _matmul_run(a, b)
 
 
 def _linear_hit(x, w, bias):

@@ -110,16 +110,10 @@ def _use_arch(arch: str) -> None:
     if _ACTIVE_ARCH[0] == arch:
         return
     from triton.backends.compiler import GPUTarget
-    from triton.runtime import driver
 
-    from tritonblas import kernels
-    from tritonblas._aot import StubDriver
+    from tritonblas import _aot
 
-    driver.set_active(StubDriver(GPUTarget("hip", arch, 64)))
-    for name in kernels.__all__:  # a JITFunction caches the backend of the first target it saw
-        fn = getattr(kernels, name)
-        if hasattr(fn, "device_caches"):
-            fn.device_caches.clear()
+    _aot.use_target(GPUTarget("hip", arch, 64))
     _ACTIVE_ARCH[0] = arch
 
 
@@ -162,7 +156,7 @@ def prepare(spec: dict):
     """The plan's launch for one spec (tritonblas.plan's own TileConfig → arguments mapping)."""
     import origami
     from origami.config import TileConfig
-    from tritonblas import _interpreter
+    from tritonblas import _aot
     from tritonblas import plan as P
 
     hw = origami.load_profile(spec["profile"])
@@ -170,12 +164,7 @@ def prepare(spec: dict):
     cfg = TileConfig.from_dict(spec["config"])
     plan = P.make_plan(cfg, problem, hw, checked=True)
     a, b, out = _tensors(problem, spec["dtype"], hw.arch)
-    real = _interpreter.interpreting
-    _interpreter.interpreting = lambda: True  # past prepare_launch's "CPU tensors need the interpreter" guard
-    try:
-        return plan, P.prepare_launch(plan, a, b, out)
-    finally:
-        _interpreter.interpreting = real
+    return plan, _aot.prepare_on_cpu(plan, a, b, out)
 
 
 def compile_key(spec: dict, arch: str) -> str:

@@ -72,21 +72,15 @@ def compile_one(job: tuple) -> dict:
     os.environ.pop("TRITON_INTERPRET", None)
     import torch
     from triton.backends.compiler import GPUTarget
-    from triton.runtime import driver
 
     import origami
-    from tritonblas import _interpreter, kernels
+    from tritonblas import _aot
     from tritonblas import plan as P
-    from tritonblas._aot import StubDriver
 
     (m, n, k), fields = job
     if not _STUB[0]:
-        driver.set_active(StubDriver(GPUTarget("cuda", 90, 32)))
+        _aot.use_target(GPUTarget("cuda", 90, 32))
         _STUB[0] = True
-        for name in kernels.__all__:
-            fn = getattr(kernels, name)
-            if hasattr(fn, "device_caches"):
-                fn.device_caches.clear()
     hw = origami.load_profile("h200")
     cfg = origami.TileConfig(**fields)
     a = torch.empty(m, k, dtype=torch.bfloat16)
@@ -96,12 +90,7 @@ def compile_one(job: tuple) -> dict:
     row = dict(status="ok", error="", kernel="", registers="", spill_stores="", spill_loads="")
     try:
         plan = P.make_plan(cfg, P.problem_from_tensors(a, b, out), hw)
-        real = _interpreter.interpreting
-        _interpreter.interpreting = lambda: True  # past launch's "CPU tensors need the interpreter" guard
-        try:
-            prepared = P.prepare_launch(plan, a, b, out)
-        finally:
-            _interpreter.interpreting = real
+        prepared = _aot.prepare_on_cpu(plan, a, b, out)
         compiled = prepared.kernel.warmup(*prepared.args, grid=prepared.grid, **prepared.kwargs)
         row.update(kernel=prepared.kernel.fn.__name__, **_ptxas_info(compiled.asm["ptx"]))
     except Exception as e:  # noqa: BLE001 - recorded per config

@@ -22,9 +22,8 @@ os.environ.pop("TRITON_INTERPRET", None)
 
 import torch  # noqa: E402
 from triton.backends.compiler import GPUTarget  # noqa: E402
-from triton.runtime import driver  # noqa: E402
 
-from tritonblas._aot import StubDriver  # noqa: E402
+from tritonblas._aot import prepare_on_cpu, use_target  # noqa: E402
 
 
 def _case(kind, bm, bn, bk, warps, stages, m, n, k, dtype=torch.bfloat16, layout="NN", tma=False, batch=None,
@@ -94,7 +93,6 @@ def _operand(rows, cols, dtype, transposed, batch, ld):
 def compile_case(name: str, hw) -> dict:
     """Compile one case of CASES (NVIDIA profile) or AMD_CASES (AMD profile) with the stub driver."""
     import origami
-    from tritonblas import _interpreter
     from tritonblas import plan as P
     from origami.space import smem_bytes
 
@@ -121,12 +119,7 @@ def compile_case(name: str, hw) -> dict:
     elif scales == "tensor":
         kw.update(scale_a=torch.empty(()), scale_b=torch.empty(()))
     plan = P.make_plan(cfg, P.problem_from_tensors(a, b, out), hw, tma=c["tma"], flat=c["flat"])
-    real = _interpreter.interpreting
-    _interpreter.interpreting = lambda: True  # past launch's "CPU tensors need the interpreter" guard
-    try:
-        prepared = P.prepare_launch(plan, a, b, out, **kw)
-    finally:
-        _interpreter.interpreting = real
+    prepared = prepare_on_cpu(plan, a, b, out, **kw)
     if not c["hints"]:
         for key in ("A_ALIGN", "B_ALIGN", "OUT_ALIGN", "A_EDGE", "B_EDGE", "OUT_EDGE"):
             prepared.kwargs[key] = 1
@@ -165,12 +158,8 @@ def main(names: list[str]) -> int:
 
     targets = ((GPUTarget("cuda", 90, 32), origami.load_profile("h200"), CASES),
                (GPUTarget("hip", "gfx942", 64), origami.load_profile("mi300x"), AMD_CASES))
-    from tritonblas import kernels
-
     for target, hw, cases in targets:
-        driver.set_active(StubDriver(target))
-        for name in kernels.__all__:  # each JITFunction caches the backend of the first target it saw
-            getattr(kernels, name).device_caches.clear()
+        use_target(target)
         for name in cases:
             if names and name not in names:
                 continue

@@ -104,7 +104,9 @@ _FALLBACK = object()  # a _PLANS value: the model found no config; torch runs th
 _PLANS: dict[GemmKey, Any] = {}
 _VENDOR_KEYS: set = set()  # GemmKeys whose plan a tile table's VENDOR entry gave to torch
 _VENDOR_FAST: set = set()  # the warm-path keys (_fast_key) of calls that ran torch for such a key
+_TABLE_KEYS: set = set()  # GemmKeys whose config (or VENDOR) came from a tile table: no Gluon experiment
 _FAST: dict[tuple, "_Fast"] = {}  # fast key (see _fast_key) → everything a warm launch needs
+_CLEARS = [0]  # clear_caches calls so far: part of fast_context, so warm signatures kept elsewhere lapse
 _LOCK = threading.Lock()
 _STATS: defaultdict = defaultdict(int)  # a Counter's += costs 2x a (default)dict's: ~80 ns per count (CPU)
 
@@ -318,10 +320,12 @@ def clear_caches() -> None:
     """Drop every cached plan, fast entry, shared compiled-kernel binding, workspace, device → profile
     mapping and model selection."""
     with _LOCK:
+        _CLEARS[0] += 1
         _PLANS.clear()
         _FAST.clear()
         _VENDOR_KEYS.clear()
         _VENDOR_FAST.clear()
+        _TABLE_KEYS.clear()
         _COMPILED.clear()
         _SPLITS.clear()
     _plan.clear_workspaces()
@@ -363,6 +367,7 @@ def _build(key: GemmKey, hw: HardwareProfile, device: torch.device, op: str, ws_
         cfg = key.config
     elif (hit := tables.lookup(problem, hw, key.table)) is not None and (key.ws or hit.kind is not Kind.WS):
         _STATS["table_hits"] += 1
+        _TABLE_KEYS.add(key)
         if hit is tables.VENDOR:  # measured on this device: torch's own GEMM beats our pick (tritonblas.versus)
             _STATS["vendor"] += 1
             _VENDOR_KEYS.add(key)
@@ -432,7 +437,10 @@ def _align_staged(key: GemmKey, problem: GemmProblem, hw: HardwareProfile, unsta
 def _store(key: GemmKey, value):
     with _LOCK:
         while len(_PLANS) >= MAX_PLANS:
-            _PLANS.pop(next(iter(_PLANS)))
+            old = next(iter(_PLANS))
+            del _PLANS[old]
+            _TABLE_KEYS.discard(old)  # the key sets follow _PLANS (bounded with it)
+            _VENDOR_KEYS.discard(old)
         _PLANS[key] = value
     return value
 
@@ -1054,8 +1062,10 @@ def fast_valid(f: "_Fast") -> bool:
 
 def fast_context(dtype: torch.dtype) -> tuple:
     """What besides the operands decides a warm entry, as one hashable value: the TF32 flag (fp32
-    only), the environment that picks the profile or table, and the tile-table generation."""
-    return (dtype is torch.float32 and allow_tf32(), _env_now(), tables.GENERATION[0], _deterministic())
+    only), the environment that picks the profile or table, the tile-table generation, and the number of
+    :func:`clear_caches` calls (a signature remembered before one, e.g. the ops' VENDOR signatures, stops
+    applying)."""
+    return (dtype is torch.float32 and allow_tf32(), _env_now(), tables.GENERATION[0], _deterministic(), _CLEARS[0])
 
 
 def launch_fast(f: "_Fast", a: torch.Tensor, b: torch.Tensor, out: torch.Tensor, c: torch.Tensor | None = None,
@@ -1218,13 +1228,15 @@ def gemm(a: torch.Tensor, b: torch.Tensor, out: torch.Tensor | None = None, *, c
         elif out.numel():
             out.zero_()
         return out
-    taken = _gluon_gemm(a, b, out, c, beta) if alpha == 1 and config is None and settings.gluon() else None
-    if taken is not None:
-        _STATS["launches"] += 1
-        if fkey is not None:
-            _remember_gluon(fkey, a, b, out, taken, profile)
-        return out
     info, tf32, lp, key = _plan_of(a, b, out, c, profile, config, op, alpha, beta, gen)
+    if alpha == 1 and config is None and settings.gluon() and key not in _TABLE_KEYS and key not in _VENDOR_KEYS:
+        # the experiment replaces origami's pick, never a tile table's entry (a config or VENDOR)
+        taken = _gluon_gemm(a, b, out, c, beta)
+        if taken is not None:
+            _STATS["launches"] += 1
+            if fkey is not None:
+                _remember_gluon(fkey, a, b, out, taken, profile)
+            return out
     if lp is _FALLBACK:
         _STATS["fallbacks"] += 1
         if fkey is not None and key in _VENDOR_KEYS:

@@ -64,6 +64,13 @@ _LOCK = threading.Lock()
 TORCH = object()  # linear / matmul / *_hot: "run torch's own function" (a VENDOR signature, known warm)
 
 
+def _to_torch():
+    """:data:`TORCH`, counted: torch runs the call, so ``stats()['fallbacks']`` counts it as the checked
+    path's VENDOR plan does."""
+    dispatch.count("fallbacks")
+    return TORCH
+
+
 def enabled() -> bool:
     """False when ``$TRITONBLAS_FAST`` is ``0`` (read per call)."""
     return not _fast_off()
@@ -322,7 +329,7 @@ def linear(x, w, bias=None):
     if not enabled() or not direct():
         return None
     if _TORCH_SIGS and not _any_autocast() and _torch_linear(x, w, bias):
-        return TORCH  # (under autocast torch's function would cast; the checked path, like our kernels, does not)
+        return _to_torch()  # (under autocast torch's function would cast; the checked path, like our kernels, does not)
     if _grad_enabled() and (x.requires_grad or w.requires_grad or (bias is not None and bias.requires_grad)):
         try:
             hit = _LINEAR.get(_linear_key(x, w, bias))  # a known signature passed the checks below before
@@ -351,7 +358,7 @@ def linear_hot(x, w, bias=None):
     if _fast_off() or _intercepting() or _any_autocast():
         return None
     if _TORCH_SIGS and _torch_linear(x, w, bias):
-        return TORCH
+        return _to_torch()
     if _grad_enabled() and (x.requires_grad or w.requires_grad or (bias is not None and bias.requires_grad)):
         # under autograd: a known signature goes straight to the autograd Function (an unknown one
         # takes the route, whose fastpath.linear checks it first)
@@ -369,7 +376,7 @@ def matmul_hot(a, b):
     if _fast_off() or _intercepting() or _any_autocast():
         return None
     if _TORCH_SIGS and _torch_matmul(a, b):
-        return TORCH
+        return _to_torch()
     if _grad_enabled() and (a.requires_grad or b.requires_grad):
         if not _matmul_autograd_case(a, b):
             return None
@@ -527,7 +534,7 @@ def matmul(a, b):
     if not enabled() or not direct():
         return None
     if _TORCH_SIGS and not _any_autocast() and _torch_matmul(a, b):
-        return TORCH  # (under autocast torch's function would cast; the checked path, like our kernels, does not)
+        return _to_torch()  # (under autocast torch's function would cast; the checked path, like our kernels, does not)
     if needs_grad(a, b):
         if not _matmul_autograd_case(a, b):
             return None

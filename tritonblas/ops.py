@@ -443,8 +443,10 @@ def _run(name: str, v: _Views, out: Tensor | None, *, c: Tensor | None = None, a
         return out.copy_(r)
     if _direct(v.a, v.b, out_k, c):
         p, k = _decode(prof, cfg)
+        version = None if out_k.is_inference() else out_k._version  # (an inference tensor has no counter)
         dispatch.gemm(v.a, v.b, out_k, c=c, alpha=float(alpha), beta=float(beta), profile=p, config=k, op="out")
-        torch.autograd.graph.increment_version(out_k)  # what the op's ADInplaceOrView kernel does
+        if version is None or out_k._version == version:  # our kernel wrote it (torch's ops count their own write)
+            torch.autograd.graph.increment_version(out_k)  # what the op's ADInplaceOrView kernel does
     else:
         torch.ops.tritonblas.gemm_out(v.a, v.b, out_k, c, float(alpha), float(beta), prof, cfg)
     return out

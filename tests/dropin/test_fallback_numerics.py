@@ -41,3 +41,23 @@ def test_float64_matches_torch_bitwise():
         assert torch.equal(tritonblas.addmm(c, a, b, beta=0, alpha=alpha), torch.addmm(c, a, b, beta=0, alpha=alpha))
     a3, b3, c3 = a.expand(3, 8, 16), b.expand(3, 16, 8), c.expand(3, 8, 8)
     assert torch.equal(tritonblas.baddbmm(c3, a3, b3, beta=0, alpha=0.1), torch.baddbmm(c3, a3, b3, beta=0, alpha=0.1))
+
+
+
+@pytest.mark.usefixtures("cpu_profile")
+@pytest.mark.parametrize("dtype", [torch.float64, torch.float32])
+@pytest.mark.parametrize("op", ["matmul", "addmm", "bmm", "baddbmm"])
+def test_out_bumps_the_version_counter_once_as_torch_does(op, dtype):
+    # out= written by our kernel (fp32 under the interpreter) or by torch for us (fp64, a fallback):
+    # one in-place write each, as torch's own op counts it
+    g = torch.Generator().manual_seed(7)
+    lead = (2,) if op in ("bmm", "baddbmm") else ()
+    a, b, c = (torch.randn(*lead, 8, 8, generator=g, dtype=dtype) for _ in range(3))
+    args = (a, b) if op in ("matmul", "bmm") else (c, a, b)
+    bumps = []
+    for fn in (getattr(torch, op), getattr(tritonblas, op)):
+        out = torch.empty_like(c)
+        v = out._version
+        fn(*args, out=out)
+        bumps.append(out._version - v)
+    assert bumps == [1, 1], bumps

@@ -49,7 +49,7 @@ if not torch.cuda.is_available():
 import triton  # noqa: E402
 
 import tritonblas  # noqa: E402
-from tritonblas import dispatch, ops  # noqa: E402
+from tritonblas import dispatch, launchcache, ops  # noqa: E402
 
 GPU_SHAPES = [(64, 64, 64), (16, 4096, 4096), (1, 8192, 8192), (128, 128, 128)]
 MISS_SHAPES = [(m, 4096, 4096) for m in range(1000, 1032)]  # new keys, (nearly) one compiled kernel
@@ -72,26 +72,26 @@ def _git_sha() -> str:
 @contextlib.contextmanager
 def checked_path():
     """The dispatcher without its fast path and without the ops' direct call (the old warm path)."""
-    hit, remember, reuse, direct = dispatch._fast_hit, dispatch._remember, dispatch._reuse, ops._direct
-    dispatch._fast_hit = lambda key: None
-    dispatch._remember = lambda *a, **k: None
-    dispatch._reuse = lambda *a, **k: False
+    hit, remember, reuse, direct = launchcache.hit, launchcache.remember, launchcache.reuse, ops._direct
+    launchcache.hit = lambda key: None
+    launchcache.remember = lambda *a, **k: None
+    launchcache.reuse = lambda *a, **k: False
     ops._direct = lambda *t: False
     try:
         yield
     finally:
-        dispatch._fast_hit, dispatch._remember, dispatch._reuse, ops._direct = hit, remember, reuse, direct
+        launchcache.hit, launchcache.remember, launchcache.reuse, ops._direct = hit, remember, reuse, direct
 
 
 @contextlib.contextmanager
 def no_reuse():
     """Misses launch through Triton's JIT dispatch and bind afresh (no compiled kernel shared across keys)."""
-    reuse = dispatch._reuse
-    dispatch._reuse = lambda *a, **k: False
+    reuse = launchcache.reuse
+    launchcache.reuse = lambda *a, **k: False
     try:
         yield
     finally:
-        dispatch._reuse = reuse
+        launchcache.reuse = reuse
 
 
 class _NoLaunch:
@@ -156,7 +156,7 @@ def _clear_plans() -> None:
     _select = importlib.import_module("origami.select")  # the module (origami.select is also the function)
 
     dispatch._PLANS.clear()
-    dispatch._FAST.clear()
+    launchcache.FAST.clear()
     _select._rank_cached.cache_clear()
     _select._select_cached.cache_clear()
 

@@ -30,7 +30,7 @@ inputs of the shape's dtypes and layouts:
   (tritonblas/kernels/gluon_hopper.py, origami's kind 'ws'), the better of its two tiles
   (``gluon_hopper.VARIANTS``) through its warm raw launch, on the shapes
   ``dispatch.gluon_eligible`` accepts (bf16/fp16, sm_90, 16-byte aligned, output tiles filling
-  ``dispatch.GLUON_FILL`` of the SMs): the kernel alone, beside the space's best (``oracle_ms``) and torch.
+  ``gluon_route.GLUON_FILL`` of the SMs): the kernel alone, beside the space's best (``oracle_ms``) and torch.
 
 Timing (``--timer``): ``eager`` (default, the project's rule for reported ratios) is
 ``triton.testing.do_bench(return_mode="median")``: L2 flushed before every call. Its events also

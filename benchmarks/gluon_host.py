@@ -10,7 +10,7 @@ then warm), ``tritonblas.matmul`` with and without ``TRITONBLAS_GLUON=1``, ``F.l
 activation inside ``enable()``, and ``torch.matmul``; and whether the warm key bound the raw launcher.
 Then the same entries at 2048x1024x64, whose GPU time (a few us) is under any entry's host time, so
 the numbers there are host time (it gives 128 tiles of 128x128, enough SMs for the experiment to
-take it: ``dispatch.GLUON_FILL``; the 256x256x64 of the 76bc61f/a8a7db8 runs no longer
+take it: ``gluon_route.GLUON_FILL``; the 256x256x64 of the 76bc61f/a8a7db8 runs no longer
 qualifies); and the functions the ``TRITONBLAS_GLUON=1`` path spends it in
 (cProfile, 2000 calls, top 15 by own time). At 4096x1024x4096 on the H200 (2026-12-01, 870c48f)
 ``tritonblas.matmul`` took 89 us per call with the experiment on against 47 us off.

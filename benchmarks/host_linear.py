@@ -157,10 +157,10 @@ def stubbed_launches():
     interpreter); on leaving, the kernels, the dispatcher's device stand-ins and every cache are restored."""
     import tritonblas
     import tritonblas.kernels as kernels
-    from tritonblas import dispatch
+    from tritonblas import launchcache
 
     saved = {name: getattr(kernels, name) for name in kernels.__all__}
-    saved_dev = dispatch._get_device, dispatch._raw_stream
+    saved_dev = launchcache.get_device, launchcache.raw_stream
     for name in saved:
         setattr(kernels, name, _NoKernel())
     tritonblas.clear_caches()
@@ -169,7 +169,7 @@ def stubbed_launches():
     finally:
         for name, k in saved.items():
             setattr(kernels, name, k)
-        dispatch._get_device, dispatch._raw_stream = saved_dev
+        launchcache.get_device, launchcache.raw_stream = saved_dev
         tritonblas.clear_caches()
 
 
@@ -180,11 +180,11 @@ def emulate_raw_launch() -> int:
     warm path then runs exactly the Python it runs on the H200 (``launch_warm`` → ``call_ready`` →
     ``raw_args`` → ``RawLauncher.__call__``), minus the C launch itself.
     Returns how many entries it changed. Only inside :func:`stubbed_launches`."""
-    from tritonblas import _fastlaunch, dispatch
+    from tritonblas import _fastlaunch, launchcache
 
-    dispatch._get_device, dispatch._raw_stream = int, abs  # int() == 0, abs(0) == 0: C calls, as on a GPU
+    launchcache.get_device, launchcache.raw_stream = int, abs  # int() == 0, abs(0) == 0: C calls, as on a GPU
     n = 0
-    for f in list(dispatch._FAST.values()):
+    for f in list(launchcache.FAST.values()):
         desc = {pos: ({"swizzle": 0, "elem_size": 2, "block_size": []}, list(t[1]["shape"]),
                       list(t[1]["strides"]), 0, None)
                 for pos, t in ((0, f.a_desc), (1, f.b_desc)) if t is not None}

@@ -101,8 +101,8 @@ MUTATIONS = (
     Mutation("weight_grad_transposed_layout", "the weight gradient produced as (x.T @ grad).T, which "
              "AccumulateGrad then copies into the weight's layout",
              "tritonblas/fastpath.py",
-             "            gw = mm(g2.t(), _flat(x))",
-             "            gw = mm(_flat(x).t(), g2).t()",
+             "            gw = mm(g2.t(), x.flatten(0, -2))",
+             "            gw = mm(x.flatten(0, -2).t(), g2).t()",
              ("tests/dropin/test_models.py",)),
     Mutation("deterministic_filter_ignored", "deterministic mode keeps a non-deterministic model pick",
              "tritonblas/dispatch.py",

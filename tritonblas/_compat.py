@@ -1,5 +1,7 @@
 """torch/triton API drift in one place.
 
+:func:`allow_tf32` — torch's TF32 permission for fp32 matmuls, read per call through either API.
+
 :func:`dynamo_eager_only` — functions whose frames dynamo must never compile when they *run*
 (eagerly, between the graphs of a compiled region that broke), recursively: tritonblas' runtime
 (the dispatcher, the warm path, the public entry points). Tracing is unaffected: a compiled graph
@@ -20,7 +22,18 @@ is gone.
 
 from __future__ import annotations
 
-__all__ = ["dynamo_eager_only", "gluon_cta_barrier", "gluon_tma_copies", "e4m3fn_overflow_is_nan"]
+import torch
+
+__all__ = ["allow_tf32", "dynamo_eager_only", "gluon_cta_barrier", "gluon_tma_copies", "e4m3fn_overflow_is_nan"]
+
+
+def allow_tf32() -> bool:
+    """Whether torch lets fp32 matmuls use TF32 now: the legacy flag (``torch.backends.cuda.matmul.allow_tf32``)
+    or the ``fp32_precision`` API; where a program mixed the two, the new one wins, as in cuBLAS."""
+    try:
+        return bool(torch._C._get_cublas_allow_tf32())
+    except RuntimeError:
+        return getattr(torch.backends.cuda.matmul, "fp32_precision", "ieee") == "tf32"
 
 
 def dynamo_eager_only(*fns) -> bool:

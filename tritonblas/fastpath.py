@@ -148,7 +148,7 @@ def _store(table: dict, key: tuple, value: tuple) -> None:
 
 # --- linear ----------------------------------------------------------------------------------
 def _linear_key(x, w, bias) -> tuple:
-    """Per tensor of x, w and bias (None) what a warm entry is keyed on (``dispatch._fast_key``'s fields:
+    """Per tensor of x, w and bias (None) what a warm entry is keyed on (``launchcache.fast_key``'s fields:
     shape, strides, dtype, device, ``data_ptr() % 16``, the neg/zero bit), then the fast context, as
     one flat tuple (x's device at [3]). The neg/zero bit: a lazily negated view (``z.conj().imag``) or an
     efficient zero tensor has its plain twin's signature otherwise, and torch runs it."""

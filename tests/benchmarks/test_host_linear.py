@@ -48,12 +48,12 @@ def test_cpu_stub_times_warm_routed_calls_and_restores_everything(monkeypatch):
     each row has a time and call counts beside torch's, and the kernels, the dispatcher's device
     stand-ins and the caches are restored afterwards."""
     import tritonblas.kernels as kernels
-    from tritonblas import dispatch, fastpath
+    from tritonblas import fastpath, launchcache
 
     monkeypatch.setenv("TRITON_INTERPRET", "1")
     monkeypatch.setenv("TRITONBLAS_PROFILE", "h200")
     saved = {name: getattr(kernels, name) for name in kernels.__all__}
-    saved_dev = dispatch._get_device, dispatch._raw_stream
+    saved_dev = launchcache.get_device, launchcache.raw_stream
     rows = host_linear.cpu_stub(50, only=("linear no_grad", "linear autograd fwd+bwd", "matmul no_grad 4x"))
     assert [(r["case"].split()[0], r["side"]) for r in rows] == [
         ("linear", "ours"), ("linear", "torch tiny")] * 2 + [("matmul", "ours"), ("matmul", "torch tiny")]
@@ -63,5 +63,5 @@ def test_cpu_stub_times_warm_routed_calls_and_restores_everything(monkeypatch):
             assert r["warm"], r
     assert len(host_linear.cpu_stub_report(rows)) == 1 + len(rows)
     assert {name: getattr(kernels, name) for name in kernels.__all__} == saved
-    assert (dispatch._get_device, dispatch._raw_stream) == saved_dev
-    assert not dispatch._FAST and not fastpath._LINEAR and not fastpath._MATMUL
+    assert (launchcache.get_device, launchcache.raw_stream) == saved_dev
+    assert not launchcache.FAST and not fastpath._LINEAR and not fastpath._MATMUL

@@ -1,4 +1,4 @@
-"""Compiled kernels shared across keys (``dispatch._COMPILED``, ``dispatch._spec_key``, ``dispatch._reuse``).
+"""Compiled kernels shared across keys (``launchcache.COMPILED``, ``launchcache._spec_key``, ``launchcache.reuse``).
 
 A plan-cache miss may launch through the compiled kernel and binding of an earlier key only when
 Triton itself would pick the same CompiledKernel: the specialisation key must separate everything
@@ -18,7 +18,7 @@ import torch
 
 import tritonblas
 from origami.config import TileConfig
-from tritonblas import _fastlaunch, dispatch
+from tritonblas import dispatch, fallback, _fastlaunch, launchcache
 from tritonblas import plan as _plan
 
 pytestmark = pytest.mark.usefixtures("cpu_profile")  # tests/dropin/conftest.py
@@ -44,7 +44,7 @@ def _rand(*shape, device, dtype=torch.float32, seed=0, offset=0):
 
 
 def _prepared(a, b, *, config=None, c=None, beta=0.0, out=None):
-    out = torch.empty(dispatch._out_shape(a, b), dtype=a.dtype, device=a.device) if out is None else out
+    out = torch.empty(fallback.out_shape(a, b), dtype=a.dtype, device=a.device) if out is None else out
     lp = dispatch.plan_for(a, b, out, c=c, config=config)
     return _plan.prepare_launch(lp, a, b, out, c=c, alpha=1.0, beta=beta)
 
@@ -68,7 +68,7 @@ def _triton_key(prepared) -> str:
 
 
 def _key(prepared, index=0):
-    return dispatch._spec_key(prepared.kernel, prepared.args, prepared.kwargs, index)
+    return launchcache._spec_key(prepared.kernel, prepared.args, prepared.kwargs, index)
 
 
 # --- the key against Triton's own -------------------------------------------------------------
@@ -122,8 +122,8 @@ def test_spec_key_separates_what_triton_specialises_on(device, monkeypatch):
     p = _prepared(a, b, config=DP)
     k0 = _key(p)
     args, kw = p.args, p.kwargs
-    spec = lambda args=args, kw=kw, kernel=p.kernel, index=0: dispatch._spec_key(kernel, args, kw, index)  # noqa: E731
-    m_pos = dispatch._N_FIXED  # m, the first integer
+    spec = lambda args=args, kw=kw, kernel=p.kernel, index=0: launchcache._spec_key(kernel, args, kw, index)  # noqa: E731
+    m_pos = launchcache._N_FIXED  # m, the first integer
     assert args[m_pos] == 37
     # integers: == 1, % 16 == 0 and the width are separated; other values are not
     assert spec(_swap(args, m_pos, 37 + 16)) == k0
@@ -151,7 +151,7 @@ def test_spec_key_separates_what_triton_specialises_on(device, monkeypatch):
     # the kernel, the device, Triton's debug knob
     assert spec(kernel=object()) != k0
     assert spec(index=1) != k0
-    knobs = dispatch._triton_knobs()
+    knobs = launchcache._triton_knobs()
     monkeypatch.setattr(knobs.runtime, "debug", True)
     assert spec() != k0
     monkeypatch.setattr(knobs.runtime, "debug", False)
@@ -163,16 +163,16 @@ def test_spec_key_separates_descriptors(device):
 
     base = torch.empty(64, 64, device=device, dtype=torch.bfloat16)
     args = (TensorDescriptor(base, [64, 64], [64, 1], [16, 32]), 3, 1.0)
-    k0 = dispatch._spec_key("kernel", args, {}, 0)
+    k0 = launchcache._spec_key("kernel", args, {}, 0)
     same = (TensorDescriptor(torch.empty_like(base), [48, 64], [64, 1], [16, 32]), 5, 2.0)
-    assert dispatch._spec_key("kernel", same, {}, 0) == k0
+    assert launchcache._spec_key("kernel", same, {}, 0) == k0
     for d in (TensorDescriptor(base, [64, 64], [64, 1], [32, 32]),       # block shape
               TensorDescriptor(base.half(), [64, 64], [64, 1], [16, 32]),  # dtype
               TensorDescriptor(base, [64, 64], [64, 1], [16, 32], padding="nan"),
               TensorDescriptor(base, [1, 64], [64, 1], [16, 32]),         # a shape of 1
               TensorDescriptor(base, [63, 64], [64, 1], [16, 32]),        # a shape not divisible by 16
               TensorDescriptor(base[:, :56], [64, 56], [64, 1], [16, 32])):
-        assert dispatch._spec_key("kernel", (d, 3, 1.0), {}, 0) != k0, d
+        assert launchcache._spec_key("kernel", (d, 3, 1.0), {}, 0) != k0, d
 
 
 # --- the miss path, with a stand-in binding under the interpreter -----------------------------
@@ -182,13 +182,13 @@ def reuse_on_cpu(device, monkeypatch):
     stays Triton's interpreter (``_Fast.launch``), so the results are checked for real."""
     if device != "cpu":
         pytest.skip("the GPU version is in test_fast_path.py")
-    monkeypatch.setattr(dispatch, "_reuse_index", lambda dev: -1 if dev.type == "cpu" else None)
+    monkeypatch.setattr(launchcache, "_reuse_index", lambda dev: -1 if dev.type == "cpu" else None)
 
 
-def _plant(prepared) -> dispatch._Bound:
+def _plant(prepared) -> launchcache._Bound:
     """A stand-in binding for ``prepared``'s specialisation, as ``_remember`` records on a GPU."""
-    bound = dispatch._Bound(prepared.kernel, SimpleNamespace(name="run"), "FN", "PM", (), None)
-    dispatch._COMPILED[_key(prepared, -1)] = bound
+    bound = launchcache._Bound(prepared.kernel, SimpleNamespace(name="run"), "FN", "PM", (), None)
+    launchcache.COMPILED[_key(prepared, -1)] = bound
     return bound
 
 
@@ -199,15 +199,15 @@ def test_misses_share_a_binding_only_for_equal_keys(device, reuse_on_cpu):
         a = _rand(m, 32, device=device, seed=m)
         r = tritonblas.matmul(a, b, config=DP)
         torch.testing.assert_close(r, a @ b, rtol=1.3e-6, atol=1e-5)
-        f = dispatch._FAST[dispatch._fast_key(a, b, None, None, None, DP)]
+        f = launchcache.FAST[launchcache.fast_key(a, b, None, None, None, DP)]
         assert (f.run is bound.run) == (m % 16 != 0), m  # M = 32 is divisible by 16: another kernel
         assert torch.equal(tritonblas.matmul(a, b, config=DP), r)  # the warm call of that entry
     a16 = _rand(20, 32, device=device, dtype=torch.float16)
     tritonblas.matmul(a16, b.half(), config=DP)
-    assert dispatch._FAST[dispatch._fast_key(a16, b.half(), None, None, None, DP)].run is None
+    assert launchcache.FAST[launchcache.fast_key(a16, b.half(), None, None, None, DP)].run is None
     a_off = _rand(20, 32, device=device, offset=1)
     torch.testing.assert_close(tritonblas.matmul(a_off, b, config=DP), a_off @ b, rtol=1.3e-6, atol=1e-5)
-    assert dispatch._FAST[dispatch._fast_key(a_off, b, None, None, None, DP)].run is None
+    assert launchcache.FAST[launchcache.fast_key(a_off, b, None, None, None, DP)].run is None
     assert dispatch.stats()["launches"] == 2 * 24 + 2
 
 
@@ -224,19 +224,19 @@ def test_reused_workspace_kernels_and_addmm_stay_exact(device, reuse_on_cpu, cfg
         r = run(a)
         torch.testing.assert_close(r, torch.addmm(c, a, b, alpha=0.5, beta=2.0), rtol=1.3e-6, atol=1e-5)
         assert torch.equal(run(a), r)
-    assert sum(f.run is bound.run for f in dispatch._FAST.values()) == 4
+    assert sum(f.run is bound.run for f in launchcache.FAST.values()) == 4
 
 
 def test_no_reuse_with_launch_hooks_or_cleared_caches(device, reuse_on_cpu, monkeypatch):
     b = _rand(32, 48, device=device, seed=1)
     _plant(_prepared(_rand(17, 32, device=device), b, config=DP))
-    monkeypatch.setattr(dispatch, "_hooks_on", lambda: True)
+    monkeypatch.setattr(launchcache, "hooks_on", lambda: True)
     a = _rand(19, 32, device=device)
     tritonblas.matmul(a, b, config=DP)
-    assert dispatch._FAST[dispatch._fast_key(a, b, None, None, None, DP)].run is None
+    assert launchcache.FAST[launchcache.fast_key(a, b, None, None, None, DP)].run is None
     monkeypatch.undo()
     tritonblas.clear_caches()
-    assert not dispatch._COMPILED
+    assert not launchcache.COMPILED
 
 
 def test_staged_launches_are_never_shared(device, reuse_on_cpu):
@@ -248,8 +248,8 @@ def test_staged_launches_are_never_shared(device, reuse_on_cpu):
     lp = dispatch.plan_for(a, b, out, config=DP)
     staged = SimpleNamespace(**{f: getattr(p, f) for f in ("kernel", "grid", "args", "kwargs", "device", "out")},
                              staged=((out, out),))
-    assert dispatch._fast_entry(lp, info, None, p, a, b, out, None, 1.0, 0.0) is not None
-    assert dispatch._fast_entry(lp, info, None, staged, a, b, out, None, 1.0, 0.0) is None
+    assert launchcache._fast_entry(lp, info, None, p, a, b, out, None, 1.0, 0.0) is not None
+    assert launchcache._fast_entry(lp, info, None, staged, a, b, out, None, 1.0, 0.0) is None
 
 
 # --- the raw launcher, rebound ----------------------------------------------------------------

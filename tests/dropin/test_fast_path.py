@@ -1,4 +1,4 @@
-"""The dispatcher's warm fast path (``dispatch._FAST``) and the ops' direct call (``ops._direct``).
+"""The dispatcher's warm fast path (``launchcache.FAST``) and the ops' direct call (``ops._direct``).
 
 The fast path must be invisible: bitwise the same results as the checked path (CPU, interpreter),
 hit only when everything that decides the launch is equal, and missed when the alignment class,
@@ -21,7 +21,7 @@ from torch.utils._python_dispatch import TorchDispatchMode
 import tritonblas
 from origami import staging
 from origami.config import TileConfig
-from tritonblas import _device, dispatch, ops
+from tritonblas import _device, dispatch, launchcache, ops
 from tritonblas import plan as _plan
 
 
@@ -46,8 +46,8 @@ def fast_launches(monkeypatch):
         return counted
 
     # call: every warm launch; call_ready: the raw launches the warm path found ready (GPU)
-    monkeypatch.setattr(dispatch._Fast, "call", spy(dispatch._Fast.call))
-    monkeypatch.setattr(dispatch._Fast, "call_ready", spy(dispatch._Fast.call_ready))
+    monkeypatch.setattr(launchcache.FastEntry, "call", spy(launchcache.FastEntry.call))
+    monkeypatch.setattr(launchcache.FastEntry, "call_ready", spy(launchcache.FastEntry.call_ready))
     return calls
 
 
@@ -77,7 +77,7 @@ def test_fast_path_is_bitwise_the_checked_path(case, dtype, device, fast_launche
     if bt:
         b = b.mT.contiguous().mT
     slow = tritonblas.matmul(a, b, config=cfg)  # checked path; records the fast entry
-    assert not fast_launches and len(dispatch._FAST) == 1
+    assert not fast_launches and len(launchcache.FAST) == 1
     fast = tritonblas.matmul(a, b, config=cfg)
     assert len(fast_launches) == 1, "the second identical call must take the fast path"
     assert torch.equal(slow, fast) and slow.shape == fast.shape and slow.stride() == fast.stride()
@@ -108,15 +108,15 @@ def test_alignment_and_stride_class_changes_miss(device, fast_launches):
     b = _rand(40, 24, device=device, seed=1)
     tritonblas.matmul(a, b)
     tritonblas.matmul(a_off, b)
-    assert not fast_launches and len(dispatch._FAST) == 2, "a new alignment class must miss the fast path"
-    assert dispatch._fast_key(a, b, None, None, None, None) != dispatch._fast_key(a_off, b, None, None, None, None)
+    assert not fast_launches and len(launchcache.FAST) == 2, "a new alignment class must miss the fast path"
+    assert launchcache.fast_key(a, b, None, None, None, None) != launchcache.fast_key(a_off, b, None, None, None, None)
     r = tritonblas.matmul(a_off, b)
-    assert len(fast_launches) == 1 and fast_launches[0] is dispatch._FAST[
-        dispatch._fast_key(a_off, b, None, None, None, None)]
+    assert len(fast_launches) == 1 and fast_launches[0] is launchcache.FAST[
+        launchcache.fast_key(a_off, b, None, None, None, None)]
     torch.testing.assert_close(r, a_off @ b, rtol=1.3e-6, atol=1e-5)
     bt = b.mT.contiguous().mT                 # same shape, transposed strides
     tritonblas.matmul(a, bt)
-    assert len(fast_launches) == 1 and len(dispatch._FAST) == 3, "a new stride class must miss"
+    assert len(fast_launches) == 1 and len(launchcache.FAST) == 3, "a new stride class must miss"
     torch.testing.assert_close(tritonblas.matmul(a, bt), a @ b, rtol=1.3e-6, atol=1e-5)
     assert len(fast_launches) == 2
 
@@ -124,12 +124,12 @@ def test_alignment_and_stride_class_changes_miss(device, fast_launches):
 def test_dtype_tf32_and_environment_changes_miss(device, fast_launches, monkeypatch):
     a, b = _rand(9, 16, device=device), _rand(16, 8, device=device, seed=1)
     tritonblas.matmul(a, b)
-    k0 = dispatch._fast_key(a, b, None, None, None, None)
+    k0 = launchcache.fast_key(a, b, None, None, None, None)
     original = os.environ.get("TRITONBLAS_PROFILE")  # h200 under the interpreter, unset on a GPU
     monkeypatch.setenv("TRITONBLAS_PROFILE", "h100")  # honoured between calls
-    assert dispatch._fast_key(a, b, None, None, None, None) != k0
+    assert launchcache.fast_key(a, b, None, None, None, None) != k0
     tritonblas.matmul(a, b)
-    assert not fast_launches and len(dispatch._FAST) == 2
+    assert not fast_launches and len(launchcache.FAST) == 2
     if original is None:
         monkeypatch.delenv("TRITONBLAS_PROFILE")
     else:
@@ -139,22 +139,22 @@ def test_dtype_tf32_and_environment_changes_miss(device, fast_launches, monkeypa
     old = torch.backends.cuda.matmul.allow_tf32
     try:
         torch.backends.cuda.matmul.allow_tf32 = not old
-        assert dispatch._fast_key(a, b, None, None, None, None) != k0
+        assert launchcache.fast_key(a, b, None, None, None, None) != k0
     finally:
         torch.backends.cuda.matmul.allow_tf32 = old
-    assert dispatch._fast_key(a.half(), b.half(), None, None, None, None) != k0
+    assert launchcache.fast_key(a.half(), b.half(), None, None, None, None) != k0
 
 
 def test_cleared_device_cache_misses(device, fast_launches):
     a, b = _rand(9, 16, device=device), _rand(16, 8, device=device, seed=1)
     tritonblas.matmul(a, b)
     _device.clear_device_cache()  # the profile mapping may change: the entry is stale
-    assert dispatch._fast_hit(dispatch._fast_key(a, b, None, None, None, None)) is None
+    assert launchcache.hit(launchcache.fast_key(a, b, None, None, None, None)) is None
     tritonblas.matmul(a, b)  # checked path again, re-records the entry
     tritonblas.matmul(a, b)
     assert len(fast_launches) == 1
     tritonblas.clear_caches()
-    assert not dispatch._FAST
+    assert not launchcache.FAST
 
 
 def test_fast_workspace_request_matches_prepare_launch(device, monkeypatch):
@@ -216,7 +216,7 @@ def test_warm_out_and_config_calls_skip_the_ops_layer(device, fast_launches, mon
     a2, o2 = big[:, :64], big[:, 64:]
     other_buf = _rand(37, 64 + 48, device=device, seed=3)  # the same key without the overlap: an entry exists
     tritonblas.matmul(other_buf[:, :64], b, out=_rand(37, 64 + 48, device=device, seed=4)[:, 64:])
-    assert dispatch._fast_hit(dispatch._fast_key(a2, b, o2, None, None, None)) is not None
+    assert launchcache.hit(launchcache.fast_key(a2, b, o2, None, None, None)) is not None
     ref = a2 @ b
     tritonblas.matmul(a2, b, out=o2)
     torch.testing.assert_close(o2, ref, rtol=1.3e-6, atol=1e-5)
@@ -244,7 +244,7 @@ def test_staged_launch_gets_a_fast_entry(device, fast_launches, monkeypatch):
     a_before, b_before = a.clone(), b.clone()
     first = tritonblas.matmul(a, b)
     assert not fast_launches
-    f = dispatch._fast_hit(dispatch._fast_key(a, b, None, None, None, None))
+    f = launchcache.hit(launchcache.fast_key(a, b, None, None, None, None))
     assert f is not None and tuple(i for i, _ in f.staged) == tuple(i for i, s in enumerate((lp.stage_a, lp.stage_b)) if s)
     second = tritonblas.matmul(a, b)
     assert len(fast_launches) == 1 and torch.equal(first, second)
@@ -313,7 +313,7 @@ def test_direct_out_bumps_the_version_counter(device):
 def test_compiled_launch_binds_arguments_in_parameter_order(monkeypatch):
     from triton.runtime.jit import JITFunction
 
-    from tritonblas import kernels
+    from tritonblas import kernels, launchcache
 
     fn = getattr(kernels.gemm_kernel, "fn", kernels.gemm_kernel)
     jit = JITFunction(fn)
@@ -325,12 +325,12 @@ def test_compiled_launch_binds_arguments_in_parameter_order(monkeypatch):
     launched = []
     compiled = SimpleNamespace(run=lambda *a: launched.append(a), function="FN", packed_metadata="PM")
     prepared = SimpleNamespace(args=args, compile=lambda: compiled)
-    f = dispatch._Fast()
+    f = launchcache.FastEntry()
     f.kernel, f.grid, f.kwargs = jit, (5,), kwargs
     f.run = f.raw = f.a_desc = f.b_desc = None
-    dispatch._bind_compiled(f, prepared)
+    launchcache._bind_compiled(f, prepared)
     assert f.run is not None
-    monkeypatch.setattr(dispatch, "_raw_stream", lambda idx: 1234)
+    monkeypatch.setattr(launchcache, "raw_stream", lambda idx: 1234)
     f._launch_cuda(0, args)
     (call,) = launched
     assert call[:9] == (5, 1, 1, 1234, "FN", "PM", None, None, None)
@@ -364,7 +364,7 @@ def test_raw_launcher_is_bound_and_exact_over_many_addresses(case):
         for a, b, c in sets:
             expected.append(call(a, b, c))
     call(*sets[0])  # records the fast entry
-    (f,) = [e for e in dispatch._FAST.values()]
+    (f,) = [e for e in launchcache.FAST.values()]
     assert f.raw is not None, "the raw launcher was not bound"
     assert (f.a_desc is not None) == (case != "pointer_dp")
     for _ in range(2):
@@ -381,7 +381,7 @@ def test_misses_reuse_the_compiled_kernel_of_their_specialisation(case, monkeypa
     """32 first calls of new keys on consecutive M: each gives bitwise the checked path's result
     (itself checked against torch) and records a fast entry; every miss but the first of its
     specialisation (here M % 16 == 0 or not, and the config where the model picks) launches through
-    the compiled kernel and binding that an earlier miss recorded (``dispatch._reuse``), and the warm
+    the compiled kernel and binding that an earlier miss recorded (``launchcache.reuse``), and the warm
     calls of those entries are exact too. With a Triton launch hook installed a miss goes through
     Triton's own launch, as before."""
     n, k = 136, 264
@@ -407,27 +407,27 @@ def test_misses_reuse_the_compiled_kernel_of_their_specialisation(case, monkeypa
     tritonblas.clear_caches()  # forget the plans too: each call below is a plan-cache miss
     dispatch.reset_stats()
     reused = []
-    original = dispatch._reuse
+    original = launchcache.reuse
 
     def spy(*args, **kwargs):
         reused.append(original(*args, **kwargs))
         return reused[-1]
 
-    monkeypatch.setattr(dispatch, "_reuse", spy)
+    monkeypatch.setattr(launchcache, "reuse", spy)
     for (a, b, c), want in zip(sets, expected):
         assert torch.equal(call(a, b, c), want)
-    assert len(reused) == 32 and len(dispatch._FAST) == 32 and dispatch.stats()["plans"] == 32
-    bound = {(e.run, e.function) for e in dispatch._COMPILED.values()}
-    assert sum(reused) + len(dispatch._COMPILED) == 32 and sum(reused) >= 16, (sum(reused), len(bound))
+    assert len(reused) == 32 and len(launchcache.FAST) == 32 and dispatch.stats()["plans"] == 32
+    bound = {(e.run, e.function) for e in launchcache.COMPILED.values()}
+    assert sum(reused) + len(launchcache.COMPILED) == 32 and sum(reused) >= 16, (sum(reused), len(bound))
     if cfg is not None:
-        assert len(dispatch._COMPILED) == 2  # M % 16 == 0 (M = 208, 224) or not
-    for f in dispatch._FAST.values():
+        assert len(launchcache.COMPILED) == 2  # M % 16 == 0 (M = 208, 224) or not
+    for f in launchcache.FAST.values():
         assert (f.run, f.function) in bound
         assert (f.raw is not None) and (f.a_desc is not None) == (case != "pointer_dp")
     for _ in range(2):
         for (a, b, c), want in zip(sets, expected):
             assert torch.equal(call(a, b, c), want)
-    chain = dispatch._triton_knobs().runtime.launch_enter_hook  # Triton 3.6: a HookChain
+    chain = launchcache._triton_knobs().runtime.launch_enter_hook  # Triton 3.6: a HookChain
     seen = []
     hook = lambda *a, **k: seen.append(1)  # noqa: E731
     chain.add(hook)
@@ -446,14 +446,14 @@ class dispatch_checked:
     compiled kernel shared across keys)."""
 
     def __enter__(self):
-        self._hit, self._remember, self._reuse = dispatch._fast_hit, dispatch._remember, dispatch._reuse
-        dispatch._fast_hit = lambda key: None
-        dispatch._remember = lambda *a, **k: None
-        dispatch._reuse = lambda *a, **k: False
+        self._hit, self._remember, self._reuse = launchcache.hit, launchcache.remember, launchcache.reuse
+        launchcache.hit = lambda key: None
+        launchcache.remember = lambda *a, **k: None
+        launchcache.reuse = lambda *a, **k: False
         return self
 
     def __exit__(self, *exc):
-        dispatch._fast_hit, dispatch._remember, dispatch._reuse = self._hit, self._remember, self._reuse
+        launchcache.hit, launchcache.remember, launchcache.reuse = self._hit, self._remember, self._reuse
 
 
 def test_negative_bit_views_run_torch_cold_and_warm(device):

@@ -1,4 +1,4 @@
-"""The ``TRITONBLAS_GLUON=1`` experiment (``dispatch.gluon_eligible`` / ``dispatch._gluon_gemm``):
+"""The ``TRITONBLAS_GLUON=1`` experiment (``dispatch.gluon_eligible`` / ``gluon_route.gluon_gemm``):
 which GEMMs it takes, and that it never changes a result it does not take.
 
 On CPU: the eligibility rule's reasons, and results under the variable equal to those without it
@@ -19,7 +19,7 @@ import pytest
 import torch
 
 import tritonblas
-from tritonblas import dispatch, settings
+from tritonblas import dispatch, gluon_route, settings
 from _check import assert_gemm_close, reference
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -89,7 +89,7 @@ def test_cpu_results_are_unchanged_under_the_variable(monkeypatch, device):
 CHILD = r"""
 import torch, torch.nn.functional as F
 import tritonblas
-from tritonblas import dispatch
+from tritonblas import dispatch, gluon_route
 from tritonblas.kernels import gluon_hopper
 from _check import assert_gemm_close, reference
 def spy(name, log, what):  # gluon_hopper.<name>, appending what(kwargs) to log at each call
@@ -102,7 +102,7 @@ ran = []
 spy("gluon_matmul", ran, lambda kw: kw.get("block_n"))
 spy("raw_launch", ran, lambda kw: "raw")  # a warm GluonEntry's launch (dispatch imports it at each call)
 g = torch.Generator(device="cuda").manual_seed(0)
-# every shape gives >= 90% of the SMs an output tile (dispatch.GLUON_FILL): 128x128 tiles for the
+# every shape gives >= 90% of the SMs an output tile (gluon_route.GLUON_FILL): 128x128 tiles for the
 # first, second and fourth, 128x256 for the third
 for (m, n, k, dt, nt, ta) in [(2048, 1024, 256, torch.bfloat16, False, False), (2000, 1000, 1000, torch.float16, True, False),
                               (4096, 4096, 4096, torch.bfloat16, False, False), (1536, 1280, 1000, torch.bfloat16, False, True)]:
@@ -187,7 +187,7 @@ def test_a_taken_call_is_remembered_as_a_warm_entry(monkeypatch, device):
         return None
 
     monkeypatch.setattr(gluon_hopper, "gluon_matmul", stand_in)
-    monkeypatch.setattr(dispatch, "gluon_eligible", eligible)
+    monkeypatch.setattr(gluon_route, "gluon_eligible", eligible)
     monkeypatch.setenv(settings.ENV_GLUON, "1")
     tritonblas.clear_caches()
     a, b = _t(130, 70), _t(70, 300)
@@ -230,15 +230,15 @@ def test_the_experiment_takes_a_tile_only_where_its_grid_fills_the_machine():
     """The Gluon kernel does not split K: 128x256 where N >= 256 and its tiles give >= 90% of the SMs
     one, else 128x128 where those do, else none (origami's pick, which can split K, runs)."""
     sms = 132  # 90%: 118.8 tiles
-    assert dispatch._gluon_config(4096, 1024, sms) == (256, 3)   # 32 x 4 = 128 tiles of 128x256
-    assert dispatch._gluon_config(2048, 2048, sms) == (256, 3)   # 16 x 8 = 128
-    assert dispatch._gluon_config(2048, 1024, sms) == (128, 4)   # 64 of 128x256, 16 x 8 = 128 of 128x128
-    assert dispatch._gluon_config(128, 28672, sms) == (128, 4)   # 112 of 128x256, 224 of 128x128
-    assert dispatch._gluon_config(4096, 200, sms) is None        # N < 256: 32 x 2 = 64 of 128x128
-    assert dispatch._gluon_config(2048, 512, sms) is None        # 32 / 64 tiles: llama3.2-1b's k/v projections
-    assert dispatch._gluon_config(128, 4096, sms) is None        # 16 / 32 tiles
-    assert dispatch._fills(128, 15360, 128, sms) and not dispatch._fills(128, 15104, 128, sms)  # 120 / 118 tiles
-    assert dispatch._gluon_config(130, 300, 0) == (256, 3) and dispatch._gluon_config(130, 200, 0) == (128, 4)
+    assert gluon_route.gluon_config(4096, 1024, sms) == (256, 3)   # 32 x 4 = 128 tiles of 128x256
+    assert gluon_route.gluon_config(2048, 2048, sms) == (256, 3)   # 16 x 8 = 128
+    assert gluon_route.gluon_config(2048, 1024, sms) == (128, 4)   # 64 of 128x256, 16 x 8 = 128 of 128x128
+    assert gluon_route.gluon_config(128, 28672, sms) == (128, 4)   # 112 of 128x256, 224 of 128x128
+    assert gluon_route.gluon_config(4096, 200, sms) is None        # N < 256: 32 x 2 = 64 of 128x128
+    assert gluon_route.gluon_config(2048, 512, sms) is None        # 32 / 64 tiles: llama3.2-1b's k/v projections
+    assert gluon_route.gluon_config(128, 4096, sms) is None        # 16 / 32 tiles
+    assert gluon_route.fills(128, 15360, 128, sms) and not gluon_route.fills(128, 15104, 128, sms)  # 120 / 118 tiles
+    assert gluon_route.gluon_config(130, 300, 0) == (256, 3) and gluon_route.gluon_config(130, 200, 0) == (128, 4)
 
 
 @pytest.mark.usefixtures("cpu_profile")
@@ -271,9 +271,9 @@ def test_a_bound_entry_launches_raw_with_the_operands_addresses(monkeypatch, dev
     monkeypatch.setattr(gluon_hopper, "gluon_matmul", stand_in)
     monkeypatch.setattr(gluon_hopper, "bound_launch", lambda a, b, out, bias=None, **kw: ("bound", kw["block_n"]))
     monkeypatch.setattr(gluon_hopper, "raw_launch", raw_launch)
-    monkeypatch.setattr(dispatch, "gluon_eligible", lambda a, b, out: None)
-    monkeypatch.setattr(dispatch, "_raw_stream", lambda idx: 7)
-    monkeypatch.setattr(dispatch, "_get_device", lambda: None)
+    monkeypatch.setattr(gluon_route, "gluon_eligible", lambda a, b, out: None)
+    monkeypatch.setattr(gluon_route, "raw_stream", lambda idx: 7)
+    monkeypatch.setattr(gluon_route, "get_device", lambda: None)
     monkeypatch.setenv(settings.ENV_GLUON, "1")
     tritonblas.clear_caches()
     x, w, bias = _t(2, 65, 70), _t(200, 70), _t(200)
@@ -319,7 +319,7 @@ def test_a_scalar_c_under_the_experiment_runs_like_without_it(monkeypatch, devic
 
     monkeypatch.setattr(gluon_hopper, "gluon_matmul", lambda a, b, out=None, bias=None, **kw: out.copy_(
         (a.double() @ b.double() + (0 if bias is None else bias.double())).to(out.dtype)))
-    monkeypatch.setattr(dispatch, "gluon_eligible", lambda a, b, out: None)
+    monkeypatch.setattr(gluon_route, "gluon_eligible", lambda a, b, out: None)
     monkeypatch.setenv(settings.ENV_GLUON, "1")
     tritonblas.clear_caches()
     a, b, c = _t(130, 70), _t(70, 300), torch.tensor(1.5).bfloat16()
@@ -347,17 +347,17 @@ def test_a_scaled_bias_the_kernel_does_not_read_leaves_the_experiment(monkeypatc
 
     ran = []
     monkeypatch.setattr(torch.cuda, "get_device_capability", lambda device=None: (9, 0))
-    monkeypatch.setattr(dispatch, "_sm_count", lambda device: 1)  # the one 128x128 tile fills the machine
-    monkeypatch.setattr(dispatch, "_cuda_guard", lambda device: __import__("contextlib").nullcontext())
+    monkeypatch.setattr(gluon_route, "sm_count", lambda device: 1)  # the one 128x128 tile fills the machine
+    monkeypatch.setattr(gluon_route, "cuda_guard", lambda device: __import__("contextlib").nullcontext())
     monkeypatch.setattr(gluon_hopper, "_launch", lambda *args: ran.append(args) or args[2])
     m, n, k = 128, 128, 64
     a = cuda(torch.zeros(m, k).to(torch.float8_e4m3fn))
     b = cuda(torch.zeros(n, k).to(torch.float8_e4m3fn)).t()
     out = cuda(torch.zeros(m, n, dtype=torch.bfloat16))
     sa, sb = cuda(torch.ones(())), cuda(torch.ones(()))
-    assert dispatch._gluon_scaled(a, b, out, sa, sb, cuda(torch.zeros(n, dtype=torch.bfloat16)), False)
+    assert gluon_route.gluon_scaled(a, b, out, sa, sb, cuda(torch.zeros(n, dtype=torch.bfloat16)), False)
     assert len(ran) == 1
-    assert dispatch._gluon_scaled(a, b, out, sa, sb, cuda(torch.zeros(n).to(bias_dtype)), False) is False
+    assert gluon_route.gluon_scaled(a, b, out, sa, sb, cuda(torch.zeros(n).to(bias_dtype)), False) is False
     assert len(ran) == 1
 
 
@@ -380,9 +380,9 @@ def test_a_ready_call_that_is_not_the_experiments_runs_torch_on_the_kernel_views
         (a.double() @ b.double() + (0 if bias is None else bias.double())).to(out.dtype)))
     monkeypatch.setattr(gluon_hopper, "bound_launch", lambda a, b, out, bias=None, **kw: ("bound", kw["block_n"]))
     monkeypatch.setattr(gluon_hopper, "raw_launch", lambda *args: raw.append(args))
-    monkeypatch.setattr(dispatch, "gluon_eligible", lambda a, b, out: None)
-    monkeypatch.setattr(dispatch, "_raw_stream", lambda idx: 7)
-    monkeypatch.setattr(dispatch, "_get_device", lambda: None)
+    monkeypatch.setattr(gluon_route, "gluon_eligible", lambda a, b, out: None)
+    monkeypatch.setattr(gluon_route, "raw_stream", lambda idx: 7)
+    monkeypatch.setattr(gluon_route, "get_device", lambda: None)
     monkeypatch.setenv(settings.ENV_GLUON, "1")
     tritonblas.clear_caches()
     x, w, bias = _t(2, 65, 136), _t(136, 136), _t(136)

@@ -10,7 +10,7 @@ import torch
 
 import origami
 import tritonblas
-from tritonblas import dispatch, fastpath, tables, versus
+from tritonblas import dispatch, fastpath, gluon_route, tables, versus
 
 
 @pytest.fixture(autouse=True)
@@ -330,7 +330,7 @@ def test_the_gluon_experiment_never_replaces_a_table_entry(monkeypatch, in_table
     hw = origami.load_profile("h200")
     offered = []
     monkeypatch.setenv("TRITONBLAS_GLUON", "1")
-    monkeypatch.setattr(dispatch, "_gluon_gemm", lambda *args: offered.append(args[0].shape))
+    monkeypatch.setattr(gluon_route, "gluon_gemm", lambda *args: offered.append(args[0].shape))
     entries = {_problem(64, 48, 32): tables.VENDOR, **tables.make_table([_problem(96, 64, 32)], hw).entries}
     if in_table:
         tables.set_table(tables.table_of(entries, hw))

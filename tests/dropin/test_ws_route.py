@@ -1,6 +1,6 @@
 """origami's 'ws' picks (the warp-specialised Gluon kernel in the model's space) on the dispatcher.
 
-A call reaches the kernel only when the model picks kind 'ws' *and* :func:`dispatch.ws_reason` says
+A call reaches the kernel only when the model picks kind 'ws' *and* :func:`gluon_route.ws_reason` says
 the call can run it (an sm_90 GPU with Gluon, 2-D bf16/fp16 operands TMA can read, alpha 1, at most
 F.linear's bias, not ``TRITONBLAS_GLUON=0``); otherwise the model selects from the same profile
 without that kernel (``origami.space.without_ws``), so no call is ever sent where the kernel
@@ -20,7 +20,7 @@ import tritonblas
 from origami import GemmProblem, Kind, TileConfig
 from origami.hardware import render_profile
 from origami.space import without_ws
-from tritonblas import dispatch, settings
+from tritonblas import dispatch, gluon_route, settings
 from _check import assert_gemm_close, reference
 
 WS = origami.load_profile("h200").replace_model(ws_efficiency=2.0)  # 'ws' wins from ~1536x1024x64 on
@@ -56,19 +56,19 @@ def test_a_call_the_kernel_cannot_run_selects_without_it(device):
     out = torch.empty(m, n, dtype=torch.bfloat16, device=device)
     plain = origami.select(GemmProblem(m, n, k), without_ws(WS)).config
     assert plain.kind is not Kind.WS
-    assert "alpha" in dispatch.ws_reason(a, b, out, None, 2.0, 0.0)
-    assert "bias" in dispatch.ws_reason(a, b, out, _t(m, n).to(device), 1.0, 1.0)
+    assert "alpha" in gluon_route.ws_reason(a, b, out, None, 2.0, 0.0)
+    assert "bias" in gluon_route.ws_reason(a, b, out, _t(m, n).to(device), 1.0, 1.0)
     if device == "cpu":
-        assert "sm_90" in dispatch.ws_reason(a, b, out)
+        assert "sm_90" in gluon_route.ws_reason(a, b, out)
         assert dispatch.plan_for(a, b, profile=WS).config == plain
-    elif dispatch.ws_reason(a, b, out) is None:  # the H200 with Gluon
+    elif gluon_route.ws_reason(a, b, out) is None:  # the H200 with Gluon
         assert dispatch.plan_for(a, b, profile=WS).config.kind is Kind.WS
 
 
 def test_the_off_switch_is_a_ws_reason(monkeypatch):
     a, b = _t(256, 64), _t(64, 256)
     monkeypatch.setenv(settings.ENV_GLUON, "0")
-    assert dispatch.ws_reason(a, b, torch.empty(256, 256, dtype=torch.bfloat16)) == "TRITONBLAS_GLUON=0"
+    assert gluon_route.ws_reason(a, b, torch.empty(256, 256, dtype=torch.bfloat16)) == "TRITONBLAS_GLUON=0"
 
 
 def test_a_forced_ws_config_the_call_cannot_run_names_config(device):
@@ -97,7 +97,7 @@ def test_a_ws_pick_runs_the_kernel_and_is_remembered(monkeypatch, ws_profile, de
         return out.copy_(ref.to(out.dtype))
 
     monkeypatch.setattr(gluon_hopper, "gluon_matmul", stand_in)
-    monkeypatch.setattr(dispatch, "gluon_runs", lambda a, b, out: None)
+    monkeypatch.setattr(gluon_route, "gluon_runs", lambda a, b, out: None)
     m, n, k = SHAPE
     a, b = _t(m, k), _t(k, n)
     ref, mag, _ = reference(a, b)
@@ -132,7 +132,7 @@ def test_explain_of_a_call_without_ws_predicts_the_plan_it_names(monkeypatch, de
     'predicted' line and origami's ranking are those of the profile without the kernel, the plan's."""
     m, n, k = SHAPE
     a, b = _t(m, k).to(device), _t(k, n).to(device)
-    if dispatch.ws_reason(a, b, torch.empty(m, n, dtype=torch.bfloat16, device=device)) is None:
+    if gluon_route.ws_reason(a, b, torch.empty(m, n, dtype=torch.bfloat16, device=device)) is None:
         monkeypatch.setenv(settings.ENV_GLUON, "0")  # the H200 with Gluon: the off switch makes it such a call
     text = dispatch.explain(a, b, profile=WS)
     plain = origami.select(GemmProblem(m, n, k), without_ws(WS))
@@ -144,7 +144,7 @@ def test_explain_of_a_call_without_ws_predicts_the_plan_it_names(monkeypatch, de
 def test_plan_for_with_c_is_the_plan_gemm_launches(monkeypatch, device):
     """plan_for(c=) is the plan of an addmm (beta 1 unless given): a full C is not the kernel's bias
     add, so the plan is the pick without the 'ws' kernel, the one gemm(c=, beta=1) launches."""
-    monkeypatch.setattr(dispatch, "gluon_runs", lambda a, b, out: None)
+    monkeypatch.setattr(gluon_route, "gluon_runs", lambda a, b, out: None)
     tritonblas.clear_caches()
     m, n, k = SHAPE
     a, b, c = _t(m, k).to(device), _t(k, n).to(device), _t(m, n).to(device)
@@ -167,7 +167,7 @@ def _stand_ins(monkeypatch, ran):
         return out.copy_((a.float() @ b.float() + (0 if bias is None else bias.float())).to(out.dtype))
 
     monkeypatch.setattr(gluon_hopper, "gluon_matmul", stand_in)
-    monkeypatch.setattr(dispatch, "gluon_runs", lambda a, b, out: None)
+    monkeypatch.setattr(gluon_route, "gluon_runs", lambda a, b, out: None)
 
 
 def test_a_warm_ws_call_launches_the_plans_tile_and_grid(monkeypatch, ws_profile, device):
@@ -225,7 +225,7 @@ def test_a_warm_entry_of_another_epilogue_does_not_serve_a_ws_call(monkeypatch, 
 
 def test_a_forced_ws_config_error_names_the_calls_reason(monkeypatch, device):
     """The forced-config error names what this call lacks (ws_reason), not only the kernel's list."""
-    monkeypatch.setattr(dispatch, "gluon_runs", lambda a, b, out: None)
+    monkeypatch.setattr(gluon_route, "gluon_runs", lambda a, b, out: None)
     a, b = _t(256, 64).to(device), _t(64, 256).to(device)
     cfg = TileConfig(Kind.WS, 128, 128, 64, 8, 4, 8, grid=4)
     with pytest.raises(ValueError, match=r"cannot run this call \(alpha=2\.0: its epilogue does not scale"):

@@ -3,7 +3,7 @@
 origami scores its :data:`VARIANTS` (``origami.space.WS_TILES``, kept equal by
 tests/api/test_ws_plan.py) on sm_90 profiles whose ``model.ws_efficiency`` is above 0 (h200: 1.15,
 fitted on the training sweeps); the dispatcher runs a 'ws' pick here when
-``tritonblas.dispatch.ws_reason`` allows the call (``TRITONBLAS_GLUON=0`` never).
+``tritonblas.gluon_route.ws_reason`` allows the call (``TRITONBLAS_GLUON=0`` never).
 ``TRITONBLAS_GLUON=1`` is the older experiment that forces the kernel by a grid-fill rule
 (``tritonblas.dispatch.gluon_eligible``). Not in the package exports: import this module explicitly.
 

@@ -21,7 +21,8 @@ Model, per candidate (T tiles, kI K-iterations, S = CUs × occupancy resident pr
 - Stream-K: full waves data-parallel, the remainder's K-iterations spread over the grid, plus
   fp32 partial traffic and a fix-up per split tile; split-K: T·s programs of kI/s iterations plus
   the ordered reduction, its partials at L2 bandwidth while they fit in half the L2 and beyond that
-  at LLC/HBM bandwidth (``_partial_time``);
+  at LLC/HBM bandwidth (``_partial_time``); a wave's distinct operand bytes are counted once per K
+  range it reads as far as the profile's splitk_range_reads says (``_split_ranges``; 0 by default);
 - epilogue (C write, once per tile, and tile overhead), launch overhead;
 - the result is never below the roofline floor max(FLOPs / peak, compulsory bytes / HBM):
   ``_final(total, floor) = max(total, floor) + FLOOR_TIE · total``. The small second term keeps the
@@ -70,7 +71,8 @@ def _final(total, floor):
 # hw vector layout (built by select._hw_vector)
 HW_CUS, HW_CHIPLETS, HW_RR, HW_CU_RATE, HW_IM, HW_IN, HW_IK, HW_L2_BYTES, HW_L2_BW, HW_LLC_BYTES, \
     HW_LLC_BW, HW_HBM_BW, HW_LAUNCH, HW_PEAK, HW_MMA_EFF, HW_SMALL_EFF, HW_SK_EFF, HW_KITER, HW_TILE, \
-    HW_UNALIGNED, HW_FIXUP, HW_LAT, HW_OVERLAP, HW_SK_SPLIT, HW_WG1_EFF, HW_WS_EFF, HW_SK_UNALIGNED, HW_LEN = range(28)
+    HW_UNALIGNED, HW_FIXUP, HW_LAT, HW_OVERLAP, HW_SK_SPLIT, HW_WG1_EFF, HW_WS_EFF, HW_SK_UNALIGNED, HW_SPLIT_READS, \
+    HW_LEN = range(29)
 
 # term indices
 T_COMPUTE, T_L2, T_LLC, T_HBM, T_LATENCY, T_EPILOGUE, T_FIXUP, T_LAUNCH, T_WAVES, T_LEN = range(10)
@@ -264,9 +266,11 @@ def mma_work(bm, bn, bk, hw):
 
 
 @njit(cache=CACHE, fastmath=FASTMATH, inline="always")
-def _kstep(nprog, bm, bn, bk, stages, eff, cus, nchip, ab, bb, hw, rows, cols, align_pen, out):
+def _kstep(nprog, bm, bn, bk, stages, eff, cus, nchip, ab, bb, hw, rows, cols, align_pen, out, kranges=1.0):
     """Cost of one K-step of a wave of ``nprog`` concurrent programs; fills out[0:5] with the
-    per-term times and returns their max + the per-iteration overhead."""
+    per-term times and returns their max + the per-iteration overhead. ``kranges`` (>= 1): the
+    disjoint K ranges the wave's programs read at once (split-K: :func:`_split_ranges`); the
+    distinct bytes of ``rows`` x ``cols`` blocks are read once per range."""
     per_cu = _cdiv(nprog, cus)
     compute = per_cu * mma_work(bm, bn, bk, hw) / (hw[HW_CU_RATE] * eff)
     tile_bytes = (bm * ab + bn * bb) * bk
@@ -277,8 +281,8 @@ def _kstep(nprog, bm, bn, bk, stages, eff, cus, nchip, ab, bb, hw, rows, cols, a
     l2 = per_cu * cus * tile_bytes * align_pen / hw[HW_L2_BW]
     # distinct bytes per chiplet, then all chiplets
     chips = min(nchip, nprog) if nchip > 1 else 1
-    uniq = (rows * bm * ab + cols * bn * bb) * bk * chips
-    footprint = (rows * bm * ab + cols * bn * bb) * bk * SKEW_KSTEPS
+    uniq = (rows * bm * ab + cols * bn * bb) * bk * chips * kranges
+    footprint = (rows * bm * ab + cols * bn * bb) * bk * SKEW_KSTEPS * kranges
     hit_cap = min(1.0, hw[HW_L2_BYTES] / max(footprint, 1.0))
     reuse_bytes = nprog * tile_bytes - uniq
     miss = uniq + (1.0 - hit_cap) * max(reuse_bytes, 0.0)
@@ -328,30 +332,51 @@ def _tile_eff(bm, bn, hw):
 
 @njit(cache=CACHE, fastmath=FASTMATH)
 def _phase(nprog_total, kiters, grid_cap, bm, bn, bk, stages, eff, cus, nchip, chunk, rr,
-           ab, bb, hw, num_pid_m, num_pid_n, group_m, align_pen, acc, tmp, tile_ns):
+           ab, bb, hw, num_pid_m, num_pid_n, group_m, align_pen, acc, tmp, tile_ns, split_tiles=0, split=1):
     """Cost of ``nprog_total`` programs of ``kiters`` K-steps each, at most ``grid_cap`` at a time:
     the full waves (all alike) plus the partial last wave with its real program count, each wave
     paying ``tile_ns`` of tile overhead (hw's tile_overhead_ns; 0 for the warp-specialised kernel,
-    whose epilogues overlap the next tile's loads: score_row adds one).
+    whose epilogues overlap the next tile's loads: score_row adds one). Split-K passes its
+    ``split_tiles`` tiles and ``split`` count (each wave's K ranges: :func:`_split_ranges`).
     Accumulates term totals into acc; returns the time."""
     full = nprog_total // grid_cap
     rest = nprog_total - full * grid_cap
     total = 0.0
     if full > 0:
         rows, cols = _distinct(grid_cap, nchip, chunk, rr, num_pid_m, num_pid_n, group_m)
-        step = _kstep(grid_cap, bm, bn, bk, stages, eff, cus, nchip, ab, bb, hw, rows, cols, align_pen, tmp)
+        step = _kstep(grid_cap, bm, bn, bk, stages, eff, cus, nchip, ab, bb, hw, rows, cols, align_pen, tmp,
+                      _split_ranges(grid_cap, split_tiles, split, hw))
         w = full * kiters
         for t in range(5):
             acc[t] += w * tmp[t]
         total += full * (kiters * step + tile_ns)
     if rest > 0:
         rows, cols = _distinct(rest, nchip, chunk, rr, num_pid_m, num_pid_n, group_m)
-        step = _kstep(rest, bm, bn, bk, stages, eff, cus, nchip, ab, bb, hw, rows, cols, align_pen, tmp)
+        step = _kstep(rest, bm, bn, bk, stages, eff, cus, nchip, ab, bb, hw, rows, cols, align_pen, tmp,
+                      _split_ranges(rest, split_tiles, split, hw))
         for t in range(5):
             acc[t] += kiters * tmp[t]
         total += kiters * step + tile_ns
     acc[T_EPILOGUE] += (full + (1 if rest > 0 else 0)) * tile_ns
     return total
+
+
+@njit(cache=CACHE, fastmath=FASTMATH, inline="always")
+def _split_ranges(nprog, split_tiles, split, hw):
+    """The K ranges a wave of ``nprog`` split-K programs reads at once, as the model counts their
+    operand bytes: 1 + splitk_range_reads · (ranges − 1), ranges = min(split, ⌈nprog / tiles⌉)
+    (programs are tile-fastest, so a wave holds ⌈nprog / tiles⌉ splits of every tile; their K ranges
+    are disjoint). 1 when ``split_tiles`` is 0 (not split-K) and at the parameter's default 0.
+
+    Before it, a wave of every split of every tile was counted as one K range's distinct bytes:
+    the split-K rows' HBM term came to 1/split of the operand bytes they read (median 0.50, 0.25,
+    0.14, 0.13 of the compulsory A + B time at split 2, 4, 8, 16 over the H200 training sweeps of
+    2026-11-30, against 2.1 for data-parallel rows), and those rows measured 1.21, 1.33, 1.53, 1.66x
+    their prediction relative to the same shape's data-parallel rows (benchmarks/splitk_residuals.py)."""
+    if split_tiles <= 0:
+        return 1.0
+    ranges = min(split, _cdiv(nprog, split_tiles))
+    return 1.0 + hw[HW_SPLIT_READS] * (ranges - 1.0)
 
 
 @njit(cache=CACHE, fastmath=FASTMATH, inline="always")
@@ -449,7 +474,7 @@ def score_row(base, i, effs, m, n, k, batch, ab, bb, cb, align, hw, terms, tmp):
         kpart = _cdiv(kiters, s)
         progs = tiles * s
         t = _phase(progs, kpart, slots, bm, bn, bk, stages, eff, cus, nchip, chunk, rr,
-                   ab, bb, hw, num_pid_m, num_pid_n, 1, align_pen, terms, tmp, hw[HW_TILE])
+                   ab, bb, hw, num_pid_m, num_pid_n, 1, align_pen, terms, tmp, hw[HW_TILE], tiles, s)
         total += t
         part_bytes = progs * bm * bn * 4.0 * 2.0
         fix = hw[HW_FIXUP] + _partial_time(part_bytes, hw) + (s - 1) * bm * bn * 4.0 * cus / hw[HW_L2_BW]

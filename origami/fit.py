@@ -195,8 +195,9 @@ def _objective(s: Score) -> float:
 
 # Where a parameter at 0 is probed from (x steps): (lo + hi) / 10, except a relative efficiency whose 0
 # means "no such kernel" (hardware.OPTIONAL_MODEL_PARAMS), probed around 1, the data-parallel kernel's
-# own: at 0.14-0.28 the kernel never wins a shape, and the fit could never move it off 0.
-_ZERO_SEED = {"ws_efficiency": 1.0}
+# own: at 0.14-0.28 the kernel never wins a shape, and the fit could never move it off 0; and
+# splitk_range_reads, whose 0 is the old count and 1 the exact one (from 0.1 three rounds reach 0.27).
+_ZERO_SEED = {"ws_efficiency": 1.0, "splitk_range_reads": 1.0}
 
 
 def fit(hw: "HardwareProfile | str", train: Sequence[Measured], test: Sequence[Measured], *,

@@ -79,6 +79,7 @@ def _hw_vector(hw: HardwareProfile, rate_key: str) -> np.ndarray:
     v[_core.HW_OVERLAP] = mp["overlap_loss"]
     v[_core.HW_SK_SPLIT] = mp["streamk_split_efficiency"]
     v[_core.HW_SK_UNALIGNED] = mp["streamk_unaligned_penalty"]
+    v[_core.HW_SPLIT_READS] = mp["splitk_range_reads"]
     v[_core.HW_WS_EFF] = mp["ws_efficiency"]  # read only by 'ws' rows (origami.space.ws_space)
     v.setflags(write=False)
     return v

@@ -468,6 +468,43 @@ def test_streamk_unaligned_penalty_touches_only_unaligned_streamk_rows(name):
 
 
 @pytest.mark.parametrize("name", ["h200", "mi300x"])
+def test_splitk_range_reads_touches_only_splitk_rows(name):
+    """``splitk_range_reads`` at its default 0 is the old count: it is left out of the written profile
+    (content hash and rankings as before) and an explicit 0 scores every row as the profile does. Above 0
+    only split-K rows change, never downwards (their L2-miss bytes grow with the K ranges a wave
+    reads); at 1 a split-K row's HBM term is about its compulsory operand bytes, not 1/split of them;
+    select stays the exact minimum (the screen bounds leave the HBM and LLC terms out)."""
+    hw = origami.load_profile(name)
+    assert "splitk_range_reads" not in hw.to_yaml_dict()["model"]
+    zero = hw.replace_model(splitk_range_reads=0.0)
+    assert zero.content_hash == hw.content_hash
+    full = hw.replace_model(splitk_range_reads=1.0)
+    raised = 0
+    for p in (origami.GemmProblem(16, 8192, 8192), origami.GemmProblem(64, 4096, 32768),
+              origami.GemmProblem(1536, 3584, 8192), origami.GemmProblem(4096, 4096, 4096)):
+        base, lat, terms = score_problem(p, hw)
+        _, lat0, _ = score_problem(p, zero)
+        _, lat1, terms1 = score_problem(p, full)
+        assert np.array_equal(lat, lat0)
+        split = (base[:, C["kind"]] == _core.K_SPLITK) & np.isfinite(lat)
+        assert np.array_equal(lat[~split], lat1[~split])
+        assert (lat1[split] >= lat[split]).all()
+        raised += int((lat1[split] > lat[split]).sum())
+        hbm = _core.TERM_NAMES.index("hbm")
+        assert (terms1[split, hbm] >= terms[split, hbm]).all()
+        if split.any() and p.m * p.n < 1 << 20:  # few tiles: every split in one wave
+            bw = _inputs(p, hw)[2][_core.HW_HBM_BW]
+            compulsory = (p.m * p.k * p.a_dtype.bytes + p.k * p.n * p.b_dtype.bytes) / bw
+            old, new = np.median(terms[split, hbm] / compulsory), np.median(terms1[split, hbm] / compulsory)
+            assert old < 0.3 and new > 2 * old  # the old count: ~1/split of the bytes read
+            if hw.memory["llc_bytes"] == 0:  # (an LLC halves the HBM share of the misses)
+                assert new >= 0.9
+        ok = np.isfinite(lat1)
+        assert origami.select(p, full).latency_ns == pytest.approx(float(np.where(ok, lat1, np.inf).min()))
+    assert raised > 0
+
+
+@pytest.mark.parametrize("name", ["h200", "mi300x"])
 def test_fp8_promotion_parameters_touch_only_nvidia_fp8(name):
     """``fp8_promote_efficiency`` and ``fp8_single_warpgroup_efficiency`` model Hopper's promoted fp8
     accumulation: on an NVIDIA profile they slow fp8 problems only (every compute-bound row by the

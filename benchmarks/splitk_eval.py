@@ -1,0 +1,94 @@
+"""What ``model.splitk_range_reads`` does to origami.select()'s picks: its value fitted on the training
+sweeps only, then every sweep (training and held-out) scored with the profile as shipped and with the
+fitted value.
+
+    python benchmarks/splitk_eval.py [--profile h200] [--value 1.0 | --fit]
+
+Training: benchmarks/data/<profile>/*.csv and <profile>_cold/*.csv (sampled sweeps); held-out:
+<profile>_heldout/*.csv (exhaustive), never read by the fit. ``--fit`` runs origami.fit.fit(params=
+["splitk_range_reads"]) on the training sweeps (its objective: the geomean of the predicted-best
+measured config, with the log prediction error as a tie-break) and reports the value it reaches;
+without it ``--value`` (default 1: every range's bytes distinct) is scored. Per file: select()'s
+pick (best measured / pick's measured time) geomean, p10 and worst, picks moved, picks missing
+(not timed by that sweep), then the decision rule of issue 19 item 5. CPU only.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+
+import origami  # noqa: E402
+from origami.fit import fit, pick_efficiency, read_sweep  # noqa: E402
+
+PARAM = "splitk_range_reads"
+SLACK = 0.005  # the largest drop of any held-out file's geomean or p10 the rule allows
+
+
+def _files(profile: str):
+    data = ROOT / "benchmarks" / "data"
+    train = [f for d in (profile, f"{profile}_cold") for f in sorted((data / d).glob("*.csv"))]
+    return train, sorted((data / f"{profile}_heldout").glob("*.csv"))
+
+
+def _worst(s) -> str:
+    w = s.worst(1)
+    return f"{w[0][0]:.2f} {w[0][1].m}x{w[0][1].n}x{w[0][1].k}" if w else "-"
+
+
+def compare(files, base, new, split: str) -> list[tuple]:
+    """(split, file, n, moved, before PickScore, after PickScore) per file."""
+    out = []
+    for f in files:
+        sweep = read_sweep(f)
+        moved = sum(origami.select(m.problem, base).config != origami.select(m.problem, new).config for m in sweep)
+        out.append((split, f"{f.parent.name}/{f.name}", len(sweep), moved, pick_efficiency(sweep, base),
+                    pick_efficiency(sweep, new)))
+    return out
+
+
+def main(argv=None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--profile", default="h200")
+    ap.add_argument("--value", type=float, default=1.0)
+    ap.add_argument("--fit", action="store_true")
+    args = ap.parse_args(argv)
+    base = origami.load_profile(args.profile)
+    train, heldout = _files(args.profile)
+    value = args.value
+    if args.fit:
+        rep = fit(base, [m for f in train for m in read_sweep(f)], [], params=[PARAM])  # per file: warm and cold apart
+        value = rep.params[PARAM]
+        print(f"fit on {len(train)} training sweeps: {PARAM} {base.model[PARAM]:g} -> {value:.4g}; training "
+              f"predicted-best geomean {rep.train_before.geomean:.3f} -> {rep.train_after.geomean:.3f}, p10 "
+              f"{rep.train_before.p10:.3f} -> {rep.train_after.p10:.3f}, median |log pred/meas| "
+              f"{rep.train_before.log_error:.3f} -> {rep.train_after.log_error:.3f}")
+    new = base.replace_model(**{PARAM: value})
+    rows = compare(heldout, base, new, "held-out") + compare(train, base, new, "training")
+    print(f"{PARAM} = {value:g}: select()'s pick / best measured, as shipped -> with it")
+    print(f"{'split':9s}{'file':26s}{'n':>4s}{'moved':>6s}  {'geomean':>13s}  {'p10':>13s}  {'missing':>7s}  worst")
+    for split, name, n, moved, a, b in rows:
+        print(f"{split:9s}{name:26s}{n:4d}{moved:6d}  {a.geomean:.3f}->{b.geomean:.3f}  {a.p10:.3f}->{b.p10:.3f}  "
+              f"{len(a.missing):>3d}->{len(b.missing):<3d}  {_worst(a)} -> {_worst(b)}")
+        for p, c in b.missing:
+            if (p, c) not in a.missing:
+                print(f"{'':15s}not timed: {p.describe()} {c.short()}")
+    held = [r for r in rows if r[0] == "held-out"]
+    drop = [r[1] for r in held if r[5].geomean < r[4].geomean - SLACK or r[5].p10 < r[4].p10 - SLACK]
+    gain = [r[1] for r in held if r[1].split("/")[1][:-4] in ("skinny", "longk", "fp16", "llm")
+            and r[5].geomean <= r[4].geomean]
+    more_missing = [r[1] for r in rows if len(r[5].missing) > len(r[4].missing)]
+    ok = not drop and not gain and not more_missing
+    print(f"rule: held-out skinny/longk/fp16/llm geomean up{' (not: ' + ', '.join(gain) + ')' if gain else ''}; "
+          f"no held-out geomean/p10 down by > {SLACK}{' (down: ' + ', '.join(drop) + ')' if drop else ''}; "
+          f"no more missing picks{' (more: ' + ', '.join(more_missing) + ')' if more_missing else ''}: "
+          f"{'met' if ok else 'NOT met'}")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

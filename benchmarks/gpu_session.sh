@@ -41,6 +41,12 @@
 #             'ws' route's GPU test (tests/dropin/test_ws_route_gpu.py)
 #   ws_cold   the same for the cold-L2 sweeps: ws_jobs.py --cold's job (h200_cold -> h200_cold_ws) with --timer cold,
 #             back in $OUT/ws_cold_data.tgz
+#   repick    time the training sweeps' missing picks (benchmarks/missing_picks.py: origami.select()'s pick and,
+#             with $REPICK_VARIANTS, e.g. "splitk_range_reads=1 staged_spill_rule=1", the picks of terms fitted
+#             but not switched on), each with every config its shape already timed, in one run: the warm job, then
+#             the cold-L2 one (--timer cold), under torchrun on every GPU, resumable ($REPICK_BUDGET s each,
+#             default 240) -> benchmarks/data/*_repick/, back in $OUT/repick_data.tgz; merge on the CPU with
+#             missing_picks.py --apply
 #   timeline  benchmarks/host_linear.py --timeline/--split $TIMELINE_MODELS (where eager decode's time goes)
 #   train_host  benchmarks/host_linear.py --train $TRAIN_MODELS (a training step's host split: forward/backward
 #             wall, host us per forward GEMM, triton_launches, descriptor re-encodes, a cProfile of ours)
@@ -149,6 +155,16 @@ for step in $STEPS; do
                    benchmarks/sweep.py --rows benchmarks/data/ws_jobs_cold.csv --profile benchmarks/data/h200_ws/h200_ws_probe.yaml \
                    --rep-ms ${WS_REP_MS:-3} --timer cold --budget-s ${WS_BUDGET:-400}
                  echo "sweep rc=$?"; tar czf "$OUT/ws_cold_data.tgz" benchmarks/data/h200_cold_ws
+               } > "$log" 2>&1 ;;
+    repick)    { vars=""; for v in ${REPICK_VARIANTS:-}; do vars="$vars --variant $v"; done
+                 python3 benchmarks/missing_picks.py $vars -o "$OUT/repick_jobs.csv" --cold-output "$OUT/repick_jobs_cold.csv"
+                 for job in repick_jobs repick_jobs_cold; do
+                   timer=$([ $job = repick_jobs_cold ] && echo "--timer cold" || true)
+                   timeout $(( ${REPICK_BUDGET:-240} + 60 )) python3 -m torch.distributed.run --standalone --nproc-per-node gpu \
+                     benchmarks/sweep.py --rows "$OUT/$job.csv" --rep-ms ${REPICK_REP_MS:-3} $timer --budget-s ${REPICK_BUDGET:-240}
+                   echo "$job: sweep rc=$?"
+                 done
+                 tar czf "$OUT/repick_data.tgz" benchmarks/data/*_repick
                } > "$log" 2>&1 ;;
     timeline)  { timeout 200 python3 benchmarks/host_linear.py --timeline ${TIMELINE_MODELS:-llama3.2-1b} --out "$OUT"
                  timeout 240 python3 benchmarks/host_linear.py --split ${SPLIT_MODELS:-bert-large llama3.2-1b}

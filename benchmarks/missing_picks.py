@@ -1,6 +1,7 @@
 """Which shapes of the recorded sweeps lack a time for ``origami.select()``'s current pick (CPU).
 
     python benchmarks/missing_picks.py [--profile h200] [-o benchmarks/data/missing_picks.csv]
+        [--cold-output benchmarks/data/missing_picks_cold.csv] [--variant splitk_range_reads=1 ...]
     torchrun --nproc-per-node gpu benchmarks/sweep.py --rows benchmarks/data/missing_picks.csv   # on the GPUs
     python benchmarks/missing_picks.py --apply                                          # CPU, after it
 
@@ -9,8 +10,9 @@ the shapes, how many picks are missing, and each missing (shape, pick). With ``-
 file for ``sweep.py --rows``: per missing shape, the pick AND every config the file already timed
 for that shape, all into benchmarks/data/<dir>_repick/<file>.csv, so that the pick and the oracle it
 is compared with are timed in one run (times from different days differ by several percent,
-H200.md). Cold files are listed but not put in the job (sweep.py --rows times with its --timer:
-run a separate job with --timer cold for them). ``--apply`` replaces, in each original file, the rows
+H200.md). Cold files' rows go to ``--cold-output`` (sweep.py --rows times with its --timer: run that job with
+--timer cold). ``--variant`` adds the picks of the profile with some model parameters changed (a term
+fitted but not switched on: the guards fail on its untimed picks, so they are timed first). ``--apply`` replaces, in each original file, the rows
 of the shapes a repick file holds with the repick rows (atomic write; provenance lines kept and the
 repick's appended); the file's hash then changes, so its floors entry must be re-scored.
 """
@@ -41,9 +43,29 @@ def repick_path(path: Path) -> Path:
     return path.parent.parent / f"{path.parent.name}_repick" / path.name
 
 
-def missing(path: Path, profile: str):
+def missing(path: Path, profile, variants=()):
+    """(the sweep, its missing (problem, pick) pairs): the picks of ``profile`` and of each variant of it
+    (``variants``: model-parameter overrides, e.g. a term not yet switched on), each pair once."""
     data = read_sweep(path)
-    return data, pick_efficiency(data, profile).missing
+    miss = dict.fromkeys(pick_efficiency(data, profile).missing)
+    for v in variants:
+        miss.update(dict.fromkeys(pick_efficiency(data, v).missing))
+    return data, list(miss)
+
+
+def variant_profiles(profile: str, specs) -> list:
+    """The profile with each ``KEY=VALUE[,KEY=VALUE]`` spec's model parameters replaced (a bad key or
+    value is a SystemExit naming it)."""
+    import origami
+
+    base, out = origami.load_profile(profile), []
+    for spec in specs:
+        try:
+            kv = dict(item.split("=", 1) for item in spec.split(","))
+            out.append(base.replace_model(**{k.strip(): float(v) for k, v in kv.items()}))
+        except (ValueError, TypeError) as e:
+            raise SystemExit(f"--variant {spec!r}: {e} (want KEY=VALUE[,KEY=VALUE], model parameters of {profile})")
+    return out
 
 
 def job_rows(path: Path, data, miss) -> list[dict]:
@@ -101,26 +123,34 @@ def main(argv=None) -> int:
     ap.add_argument("--profile", default="h200")
     ap.add_argument("-o", "--output", default=None, help="job file for sweep.py --rows")
     ap.add_argument("--apply", action="store_true", help="merge recorded repick files into their originals")
+    ap.add_argument("--cold-output", default=None, help="job file for the cold-L2 sweeps' missing picks "
+                    "(sweep.py --rows ... --timer cold)")
+    ap.add_argument("--variant", action="append", default=[], metavar="KEY=VALUE[,KEY=VALUE]",
+                    help="also the picks of the profile with these model parameters (a term not switched on yet: "
+                         "its picks must be timed before it can ship); repeatable")
     ap.add_argument("-v", "--verbose", action="store_true", help="list every missing (shape, pick)")
     args = ap.parse_args(argv)
     if args.apply:
         print("\n".join(apply(args.profile)) or "nothing to apply")
         return 0
-    jobs, total = [], 0
+    variants = variant_profiles(args.profile, args.variant)
+    jobs, cold, total = [], [], 0
     for path in sweeps(args.profile):
-        data, miss = missing(path, args.profile)
+        data, miss = missing(path, args.profile, variants)
         total += len(miss)
         print(f"{path.relative_to(DATA)}: {len(data)} shapes, {len(miss)} picks missing")
         for prob, pick in miss if args.verbose else ():
             print(f"  {prob.describe()}: pick {pick.short()}")
-        if miss and not path.parent.name.endswith("_cold"):
-            jobs += job_rows(path, data, miss)
-    print(f"total: {total} picks missing; job: {len(jobs)} (shape, config) rows")
-    if args.output:
-        out = Path(args.output)
-        write_rows(out, [], JOB_COLS, jobs)
-        print(f"wrote {out} ({len(jobs)} rows); time them with: torchrun --nproc-per-node gpu benchmarks/sweep.py --rows {out} "
-              "--rep-ms 3, then python benchmarks/missing_picks.py --apply")
+        if miss:
+            (cold if path.parent.name.endswith("_cold") else jobs).extend(job_rows(path, data, miss))
+    print(f"total: {total} picks missing; job: {len(jobs)} (shape, config) rows, cold job: {len(cold)}")
+    for name, rows, timer in ((args.output, jobs, ""), (args.cold_output, cold, " --timer cold")):
+        if name:
+            out = Path(name)
+            rows = [dict(t) for t in dict.fromkeys(tuple(r.items()) for r in rows)]  # a shape two variants moved: once
+            write_rows(out, [], JOB_COLS, rows)
+            print(f"wrote {out} ({len(rows)} rows); time them with: torchrun --nproc-per-node gpu benchmarks/sweep.py "
+                  f"--rows {out} --rep-ms 3{timer}, then python benchmarks/missing_picks.py --apply")
     return 0
 
 

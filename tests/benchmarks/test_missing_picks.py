@@ -73,3 +73,29 @@ def test_apply_refuses_a_cut_or_foreign_repick_file_and_writes_nothing(tmp_path,
     with pytest.raises(SystemExit, match=r"llm\.csv.*(data row 2|not a sweep CSV)"):
         mp.apply("h200")
     assert orig.read_text() == LLM.read_text()
+
+
+def test_a_variant_adds_its_own_untimed_picks_and_a_bad_one_names_itself():
+    # llm.csv: every pick of the shipped h200 is timed; the fitted-but-off split-K range term moves some
+    # of its picks to configs the sweep never timed (benchmarks/splitk_eval.py): the job must hold those
+    base = mp.missing(LLM, "h200")[1]
+    (variant,) = mp.variant_profiles("h200", ["splitk_range_reads=1"])
+    data, both = mp.missing(LLM, "h200", [variant])
+    assert set(base) <= set(both) and len(both) > len(base)
+    only_variant = mp.missing(LLM, variant)[1]
+    assert set(both) == set(base) | set(only_variant)
+    with pytest.raises(SystemExit, match="no_such_term"):
+        mp.variant_profiles("h200", ["no_such_term=1"])
+    with pytest.raises(SystemExit, match="KEY=VALUE"):
+        mp.variant_profiles("h200", ["splitk_range_reads"])
+
+
+def test_cold_files_get_their_own_job(tmp_path):
+    warm, cold = tmp_path / "warm.csv", tmp_path / "cold.csv"
+    assert mp.main(["--variant", "splitk_range_reads=1", "-o", str(warm), "--cold-output", str(cold)]) == 0
+    outs_warm = {r["out"] for r in read_rows(warm)}
+    outs_cold = {r["out"] for r in read_rows(cold)}
+    assert outs_cold and all("_cold_repick/" in o for o in outs_cold)
+    assert outs_warm and not any("_cold" in o for o in outs_warm)
+    rows = read_rows(cold)
+    assert len({tuple(r.items()) for r in rows}) == len(rows)  # each (shape, config) once

@@ -2,15 +2,16 @@
 sweeps only, then every sweep (training and held-out) scored with the profile as shipped and with the
 fitted value.
 
-    python benchmarks/splitk_eval.py [--profile h200] [--value 1.0 | --fit]
+    python benchmarks/splitk_eval.py [--profile h200] [--value 1.0 | --fit [--refit fixup_ns,k_iter_overhead_ns]]
 
 Training: benchmarks/data/<profile>/*.csv and <profile>_cold/*.csv (sampled sweeps); held-out:
 <profile>_heldout/*.csv (exhaustive), never read by the fit. ``--fit`` runs origami.fit.fit(params=
 ["splitk_range_reads"]) on the training sweeps (its objective: the geomean of the predicted-best
 measured config, with the log prediction error as a tie-break) and reports the value it reaches;
-without it ``--value`` (default 1: every range's bytes distinct) is scored. Per file: select()'s
-pick (best measured / pick's measured time) geomean, p10 and worst, picks moved, picks missing
-(not timed by that sweep), then the decision rule of issue 19 item 5. CPU only.
+``--refit`` fits it jointly with other parameters, from ``--value``. Without ``--fit``, ``--value``
+(default 1: every range's bytes distinct) is scored. Per file: select()'s pick (best measured /
+pick's measured time) geomean, p10 and worst, picks moved, picks missing (not timed by that sweep),
+then the decision rule of issue 19 item 5. CPU only.
 """
 
 from __future__ import annotations
@@ -56,20 +57,29 @@ def main(argv=None) -> int:
     ap.add_argument("--profile", default="h200")
     ap.add_argument("--value", type=float, default=1.0)
     ap.add_argument("--fit", action="store_true")
+    ap.add_argument("--refit", default="", metavar="P1,P2",
+                    help="with --fit: also refit these model parameters jointly (the ones fitted while the split-K "
+                         "bytes were under-counted, e.g. fixup_ns,k_iter_overhead_ns), starting from "
+                         f"{PARAM} = --value")
     args = ap.parse_args(argv)
     base = origami.load_profile(args.profile)
     train, heldout = _files(args.profile)
-    value = args.value
+    values = {PARAM: args.value}
     if args.fit:
-        rep = fit(base, [m for f in train for m in read_sweep(f)], [], params=[PARAM])  # per file: warm and cold apart
-        value = rep.params[PARAM]
-        print(f"fit on {len(train)} training sweeps: {PARAM} {base.model[PARAM]:g} -> {value:.4g}; training "
-              f"predicted-best geomean {rep.train_before.geomean:.3f} -> {rep.train_after.geomean:.3f}, p10 "
-              f"{rep.train_before.p10:.3f} -> {rep.train_after.p10:.3f}, median |log pred/meas| "
+        others = [p for p in args.refit.split(",") if p]
+        start = base.replace_model(**values) if others else base
+        rep = fit(start, [m for f in train for m in read_sweep(f)], [], params=[PARAM, *others])
+        values = {p: rep.params[p] for p in (PARAM, *others)}
+        print(f"fit on {len(train)} training sweeps: "
+              + ", ".join(f"{p} {base.model[p]:g} -> {v:.4g}" for p, v in values.items())
+              + f"; training predicted-best geomean {rep.train_before.geomean:.3f} -> {rep.train_after.geomean:.3f}, "
+              f"p10 {rep.train_before.p10:.3f} -> {rep.train_after.p10:.3f}, median |log pred/meas| "
               f"{rep.train_before.log_error:.3f} -> {rep.train_after.log_error:.3f}")
-    new = base.replace_model(**{PARAM: value})
+    new = base.replace_model(**values)
+    print(", ".join(f"{p} = {v:g}" for p, v in values.items())
+          + ": select()'s pick / best measured, as shipped -> with it; as a repick variant: --variant "
+          + ",".join(f"{p}={v:.6g}" for p, v in values.items()))
     rows = compare(heldout, base, new, "held-out") + compare(train, base, new, "training")
-    print(f"{PARAM} = {value:g}: select()'s pick / best measured, as shipped -> with it")
     print(f"{'split':9s}{'file':26s}{'n':>4s}{'moved':>6s}  {'geomean':>13s}  {'p10':>13s}  {'missing':>7s}  worst")
     for split, name, n, moved, a, b in rows:
         print(f"{split:9s}{name:26s}{n:4d}{moved:6d}  {a.geomean:.3f}->{b.geomean:.3f}  {a.p10:.3f}->{b.p10:.3f}  "

@@ -1,6 +1,7 @@
 """Selection efficiency of ``origami.select()``'s real pick: the held-out table beside the training one.
 
     python benchmarks/selection.py [--profile h200]
+    python benchmarks/selection.py --misses 0.88     # each held-out miss, predicted vs measured
 
 Held-out (DESIGN.md §8): per file of the committed split (benchmarks/shapes/heldout/: bf16 one file
 per set, fp16/tf32/fp8_e4m3 one file per dtype) its exhaustive sweep benchmarks/data/<profile>_heldout/
@@ -164,11 +165,51 @@ def training_table(profile: str = "h200") -> list[str]:
     return lines
 
 
+def misses(profile: str = "h200", below: float = 0.88) -> list[str]:
+    """Each held-out shape whose pick scores under ``below``, with what explains it: the pick's and the
+    best measured config's predicted and measured times (the model ranked the pick first, so either
+    the pick ran slower than predicted, or the best config faster), and the operands' alignment class
+    (under 4 bytes: register-staged loads, no cp.async/TMA)."""
+    from origami import predict, select
+
+    lines = [f"held-out shapes under {below} ({profile}): the pick and the best config, predicted -> measured us",
+             f"{'shape':<30} {'align':>5} {'eff':>5}  {'pick':<40} {'pred':>7} {'meas':>7} {'x':>5}   "
+             f"{'best':<40} {'pred':>7} {'meas':>7} {'x':>5}"]
+    for stem in heldout_stems():
+        path = heldout_path(stem, profile)
+        if not path.exists():
+            continue
+        for m in read_sweep(path):
+            times = dict(zip(m.configs, m.ms))
+            pick = select(m.problem, profile)
+            if pick.config not in times:
+                continue  # missing: the table above counts it
+            best = min(times, key=times.get)
+            eff = times[best] / times[pick.config]
+            if eff >= below:
+                continue
+            bp = predict(m.problem, profile, best).latency_ns / 1e3
+            pp, pm, bm = pick.latency_ns / 1e3, times[pick.config] * 1e3, times[best] * 1e3
+            p = m.problem
+            lines.append(f"{f'{stem}: {p.m}x{p.n}x{p.k} {p.a_dtype.value}':<30} {p.align_bytes:>5} {eff:>5.3f}  "
+                         f"{pick.config.short():<40} {pp:>7.1f} {pm:>7.1f} {pm / pp:>5.2f}   "
+                         f"{best.short():<40} {bp:>7.1f} {bm:>7.1f} {bm / bp:>5.2f}")
+    return lines
+
+
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--profile", default="h200")
     ap.add_argument("--training-only", action="store_true")
+    ap.add_argument("--misses", type=float, default=None, metavar="EFF",
+                    help="only the held-out shapes whose pick scores under EFF, each with its pick's and the best "
+                         "config's predicted and measured times (what explains the miss)")
     args = ap.parse_args(argv)
+    if args.misses is not None:
+        if not 0 < args.misses <= 1:
+            ap.error(f"--misses: {args.misses} is not an efficiency in (0, 1]")
+        print("\n".join(misses(args.profile, args.misses)))
+        return 0
     if not args.training_only:
         print("\n".join(heldout_table(args.profile)))
         print()

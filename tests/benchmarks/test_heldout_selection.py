@@ -113,3 +113,23 @@ def test_the_table_says_which_held_out_files_are_missing():
         assert HELDOUT_SWEEP.format(stems=" ".join(absent)) in lines[-1]
     train = training_table()
     assert train[0].startswith("training split (fitted data") and any(x.startswith("h200/grid.csv ") for x in train)
+
+
+def test_misses_lists_exactly_the_shapes_under_the_threshold():
+    from benchmarks import selection
+
+    below = 0.9
+    want = 0
+    for stem in heldout_stems():
+        path = heldout_path(stem)
+        if path.exists():
+            want += sum(e < below for e in score([path])[1].per_shape)
+    lines = selection.misses("h200", below)
+    rows = lines[2:]
+    assert len(rows) == want
+    for line in rows:
+        eff = float(line.split()[4])
+        assert eff < below, line
+    for bad in ("0", "1.5"):
+        with pytest.raises(SystemExit):
+            selection.main(["--misses", bad])

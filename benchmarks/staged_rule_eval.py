@@ -1,4 +1,4 @@
-"""What ``model.staged_spill_rule`` (origami.space.STAGED_PRESSURE_LIMITS) would do to origami.select()'s
+"""What ``model.staged_spill_rule`` (origami.space.staged_spills) would do to origami.select()'s
 picks: per recorded sweep where a pick moves, selection efficiency (best measured / pick's measured time)
 with the profile as shipped and with the rule on, and the picks the rule sends to configs the sweep did
 not time (a training sweep must time them before the rule can ship: the guards fail on a missing pick).

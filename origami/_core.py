@@ -23,6 +23,8 @@ Model, per candidate (T tiles, kI K-iterations, S = CUs × occupancy resident pr
   the ordered reduction, its partials at L2 bandwidth while they fit in half the L2 and beyond that
   at LLC/HBM bandwidth (``_partial_time``); a wave's distinct operand bytes are counted once per K
   range it reads as far as the profile's splitk_range_reads says (``_split_ranges``; 0 by default);
+- register-staged rows (under 4 bytes aligned, NVIDIA) whose kernel spills (the row's staged_spill
+  column, origami.space.staged_spills): every K-step × (1 + staged_spill_penalty) (0 by default);
 - epilogue (C write, once per tile, and tile overhead), launch overhead;
 - the result is never below the roofline floor max(FLOPs / peak, compulsory bytes / HBM):
   ``_final(total, floor) = max(total, floor) + FLOOR_TIE · total``. The small second term keeps the
@@ -48,7 +50,7 @@ from numba import njit, prange
 
 from origami import pidmap
 from origami._encoding import (K_DP, K_PERSISTENT, K_SPLITK, K_STREAMK, K_WS, R_BK, R_BM, R_BN, R_CHUNK, R_GMULT, R_GROUP,
-                               R_KIND, R_LBK, R_LBM, R_LBN, R_NCHIP, R_OCC, R_SPLIT, R_STAGES, R_TWIN, R_WARPS,
+                               R_KIND, R_LBK, R_LBM, R_LBN, R_NCHIP, R_OCC, R_SPILL, R_SPLIT, R_STAGES, R_TWIN, R_WARPS,
                                persistent_grid)
 from origami._jitcache import CACHE
 
@@ -72,7 +74,7 @@ def _final(total, floor):
 HW_CUS, HW_CHIPLETS, HW_RR, HW_CU_RATE, HW_IM, HW_IN, HW_IK, HW_L2_BYTES, HW_L2_BW, HW_LLC_BYTES, \
     HW_LLC_BW, HW_HBM_BW, HW_LAUNCH, HW_PEAK, HW_MMA_EFF, HW_SMALL_EFF, HW_SK_EFF, HW_KITER, HW_TILE, \
     HW_UNALIGNED, HW_FIXUP, HW_LAT, HW_OVERLAP, HW_SK_SPLIT, HW_WG1_EFF, HW_WS_EFF, HW_SK_UNALIGNED, HW_SPLIT_READS, \
-    HW_LEN = range(29)
+    HW_SPILL, HW_LEN = range(30)
 
 # term indices
 T_COMPUTE, T_L2, T_LLC, T_HBM, T_LATENCY, T_EPILOGUE, T_FIXUP, T_LAUNCH, T_WAVES, T_LEN = range(10)
@@ -332,33 +334,50 @@ def _tile_eff(bm, bn, hw):
 
 @njit(cache=CACHE, fastmath=FASTMATH)
 def _phase(nprog_total, kiters, grid_cap, bm, bn, bk, stages, eff, cus, nchip, chunk, rr,
-           ab, bb, hw, num_pid_m, num_pid_n, group_m, align_pen, acc, tmp, tile_ns, split_tiles=0, split=1):
+           ab, bb, hw, num_pid_m, num_pid_n, group_m, align_pen, acc, tmp, tile_ns, split_tiles=0, split=1,
+           slow=1.0):
     """Cost of ``nprog_total`` programs of ``kiters`` K-steps each, at most ``grid_cap`` at a time:
     the full waves (all alike) plus the partial last wave with its real program count, each wave
     paying ``tile_ns`` of tile overhead (hw's tile_overhead_ns; 0 for the warp-specialised kernel,
     whose epilogues overlap the next tile's loads: score_row adds one). Split-K passes its
-    ``split_tiles`` tiles and ``split`` count (each wave's K ranges: :func:`_split_ranges`).
+    ``split_tiles`` tiles and ``split`` count (each wave's K ranges: :func:`_split_ranges`). Every
+    K-step and its terms × ``slow`` (>= 1: :func:`_spill_slowdown`).
     Accumulates term totals into acc; returns the time."""
     full = nprog_total // grid_cap
     rest = nprog_total - full * grid_cap
     total = 0.0
     if full > 0:
         rows, cols = _distinct(grid_cap, nchip, chunk, rr, num_pid_m, num_pid_n, group_m)
-        step = _kstep(grid_cap, bm, bn, bk, stages, eff, cus, nchip, ab, bb, hw, rows, cols, align_pen, tmp,
-                      _split_ranges(grid_cap, split_tiles, split, hw))
-        w = full * kiters
+        step = slow * _kstep(grid_cap, bm, bn, bk, stages, eff, cus, nchip, ab, bb, hw, rows, cols, align_pen, tmp,
+                             _split_ranges(grid_cap, split_tiles, split, hw))
+        w = full * kiters * slow
         for t in range(5):
             acc[t] += w * tmp[t]
         total += full * (kiters * step + tile_ns)
     if rest > 0:
         rows, cols = _distinct(rest, nchip, chunk, rr, num_pid_m, num_pid_n, group_m)
-        step = _kstep(rest, bm, bn, bk, stages, eff, cus, nchip, ab, bb, hw, rows, cols, align_pen, tmp,
-                      _split_ranges(rest, split_tiles, split, hw))
+        step = slow * _kstep(rest, bm, bn, bk, stages, eff, cus, nchip, ab, bb, hw, rows, cols, align_pen, tmp,
+                             _split_ranges(rest, split_tiles, split, hw))
         for t in range(5):
-            acc[t] += kiters * tmp[t]
+            acc[t] += kiters * slow * tmp[t]
         total += kiters * step + tile_ns
     acc[T_EPILOGUE] += (full + (1 if rest > 0 else 0)) * tile_ns
     return total
+
+
+@njit(cache=CACHE, fastmath=FASTMATH, inline="always")
+def _spill_slowdown(spills, align, hw):
+    """Factor (>= 1) on a row's K-steps: 1 + staged_spill_penalty where its loads are register-staged
+    (under 4 bytes aligned; the staged_spill column is 1 only on NVIDIA) and its kernel spills
+    (``spills``: the row's staged_spill column, origami.space.staged_spills), else 1.
+
+    Spilled registers go to local memory (L1, then L2) and back inside every K-step, next to the
+    scalar loads they displaced: a share of the step's own time, whatever bounds it. The census's
+    spilling configs timed on 61x6485x11719 (benchmarks/data/h200/ragged.csv) ran at a median 1.26x
+    their prediction against 0.92x for the clean ones (origami.space.STAGED_PRESSURE_LIMITS)."""
+    if spills > 0 and align < 4:
+        return 1.0 + hw[HW_SPILL]
+    return 1.0
 
 
 @njit(cache=CACHE, fastmath=FASTMATH, inline="always")
@@ -425,6 +444,7 @@ def score_row(base, i, effs, m, n, k, batch, ab, bb, cb, align, hw, terms, tmp):
         return np.inf
     eff = effs[i]
     align_pen = 1.0 if align >= 16 else hw[HW_UNALIGNED]
+    slow = _spill_slowdown(base[i, R_SPILL], align, hw)
     slots = cus * occ
     total = 0.0
     if kind == K_DP or kind == K_PERSISTENT or kind == K_WS:
@@ -434,7 +454,7 @@ def score_row(base, i, effs, m, n, k, batch, ab, bb, cb, align, hw, terms, tmp):
         # warp-specialised: each tile's epilogue overlaps the next tile's loads; one is left in series
         tile_ns = 0.0 if kind == K_WS else hw[HW_TILE]
         t = _phase(tiles, kiters, grid_cap, bm, bn, bk, stages, eff, cus, nchip, chunk, rr,
-                   ab, bb, hw, num_pid_m, num_pid_n, group_m, align_pen, terms, tmp, tile_ns)
+                   ab, bb, hw, num_pid_m, num_pid_n, group_m, align_pen, terms, tmp, tile_ns, 0, 1, slow)
         if kind == K_WS:
             t += hw[HW_TILE]
             terms[T_EPILOGUE] += hw[HW_TILE]
@@ -451,15 +471,15 @@ def score_row(base, i, effs, m, n, k, batch, ab, bb, cb, align, hw, terms, tmp):
         sk_pen = align_pen if align >= 16 else align_pen * hw[HW_SK_UNALIGNED]
         if dp_tiles > 0:  # the Stream-K kernel's efficiency applies to its data-parallel tiles too
             t = _phase(dp_tiles, kiters, g, bm, bn, bk, stages, sk_eff, cus, nchip, chunk, rr,
-                       ab, bb, hw, num_pid_m, num_pid_n, group_m, sk_pen, terms, tmp, hw[HW_TILE])
+                       ab, bb, hw, num_pid_m, num_pid_n, group_m, sk_pen, terms, tmp, hw[HW_TILE], 0, 1, slow)
             total += t
         iters = _cdiv(sk_tiles * kiters, g)
         if dp_tiles == 0:  # every tile split: H200 sweeps measured these ~1.2x over the mixed grids' rate
             sk_eff *= hw[HW_SK_SPLIT]  # <= 1, so screen_bounds' compute (without it) stays a lower bound
         rows, cols = _distinct(min(sk_tiles, g), nchip, chunk, rr, num_pid_m, num_pid_n, group_m)
-        step = _kstep(g, bm, bn, bk, stages, sk_eff, cus, nchip, ab, bb, hw, rows, cols, sk_pen, tmp)
+        step = slow * _kstep(g, bm, bn, bk, stages, sk_eff, cus, nchip, ab, bb, hw, rows, cols, sk_pen, tmp)
         for t in range(5):
-            terms[t] += iters * tmp[t]
+            terms[t] += iters * slow * tmp[t]
         total += iters * step + hw[HW_TILE]
         # contributors per split tile: the grid's share of one tile's iterations, on average
         # (g / sk_tiles + 1, at most one per iteration) — continuous, so the cost is monotone in K
@@ -474,7 +494,7 @@ def score_row(base, i, effs, m, n, k, batch, ab, bb, cb, align, hw, terms, tmp):
         kpart = _cdiv(kiters, s)
         progs = tiles * s
         t = _phase(progs, kpart, slots, bm, bn, bk, stages, eff, cus, nchip, chunk, rr,
-                   ab, bb, hw, num_pid_m, num_pid_n, 1, align_pen, terms, tmp, hw[HW_TILE], tiles, s)
+                   ab, bb, hw, num_pid_m, num_pid_n, 1, align_pen, terms, tmp, hw[HW_TILE], tiles, s, slow)
         total += t
         part_bytes = progs * bm * bn * 4.0 * 2.0
         fix = hw[HW_FIXUP] + _partial_time(part_bytes, hw) + (s - 1) * bm * bn * 4.0 * cus / hw[HW_L2_BW]

@@ -15,13 +15,14 @@ __all__ = ["COLS", "C", "KIND_CODE", "CODE_KIND", "PERSISTENT_GRID_CODES", "pers
 
 COLS = ("kind", "block_m", "block_n", "block_k", "num_warps", "num_stages", "group_m", "num_chiplets",
         "chunk", "grid_mult", "split_k", "waves_per_eu", "matrix_instr_nonkdim", "kpack", "occupancy",
-        "log2_block_m", "log2_block_n", "log2_block_k", "model_twin")
+        "staged_spill", "log2_block_m", "log2_block_n", "log2_block_k", "model_twin")
 C = {name: i for i, name in enumerate(COLS)}
 
 R_KIND, R_BM, R_BN, R_BK = C["kind"], C["block_m"], C["block_n"], C["block_k"]
 R_WARPS, R_STAGES, R_GROUP, R_NCHIP, R_CHUNK = C["num_warps"], C["num_stages"], C["group_m"], C["num_chiplets"], C["chunk"]
 R_GMULT, R_SPLIT, R_WPE, R_MI, R_KPACK = C["grid_mult"], C["split_k"], C["waves_per_eu"], C["matrix_instr_nonkdim"], C["kpack"]
 R_OCC, R_LBM, R_LBN, R_LBK, R_TWIN = C["occupancy"], C["log2_block_m"], C["log2_block_n"], C["log2_block_k"], C["model_twin"]
+R_SPILL = C["staged_spill"]  # 1: the config spills under register-staged loads (origami.space.staged_spills)
 
 K_DP, K_PERSISTENT, K_STREAMK, K_SPLITK, K_WS = 0, 1, 2, 3, 4
 KIND_CODE = {Kind.DP: K_DP, Kind.PERSISTENT: K_PERSISTENT, Kind.STREAMK: K_STREAMK, Kind.SPLITK: K_SPLITK,

@@ -101,29 +101,30 @@ def _base_array(hw: HardwareProfile, a_dtype: DType, b_dtype: DType, a_layout: L
                         if any(p(tile, probe, hw) for p in (space.check_smem, space.check_instr, space.check_vendor)):
                             continue
                         # registers and occupancy per kind (the AMD register estimate adds Stream-K's fix-up)
-                        occ = {}
+                        occ, spill = {}, {}
                         for kind, kw in _KIND_PROBES.items():
                             kc = replace(tile, kind=kind, **kw)
                             if space.check_registers(kc, probe, hw) is None and \
                                     space.check_staged_registers(kc, probe, hw) is None:
                                 occ[kind] = space.resident_programs(kc, probe, hw)
+                                spill[kind] = int(space.staged_spills(kc, probe, hw))
                         occ = {k: o for k, o in occ.items() if o >= 1}
                         ex = (-1 if wpe is None else wpe, -1 if mi is None else mi, -1 if kp is None else kp)
                         for nc, ch in remaps:
                             if Kind.DP in occ:
                                 for g in _GROUPS:
-                                    rows.append((0, bm, bn, bk, w, s, g, nc, ch, 0, 1, *ex, occ[Kind.DP]))
+                                    rows.append((0, bm, bn, bk, w, s, g, nc, ch, 0, 1, *ex, occ[Kind.DP], spill[Kind.DP]))
                             if Kind.PERSISTENT in occ:
                                 o = occ[Kind.PERSISTENT]
-                                rows.append((1, bm, bn, bk, w, s, 8, nc, ch, o, 1, *ex, o))
+                                rows.append((1, bm, bn, bk, w, s, 8, nc, ch, o, 1, *ex, o, spill[Kind.PERSISTENT]))
                             if Kind.STREAMK in occ:
                                 o = occ[Kind.STREAMK]
                                 for r in sorted({o, 1}, reverse=True):
-                                    rows.append((2, bm, bn, bk, w, s, 8, nc, ch, r, 1, *ex, o))
+                                    rows.append((2, bm, bn, bk, w, s, 8, nc, ch, r, 1, *ex, o, spill[Kind.STREAMK]))
                         # split-K tiles are few: GROUP_M and the chiplet remap do not matter for them
                         if Kind.SPLITK in occ:
                             for sk in _SPLITS:
-                                rows.append((3, bm, bn, bk, w, s, 1, 1, 1, 0, sk, *ex, occ[Kind.SPLITK]))
+                                rows.append((3, bm, bn, bk, w, s, 1, 1, 1, 0, sk, *ex, occ[Kind.SPLITK], spill[Kind.SPLITK]))
     # the warp-specialised kernel's few tiles, last (ties keep the Triton rows before them): persistent,
     # one program per SM at most (grid_mult 1: min(SMs, tiles) programs), GROUP_M 8, no remap
     if space.ws_space(hw, a_dtype, b_dtype, staged):
@@ -134,7 +135,7 @@ def _base_array(hw: HardwareProfile, a_dtype: DType, b_dtype: DType, a_layout: L
                 continue
             occ = space.resident_programs(ws, probe, hw)
             if occ >= 1:
-                rows.append((K_WS, bm, bn, bk, space.WS_WARPS, s, 8, 1, 1, 1, 1, -1, -1, -1, occ))
+                rows.append((K_WS, bm, bn, bk, space.WS_WARPS, s, 8, 1, 1, 1, 1, -1, -1, -1, occ, 0))  # TMA: never staged
     # model_twin: index of the first row with the same model key, else -1 (see _model_key). Such a
     # row always ties its twin, and ties go to the lower index, so the scorer copies the twin's
     # score instead of recomputing it, and select never scores it.
@@ -157,19 +158,21 @@ def _model_key(r: tuple) -> tuple:
     or fewer: the NVIDIA fp8 factor of _core.tile_efficiencies); num_stages only through
     max(1, stages − 1), so 1 and 2 are alike; chunk only with a remap (num_chiplets > 1); a
     persistent grid is min(CUs·occupancy, CUs·grid_mult), which is the data-parallel grid when
-    grid_mult ≥ occupancy, so such a row is scored as the DP row with its GROUP_M. tests/origami/test_model_properties.py checks the twins against a full
+    grid_mult ≥ occupancy, so such a row is scored as the DP row with its GROUP_M (when both spill alike:
+    staged_spill, whose limit is per kind, is read by model.staged_spill_penalty). tests/origami/test_model_properties.py checks the twins against a full
     scoring."""
-    kind, bm, bn, bk, warps, stages, group, nchip, chunk, gmult, split, _wpe, _mi, _kpack, occ = r[:15]
+    kind, bm, bn, bk, warps, stages, group, nchip, chunk, gmult, split, _wpe, _mi, _kpack, occ, spill = r[:16]
     if kind == K_PERSISTENT and gmult >= occ:
         kind, gmult = K_DP, 0
     one_wg = warps <= 4
-    return (kind, bm, bn, bk, max(stages, 2), group, nchip > 1, chunk if nchip > 1 else 1, gmult, split, occ, one_wg)
+    return (kind, bm, bn, bk, max(stages, 2), group, nchip > 1, chunk if nchip > 1 else 1, gmult, split, occ, one_wg,
+            spill)
 
 
 def _family_key(r: tuple) -> tuple:
     """The model key without GROUP_M and the chiplet remap (read only by the LLC/HBM terms), as
     (tile group, kind, grid programs per CU, split): see _core.screen_bounds."""
-    kind, bm, bn, bk, stages, _group, _remap, _chunk, gmult, split, occ, one_wg = _model_key(r)
+    kind, bm, bn, bk, stages, _group, _remap, _chunk, gmult, split, occ, one_wg, _spill = _model_key(r)
     per_cu = {K_DP: occ, K_PERSISTENT: min(occ, gmult), K_STREAMK: gmult, K_WS: min(occ, gmult)}.get(kind, occ)
     # one_wg and the ws flag: one tile efficiency per tile group (_core.group_constants reads its first
     # row's; the warp-specialised kernel's carries ws_efficiency)

@@ -114,6 +114,9 @@ MODEL_PARAMS: dict[str, tuple[float, float, str]] = {
     "splitk_range_reads": (0.0, 1.0, "share of a split-K wave's other K ranges whose operand bytes the memory terms "
                                      "count as distinct reads (the ranges are disjoint); 0: one range, as "
                                      "profiles before it were fitted"),
+    "staged_spill_penalty": (0.0, 3.0, "extra main-loop time, as a share of it, of a kernel that spills registers under "
+                                       "register-staged loads (rows under 4 bytes aligned, NVIDIA: "
+                                       "origami.space.staged_spills, from an sm_90 compile census); 0: not modelled"),
     "ws_efficiency": (0.0, 2.0, "main-loop efficiency of the warp-specialised persistent kernel (kind 'ws': Hopper, "
                                 "tritonblas.kernels.gluon_hopper) relative to the data-parallel kernel's; 0: the "
                                 "profile has no such kernel and the model's space leaves it out"),
@@ -121,7 +124,8 @@ MODEL_PARAMS: dict[str, tuple[float, float, str]] = {
 # Model parameters a profile may leave out (added after profiles were written): their value then.
 # ws_efficiency 0 keeps every older profile's space, and so its rankings, as they were.
 OPTIONAL_MODEL_PARAMS: dict[str, float] = {"ws_efficiency": 0.0, "streamk_unaligned_penalty": 1.0,
-                                           "staged_spill_rule": 0.0, "splitk_range_reads": 0.0}
+                                           "staged_spill_rule": 0.0, "splitk_range_reads": 0.0,
+                                           "staged_spill_penalty": 0.0}
 SCHEMA["model"] = {k: (_FLOAT, lo, hi, doc) for k, (lo, hi, doc) in MODEL_PARAMS.items()}
 
 

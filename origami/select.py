@@ -19,7 +19,7 @@ import numpy as np
 from origami import _core
 from origami.config import TileConfig
 from origami.config import Kind
-from origami.space import PREDICATES, amd_direct_to_lds, narrow_loads, resident_programs
+from origami.space import PREDICATES, amd_direct_to_lds, narrow_loads, resident_programs, staged_spills
 from origami._encoding import (KIND_CODE, PERSISTENT_GRID_CODES, R_BM, R_BN, R_GMULT, R_KIND, R_NCHIP,
                                persistent_grid)
 from origami.enumerate import base_array, config_for_tiles, row_tiles, row_to_config, search_plan
@@ -80,6 +80,7 @@ def _hw_vector(hw: HardwareProfile, rate_key: str) -> np.ndarray:
     v[_core.HW_SK_SPLIT] = mp["streamk_split_efficiency"]
     v[_core.HW_SK_UNALIGNED] = mp["streamk_unaligned_penalty"]
     v[_core.HW_SPLIT_READS] = mp["splitk_range_reads"]
+    v[_core.HW_SPILL] = mp["staged_spill_penalty"]  # read only by rows whose staged_spill column is 1
     v[_core.HW_WS_EFF] = mp["ws_efficiency"]  # read only by 'ws' rows (origami.space.ws_space)
     v.setflags(write=False)
     return v
@@ -313,7 +314,7 @@ def _encode(config: TileConfig, problem: GemmProblem, hw: HardwareProfile) -> np
            none if config.waves_per_eu is None else config.waves_per_eu,
            none if config.matrix_instr_nonkdim is None else config.matrix_instr_nonkdim,
            none if config.kpack is None else config.kpack, resident_programs(config, problem, hw),
-           config.block_m.bit_length() - 1, config.block_n.bit_length() - 1, config.block_k.bit_length() - 1, -1)
+           int(staged_spills(config, problem, hw)), config.block_m.bit_length() - 1, config.block_n.bit_length() - 1, config.block_k.bit_length() - 1, -1)
     return np.array([row], dtype=np.int64)
 
 

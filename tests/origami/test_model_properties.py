@@ -198,8 +198,11 @@ def test_screen_bounds_never_exceed_the_score_of_a_family_row(case):
 def test_model_twins_score_exactly_like_their_twin_and_the_plan_holds_every_other_row(name):
     """enumerate._model_key's claim: a row marked as another's model twin gets the same latency and
     terms from a full scoring that ignores the twin column; every other row is in exactly one
-    family of the search plan."""
+    family of the search plan. Also with model.staged_spill_penalty on (the staged_spill column is in the key:
+    a persistent row is the data-parallel row's twin only when both spill alike)."""
     hw = PROFILES[name]
+    if name == "h200":
+        hw = hw.replace_model(staged_spill_penalty=0.5)
     for p in (GemmProblem(8192, 8192, 8192), GemmProblem(1, 8192, 8192), GemmProblem(2048, 511, 4099, align_bytes=2),
               GemmProblem(727, 577, 859, "fp32", "fp32", "fp32", batch=3), GemmProblem(100, 100, 20000),
               GemmProblem(32768, 1056, 479, "fp8_e4m3", "fp8_e4m3", "bf16")):
@@ -502,6 +505,46 @@ def test_splitk_range_reads_touches_only_splitk_rows(name):
         ok = np.isfinite(lat1)
         assert origami.select(p, full).latency_ns == pytest.approx(float(np.where(ok, lat1, np.inf).min()))
     assert raised > 0
+
+
+@pytest.mark.parametrize("name", ["h200", "mi300x"])
+def test_staged_spill_penalty_touches_only_staged_spilling_rows(name):
+    """``staged_spill_penalty`` at its default 0 leaves the model as it was: left out of the written profile
+    (content hash and rankings as before), and an explicit 0 scores every row as the profile does. Above 0
+    only register-staged rows (under 4 bytes aligned, NVIDIA) whose kernel spills (origami.space.staged_spills,
+    the rows' staged_spill column) change, upwards, and their K-step terms grow by the factor; aligned problems
+    and AMD profiles do not change at all; select stays the exact minimum (its screen bounds, without the
+    penalty, stay lower bounds)."""
+    from origami import space
+
+    hw = origami.load_profile(name)
+    assert "staged_spill_penalty" not in hw.to_yaml_dict()["model"]
+    zero = hw.replace_model(staged_spill_penalty=0.0)
+    assert zero.content_hash == hw.content_hash
+    pen = hw.replace_model(staged_spill_penalty=0.5)
+    assert pen.content_hash != hw.content_hash
+    raised = 0
+    for p in (GemmProblem(26, 2255, 12085, align_bytes=2), GemmProblem(11, 4185, 6351, align_bytes=2),
+              GemmProblem(178, 65, 50345, align_bytes=2), GemmProblem(2047, 3001, 1999, align_bytes=2),
+              GemmProblem(64, 4096, 8192), GemmProblem(1536, 3584, 8192, align_bytes=8)):
+        base, lat, terms = score_problem(p, hw)
+        _, lat0, terms0 = score_problem(p, zero)
+        _, lat1, terms1 = score_problem(p, pen)
+        assert np.array_equal(lat, lat0) and np.array_equal(terms, terms0)
+        spill = base[:, C["staged_spill"]] == 1
+        if spill.any():
+            configs = {i: row_to_config(base[i], p, hw) for i in np.nonzero(spill)[0][:50]}
+            assert all(space.staged_spills(c, p, hw) for c in configs.values())
+        if not space.register_staged(p, hw):
+            assert not spill.any()
+        ok = np.isfinite(lat)
+        assert np.array_equal(lat[~spill], lat1[~spill])
+        assert (lat1[spill & ok] > lat[spill & ok]).all()
+        raised += int((spill & ok).sum())
+        main = [_core.TERM_NAMES.index(t) for t in ("compute", "l2", "llc", "hbm", "latency")]
+        np.testing.assert_allclose(terms1[np.ix_(spill & ok, main)], 1.5 * terms[np.ix_(spill & ok, main)], rtol=1e-12)
+        assert origami.select(p, pen).latency_ns == pytest.approx(float(np.where(np.isfinite(lat1), lat1, np.inf).min()))
+    assert raised > 0 if not hw.is_amd else raised == 0
 
 
 @pytest.mark.parametrize("name", ["h200", "mi300x"])

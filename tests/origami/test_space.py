@@ -287,28 +287,34 @@ def _census_config(r: dict) -> TileConfig:
                       int(r["num_stages"]), **extra)
 
 
-@pytest.mark.parametrize("shape, n_rows, min_over, kept_spilling", [
-    ("61x6485x11719", 238, 150, 8), ("4096x1057x3333", 228, 150, 6),
-    # split-K only, few tiles: 16x128x64 and 32x128x64 spill under split-K's limit (the formula ranks
-    # 16x128x64 below 16x64x128, which compiles clean: the B tile's width matters, which it does not model)
-    ("31x1163x5965", 44, 16, 4)])
-def test_staged_pressure_limits_against_the_sm90_compile_census(shape, n_rows, min_over, kept_spilling):
-    """The per-kind limits of space.STAGED_PRESSURE_LIMITS against what ptxas allocated
-    (benchmarks/staged_census.py, committed CSV): every census config over its kind's limit spills, and
-    at most ``kept_spilling`` of those under it spill more than 64 bytes (the fit was on the first shape;
-    the others were compiled after it). The stages do not change the registers."""
+# Per census shape: compiled rows, rows space.staged_spills calls spilling, and the configs it gets wrong
+# (each compiled at s3 and s4): data-parallel 128x128x32 w8 compiles clean, persistent 16x64x64 spills 24 bytes,
+# split-K 16x64x128 compiles clean (its twin in B elements per thread, 16x128x64, spills 656 bytes).
+_CENSUS_WRONG = {"dp 128x128x32 w8", "persistent 16x64x64 w4", "splitk 16x64x128 w4"}
+
+
+@pytest.mark.parametrize("shape, n_rows, n_said", [
+    ("61x6485x11719", 238, 192), ("4096x1057x3333", 228, 194),
+    # split-K only, few tiles: 16x128x64 and 32x128x64 spill under split-K's limit
+    ("31x1163x5965", 44, 26)])
+def test_staged_spills_against_the_sm90_compile_census(shape, n_rows, n_said):
+    """space.staged_spills (the B tile counted twice, per-kind STAGED_PRESSURE_LIMITS) against what ptxas
+    allocated (benchmarks/staged_census.py, committed CSV; benchmarks/spill_eval.py --census prints the
+    confusion tables): it is wrong only on the three configs of _CENSUS_WRONG. The stages do not change the
+    registers."""
     hw = PROFILES["h200"]
     rows = _census(shape)
     assert len(rows) == n_rows, f"{shape}: {len(rows)} census rows"
-    over = under_spilling = 0
+    said = 0
     for r in rows:
         c = _census_config(r)
-        if space.staged_load_pressure(c, hw) > space.STAGED_PRESSURE_LIMITS[c.kind]:
-            over += 1
-            assert int(r["spill_stores"]) > 0, f"{r['config']} is over its limit but compiles without spills"
-        elif int(r["spill_stores"]) > 64:
-            under_spilling += 1
-    assert over >= min_over and under_spilling <= kept_spilling, (over, under_spilling)
+        p = GemmProblem(int(r["m"]), int(r["n"]), int(r["k"]), align_bytes=int(r["align_bytes"]))
+        spills = space.staged_spills(c, p, hw)
+        said += spills
+        spilled = int(r["spill_stores"]) + int(r["spill_loads"]) > 0
+        assert spills == spilled or " ".join(r["config"].split()[:3]) in _CENSUS_WRONG, (r["config"], spills)
+        assert not space.staged_spills(c, GemmProblem(int(r["m"]), int(r["n"]), int(r["k"])), hw)  # aligned: cp.async
+    assert said == n_said
     by_tile = {}
     for r in rows:
         by_tile.setdefault((r["kind"], r["block_m"], r["block_n"], r["block_k"], r["num_warps"]), set()).add(

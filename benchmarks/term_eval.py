@@ -1,0 +1,62 @@
+"""Any set of model-parameter changes, judged as issue 19 asks: start from the shipped profile with
+``--set`` overrides, optionally fit ``--fit`` parameters jointly on the training sweeps only, then
+select()'s pick on every sweep (training and held-out) before and after, and the rule.
+
+    python benchmarks/term_eval.py --set staged_spill_penalty=0.37 [--fit staged_spill_penalty,unaligned_penalty]
+
+Training: benchmarks/data/<profile>/*.csv and <profile>_cold/*.csv (sampled sweeps); held-out:
+<profile>_heldout/*.csv (exhaustive), never read by the fit (origami.fit.fit: objective the geomean
+of the predicted-best measured config, log prediction error as a tie-break; each parameter within its
+MODEL_PARAMS bounds). Prints the parameters reached, the per-file table and the rule
+(``splitk_eval.report``), and the ``--variant`` for benchmarks/missing_picks.py that lists the picks
+a GPU session must time before the change can ship. CPU only; exit status 0 whether or not the rule
+is met (the text says), 2 on a bad argument.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+
+import origami  # noqa: E402
+from benchmarks.missing_picks import variant_profiles  # noqa: E402
+from benchmarks.splitk_eval import _files, compare, report  # noqa: E402
+from origami.fit import fit, read_sweep  # noqa: E402
+from origami.hardware import MODEL_PARAMS  # noqa: E402
+
+
+def main(argv=None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--profile", default="h200")
+    ap.add_argument("--set", default="", metavar="K=V[,K=V]", help="model parameters to start from")
+    ap.add_argument("--fit", default="", metavar="P1,P2", help="model parameters to fit jointly on the training sweeps")
+    args = ap.parse_args(argv)
+    base = origami.load_profile(args.profile)
+    start = variant_profiles(args.profile, [args.set])[0] if args.set else base
+    params = [p for p in args.fit.split(",") if p]
+    bad = [p for p in params if p not in MODEL_PARAMS]
+    if bad:
+        ap.error(f"--fit: {', '.join(bad)}: not model parameters (known: {', '.join(MODEL_PARAMS)})")
+    train, heldout = _files(args.profile)
+    new = start
+    if params:
+        rep = fit(start, [m for f in train for m in read_sweep(f)], [], params=params)
+        new = start.replace_model(**{p: rep.params[p] for p in params})
+        print(f"fit on {len(train)} training sweeps: "
+              + ", ".join(f"{p} {start.model.get(p, 0.0):g} -> {rep.params[p]:.4g}" for p in params)
+              + f"; training predicted-best geomean {rep.train_before.geomean:.3f} -> {rep.train_after.geomean:.3f}, "
+              f"p10 {rep.train_before.p10:.3f} -> {rep.train_after.p10:.3f}, median |log pred/meas| "
+              f"{rep.train_before.log_error:.3f} -> {rep.train_after.log_error:.3f}")
+    changed = {p: v for p, v in new.model.items() if v != base.model.get(p)}
+    print("changed: " + (", ".join(f"{p} {base.model.get(p, 0.0):g} -> {v:.6g}" for p, v in changed.items()) or "nothing")
+          + "; as a repick variant: --variant " + ",".join(f"{p}={v:.6g}" for p, v in changed.items()))
+    report(compare(heldout, base, new, "held-out") + compare(train, base, new, "training"))
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -74,7 +74,7 @@ def _final(total, floor):
 HW_CUS, HW_CHIPLETS, HW_RR, HW_CU_RATE, HW_IM, HW_IN, HW_IK, HW_L2_BYTES, HW_L2_BW, HW_LLC_BYTES, \
     HW_LLC_BW, HW_HBM_BW, HW_LAUNCH, HW_PEAK, HW_MMA_EFF, HW_SMALL_EFF, HW_SK_EFF, HW_KITER, HW_TILE, \
     HW_UNALIGNED, HW_FIXUP, HW_LAT, HW_OVERLAP, HW_SK_SPLIT, HW_WG1_EFF, HW_WS_EFF, HW_SK_UNALIGNED, HW_SPLIT_READS, \
-    HW_SPILL, HW_LEN = range(30)
+    HW_SPILL, HW_FIX_READ, HW_LEN = range(31)
 
 # term indices
 T_COMPUTE, T_L2, T_LLC, T_HBM, T_LATENCY, T_EPILOGUE, T_FIXUP, T_LAUNCH, T_WAVES, T_LEN = range(10)
@@ -497,7 +497,10 @@ def score_row(base, i, effs, m, n, k, batch, ab, bb, cb, align, hw, terms, tmp):
                    ab, bb, hw, num_pid_m, num_pid_n, 1, align_pen, terms, tmp, hw[HW_TILE], tiles, s, slow)
         total += t
         part_bytes = progs * bm * bn * 4.0 * 2.0
-        fix = hw[HW_FIXUP] + _partial_time(part_bytes, hw) + (s - 1) * bm * bn * 4.0 * cus / hw[HW_L2_BW]
+        # the tile's last program reads the other s - 1 partials alone: at its share of the L2 bandwidth
+        # times splitk_fixup_read_efficiency (<= 1, so _screen_splitk's bound, without it, stays a bound)
+        fix = hw[HW_FIXUP] + _partial_time(part_bytes, hw) + \
+            (s - 1) * bm * bn * 4.0 * cus / (hw[HW_L2_BW] * hw[HW_FIX_READ])
         terms[T_FIXUP] += fix
         total += fix
     # epilogue: C written once (bias/beta·C reads ride along), spread over the machine

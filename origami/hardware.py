@@ -117,6 +117,10 @@ MODEL_PARAMS: dict[str, tuple[float, float, str]] = {
     "staged_spill_penalty": (0.0, 3.0, "extra main-loop time, as a share of it, of a kernel that spills registers under "
                                        "register-staged loads (rows under 4 bytes aligned, NVIDIA: "
                                        "origami.space.staged_spills, from an sm_90 compile census); 0: not modelled"),
+    "splitk_fixup_read_efficiency": (0.01, 1.0, "rate at which a split-K tile's last program reads the other "
+                                                "splits' fp32 partials, as a share of its SM's part of the L2 "
+                                                "bandwidth (one program alone: bounded by its loads in flight, "
+                                                "not by the L2); 1: that whole share, as profiles before it assumed"),
     "ws_efficiency": (0.0, 2.0, "main-loop efficiency of the warp-specialised persistent kernel (kind 'ws': Hopper, "
                                 "tritonblas.kernels.gluon_hopper) relative to the data-parallel kernel's; 0: the "
                                 "profile has no such kernel and the model's space leaves it out"),
@@ -125,7 +129,7 @@ MODEL_PARAMS: dict[str, tuple[float, float, str]] = {
 # ws_efficiency 0 keeps every older profile's space, and so its rankings, as they were.
 OPTIONAL_MODEL_PARAMS: dict[str, float] = {"ws_efficiency": 0.0, "streamk_unaligned_penalty": 1.0,
                                            "staged_spill_rule": 0.0, "splitk_range_reads": 0.0,
-                                           "staged_spill_penalty": 0.0}
+                                           "staged_spill_penalty": 0.0, "splitk_fixup_read_efficiency": 1.0}
 SCHEMA["model"] = {k: (_FLOAT, lo, hi, doc) for k, (lo, hi, doc) in MODEL_PARAMS.items()}
 
 

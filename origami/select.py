@@ -81,6 +81,7 @@ def _hw_vector(hw: HardwareProfile, rate_key: str) -> np.ndarray:
     v[_core.HW_SK_UNALIGNED] = mp["streamk_unaligned_penalty"]
     v[_core.HW_SPLIT_READS] = mp["splitk_range_reads"]
     v[_core.HW_SPILL] = mp["staged_spill_penalty"]  # read only by rows whose staged_spill column is 1
+    v[_core.HW_FIX_READ] = mp["splitk_fixup_read_efficiency"]  # read only by split-K rows
     v[_core.HW_WS_EFF] = mp["ws_efficiency"]  # read only by 'ws' rows (origami.space.ws_space)
     v.setflags(write=False)
     return v

@@ -575,3 +575,34 @@ def test_fp8_promotion_parameters_touch_only_nvidia_fp8(name):
             assert (lat_wg1[ok & four] >= lat[ok & four]).all() and (lat_wg1[ok & four] > lat[ok & four]).any()
             for slow, lats in ((rate, lat_rate), (wg1, lat_wg1)):
                 assert origami.select(p, slow).latency_ns == pytest.approx(float(np.where(ok, lats, np.inf).min()))
+
+
+@pytest.mark.parametrize("name", ["h200", "mi300x"])
+def test_splitk_fixup_read_efficiency_touches_only_splitk_fixups(name):
+    """``splitk_fixup_read_efficiency`` at its default 1 is the model as it was (left out of the written
+    profile, content hash and rankings unchanged). Below 1 only split-K rows change, upwards, by exactly
+    the extra time of the last program's read of the other splits' partials (the fix-up term), and select
+    stays the exact minimum (_screen_splitk's bound, without the factor, stays a lower bound)."""
+    hw = origami.load_profile(name)
+    assert "splitk_fixup_read_efficiency" not in hw.to_yaml_dict()["model"]
+    assert hw.replace_model(splitk_fixup_read_efficiency=1.0).content_hash == hw.content_hash
+    eff = 0.25
+    slow = hw.replace_model(splitk_fixup_read_efficiency=eff)
+    fix = _core.TERM_NAMES.index("fixup")
+    raised = 0
+    for p in (origami.GemmProblem(16, 8192, 8192), origami.GemmProblem(64, 4096, 32768),
+              origami.GemmProblem(1536, 3584, 8192), origami.GemmProblem(4096, 4096, 4096)):
+        base, lat, terms = score_problem(p, hw)
+        _, lat1, terms1 = score_problem(p, slow)
+        split = (base[:, C["kind"]] == _core.K_SPLITK) & np.isfinite(lat)
+        assert np.array_equal(lat[~split], lat1[~split])
+        s = base[split, C["split_k"]].astype(float)
+        bm, bn = base[split, C["block_m"]].astype(float), base[split, C["block_n"]].astype(float)
+        vec = _inputs(p, hw)[2]
+        read = (s - 1) * bm * bn * 4.0 * vec[_core.HW_CUS] / vec[_core.HW_L2_BW]
+        np.testing.assert_allclose(terms1[split, fix] - terms[split, fix], read * (1 / eff - 1), rtol=1e-9)
+        assert (lat1[split] >= lat[split]).all()
+        raised += int((lat1[split] > lat[split]).sum())
+        ok = np.isfinite(lat1)
+        assert origami.select(p, slow).latency_ns == pytest.approx(float(np.where(ok, lat1, np.inf).min()))
+    assert raised > 0

@@ -158,7 +158,7 @@ for step in $STEPS; do
                } > "$log" 2>&1 ;;
     repick)    # default variants: the candidate terms of session 17 (benchmarks/results/splitk_*, spill_*: fitted on
                # the training sweeps, off until their picks are timed)
-               { vars=""; for v in ${REPICK_VARIANTS:-splitk_range_reads=1 splitk_range_reads=0.85,fixup_ns=2574.57,k_iter_overhead_ns=7.51033 staged_spill_penalty=0.37 unaligned_penalty=4.83,staged_spill_penalty=0.22015}; do vars="$vars --variant $v"; done
+               { vars=""; for v in ${REPICK_VARIANTS:-unaligned_penalty=4.83,fixup_ns=2031.08,splitk_range_reads=0.68425,staged_spill_penalty=0.253,splitk_fixup_read_efficiency=0.3 fixup_ns=2901.54,splitk_range_reads=0.595,splitk_fixup_read_efficiency=0.3 splitk_range_reads=1 splitk_range_reads=0.85,fixup_ns=2574.57,k_iter_overhead_ns=7.51033 staged_spill_penalty=0.37 unaligned_penalty=4.83,staged_spill_penalty=0.22015}; do vars="$vars --variant $v"; done
                  python3 benchmarks/missing_picks.py $vars -o "$OUT/repick_jobs.csv" --cold-output "$OUT/repick_jobs_cold.csv"
                  for job in repick_jobs repick_jobs_cold; do
                    timer=$([ $job = repick_jobs_cold ] && echo "--timer cold" || true)

@@ -1,0 +1,50 @@
+"""benchmarks/gpu_session.sh, the H200 runbook, stays runnable: every script a step runs exists, and every
+option a step passes to one of our scripts is one the script defines (its source, or the shared
+benchmarks/_harness.py, _dist.py or sweep.py's ``add_shape_args``, names it). Device time is the scarcest thing a session has; a step
+that dies on "unrecognized arguments" after a rename wastes a call. Static (no import, no subprocess)."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[2]
+RUNBOOK = ROOT / "benchmarks" / "gpu_session.sh"
+SHARED = [ROOT / "benchmarks" / n for n in ("_harness.py", "_dist.py", "sweep.py")]  # sweep.add_shape_args
+
+
+_CALL = re.compile(r"(?:python3|gpu)\s+((?:benchmarks|tests)/[\w/]+\.py)([^;|&>]*)")
+
+
+def _commands() -> list[tuple[str, list[str]]]:
+    """(script path, the --options after it) for each call of one of our Python scripts in the runbook."""
+    text = RUNBOOK.read_text().replace("\\\n", " ")
+    out = []
+    for line in text.splitlines():
+        line = line.split(" #", 1)[0]
+        # a script run by python3 (or torchrun's --nproc-per-node gpu); test files handed to pytest are not
+        for m in _CALL.finditer(line):
+            out.append((m.group(1), re.findall(r"--([a-z][\w-]*)", m.group(2))))
+    return out
+
+
+def test_the_runbook_calls_scripts_that_exist_with_options_they_define():
+    calls = _commands()
+    assert len(calls) > 20, calls  # the parser found the steps
+    shared = "".join(p.read_text() for p in SHARED if p.exists())
+    problems = []
+    for script, opts in calls:
+        path = ROOT / script
+        if not path.is_file():
+            problems.append(f"{script}: no such file")
+            continue
+        src = path.read_text() + shared
+        problems += [f"{script}: --{o} is not defined there" for o in opts if f'"--{o}"' not in src]
+    assert not problems, problems
+
+
+def test_the_parser_sees_a_renamed_option():
+    text = 'python3 benchmarks/sweep.py --rows x.csv --no-such-option 1 > log\n'
+    found = [(m.group(1), re.findall(r"--([a-z][\w-]*)", m.group(2))) for m in _CALL.finditer(text)]
+    assert found == [("benchmarks/sweep.py", ["rows", "no-such-option"])]
+    assert '"--no-such-option"' not in (ROOT / "benchmarks" / "sweep.py").read_text()

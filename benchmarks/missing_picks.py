@@ -53,7 +53,7 @@ def missing(path: Path, profile, variants=()):
     return data, list(miss)
 
 
-def variant_profiles(profile: str, specs) -> list:
+def variant_profiles(profile: str, specs, flag: str = "--variant") -> list:
     """The profile with each ``KEY=VALUE[,KEY=VALUE]`` spec's model parameters replaced (a bad key or
     value is a SystemExit naming it)."""
     import origami
@@ -64,7 +64,7 @@ def variant_profiles(profile: str, specs) -> list:
             kv = dict(item.split("=", 1) for item in spec.split(","))
             out.append(base.replace_model(**{k.strip(): float(v) for k, v in kv.items()}))
         except (ValueError, TypeError) as e:
-            raise SystemExit(f"--variant {spec!r}: {e} (want KEY=VALUE[,KEY=VALUE], model parameters of {profile})")
+            raise SystemExit(f"{flag} {spec!r}: {e} (want KEY=VALUE[,KEY=VALUE], model parameters of {profile})")
     return out
 
 

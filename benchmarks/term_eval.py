@@ -36,7 +36,7 @@ def main(argv=None) -> int:
     ap.add_argument("--fit", default="", metavar="P1,P2", help="model parameters to fit jointly on the training sweeps")
     args = ap.parse_args(argv)
     base = origami.load_profile(args.profile)
-    start = variant_profiles(args.profile, [args.set])[0] if args.set else base
+    start = variant_profiles(args.profile, [args.set], "--set")[0] if args.set else base
     params = [p for p in args.fit.split(",") if p]
     bad = [p for p in params if p not in MODEL_PARAMS]
     if bad:

@@ -114,7 +114,7 @@ def apply(profile: str) -> list[str]:
         kept = [r for r in _sweep_rows(orig) if _key(r) not in shapes]
         write_rows(orig, header, list(dict.fromkeys(COLS + [c for r in kept[:1] for c in r])), kept + new)
         done.append(f"{orig.relative_to(ROOT)}: {len(shapes)} shapes replaced by {rp.relative_to(ROOT)} "
-                    f"({len(new)} rows); re-score its entry in benchmarks/data/floors.yaml")
+                    f"({len(new)} rows); re-score its floors entry: python benchmarks/floors_rescore.py")
     return done
 
 

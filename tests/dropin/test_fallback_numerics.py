@@ -47,12 +47,12 @@ def test_float64_matches_torch_bitwise():
 @pytest.mark.usefixtures("cpu_profile")
 @pytest.mark.parametrize("dtype", [torch.float64, torch.float32])
 @pytest.mark.parametrize("op", ["matmul", "addmm", "bmm", "baddbmm"])
-def test_out_bumps_the_version_counter_once_as_torch_does(op, dtype):
-    # out= written by our kernel (fp32 under the interpreter) or by torch for us (fp64, a fallback):
-    # one in-place write each, as torch's own op counts it
+def test_out_bumps_the_version_counter_once_as_torch_does(op, dtype, device):
+    # out= written by our kernel (fp32: on the GPU, or under the interpreter) or by torch for us (fp64, a
+    # fallback): one in-place write each, as torch's own op counts it
     g = torch.Generator().manual_seed(7)
     lead = (2,) if op in ("bmm", "baddbmm") else ()
-    a, b, c = (torch.randn(*lead, 8, 8, generator=g, dtype=dtype) for _ in range(3))
+    a, b, c = (torch.randn(*lead, 8, 8, generator=g, dtype=dtype).to(device) for _ in range(3))
     args = (a, b) if op in ("matmul", "bmm") else (c, a, b)
     bumps = []
     for fn in (getattr(torch, op), getattr(tritonblas, op)):

@@ -26,9 +26,19 @@ def _clean(monkeypatch):
     fastpath.clear()
 
 
+# where the dispatcher's own paths run: the GPU when there is one (CPU tensors there are torch's), else the
+# CPU under the interpreter
+DEV = "cuda" if torch.cuda.is_available() else "cpu"
+
+
 def _rand(*shape, seed=0, dtype=torch.bfloat16, device="cpu"):
     g = torch.Generator(device="cpu").manual_seed(seed)
     return torch.randn(*shape, generator=g).to(dtype=dtype, device=device)
+
+
+def _dev(*shape, **kw):
+    """:func:`_rand` on :data:`DEV`."""
+    return _rand(*shape, device=DEV, **kw)
 
 
 def _problem(m, n, k, b_layout="N"):
@@ -80,8 +90,8 @@ def test_inductor_render_skips_vendor_entries():
 
 @pytest.mark.timeout(300)
 def test_dispatcher_runs_torch_for_a_vendor_problem_only():
-    a, b = _rand(64, 32), _rand(32, 48, seed=1)
-    a2, b2 = _rand(96, 32, seed=2), _rand(32, 64, seed=3)
+    a, b = _dev(64, 32), _dev(32, 48, seed=1)
+    a2, b2 = _dev(96, 32, seed=2), _dev(32, 64, seed=3)
     tables.set_table(tables.table_of({_problem(64, 48, 32): tables.VENDOR}, "h200"))
     dispatch.reset_stats()
     for _ in range(2):
@@ -100,9 +110,9 @@ def test_dispatcher_runs_torch_for_a_vendor_problem_only():
 
 @pytest.mark.timeout(300)
 def test_enable_hands_a_vendor_linear_to_torch_warm_with_autograd():
-    x = _rand(2, 24, 32, seed=4).requires_grad_()
-    w = torch.nn.Parameter(_rand(48, 32, seed=5))
-    bias = torch.nn.Parameter(_rand(48, seed=6))
+    x = _dev(2, 24, 32, seed=4).requires_grad_()
+    w = torch.nn.Parameter(_dev(48, 32, seed=5))
+    bias = torch.nn.Parameter(_dev(48, seed=6))
     # F.linear(x, w) is x (48, 32) @ w.T: b is w's transposed view (layout T)
     tables.set_table(tables.table_of({_problem(48, 48, 32, "T"): tables.VENDOR}, "h200"))
     ref = torch.nn.functional.linear(x, w, bias)
@@ -172,7 +182,7 @@ def test_measure_table_gives_vendor_entries_where_torch_is_not_faster(monkeypatc
 
 
 def test_planned_problems_lists_what_ran():
-    a, b = _rand(40, 32), _rand(32, 24, seed=1)
+    a, b = _dev(40, 32), _dev(32, 24, seed=1)
     tritonblas.matmul(a, b)
     tritonblas.matmul(a, b)
     assert dispatch.planned_problems() == [origami.GemmProblem(40, 24, 32, "bf16", "bf16", "bf16",
@@ -184,13 +194,13 @@ def test_planned_problems_lists_what_ran():
 def test_a_warm_vendor_signature_keeps_the_checked_paths_dtype_under_autocast():
     # tritonblas.linear / matmul do not autocast (the checked path, VENDOR entry or not, returns fp32):
     # the warm path must not switch to torch's function, which would, once the signature is known
-    x, w = _rand(24, 32, seed=7, dtype=torch.float32), _rand(48, 32, seed=8, dtype=torch.float32)
+    x, w = _dev(24, 32, seed=7, dtype=torch.float32), _dev(48, 32, seed=8, dtype=torch.float32)
     tables.set_table(tables.table_of({origami.GemmProblem(24, 48, 32, "fp32", "fp32", "fp32", "N", "T"): tables.VENDOR},
                                      "h200"))
     tritonblas.linear(x, w)  # the signatures known warm outside the autocast region too
     tritonblas.matmul(x, w.t())
     for i in range(3):
-        with torch.autocast("cpu", dtype=torch.bfloat16):
+        with torch.autocast(DEV, dtype=torch.bfloat16):
             got = (tritonblas.linear(x, w), tritonblas.matmul(x, w.t()))
         assert [r.dtype for r in got] == [torch.float32] * 2, i
     assert dispatch.stats()["vendor"] == 1
@@ -199,12 +209,12 @@ def test_a_warm_vendor_signature_keeps_the_checked_paths_dtype_under_autocast():
 @pytest.mark.timeout(300)
 def test_a_vendor_problem_keeps_its_dtype_precision_under_autocast():
     # torch runs the VENDOR problem as the kernels would: in the operands' dtype, not autocast's bf16
-    x, w, c = (_rand(24, 32, seed=9, dtype=torch.float32), _rand(48, 32, seed=10, dtype=torch.float32),
-               _rand(48, seed=11, dtype=torch.float32))
+    x, w, c = (_dev(24, 32, seed=9, dtype=torch.float32), _dev(48, 32, seed=10, dtype=torch.float32),
+               _dev(48, seed=11, dtype=torch.float32))
     tables.set_table(tables.table_of({origami.GemmProblem(24, 48, 32, "fp32", "fp32", "fp32", "N", "T"): tables.VENDOR},
                                      "h200"))
     xd, wd, cd = x.double(), w.double(), c.double()
-    with torch.autocast("cpu", dtype=torch.bfloat16):
+    with torch.autocast(DEV, dtype=torch.bfloat16):
         got = {"linear": tritonblas.linear(x, w, c), "matmul": tritonblas.matmul(x, w.t()),
                "addmm": tritonblas.addmm(c, x, w.t(), beta=0.5, alpha=2.0)}
     want = {"linear": xd @ wd.T + cd, "matmul": xd @ wd.T, "addmm": 0.5 * cd + 2.0 * (xd @ wd.T)}
@@ -226,7 +236,7 @@ def test_measure_times_a_tf32_problem_with_tf32_allowed():
 
 
 def test_explain_names_the_vendor_entry():
-    a, b = _rand(64, 32), _rand(32, 48, seed=1)
+    a, b = _dev(64, 32), _dev(32, 48, seed=1)
     tables.set_table(tables.table_of({_problem(64, 48, 32): tables.VENDOR}, "h200"))
     text = tritonblas.explain(a, b)
     assert "VENDOR" in text and "torch runs it" in text and "model found no valid config" not in text, text
@@ -252,7 +262,7 @@ def test_measure_inside_enable_times_torchs_own_matmul():
 
 @pytest.mark.timeout(300)
 def test_clear_cache_forgets_the_vendor_table_for_warm_calls_too():
-    a, b = _rand(64, 32), _rand(32, 48, seed=1)
+    a, b = _dev(64, 32), _dev(32, 48, seed=1)
     tables.set_table(tables.table_of({_problem(64, 48, 32): tables.VENDOR}, "h200"))
     for _ in range(2):
         tritonblas.matmul(a, b)
@@ -269,7 +279,7 @@ def test_clear_cache_forgets_the_vendor_table_for_warm_calls_too():
 def test_a_table_switched_by_another_thread_mid_plan_does_not_stick(monkeypatch):
     # another thread's set_table landing between the dispatcher's key (which names the table) and its
     # table lookup: the plan cached under the key must be the named table's, both ways
-    a, b = _rand(64, 32), _rand(32, 48, seed=1)
+    a, b = _dev(64, 32), _dev(32, 48, seed=1)
     vendor = tables.table_of({_problem(64, 48, 32): tables.VENDOR}, "h200")
     real = tables.lookup
 
@@ -301,7 +311,7 @@ def test_a_table_switched_by_another_thread_mid_plan_does_not_stick(monkeypatch)
 def test_dispatch_clear_caches_alone_forgets_warm_vendor_signatures(tmp_path, monkeypatch):
     # a $TRITONBLAS_TABLE file regenerated in place (same path, same table token): dispatch.clear_caches()
     # is documented to drop every warm entry, the ops' VENDOR signatures included
-    a, b = _rand(64, 32), _rand(32, 48, seed=1)
+    a, b = _dev(64, 32), _dev(32, 48, seed=1)
     path = tmp_path / "t.json"
     tables.write_table(tables.table_of({_problem(64, 48, 32): tables.VENDOR}, "h200"), path, "json")
     monkeypatch.setenv(tables.ENV_TABLE, str(path))
@@ -326,7 +336,7 @@ def test_dispatch_clear_caches_alone_forgets_warm_vendor_signatures(tmp_path, mo
 def test_the_gluon_experiment_never_replaces_a_table_entry(monkeypatch, in_table):
     # TRITONBLAS_GLUON=1 replaces origami's pick only: a tile table's entry (a config or VENDOR) stands.
     # On CPU the Gluon route declines every call; a stand-in records which calls were offered to it.
-    a, b = _rand(64, 32), _rand(32, 48, seed=1)
+    a, b = _dev(64, 32), _dev(32, 48, seed=1)
     hw = origami.load_profile("h200")
     offered = []
     monkeypatch.setenv("TRITONBLAS_GLUON", "1")
@@ -334,7 +344,7 @@ def test_the_gluon_experiment_never_replaces_a_table_entry(monkeypatch, in_table
     entries = {_problem(64, 48, 32): tables.VENDOR, **tables.make_table([_problem(96, 64, 32)], hw).entries}
     if in_table:
         tables.set_table(tables.table_of(entries, hw))
-    a2, b2 = _rand(96, 32, seed=2), _rand(32, 64, seed=3)
+    a2, b2 = _dev(96, 32, seed=2), _dev(32, 64, seed=3)
     dispatch.reset_stats()
     got = tritonblas.matmul(a, b)
     if in_table:

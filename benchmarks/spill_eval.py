@@ -32,6 +32,7 @@ import origami  # noqa: E402
 from origami import space  # noqa: E402
 from origami.config import TileConfig  # noqa: E402
 from origami.fit import fit, pick_efficiency, read_sweep  # noqa: E402
+from benchmarks.splitk_eval import _files, _worst  # noqa: E402  (one reader of the sweeps, one worst-shape label)
 
 PARAM = "staged_spill_penalty"
 SLACK = 0.005  # the largest drop of any held-out file's geomean the rule allows
@@ -95,17 +96,6 @@ def print_census(hw) -> None:
              != (int(r["spill_stores"]) + int(r["spill_loads"]) > 0)]
     print("staged_spills wrong on: " + ", ".join(sorted({f"{c.rsplit(' ', 1)[0] if 'grid' in c or 'split' in c else c}"
                                                           f" ({b} B)" for c, b in wrong})))
-
-
-def _files(profile: str):
-    data = ROOT / "benchmarks" / "data"
-    train = [f for d in (profile, f"{profile}_cold") for f in sorted((data / d).glob("*.csv"))]
-    return train, sorted((data / f"{profile}_heldout").glob("*.csv"))
-
-
-def _worst(s) -> str:
-    w = s.worst(1)
-    return f"{w[0][0]:.2f} {w[0][1].m}x{w[0][1].n}x{w[0][1].k}" if w else "-"
 
 
 def compare(files, base, new, split: str) -> list[tuple]:

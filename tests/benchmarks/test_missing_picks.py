@@ -19,18 +19,40 @@ GRID = ROOT / "benchmarks" / "data" / "h200" / "grid.csv"
 LLM = ROOT / "benchmarks" / "data" / "h200" / "llm.csv"
 
 
-def test_job_rows_hold_each_pick_and_the_shapes_timed_configs():
-    # grid.csv: 4 of its 100 picks are not timed there at this model (floors.yaml max_missing; llm.csv
-    # has none since its 'ws' rows were added)
-    data, miss = mp.missing(GRID, "h200")
-    assert miss, "grid.csv has picks missing at this model (floors.yaml max_missing)"
-    rows = mp.job_rows(GRID, data, miss)
+def test_job_rows_hold_each_pick_and_the_shapes_timed_configs(tmp_path, monkeypatch):
+    # a copy of grid.csv with the shipped pick's rows of three shapes taken out: exactly those three
+    # picks are missing, and the job re-times each with every config its shape still has
+    import origami
+    from benchmarks.sweep import CONFIG_COLS, cell
+
+    data_dir = tmp_path / "benchmarks" / "data"
+    (data_dir / "h200").mkdir(parents=True)
+    copy = data_dir / "h200" / "grid.csv"
+    monkeypatch.setattr(mp, "ROOT", tmp_path)
+    full = read_sweep(GRID)
+    dropped = {}
+    for meas in full[:3]:
+        pick = origami.select(meas.problem, "h200").config
+        dropped[meas.problem] = {c: cell(getattr(pick, c)) for c in CONFIG_COLS}
+    lines = GRID.read_text().splitlines(keepends=True)
+    rows = read_rows(GRID)
+    body = [ln for ln in lines if not ln.startswith("#")]
+    keep = [body[0]] + [ln for ln, r in zip(body[1:], rows) if not any(
+        (int(r["m"]), int(r["n"]), int(r["k"])) == (p.m, p.n, p.k) and all(r[c] == v for c, v in cfg.items())
+        for p, cfg in dropped.items())]
+    assert len(keep) == len(body) - 3, "each of the three picks was timed once in grid.csv"
+    copy.write_text("".join(ln for ln in lines if ln.startswith("#")) + "".join(keep))
+
+    data, miss = mp.missing(copy, "h200")
+    assert {p for p, _ in miss} == set(dropped)
+    rows = mp.job_rows(copy, data, miss)
     timed = {m.problem: len(m.configs) for m in data}
     assert len(rows) == sum(timed[p] + 1 for p, _ in miss)
     assert {r["out"] for r in rows} == {"benchmarks/data/h200_repick/grid.csv"}
     for prob, pick in miss:
         mine = [r for r in rows if (int(r["m"]), int(r["n"]), int(r["k"])) == (prob.m, prob.n, prob.k)]
-        assert mine[0]["kind"] == pick.kind.value and int(mine[0]["block_n"]) == pick.block_n
+        assert {c: mine[0][c] for c in CONFIG_COLS} == dropped[prob]
+        assert len(mine) == timed[prob] + 1 and mine[0]["kind"] == pick.kind.value
 
 
 def _data_dir(tmp_path, monkeypatch):

@@ -350,8 +350,9 @@ def run_shape(p, args, ctx) -> dict:
 
     if device != "cpu" and args.workers > 0:  # compile everything of this shape in parallel first
         todo = list(dict.fromkeys(pl for pl in [our_plan, oracle_plan, *nv_plans] if pl is not None))
-        # (fp8: compiled without the scale pointers; that variant then compiles on first launch)
-        for pl, err in zip(todo, precompile(todo, device, pool=ctx["pool"], allow_tf32=tf32)):
+        # the variant launched below: TF32 inputs, fp8 with per-tensor unit scales
+        for pl, err in zip(todo, precompile(todo, device, pool=ctx["pool"], allow_tf32=tf32,
+                                            scales="tensor" if fp8 else None)):
             if err:
                 notes.append(f"compile {pl.config.short()}: {err[:120]}")
 

@@ -33,7 +33,8 @@
 #             back in $OUT/vendor_data.tgz (resumable: commit it)
 #   heldout   the held-out split's exhaustive sweeps (issue 19) under torchrun on every GPU, resumable
 #             (rows already in benchmarks/data/h200_heldout/ are kept; every rank stops starting shapes
-#             after $HELDOUT_BUDGET s, default 480, and the rows are merged); then the
+#             after $HELDOUT_BUDGET s, default 480, and the rows are merged; configs over
+#             $HELDOUT_SCREEN x the shape's best, default 1.5, get sweep.py's quick time); then the
 #             missing-picks report; the CSVs come back in $OUT/heldout_data.tgz (commit them to resume)
 #   ws_sweep  the warp-specialised kernel (kind 'ws') on the training sweeps: sweep.py --rows on the job file of
 #             benchmarks/ws_jobs.py (its 'ws' candidates + each shape's 3 fastest recorded configs, re-timed) with
@@ -140,7 +141,7 @@ for step in $STEPS; do
                  echo "vendor rc=$?"; tar czf "$OUT/vendor_data.tgz" benchmarks/data/h200_vendor benchmarks/data/h200_vendor_heldout
                } > "$log" 2>&1 ;;
     heldout)   { timeout $(( ${HELDOUT_BUDGET:-480} + 90 )) python3 -m torch.distributed.run --standalone --nproc-per-node gpu \
-                   benchmarks/sweep.py --heldout --rep-ms ${HELDOUT_REP_MS:-3} --budget-s ${HELDOUT_BUDGET:-480} ${HELDOUT_ARGS:-}
+                   benchmarks/sweep.py --heldout --rep-ms ${HELDOUT_REP_MS:-3} --screen ${HELDOUT_SCREEN:-1.5} --budget-s ${HELDOUT_BUDGET:-480} ${HELDOUT_ARGS:-}
                  echo "sweep rc=$?"; python3 benchmarks/missing_picks.py --profile h200
                  tar czf "$OUT/heldout_data.tgz" benchmarks/data/h200_heldout
                } > "$log" 2>&1 ;;

@@ -40,6 +40,9 @@ times EVERY candidate of ``origami.candidates(problem, profile)`` (plus nvMatmul
 where nvMMH is installed, marked ``nvmmh_rank`` = 1) for the committed held-out split
 (benchmarks/shapes/heldout/STEM.yaml, all files by default) into benchmarks/data/<profile>_heldout/
 STEM.csv. ``--estimate`` prints the candidate counts and the GPU time they imply, and exits (CPU).
+``--screen F`` (the runbook's held-out step passes 1.5) spends the full timing only where it can
+matter: a config at least 0.2 ms long and over F x the shape's best so far is recorded at its quick
+time (3 queued launches between events); configs go in predicted order (``SCREEN_MIN_MS``).
 
     torchrun --nproc-per-node gpu benchmarks/sweep.py --rows JOBS.csv
 
@@ -275,7 +278,6 @@ def _sweep_shapes(args, shapes, out: Path, device: str, hw, done: set, new_file:
     time budget ran out. ``pool`` is a one-element list holding the compile pool (replaced there when
     a worker dies). An existing file keeps its own columns; a new held-out file gets ``nvmmh_rank``."""
     import torch
-    import triton
 
     from tritonblas.plan import _example_tensors, compile_pool, make_plan, precompile, prepare_launch
 
@@ -304,6 +306,8 @@ def _sweep_shapes(args, shapes, out: Path, device: str, hw, done: set, new_file:
                 todo.append((cfg, pred, row))
             if not todo:
                 continue
+            if getattr(args, "screen", 0):  # the likely-fast first: the screen's reference is found early
+                todo.sort(key=lambda t: (t[1] != t[1], t[1]))
             plans, errors = [], []
             for cfg, _, _ in todo:
                 try:
@@ -314,7 +318,12 @@ def _sweep_shapes(args, shapes, out: Path, device: str, hw, done: set, new_file:
                     errors.append(str(e)[:300])
             t0 = time.time()
             ok = [pl for pl in plans if pl is not None]
-            comp = precompile(ok, device, pool=pool[0]) if pool[0] is not None else [None] * len(ok)
+            # the variant the timing launches: TF32 inputs, fp8 with per-tensor scales (precompiled without
+            # them, every tf32 / fp8 config compiled again, serially, in this process: ~0.3 s each)
+            fp8 = p.a_dtype.value.startswith("fp8")
+            comp = (precompile(ok, device, pool=pool[0], allow_tf32=p.a_dtype.value == "tf32",
+                               scales="tensor" if fp8 else None)
+                    if pool[0] is not None else [None] * len(ok))
             if pool[0] is not None and any(e and "BrokenProcessPool" in e for e in comp):
                 pool[0].shutdown(cancel_futures=True)  # a worker died (it is reported per config): fresh workers
                 pool[0] = compile_pool(args.workers)
@@ -323,12 +332,12 @@ def _sweep_shapes(args, shapes, out: Path, device: str, hw, done: set, new_file:
             t1 = time.time()
             a, b, c_out = _example_tensors(p, device)
             kw = {}
-            if a.dtype in (torch.float8_e4m3fn, torch.float8_e5m2):
+            if fp8:
                 kw = dict(scale_a=torch.ones((), device=device), scale_b=torch.ones((), device=device))
             kw["allow_tf32"] = p.a_dtype.value == "tf32"
             ref = a.float() @ b.float()  # every timed config's last output is checked against it
             kept = [(x, x.clone()) for x in (a, b, ref)]  # must be unchanged after the shape (below)
-            rows_out = []
+            rows_out, best = [], None
             for (cfg, pred, row), pl, err in zip(todo, plans, errors):
                 ms = ""
                 if err is None:
@@ -336,25 +345,14 @@ def _sweep_shapes(args, shapes, out: Path, device: str, hw, done: set, new_file:
                         # bound once: the timing is the kernel's, not Python's argument checking
                         fn = prepare_launch(pl, a, b, c_out, **kw).run
                         c_out.fill_(float("nan"))
-                        if args.timer == "cpu":
-                            t = cpu_ms(fn)
-                        elif args.timer == "cold":
-                            t = cold_graph_ms(fn, args.rep_ms)
-                        elif args.timer == "graph":
-                            fn()  # compile / load outside the capture
-                            # do_bench_cudagraph launches on a fresh side stream that does not wait for
-                            # this one: without the sync, this launch and its first ones overlap and
-                            # share the Stream-K / split-K counters (seen on the H200: counters left at
-                            # 108 instead of 0, and tiles never written, 2026-11-30)
-                            torch.cuda.synchronize()
-                            t = triton.testing.do_bench_cudagraph(fn, rep=args.rep_ms, return_mode="median")
-                        else:
-                            t = triton.testing.do_bench(fn, warmup=args.warmup_ms, rep=args.rep_ms, return_mode="median")
+                        t, full = time_config(fn, args, best)
                         if not t > 0:
                             raise RuntimeError(f"the timer returned {t} ms (the launch was not measured)")
                         check_result(c_out, ref, p)  # what the timed launches (graph replays) left in out
                         if cfg.kind in (Kind.STREAMK, Kind.SPLITK):
                             check_counters(device)
+                        if full:  # the screen compares with configs timed in full and checked only
+                            best = t if best is None else min(best, t)
                         ms = f"{t:.6f}"
                     except Exception as e:  # noqa: BLE001 - recorded per config
                         err = f"{type(e).__name__}: {e}".splitlines()[0][:300]
@@ -389,6 +387,75 @@ def cpu_ms(fn, reps: int = 1) -> float:
 
 
 _FLUSH_BYTES = 256 * 1024 * 1024  # what triton.testing.do_bench zeroes before every call (Triton 3.6)
+
+
+# The screen (--screen F): a config whose quick time is over F x the shape's best full time so far,
+# and at least SCREEN_MIN_MS, is recorded at that quick time instead of the full CUDA-graph timing. Every
+# candidate is still timed and checked; every row within F x its shape's best was timed in full (a
+# screened row is over F x a best-so-far, which is at least the final best). Below SCREEN_MIN_MS the
+# quick time's launch latency (one host launch, ~10-20 us, over SCREEN_RUNS queued runs) could exceed
+# a few percent, so short configs are always timed in full (their full timing is cheap anyway).
+SCREEN_MIN_MS = 0.2
+SCREEN_RUNS = 3
+
+
+def screened(quick_ms: float, best_ms: float | None, factor: float) -> bool:
+    """Whether a config whose quick time is ``quick_ms`` is recorded at that time (module comment
+    above :data:`SCREEN_MIN_MS`): a screen is on (``factor`` > 0), a config of the shape was timed in full
+    (``best_ms``), and ``quick_ms`` is at least :data:`SCREEN_MIN_MS` and over ``factor`` x ``best_ms``."""
+    return factor > 0 and best_ms is not None and quick_ms >= SCREEN_MIN_MS and quick_ms > factor * best_ms
+
+
+def time_config(fn, args, best_ms: float | None) -> tuple[float, bool]:
+    """(milliseconds, timed in full) of one config's bound launch ``fn`` under ``args.timer``; with the
+    graph timer and ``args.screen`` a slow config gets its quick time (:func:`screened`)."""
+    import triton
+
+    if args.timer == "cpu":
+        return cpu_ms(fn), True
+    if args.timer == "cold":
+        return cold_graph_ms(fn, args.rep_ms), True
+    if args.timer == "eager":
+        return triton.testing.do_bench(fn, warmup=args.warmup_ms, rep=args.rep_ms, return_mode="median"), True
+    warm_launch(fn)
+    screen = getattr(args, "screen", 0)
+    if screen:
+        quick = queued_ms(fn, SCREEN_RUNS)
+        if screened(quick, best_ms, screen):
+            return quick, False
+    return graph_ms(fn, args.rep_ms), True
+
+
+def warm_launch(fn) -> None:
+    """One launch (compile / load outside any capture), then a sync: do_bench_cudagraph launches on a
+    fresh side stream that does not wait for this one; without the sync, this launch and its first
+    ones overlap and share the Stream-K / split-K counters (seen on the H200: counters left at 108
+    instead of 0, and tiles never written, 2026-11-30)."""
+    import torch
+
+    fn()
+    torch.cuda.synchronize()
+
+
+def queued_ms(fn, runs: int) -> float:
+    """Mean GPU milliseconds of ``runs`` launches of ``fn`` queued back to back between two events
+    (the screen's quick time: one launch's latency in it, the rest overlapped by the GPU's work)."""
+    import torch
+
+    start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+    start.record()
+    for _ in range(runs):
+        fn()
+    end.record()
+    end.synchronize()
+    return start.elapsed_time(end) / runs
+
+
+def graph_ms(fn, rep_ms: float) -> float:
+    """triton.testing.do_bench_cudagraph's median (ms): launches replayed from a CUDA graph, warm L2."""
+    import triton
+
+    return triton.testing.do_bench_cudagraph(fn, rep=rep_ms, return_mode="median")
 
 
 def cold_graph_ms(fn, rep_ms: float, inner: int = 8) -> float:
@@ -528,8 +595,15 @@ def main(argv=None) -> int:
                     help="the committed held-out split, exhaustively (--jobs names its files; default all)")
     ap.add_argument("--rows", default=None, metavar="JOBS.csv",
                     help="time exactly the (shape, config) rows of a job file (benchmarks/missing_picks.py)")
+    ap.add_argument("--screen", type=float, default=0, metavar="F",
+                    help="graph timer: a config whose quick time (3 queued launches) is at least "
+                         f"{SCREEN_MIN_MS} ms and over F x the shape's best full time so far is recorded at that "
+                         "time instead of being timed in full (every candidate still timed and checked; every "
+                         "row within F x its shape's best timed in full); configs go in predicted order. 0 = off")
     ap.add_argument("--estimate", action="store_true", help="print candidate counts and estimated GPU time; exit")
     args = ap.parse_args(argv)
+    if args.screen and not args.screen > 1:
+        ap.error(f"--screen {args.screen:g}: the factor must be over 1 (or 0: off)")
     if args.gpus is not None:
         if not args.gpus.isdigit():
             ap.error(f"--gpus {args.gpus}: multi-GPU sweeps run under torchrun, one rank per GPU: "

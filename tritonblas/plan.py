@@ -872,10 +872,25 @@ def example_tensors(problem: GemmProblem, device: str):
 _example_tensors = example_tensors  # the name the benchmarks and the precompile workers use
 
 
-def _precompile_one(plan: LaunchPlan, device: str, launch_kwargs: dict) -> str | None:
+SCALE_KINDS = ("tensor", "row")  # precompile's ``scales``: one element each, or M (a) and N (b) elements
+
+
+def _example_scales(problem: GemmProblem, device: str, scales: str | None) -> dict:
+    """Unit ``scale_a`` / ``scale_b`` of the kind ``scales`` names (None: no scales) for ``problem``:
+    the scaled kernels' SCALE_A / SCALE_B constexprs are what precompile must match."""
+    if scales is None:
+        return {}
+    if scales not in SCALE_KINDS:
+        raise ValueError(f"scales: expected one of {', '.join(SCALE_KINDS)} or None, got {scales!r}")
+    if scales == "tensor":
+        return dict(scale_a=torch.ones((), device=device), scale_b=torch.ones((), device=device))
+    return dict(scale_a=torch.ones(problem.m, device=device), scale_b=torch.ones(problem.n, device=device))
+
+
+def _precompile_one(plan: LaunchPlan, device: str, launch_kwargs: dict, scales: str | None = None) -> str | None:
     try:
         a, b, out = _example_tensors(plan.problem, device)
-        prepared = prepare_launch(plan, a, b, out, **launch_kwargs)
+        prepared = prepare_launch(plan, a, b, out, **launch_kwargs, **_example_scales(plan.problem, device, scales))
         if _interpreter.interpreting():
             prepared.run()
         else:
@@ -886,11 +901,14 @@ def _precompile_one(plan: LaunchPlan, device: str, launch_kwargs: dict) -> str |
 
 
 def precompile(plans: Sequence[LaunchPlan], device: str | torch.device = "cuda", *, workers: int = 0,
-               pool: Any = None, **launch_kwargs) -> list[str | None]:
+               pool: Any = None, scales: str | None = None, **launch_kwargs) -> list[str | None]:
     """Compile plans ahead of time; returns, per plan, None (compiled) or the error text (never raises).
 
     Each plan is compiled for contiguous example tensors of its problem (``launch_kwargs`` select the
-    epilogue variant, e.g. ``allow_tf32`` or ``bias``), bound as a real launch binds them (a staged
+    epilogue variant, e.g. ``allow_tf32`` or ``bias``; ``scales`` = "tensor" or "row" adds unit fp8
+    scales of that kind, :data:`SCALE_KINDS`, since a launch with scales is another variant than one
+    without: precompiled without them, an fp8 launch with scales compiles again in the launching
+    process), bound as a real launch binds them (a staged
     plan's K-major buffers included, so the variant compiled is the one launched), with
     ``JITFunction.warmup``, which compiles without launching. ``workers=0`` compiles one after
     another in this process. ``workers > 0`` uses that many *spawned* processes: each compiles
@@ -904,12 +922,14 @@ def precompile(plans: Sequence[LaunchPlan], device: str | torch.device = "cuda",
     sweep over many shapes needs.
     """
     device = str(device)
+    if scales is not None and scales not in SCALE_KINDS:
+        raise ValueError(f"scales: expected one of {', '.join(SCALE_KINDS)} or None, got {scales!r}")
     if pool is None and (workers <= 0 or _interpreter.interpreting()):
-        return [_precompile_one(p, device, launch_kwargs) for p in plans]
+        return [_precompile_one(p, device, launch_kwargs, scales) for p in plans]
     if pool is None:
         with compile_pool(workers) as own:
-            return _gather(own, plans, device, launch_kwargs)
-    return _gather(pool, plans, device, launch_kwargs)
+            return _gather(own, plans, device, launch_kwargs, scales)
+    return _gather(pool, plans, device, launch_kwargs, scales)
 
 
 def compile_pool(workers: int) -> ProcessPoolExecutor:
@@ -919,8 +939,9 @@ def compile_pool(workers: int) -> ProcessPoolExecutor:
     return ProcessPoolExecutor(max_workers=max(1, workers), mp_context=mp.get_context("spawn"))
 
 
-def _gather(pool: ProcessPoolExecutor, plans: Sequence[LaunchPlan], device: str, launch_kwargs: dict) -> list:
-    futures = [pool.submit(_precompile_one, p, device, launch_kwargs) for p in plans]
+def _gather(pool: ProcessPoolExecutor, plans: Sequence[LaunchPlan], device: str, launch_kwargs: dict,
+            scales: str | None = None) -> list:
+    futures = [pool.submit(_precompile_one, p, device, launch_kwargs, scales) for p in plans]
     results = []
     for f in futures:
         try:

@@ -222,3 +222,41 @@ def test_plan_is_picklable(h200):
     lp = make_plan(config("splitk", split_k=2), GemmProblem(64, 64, 128), h200)
     assert pickle.loads(pickle.dumps(lp)) == lp
     assert isinstance(lp, LaunchPlan)
+
+
+@pytest.mark.timeout(120)
+@pytest.mark.parametrize("dtypes, kw, scales", [
+    (("fp8_e4m3", "fp8_e4m3", "bf16"), "tensor", "tensor"),
+    (("fp8_e4m3", "fp8_e4m3", "bf16"), "row", "row"),
+    (("fp32", "fp32", "fp32"), "tf32", None),
+])
+def test_precompile_binds_the_variant_the_launch_runs(device, h200, monkeypatch, dtypes, kw, scales):
+    # the constexprs precompile binds (SCALE_A/SCALE_B, INPUT_PRECISION) are those of the launch that
+    # follows: a mismatch compiles every config again in the launching process (the tf32 / fp8 sweeps'
+    # ~0.3 s a config on the H200, session 18)
+    p = GemmProblem(40, 24, 48, *dtypes)
+    plan = make_plan(config("dp"), p, h200)
+    a, b, out = planmod._example_tensors(p, device)
+    if kw == "tf32":
+        launch = dict(allow_tf32=True)
+    elif kw == "tensor":
+        launch = dict(scale_a=torch.ones((), device=device), scale_b=torch.ones((), device=device))
+    else:
+        launch = dict(scale_a=torch.ones(p.m, device=device), scale_b=torch.ones(p.n, device=device))
+    want = planmod.prepare_launch(plan, a, b, out, **launch).kwargs
+    seen = []
+    real = planmod.prepare_launch
+
+    def spy(*args, **kwargs):
+        prepared = real(*args, **kwargs)
+        seen.append(prepared.kwargs)
+        return prepared
+
+    monkeypatch.setattr(planmod, "prepare_launch", spy)
+    extra = dict(allow_tf32=True) if kw == "tf32" else {}
+    assert planmod.precompile([plan], device, scales=scales, **extra) == [None]
+    keys = ("SCALE_A", "SCALE_B", "INPUT_PRECISION")
+    assert [{k: s[k] for k in keys} for s in seen] == [{k: want[k] for k in keys}]
+    assert want["SCALE_A"] or want["INPUT_PRECISION"] == "tf32"  # the variant differs from the default one
+    with pytest.raises(ValueError, match="scales: expected one of tensor, row"):
+        planmod.precompile([plan], device, scales="per-block")

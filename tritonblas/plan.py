@@ -26,6 +26,7 @@ from origami.config import Kind, TileConfig
 from origami.hardware import HardwareProfile
 from origami.problem import DType, GemmProblem, Layout, layout_order, stride_align_bytes, tma_store_exact
 from origami.space import smem_bytes, violations
+from origami.kmajor import KMAJOR_ONLY_DTYPES, STAGING_MIN_DIM, TMA_ARCHS, kmajor_staging
 from origami.staging import staging_copy_ns  # the copy cost (origami's policy), named here for plan's callers
 from tritonblas import _interpreter
 
@@ -55,7 +56,7 @@ FROM_TORCH: Mapping[torch.dtype, DType] = {t: d for d, t in TORCH_DTYPES.items()
 _FP8 = (torch.float8_e4m3fn, torch.float8_e5m2)
 _OUT_DTYPES = (torch.float32, torch.float16, torch.bfloat16, *_FP8)
 _ACTIVATIONS = {None: 0, "none": 0, "relu": 1, "gelu": 2, "gelu_tanh": 2}
-_TMA_ARCHS = ("sm_90", "sm_100")
+_TMA_ARCHS = TMA_ARCHS  # origami.kmajor: the one list
 _TMA_MAX_BLOCK = 256  # TMA box dims are at most 256 elements
 # kind → (TMA kernel, pointer kernel it falls back to when the operands are not 16-byte aligned)
 _KERNELS = {
@@ -68,21 +69,9 @@ _KERNELS = {
 WS_KERNEL = "gluon_ws"  # LaunchPlan.kernel_name of kind 'ws': _WsKernel, not an attribute of tritonblas.kernels
 _FLAT_KERNEL = "gemm_tma_flat_kernel"  # dp / persistent with make_plan(..., flat=True)
 TMA_KERNELS = frozenset([*(tma for tma, _ in _KERNELS.values()), _FLAT_KERNEL])
-# Operand staging (staging_for): the dtypes whose Hopper wgmma reads its shared-memory operands
-# K-major only (16-bit dtypes take either major; IEEE fp32 does not use wgmma).
-_STAGED_DTYPES = frozenset({DType.TF32, DType.FP8_E4M3, DType.FP8_E5M2})
-# Stage an operand when the other operand's free dim (M for B, N for A) is at least this. The copy
-# reads and writes the operand once: 2·K·N·e bytes for B at the copy bandwidth BW. Model: staging
-# saves ≈0.75 of the GEMM time at the matrix rate R, so
-#   0.75·2·M·N·K / R ≥ 2·K·N·e / BW   ⇔   M ≥ (4/3)·e·R / BW      (independent of N, K and batch);
-# H200 at the sustained clock and BW = 4.3 TB/s: tf32 (e = 4, R = 356 TFLOP/s) 442, fp8 (e = 1,
-# R = 1310) 407. Measured (H200, Triton 3.6, torch 2.11, 2026-11-30): unstaged R_u = 78 (tf32) and
-# 106 (fp8) TFLOP/s, staged kernel R_s ≈ 350 and 1300, but torch's transposing copy_ moves only
-# 1.15 (fp32) and 0.34 (fp8) TB/s; break-even M = e / (BW·(1/R_u − 1/R_s)) = 349 (tf32), 340 (fp8).
-# Seen: tf32 384x4096x4096 staged 69 vs unstaged 68 TFLOP/s; 512x8192x8192 107 vs 77; fp8
-# 512x8192x8192 158 vs 109. Both estimates round to the tile multiple 3·128. (A tiled Triton
-# transpose measured 3.5-4.0 TB/s fp32, 3.0-3.4 fp8: with it the break-even would be M ≈ 120.)
-STAGING_MIN_DIM = 384
+# Operand staging (staging_for): the rule, its dtypes and its threshold live in origami.kmajor, which the
+# scorer reads too (model.mn_major_mma_rate)
+_STAGED_DTYPES = KMAJOR_ONLY_DTYPES
 # fp8 tl.dot's max_num_imprecise_acc unless fast accumulation is asked for: promote the MMA's
 # reduced-precision sum into the fp32 accumulator after every K = 32 (one Hopper wgmma). Values
 # below 32 make Triton 3.6 give up wgmma for fp16 mma.sync (seen in the sm_90 PTX); None = never.
@@ -174,32 +163,12 @@ def tma_supported(cfg: TileConfig, problem: GemmProblem, hw: HardwareProfile) ->
 
 
 def staging_for(problem: GemmProblem, hw: HardwareProfile) -> tuple[bool, bool]:
-    """(stage A?, stage B?): whether a TMA launch should copy that operand to K-major first.
-
-    Evidence (H200, Triton 3.6, sm_90 builds): an fp32 GEMM with TF32 allowed ran at 78 TFLOP/s
-    with our TMA kernel when B is N-major (row-major K×N), against 356 for torch/cuBLAS. For tf32 and
-    fp8, wgmma takes its shared-memory operands K-major only; with an N-major B the compiler loads
-    B through registers and writes it transposed into shared memory every K-step, keeps 2 stages,
-    and waits on every wgmma (pendings=0). An M-major A (layout T) is the same case. 16-bit dtypes
-    are not affected (wgmma takes either major for them) and IEEE fp32 does not use wgmma. Staged
-    (measured 2026-11-30, 8192³, N-major B, copy included): tf32 314 TFLOP/s (kernel alone 346,
-    torch 353), fp8 with fast accumulation 972 (kernel alone 1375), against 78 and 106 unstaged.
-
-    So: on NVIDIA TMA architectures (the arch check of :func:`tma_supported`), for tf32 and fp8
-    inputs, stage B when it is N-major and M >= STAGING_MIN_DIM, stage A when it is M-major and
-    N >= STAGING_MIN_DIM (the copy's cost against its saving: see the constant), and only where the
-    K-major copy is itself TMA-legal (K > 1 and K·elem_bytes a multiple of 16). Batched problems
-    stage the whole (batch, ...) operand. Not origami's ``register_staged`` (unaligned loads).
-    """
-    if hw.is_amd or hw.arch not in _TMA_ARCHS:
-        return False, False
-    if problem.a_dtype not in _STAGED_DTYPES or problem.b_dtype not in _STAGED_DTYPES:
-        return False, False
-    stage_a = (problem.a_layout is Layout.T and problem.n >= STAGING_MIN_DIM
-               and _k_major_tma_ok(problem.k, problem.a_dtype))
-    stage_b = (problem.b_layout is Layout.N and problem.m >= STAGING_MIN_DIM
-               and _k_major_tma_ok(problem.k, problem.b_dtype))
-    return stage_a, stage_b
+    """(stage A?, stage B?): whether a TMA launch should copy that operand to K-major first
+    (:func:`origami.kmajor.kmajor_staging`, where the rule and its evidence live: tf32 and fp8 wgmma
+    read shared-memory operands K-major only; an N-major B or M-major A otherwise goes through
+    registers, 78 against 346 TFLOP/s tf32 at 8192³ on the H200). Not origami's ``register_staged``
+    (unaligned loads)."""
+    return kmajor_staging(problem, hw)
 
 
 def align_staging_for(problem: GemmProblem, hw: HardwareProfile, ab_align: tuple[int, int],
@@ -219,12 +188,6 @@ def align_staging_for(problem: GemmProblem, hw: HardwareProfile, ab_align: tuple
     if hw.is_amd or hw.arch not in _TMA_ARCHS or problem.k == 0:
         return False, False
     return tuple(align < 16 and order in (0, 1) for align, order in zip(ab_align, orders))
-
-
-def _k_major_tma_ok(k: int, dtype: DType) -> bool:
-    """Whether a fresh K-major copy of an operand with K = ``k`` is K-major (K > 1) and TMA-legal:
-    its row stride, K elements, and so its batch stride, are 16-byte multiples."""
-    return k > 1 and (k * dtype.bytes) % 16 == 0
 
 
 def _flat_smem_ok(cfg: TileConfig, problem: GemmProblem, hw: HardwareProfile) -> bool:

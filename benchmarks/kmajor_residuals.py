@@ -1,0 +1,68 @@
+"""How far the model is off where the wide MMA reads an operand through registers, on the training sweeps.
+
+    python benchmarks/kmajor_residuals.py [--profile h200] [--heldout]
+
+Per timed row of the tf32 and fp8 sweeps under benchmarks/data/<profile>/ (with ``--heldout``, also
+<profile>_heldout/: report only, nothing is fitted here), measured / predicted time, grouped by whether
+the problem is in the register-read regime (origami.kmajor.mma_reads_through_registers: an N-major B
+or M-major A that the launch does not stage K-major), by MMA width (tiles under the instruction's M
+use the narrow MMA, which this does not slow the same way) and by BLOCK_N (the N-major B tile's width).
+Prints the geometric mean, p10 and p90 of the ratio and the row count per group. CPU only.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from collections import defaultdict
+from pathlib import Path
+
+import numpy as np
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+
+import origami  # noqa: E402
+from origami.fit import read_sweep  # noqa: E402
+from origami.kmajor import KMAJOR_ONLY_DTYPES, mma_reads_through_registers  # noqa: E402
+
+
+def groups(hw, files) -> dict[tuple, list[float]]:
+    """{(file's dtype, regime, width, block_n): [measured / predicted, ...]} over the rows the model scores."""
+    out: dict[tuple, list[float]] = defaultdict(list)
+    im = {key: shape[0] for key, shape in hw.matrix_instr_shape.items()}
+    for f in files:
+        for meas in read_sweep(f):
+            p = meas.problem
+            if p.a_dtype not in KMAJOR_ONLY_DTYPES:
+                continue
+            regime = "registers" if mma_reads_through_registers(p, hw) else "k-major"
+            for cfg, ms in zip(meas.configs, meas.ms):
+                try:
+                    pred = origami.predict(p, hw, cfg).latency_ns
+                except ValueError:  # a recorded config the current space no longer holds
+                    continue
+                width = "narrow" if cfg.block_m < im[p.a_dtype.rate_key] else "wide"
+                out[(p.a_dtype.value, regime, width, cfg.block_n)].append(ms * 1e6 / pred)
+    return out
+
+
+def main(argv=None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--profile", default="h200")
+    ap.add_argument("--heldout", action="store_true", help="also the held-out sweeps (report only)")
+    args = ap.parse_args(argv)
+    hw = origami.load_profile(args.profile)
+    dirs = [args.profile] + ([f"{args.profile}_heldout"] if args.heldout else [])
+    files = sorted(f for d in dirs for f in (ROOT / "benchmarks" / "data" / d).glob("*.csv") if ".shard" not in f.name)
+    table = groups(hw, files)
+    print(f"measured / predicted, {hw.name} ({', '.join(dirs)}): dtype regime width block_n: rows geomean p10 p90")
+    for key in sorted(table):
+        r = np.array(table[key])
+        print(f"  {key[0]:9s} {key[1]:9s} {key[2]:6s} n{key[3]:<4d} {r.size:5d}  {np.exp(np.log(r).mean()):5.2f}  "
+              f"{np.percentile(r, 10):5.2f}  {np.percentile(r, 90):5.2f}")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -33,6 +33,7 @@ def sets() -> dict[str, list[dict]]:
     grid = [s for s in range(128, 8193, 128)]
     out["grid"] = [dict(m=rng.choice(grid), n=rng.choice(grid), k=rng.choice(grid)) for _ in range(100)]
     out["ragged"] = ragged()
+    out["kmajor"] = kmajor()
     return out
 
 
@@ -57,6 +58,37 @@ def ragged() -> list[dict]:
         while got < count:
             dims = _draw(rng, name, False)
             if dims in taken or _aligned(dims, "bf16"):
+                continue
+            taken.add(dims)
+            got += 1
+            out.append(dict(m=dims[0], n=dims[1], k=dims[2]))
+    return out
+
+
+KMAJOR_SEED = 20261205
+KMAJOR_PER_SET = {"llm": 12, "skinny": 8, "grid": 4}
+
+
+def kmajor() -> list[dict]:
+    """Training shapes for the register-read regime (``origami.kmajor.mma_reads_through_registers``):
+    M under ``STAGING_MIN_DIM`` with N and K multiples of 16 (TMA-aligned for tf32 and fp8, so the launch
+    keeps its TMA kernel and does not stage the N-major B), from the held-out split's llm, skinny and grid
+    distributions (``benchmarks.heldout_gen._draw``), drawn by ``random.Random(KMAJOR_SEED)`` and never a
+    shape of the held-out split. Swept as tf32 and fp8 (``--jobs kmajor:tf32 kmajor:fp8_e4m3``): before
+    it, one training shape per dtype (128x7296x5504) held that regime, where the held-out tf32 pick of
+    76x6144x4096 ran 3.3x its prediction (benchmarks/kmajor_residuals.py)."""
+    from benchmarks.heldout_gen import _aligned, _draw  # lazy: heldout_gen imports this module
+    from origami.kmajor import STAGING_MIN_DIM
+    from tritonblas.heldout import heldout_dims
+
+    taken = {d[:3] for d in heldout_dims()}
+    rng = random.Random(KMAJOR_SEED)
+    out = []
+    for name, count in KMAJOR_PER_SET.items():
+        got = 0
+        while got < count:
+            dims = _draw(rng, name, True)
+            if dims in taken or dims[0] >= STAGING_MIN_DIM or not _aligned(dims, "fp8_e4m3"):
                 continue
             taken.add(dims)
             got += 1

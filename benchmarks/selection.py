@@ -169,8 +169,13 @@ def misses(profile: str = "h200", below: float = 0.88) -> list[str]:
     """Each held-out shape whose pick scores under ``below``, with what explains it: the pick's and the
     best measured config's predicted and measured times (the model ranked the pick first, so either
     the pick ran slower than predicted, or the best config faster), and the operands' alignment class
-    (under 4 bytes: register-staged loads, no cp.async/TMA)."""
-    from origami import predict, select
+    (under 4 bytes: register-staged loads, no cp.async/TMA); ``R`` after it marks a tf32/fp8 shape whose
+    wide MMA reads an operand through registers (origami.kmajor.mma_reads_through_registers, a regime the
+    model does not price: benchmarks/kmajor_residuals.py)."""
+    from origami import load_profile, predict, select
+    from origami.kmajor import mma_reads_through_registers
+
+    hw = load_profile(profile)
 
     lines = [f"held-out shapes under {below} ({profile}): the pick and the best config, predicted -> measured us",
              f"{'shape':<30} {'align':>5} {'eff':>5}  {'pick':<40} {'pred':>7} {'meas':>7} {'x':>5}   "
@@ -191,7 +196,8 @@ def misses(profile: str = "h200", below: float = 0.88) -> list[str]:
             bp = predict(m.problem, profile, best).latency_ns / 1e3
             pp, pm, bm = pick.latency_ns / 1e3, times[pick.config] * 1e3, times[best] * 1e3
             p = m.problem
-            lines.append(f"{f'{stem}: {p.m}x{p.n}x{p.k} {p.a_dtype.value}':<30} {p.align_bytes:>5} {eff:>5.3f}  "
+            align = f"{p.align_bytes}{'R' if mma_reads_through_registers(p, hw) else ''}"
+            lines.append(f"{f'{stem}: {p.m}x{p.n}x{p.k} {p.a_dtype.value}':<30} {align:>5} {eff:>5.3f}  "
                          f"{pick.config.short():<40} {pp:>7.1f} {pm:>7.1f} {pm / pp:>5.2f}   "
                          f"{best.short():<40} {bp:>7.1f} {bm:>7.1f} {bm / bp:>5.2f}")
     return lines

@@ -127,9 +127,18 @@ def test_misses_lists_exactly_the_shapes_under_the_threshold():
     lines = selection.misses("h200", below)
     rows = lines[2:]
     assert len(rows) == want
+    import origami
+    from origami.kmajor import mma_reads_through_registers
+
+    hw = origami.load_profile("h200")
     for line in rows:
         eff = float(line.split()[4])
         assert eff < below, line
+        m, n, k = map(int, line.split()[1].split("x"))
+        dtype = line.split()[2]
+        p = origami.GemmProblem(m, n, k, dtype, dtype, origami.DType.parse(dtype).default_output,
+                                align_bytes=int(line.split()[3].rstrip("R")))
+        assert line.split()[3].endswith("R") == mma_reads_through_registers(p, hw), line  # the regime mark
     for bad in ("0", "1.5"):
         with pytest.raises(SystemExit):
             selection.main(["--misses", bad])

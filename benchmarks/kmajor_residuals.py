@@ -8,6 +8,11 @@ the problem is in the register-read regime (origami.kmajor.mma_reads_through_reg
 or M-major A that the launch does not stage K-major), by MMA width (tiles under the instruction's M
 use the narrow MMA, which this does not slow the same way) and by BLOCK_N (the N-major B tile's width).
 Prints the geometric mean, p10 and p90 of the ratio and the row count per group. CPU only.
+
+    python benchmarks/kmajor_residuals.py --cost 0,1,1.5,2,2.5,3
+
+scores the regime's training rows with ``model.mn_major_tile_cost`` at each value and prints the median
+|log(measured / predicted)| and the mean log ratio (training sweeps only: how its value was chosen).
 """
 
 from __future__ import annotations
@@ -47,12 +52,39 @@ def groups(hw, files) -> dict[tuple, list[float]]:
     return out
 
 
+def scan(hw, costs, files) -> int:
+    """Print, per cost, the regime rows' median |log(measured / predicted)| and mean log ratio."""
+    rows = [(m.problem, c, ms) for f in files if ".shard" not in f.name for m in read_sweep(f)
+            if m.problem.a_dtype in KMAJOR_ONLY_DTYPES and mma_reads_through_registers(m.problem, hw)
+            for c, ms in zip(m.configs, m.ms)]
+    print(f"{len(rows)} training rows of the register-read regime ({hw.name}): cost, median |log(meas/pred)|, mean log")
+    for cost in costs:
+        v = hw.replace_model(mn_major_tile_cost=cost)
+        r = []
+        for p, cfg, ms in rows:
+            try:
+                r.append(np.log(ms * 1e6 / origami.predict(p, v, cfg).latency_ns))
+            except ValueError:  # a recorded config the current space no longer holds
+                continue
+        r = np.array(r)
+        print(f"  {cost:5.2f}  {np.median(np.abs(r)):.3f}  {r.mean():+.3f}")
+    return 0
+
+
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--profile", default="h200")
     ap.add_argument("--heldout", action="store_true", help="also the held-out sweeps (report only)")
+    ap.add_argument("--cost", default=None, metavar="C1,C2,...",
+                    help="score the regime's training rows at these model.mn_major_tile_cost values")
     args = ap.parse_args(argv)
     hw = origami.load_profile(args.profile)
+    if args.cost is not None:
+        try:
+            costs = [float(c) for c in args.cost.split(",")]
+        except ValueError:
+            ap.error(f"--cost {args.cost!r}: expected numbers separated by commas")
+        return scan(hw, costs, sorted((ROOT / "benchmarks" / "data" / args.profile).glob("*.csv")))
     dirs = [args.profile] + ([f"{args.profile}_heldout"] if args.heldout else [])
     files = sorted(f for d in dirs for f in (ROOT / "benchmarks" / "data" / d).glob("*.csv") if ".shard" not in f.name)
     table = groups(hw, files)

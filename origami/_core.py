@@ -74,7 +74,7 @@ def _final(total, floor):
 HW_CUS, HW_CHIPLETS, HW_RR, HW_CU_RATE, HW_IM, HW_IN, HW_IK, HW_L2_BYTES, HW_L2_BW, HW_LLC_BYTES, \
     HW_LLC_BW, HW_HBM_BW, HW_LAUNCH, HW_PEAK, HW_MMA_EFF, HW_SMALL_EFF, HW_SK_EFF, HW_KITER, HW_TILE, \
     HW_UNALIGNED, HW_FIXUP, HW_LAT, HW_OVERLAP, HW_SK_SPLIT, HW_WG1_EFF, HW_WS_EFF, HW_SK_UNALIGNED, HW_SPLIT_READS, \
-    HW_SPILL, HW_FIX_READ, HW_LEN = range(31)
+    HW_SPILL, HW_FIX_READ, HW_MN_COST, HW_LEN = range(32)
 
 # term indices
 T_COMPUTE, T_L2, T_LLC, T_HBM, T_LATENCY, T_EPILOGUE, T_FIXUP, T_LAUNCH, T_WAVES, T_LEN = range(10)
@@ -260,11 +260,17 @@ def mma_work(bm, bn, bk, hw):
     wide rate (estimate). Before, such tiles were padded to 64 rows: for 16x4096x4096 and
     1x8192x8192 the model could not tell BLOCK_M = 16 from 64, and the H200 sweep
     (benchmarks/data/h200/calib.csv, 2026-11-30) has 16-row tiles fastest on both (selection
-    efficiency 0.77 -> 0.97 and 0.88 -> 0.93; the same for any rate from 0.5 to 1)."""
+    efficiency 0.77 -> 0.97 and 0.88 -> 0.93; the same for any rate from 0.5 to 1).
+
+    Where the wide MMA reads an operand through registers (origami.kmajor.mma_reads_through_registers;
+    HW_MN_COST is model.mn_major_tile_cost there, 0 elsewhere), a K-step costs as if the tile had
+    BLOCK_M + cost x BLOCK_N rows: on the H200's training sweeps such rows measured roughly
+    1 + 1.5-2 x BLOCK_N / BLOCK_M times their prediction (about 2x at 128x64, 8x at 64x256:
+    benchmarks/kmajor_residuals.py), and the rows' prediction error is smallest at a cost of 2-2.25."""
     bnc = max(bn, hw[HW_IN])
     if bm < hw[HW_IM]:
         return 2.0 * max(bm, NARROW_MMA_M) * bnc * bk / NARROW_MMA_RATE
-    return 2.0 * bm * bnc * bk
+    return 2.0 * (bm + hw[HW_MN_COST] * bn) * bnc * bk
 
 
 @njit(cache=CACHE, fastmath=FASTMATH, inline="always")
@@ -556,7 +562,7 @@ def group_constants(base, effs, fams, ab, bb, hw):
     out = np.empty((rows.size, GC_LEN))
     bnc = np.maximum(bn, hw[HW_IN])  # mma_work, vectorised
     padded = np.where(bm < hw[HW_IM], 2.0 * np.maximum(bm, NARROW_MMA_M) * bnc * bk / NARROW_MMA_RATE,
-                      2.0 * bm * bnc * bk)
+                      2.0 * (bm + hw[HW_MN_COST] * bn) * bnc * bk)
     out[:, GC_COMPUTE] = padded / (hw[HW_CU_RATE] * effs[rows])
     out[:, GC_COMPUTE_SK] = out[:, GC_COMPUTE] / hw[HW_SK_EFF]
     out[:, GC_L2] = (bm * ab + bn * bb) * bk / hw[HW_L2_BW]

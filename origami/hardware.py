@@ -121,6 +121,9 @@ MODEL_PARAMS: dict[str, tuple[float, float, str]] = {
                                                 "splits' fp32 partials, as a share of its SM's part of the L2 "
                                                 "bandwidth (one program alone: bounded by its loads in flight, "
                                                 "not by the L2); 1: that whole share, as profiles before it assumed"),
+    "mn_major_tile_cost": (0.0, 8.0, "extra wide-MMA work of a tf32/fp8 K-step that reads the N-major B (or M-major A) "
+                                     "through registers (origami.kmajor.mma_reads_through_registers: Hopper wgmma, "
+                                     "unstaged), as BLOCK_M + this x BLOCK_N rows instead of BLOCK_M; 0: not modelled"),
     "ws_efficiency": (0.0, 2.0, "main-loop efficiency of the warp-specialised persistent kernel (kind 'ws': Hopper, "
                                 "tritonblas.kernels.gluon_hopper) relative to the data-parallel kernel's; 0: the "
                                 "profile has no such kernel and the model's space leaves it out"),
@@ -129,7 +132,8 @@ MODEL_PARAMS: dict[str, tuple[float, float, str]] = {
 # ws_efficiency 0 keeps every older profile's space, and so its rankings, as they were.
 OPTIONAL_MODEL_PARAMS: dict[str, float] = {"ws_efficiency": 0.0, "streamk_unaligned_penalty": 1.0,
                                            "staged_spill_rule": 0.0, "splitk_range_reads": 0.0,
-                                           "staged_spill_penalty": 0.0, "splitk_fixup_read_efficiency": 1.0}
+                                           "staged_spill_penalty": 0.0, "splitk_fixup_read_efficiency": 1.0,
+                                           "mn_major_tile_cost": 0.0}
 SCHEMA["model"] = {k: (_FLOAT, lo, hi, doc) for k, (lo, hi, doc) in MODEL_PARAMS.items()}
 
 

@@ -19,6 +19,7 @@ import numpy as np
 from origami import _core
 from origami.config import TileConfig
 from origami.config import Kind
+from origami.kmajor import KMAJOR_ONLY_DTYPES, mma_reads_through_registers
 from origami.space import PREDICATES, amd_direct_to_lds, narrow_loads, resident_programs, staged_spills
 from origami._encoding import (KIND_CODE, PERSISTENT_GRID_CODES, R_BM, R_BN, R_GMULT, R_KIND, R_NCHIP,
                                persistent_grid)
@@ -46,7 +47,9 @@ class Estimate:
 
 
 @lru_cache(maxsize=64)
-def _hw_vector(hw: HardwareProfile, rate_key: str) -> np.ndarray:
+def _hw_vector(hw: HardwareProfile, rate_key: str, mn_regs: bool = False) -> np.ndarray:
+    """The scorer's hardware vector for one problem class: ``rate_key``'s matrix rate, and with
+    ``mn_regs`` (origami.kmajor.mma_reads_through_registers) model.mn_major_tile_cost on the wide MMA."""
     c, mem, mp = hw.compute, hw.memory, hw.model
     v = np.zeros(_core.HW_LEN)
     v[_core.HW_CUS] = c["compute_units"]
@@ -83,6 +86,7 @@ def _hw_vector(hw: HardwareProfile, rate_key: str) -> np.ndarray:
     v[_core.HW_SPILL] = mp["staged_spill_penalty"]  # read only by rows whose staged_spill column is 1
     v[_core.HW_FIX_READ] = mp["splitk_fixup_read_efficiency"]  # read only by split-K rows
     v[_core.HW_WS_EFF] = mp["ws_efficiency"]  # read only by 'ws' rows (origami.space.ws_space)
+    v[_core.HW_MN_COST] = mp["mn_major_tile_cost"] if mn_regs else 0.0
     v.setflags(write=False)
     return v
 
@@ -98,10 +102,11 @@ class _Space:
 
     MAX_CONFIGS = 1 << 16
 
-    def __init__(self, hw: HardwareProfile, a_dtype, b_dtype, a_layout, b_layout, staged: bool = False):
+    def __init__(self, hw: HardwareProfile, a_dtype, b_dtype, a_layout, b_layout, staged: bool = False,
+                 mn_regs: bool = False):
         self.hw = hw
         self.base = base_array(hw, a_dtype, b_dtype, a_layout, b_layout, staged)
-        self.hv = _hw_vector(hw, a_dtype.rate_key)
+        self.hv = _hw_vector(hw, a_dtype.rate_key, mn_regs)
         self.effs = _core.tile_efficiencies(self.base, self.hv)
         self.effs.setflags(write=False)
         self.fams, self.fam_rows = search_plan(hw, a_dtype, b_dtype, a_layout, b_layout, staged)
@@ -129,8 +134,15 @@ class _Space:
 
 
 @lru_cache(maxsize=256)
-def _space_of(hw: HardwareProfile, a_dtype, b_dtype, a_layout, b_layout, staged: bool, _direct_lds: bool) -> _Space:
-    return _Space(hw, a_dtype, b_dtype, a_layout, b_layout, staged)
+def _space_of(hw: HardwareProfile, a_dtype, b_dtype, a_layout, b_layout, staged: bool, _direct_lds: bool,
+              mn_regs: bool = False) -> _Space:
+    return _Space(hw, a_dtype, b_dtype, a_layout, b_layout, staged, mn_regs)
+
+
+def _mn_priced(hw: HardwareProfile, problem: GemmProblem) -> bool:
+    """Whether ``problem``'s class carries model.mn_major_tile_cost: the profile sets it (> 0) and the
+    wide MMA reads an operand through registers (origami.kmajor.mma_reads_through_registers)."""
+    return hw.model["mn_major_tile_cost"] > 0 and mma_reads_through_registers(problem, hw)
 
 
 def _space(problem: GemmProblem, hw: HardwareProfile) -> _Space:
@@ -139,7 +151,7 @@ def _space(problem: GemmProblem, hw: HardwareProfile) -> _Space:
         raise ValueError(f"a_dtype: {problem.a_dtype.value} has no matrix rate on {hw.name} "
                          f"(matrix.peak_flops.{key} is 0 in {hw.path}); no kernel configuration exists")
     return _space_of(hw, problem.a_dtype, problem.b_dtype, problem.a_layout, problem.b_layout,
-                     narrow_loads(problem, hw), amd_direct_to_lds(hw))
+                     narrow_loads(problem, hw), amd_direct_to_lds(hw), _mn_priced(hw, problem))
 
 
 def _inputs(problem: GemmProblem, hw: HardwareProfile):
@@ -383,6 +395,21 @@ def _classes(problems: Sequence[GemmProblem]) -> dict[tuple, list[int]]:
     return classes
 
 
+def _mn_split(classes: dict[tuple, list[int]], problems: Sequence[GemmProblem], hw: HardwareProfile):
+    """(class, members) pairs; where the profile prices the register-read regime (:func:`_mn_priced`)
+    a tf32/fp8 class is split by it, since it depends on M, N and K too (:func:`_space` keys on it)."""
+    priced = hw.model["mn_major_tile_cost"] > 0
+    for key, members in classes.items():
+        if not priced or key[0] not in KMAJOR_ONLY_DTYPES:
+            yield key, members
+            continue
+        split: dict[bool, list[int]] = {}
+        for j in members:
+            split.setdefault(mma_reads_through_registers(problems[j], hw), []).append(j)
+        for regs, part in split.items():
+            yield (*key, regs), part
+
+
 def select_many_arrays(problems: Sequence[GemmProblem], hw: HardwareProfile):
     """Array-level select_many: (row index per problem, latency per problem, {class: (base, members)}).
     A class is (a_dtype, b_dtype, c_dtype, a_layout, b_layout, under 4-byte, under 16-byte alignment)."""
@@ -390,7 +417,7 @@ def select_many_arrays(problems: Sequence[GemmProblem], hw: HardwareProfile):
     idx = np.full(n, -1, dtype=np.int64)
     lat = np.full(n, np.inf)
     groups = {}
-    for key, members in _classes(problems).items():
+    for key, members in _mn_split(_classes(problems), problems, hw):
         p0 = problems[members[0]]
         sp = _space(p0, hw)
         chosen = [problems[j] for j in members]

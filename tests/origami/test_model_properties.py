@@ -40,7 +40,11 @@ PROFILES = {name: origami.load_profile(name) for name in SHIPPED}
 # often, whatever the shipped h200's fitted value is: every property below covers its rows too
 WS = "h200+ws"
 PROFILES[WS] = PROFILES["h200"].replace_model(ws_efficiency=1.15)
-MODELLED = (*SHIPPED, WS)
+# h200 pricing the register-read regime (model.mn_major_tile_cost, off in the shipped profile): its
+# tf32/fp8 classes split by origami.kmajor.mma_reads_through_registers
+MN = "h200+mn"
+PROFILES[MN] = PROFILES["h200"].replace_model(mn_major_tile_cost=2.0)
+MODELLED = (*SHIPPED, WS, MN)
 DTYPES = ("bf16", "fp16", "fp32", "tf32", "fp8_e4m3")
 SETTINGS = dict(deadline=None, suppress_health_check=[HealthCheck.too_slow])
 
@@ -606,3 +610,38 @@ def test_splitk_fixup_read_efficiency_touches_only_splitk_fixups(name):
         ok = np.isfinite(lat1)
         assert origami.select(p, slow).latency_ns == pytest.approx(float(np.where(ok, lat1, np.inf).min()))
     assert raised > 0
+
+
+def test_mn_major_tile_cost_touches_only_wide_rows_of_the_register_read_regime():
+    """``mn_major_tile_cost`` at its default 0 leaves every profile as it was (left out of the written
+    profile: content hash and rankings unchanged). Above 0, only problems whose wide MMA reads an operand
+    through registers (origami.kmajor.mma_reads_through_registers) change: there the wide rows' compute
+    term grows by exactly (BLOCK_M + cost x BLOCK_N) / BLOCK_M and the narrow rows (BLOCK_M under the
+    instruction's M) do not change; select stays the exact minimum; select_many agrees with select on a
+    mix of problems in and out of the regime (it splits their class)."""
+    from origami.kmajor import mma_reads_through_registers
+
+    hw = origami.load_profile("h200")
+    assert "mn_major_tile_cost" not in hw.to_yaml_dict()["model"]
+    assert hw.replace_model(mn_major_tile_cost=0.0).content_hash == hw.content_hash
+    cost = PROFILES[MN]
+    problems = [GemmProblem(128, 7296, 5504, "tf32", "tf32", "fp32"), GemmProblem(76, 6144, 4096, "fp8_e4m3", "fp8_e4m3", "bf16"),
+                GemmProblem(512, 7296, 5504, "tf32", "tf32", "fp32"), GemmProblem(128, 4096, 4096, "tf32", "tf32", "fp32", b_layout="T"),
+                GemmProblem(128, 4096, 4096), GemmProblem(100, 4096, 4096, "tf32", "tf32", "fp32", align_bytes=4)]
+    compute = _core.TERM_NAMES.index("compute")
+    im = hw.matrix_instr_shape["tf32"][0]
+    for p in problems:
+        base, lat, terms = score_problem(p, hw)
+        _, lat1, terms1 = score_problem(p, cost)
+        if not mma_reads_through_registers(p, hw):
+            assert np.array_equal(lat, lat1) and np.array_equal(terms, terms1), p.describe()
+            continue
+        ok = np.isfinite(lat)
+        wide = (base[:, C["block_m"]] >= im) & ok
+        bm, bn = base[:, C["block_m"]], base[:, C["block_n"]]
+        np.testing.assert_allclose(terms1[wide, compute], terms[wide, compute] * (bm[wide] + 2.0 * bn[wide]) / bm[wide],
+                                   rtol=1e-12)
+        assert np.array_equal(lat[~wide & ok], lat1[~wide & ok]) and (lat1[wide] > lat[wide]).all()
+        assert origami.select(p, cost).latency_ns == pytest.approx(float(np.where(np.isfinite(lat1), lat1, np.inf).min()))
+    assert sum(mma_reads_through_registers(p, hw) for p in problems) == 3
+    assert origami.select_many(problems, cost) == [origami.select(p, cost).config for p in problems]

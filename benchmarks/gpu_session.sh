@@ -157,10 +157,10 @@ for step in $STEPS; do
                    --rep-ms ${WS_REP_MS:-3} --timer cold --budget-s ${WS_BUDGET:-400}
                  echo "sweep rc=$?"; tar czf "$OUT/ws_cold_data.tgz" benchmarks/data/h200_cold_ws
                } > "$log" 2>&1 ;;
-    repick)    # default variant: session 17's terms fitted together on the training sweeps
-               # (benchmarks/results/terms_combined_h200_*.txt; off until its picks are timed): 72 picks,
-               # ~2070 warm + ~310 cold rows. The single-term variants are in the other splitk_*/spill_* files.
-               { vars=""; for v in ${REPICK_VARIANTS:-unaligned_penalty=4.83,fixup_ns=2031.08,splitk_range_reads=0.68425,staged_spill_penalty=0.253,splitk_fixup_read_efficiency=0.3}; do vars="$vars --variant $v"; done
+    repick)    # default variant: model.mn_major_tile_cost=2 (chosen on training rows, off until its picks are
+               # timed: benchmarks/results/mn_major_cost_h200_*.txt): 2 picks, 67 warm rows. Session 17's
+               # combined terms (terms_combined_repicked_h200_*.txt) have every pick timed since session 18.
+               { vars=""; for v in ${REPICK_VARIANTS:-mn_major_tile_cost=2}; do vars="$vars --variant $v"; done
                  python3 benchmarks/missing_picks.py $vars -o "$OUT/repick_jobs.csv" --cold-output "$OUT/repick_jobs_cold.csv"
                  for job in repick_jobs repick_jobs_cold; do
                    timer=$([ $job = repick_jobs_cold ] && echo "--timer cold" || true)

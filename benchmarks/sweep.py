@@ -604,6 +604,8 @@ def main(argv=None) -> int:
     args = ap.parse_args(argv)
     if args.screen and not args.screen > 1:
         ap.error(f"--screen {args.screen:g}: the factor must be over 1 (or 0: off)")
+    if args.screen and args.timer not in (None, "graph"):
+        ap.error(f"--screen applies to the graph timer only, not --timer {args.timer}")
     if args.gpus is not None:
         if not args.gpus.isdigit():
             ap.error(f"--gpus {args.gpus}: multi-GPU sweeps run under torchrun, one rank per GPU: "

@@ -1,7 +1,9 @@
 """Operands Hopper's wide MMA cannot read as they are: the one home of the rule by which the launcher
-stages them (``tritonblas.plan.staging_for``, ``make_plan``), and of the predicate for the launches
-that read them through registers instead (:func:`mma_reads_through_registers`), a regime the scorer
-does not price yet (benchmarks/kmajor_residuals.py: such rows ran 2-6x their prediction on the H200).
+stages them (``tritonblas.plan.staging_for``, ``make_plan``; an alignment copy of such an operand is
+written K-major too: :func:`aligned_view`), and of the predicate for the launches that read them
+through registers instead (:func:`mma_reads_through_registers`), which the scorer prices with
+``model.mn_major_tile_cost`` (off by default; benchmarks/kmajor_residuals.py: such rows ran 1.6-8x
+their prediction on the H200).
 
 wgmma takes its shared-memory operands K-major only for tf32 and fp8 (16-bit dtypes take either major;
 IEEE fp32 does not use wgmma). With an N-major B (row-major K x N) or an M-major A (layout T), the
@@ -16,11 +18,13 @@ under the instruction's M) is not affected this way. Pure CPU, no torch.
 
 from __future__ import annotations
 
+import dataclasses
+
 from origami.hardware import HardwareProfile
 from origami.problem import DType, GemmProblem, Layout
 
 __all__ = ["KMAJOR_ONLY_DTYPES", "STAGING_MIN_DIM", "TMA_ARCHS", "tma_problem", "kmajor_copy_ok",
-           "kmajor_staging", "mma_reads_through_registers"]
+           "kmajor_staging", "mma_reads_through_registers", "aligned_view"]
 
 # the dtypes whose Hopper wgmma reads its shared-memory operands K-major only
 KMAJOR_ONLY_DTYPES = frozenset({DType.TF32, DType.FP8_E4M3, DType.FP8_E5M2})
@@ -80,3 +84,17 @@ def mma_reads_through_registers(problem: GemmProblem, hw: HardwareProfile) -> bo
         return False
     stage_a, stage_b = kmajor_staging(problem, hw) if tma_problem(problem, hw) else (False, False)
     return (problem.a_layout is Layout.T and not stage_a) or (problem.b_layout is Layout.N and not stage_b)
+
+
+def aligned_view(problem: GemmProblem, stage: tuple[bool, bool]) -> GemmProblem:
+    """The problem the kernel reads after alignment staging copied the operands of ``stage`` = (A?, B?)
+    into 16-byte-aligned buffers (origami.staging.staged_pick; ``tritonblas.plan.align_staging_for``):
+    ``align_bytes`` 16, and a copied tf32/fp8 operand K-major (the launcher writes those copies
+    K-major, ``tritonblas.plan._stage_order``: A layout N, B layout T), so the wide MMA reads it from
+    shared memory (:func:`mma_reads_through_registers` is False for it)."""
+    a_layout, b_layout = problem.a_layout, problem.b_layout
+    if stage[0] and problem.a_dtype in KMAJOR_ONLY_DTYPES:
+        a_layout = Layout.N
+    if stage[1] and problem.b_dtype in KMAJOR_ONLY_DTYPES:
+        b_layout = Layout.T
+    return dataclasses.replace(problem, align_bytes=16, a_layout=a_layout, b_layout=b_layout)

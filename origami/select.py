@@ -412,7 +412,8 @@ def _mn_split(classes: dict[tuple, list[int]], problems: Sequence[GemmProblem], 
 
 def select_many_arrays(problems: Sequence[GemmProblem], hw: HardwareProfile):
     """Array-level select_many: (row index per problem, latency per problem, {class: (base, members)}).
-    A class is (a_dtype, b_dtype, c_dtype, a_layout, b_layout, under 4-byte, under 16-byte alignment)."""
+    A class is (a_dtype, b_dtype, c_dtype, a_layout, b_layout, under 4-byte, under 16-byte alignment),
+    with, where the profile prices it, whether the wide MMA reads an operand through registers (:func:`_mn_split`)."""
     n = len(problems)
     idx = np.full(n, -1, dtype=np.int64)
     lat = np.full(n, np.inf)

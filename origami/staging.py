@@ -13,6 +13,7 @@ from __future__ import annotations
 import dataclasses
 
 from origami.hardware import HardwareProfile
+from origami.kmajor import aligned_view
 from origami.problem import GemmProblem
 from origami.select import Estimate, select
 from origami.space import without_ws
@@ -56,7 +57,9 @@ def staged_pick(problem: GemmProblem, hw: HardwareProfile, stage: tuple[bool, bo
     if unstaged_ns <= STAGED_HOST_NS or not any(stage):
         return None
     aligned = dataclasses.replace(problem, align_bytes=16)
-    est = select(aligned, without_ws(hw))
+    # scored as the kernel reads it: a copied tf32/fp8 operand is K-major (origami.kmajor.aligned_view);
+    # the candidate space does not depend on the layouts, so the pick is a config for ``aligned`` too
+    est = select(aligned_view(problem, stage), without_ws(hw))
     if max(STAGED_HOST_NS, est.latency_ns + staging_copy_ns(problem, hw, stage)) >= unstaged_ns:
         return None
     return aligned, est

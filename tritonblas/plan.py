@@ -70,7 +70,8 @@ WS_KERNEL = "gluon_ws"  # LaunchPlan.kernel_name of kind 'ws': _WsKernel, not an
 _FLAT_KERNEL = "gemm_tma_flat_kernel"  # dp / persistent with make_plan(..., flat=True)
 TMA_KERNELS = frozenset([*(tma for tma, _ in _KERNELS.values()), _FLAT_KERNEL])
 # Operand staging (staging_for): the rule, its dtypes and its threshold live in origami.kmajor, which the
-# scorer reads too (model.mn_major_mma_rate)
+# scorer reads too (model.mn_major_tile_cost); _stage_order writes an alignment copy of these dtypes
+# K-major as well (origami.kmajor.aligned_view is that view)
 _STAGED_DTYPES = KMAJOR_ONLY_DTYPES
 # fp8 tl.dot's max_num_imprecise_acc unless fast accumulation is asked for: promote the MMA's
 # reduced-precision sum into the fp32 accumulator after every K = 32 (one Hopper wgmma). Values

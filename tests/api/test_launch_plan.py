@@ -224,6 +224,18 @@ def test_plan_is_picklable(h200):
     assert isinstance(lp, LaunchPlan)
 
 
+class _InlinePool:
+    """A stand-in for precompile's process pool that runs each job here (what it is handed is what a
+    spawned worker would run: the plan, the device, the launch kwargs and the scales)."""
+
+    def submit(self, fn, *args):
+        from concurrent.futures import Future
+
+        f = Future()
+        f.set_result(fn(*args))
+        return f
+
+
 @pytest.mark.timeout(120)
 @pytest.mark.parametrize("dtypes, kw, scales", [
     (("fp8_e4m3", "fp8_e4m3", "bf16"), "tensor", "tensor"),
@@ -255,8 +267,9 @@ def test_precompile_binds_the_variant_the_launch_runs(device, h200, monkeypatch,
     monkeypatch.setattr(planmod, "prepare_launch", spy)
     extra = dict(allow_tf32=True) if kw == "tf32" else {}
     assert planmod.precompile([plan], device, scales=scales, **extra) == [None]
+    assert planmod.precompile([plan], device, pool=_InlinePool(), scales=scales, **extra) == [None]  # the sweeps' path
     keys = ("SCALE_A", "SCALE_B", "INPUT_PRECISION")
-    assert [{k: s[k] for k in keys} for s in seen] == [{k: want[k] for k in keys}]
+    assert [{k: s[k] for k in keys} for s in seen] == [{k: want[k] for k in keys}] * 2
     assert want["SCALE_A"] or want["INPUT_PRECISION"] == "tf32"  # the variant differs from the default one
     with pytest.raises(ValueError, match="scales: expected one of tensor, row"):
         planmod.precompile([plan], device, scales="per-block")

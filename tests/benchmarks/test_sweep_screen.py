@@ -131,3 +131,35 @@ def test_screen_factor_must_be_over_one(capsys):
     with pytest.raises(SystemExit):
         sweep.main(["--set", "square", "--screen", "0.9", "--estimate"])
     assert "--screen 0.9" in capsys.readouterr().err
+    with pytest.raises(SystemExit):
+        sweep.main(["--set", "square", "--screen", "1.5", "--timer", "cold", "--estimate"])
+    assert "graph timer only" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("dtype, out, want", [
+    ("tf32", "fp32", dict(allow_tf32=True, scales=None)),
+    ("fp8_e4m3", "bf16", dict(allow_tf32=False, scales="tensor")),
+    ("bf16", "bf16", dict(allow_tf32=False, scales=None)),
+])
+def test_sweep_precompiles_the_variant_it_times(tmp_path, monkeypatch, dtype, out, want):
+    # with a compile pool the sweep precompiles each shape's plans for the variant its timing launches
+    # (TF32 inputs; fp8 with per-tensor scales): anything else compiles every config again in the
+    # timing process (the tf32 held-out shapes' ~0.3 s a config on the H200, session 18)
+    import origami
+    from tritonblas import plan as planmod
+
+    seen = []
+
+    def fake_precompile(plans, device, *, pool=None, scales=None, **kw):
+        seen.append(dict(kw, scales=scales))
+        return [None] * len(plans)
+
+    monkeypatch.setattr(planmod, "precompile", fake_precompile)
+    _script(monkeypatch, [1.0] * 4, [1.0] * 4)
+    hw = origami.load_profile("h200")
+    p = GemmProblem(48, 40, 32, a_dtype=dtype, b_dtype=dtype, c_dtype=out)
+    cands = [c for c in origami.candidates(p, hw) if c.kind.value == "dp"][:2]
+    out_csv = tmp_path / "s.csv"
+    sweep._sweep_shapes(_args(screen=0), [p], out_csv, "cpu", hw, set(), True, __import__("time").time(),
+                        [object()], lambda prob, hw_, *extra: [(c, 1.0) for c in cands])
+    assert seen == [want]

@@ -67,3 +67,25 @@ def test_staged_pick_never_returns_the_warp_specialised_kernel(h200, align):
     aligned, est = picked
     assert est.config.kind is not Kind.WS
     assert est == origami.select(aligned, without_ws(h200))
+
+
+def test_staged_pick_scores_the_copies_as_the_kernel_reads_them(h200):
+    """An alignment copy of a tf32/fp8 operand is written K-major (tritonblas.plan._stage_order), so the
+    staged launch's wide MMA does not read it through registers: staged_pick scores
+    origami.kmajor.aligned_view, which with model.mn_major_tile_cost > 0 differs from the plain aligned
+    problem; at the default 0 the layouts change nothing (the space and the scores do not read them)."""
+    from origami.kmajor import aligned_view, mma_reads_through_registers
+
+    p = GemmProblem(320, 8191, 4096, a_dtype="tf32", b_dtype="tf32", c_dtype="fp32", align_bytes=4)
+    aligned = dataclasses.replace(p, align_bytes=16)
+    view = aligned_view(p, (False, True))
+    assert (view.b_layout.value, view.align_bytes) == ("T", 16)
+    assert mma_reads_through_registers(aligned, h200) and not mma_reads_through_registers(view, h200)
+    assert aligned_view(p, (False, False)).b_layout == p.b_layout  # B not copied: as it is
+    assert aligned_view(GemmProblem(320, 8191, 4096, align_bytes=2), (True, True)).b_layout.value == "N"  # bf16: kept
+    cost = h200.replace_model(mn_major_tile_cost=2.0)
+    got, est = staged_pick(p, cost, (False, True), 1e12)
+    assert got == aligned and est == origami.select(view, cost)
+    assert origami.select(aligned, cost).latency_ns > est.latency_ns  # priced as register reads, it would cost more
+    _, est0 = staged_pick(p, h200, (False, True), 1e12)
+    assert est0 == origami.select(aligned, h200)

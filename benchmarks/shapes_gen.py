@@ -47,22 +47,9 @@ def ragged() -> list[dict]:
     4 bytes, so the pointer kernels' loads are register-staged: origami.space.register_staged), drawn by ``random.Random(RAGGED_SEED)`` and never a
     shape of the held-out split. The other training sets hold aligned skinny and long-K shapes only,
     so without these no fit sees that regime."""
-    from benchmarks.heldout_gen import _aligned, _draw  # lazy: heldout_gen imports this module
-    from tritonblas.heldout import heldout_dims
+    from benchmarks.heldout_gen import _aligned  # lazy: heldout_gen imports this module
 
-    taken = {d[:3] for d in heldout_dims()}
-    rng = random.Random(RAGGED_SEED)
-    out = []
-    for name, count in RAGGED_PER_SET.items():
-        got = 0
-        while got < count:
-            dims = _draw(rng, name, False)
-            if dims in taken or _aligned(dims, "bf16"):
-                continue
-            taken.add(dims)
-            got += 1
-            out.append(dict(m=dims[0], n=dims[1], k=dims[2]))
-    return out
+    return _draw_training(RAGGED_SEED, RAGGED_PER_SET, False, lambda dims: not _aligned(dims, "bf16"))
 
 
 KMAJOR_SEED = 20261205
@@ -77,18 +64,28 @@ def kmajor() -> list[dict]:
     shape of the held-out split. Swept as tf32 and fp8 (``--jobs kmajor:tf32 kmajor:fp8_e4m3``): before
     it, one training shape per dtype (128x7296x5504) held that regime, where the held-out tf32 pick of
     76x6144x4096 ran 3.3x its prediction (benchmarks/kmajor_residuals.py)."""
-    from benchmarks.heldout_gen import _aligned, _draw  # lazy: heldout_gen imports this module
+    from benchmarks.heldout_gen import _aligned  # lazy: heldout_gen imports this module
     from origami.kmajor import STAGING_MIN_DIM
+
+    return _draw_training(KMAJOR_SEED, KMAJOR_PER_SET, True,
+                          lambda dims: dims[0] < STAGING_MIN_DIM and _aligned(dims, "fp8_e4m3"))
+
+
+def _draw_training(seed: int, per_set: dict[str, int], aligned: bool, keep) -> list[dict]:
+    """``per_set[name]`` shapes per held-out distribution (``benchmarks.heldout_gen._draw(rng, name,
+    aligned)``, ``rng = random.Random(seed)``), each one ``keep(dims)`` accepts, never a held-out shape
+    and never twice."""
+    from benchmarks.heldout_gen import _draw  # lazy: heldout_gen imports this module
     from tritonblas.heldout import heldout_dims
 
     taken = {d[:3] for d in heldout_dims()}
-    rng = random.Random(KMAJOR_SEED)
+    rng = random.Random(seed)
     out = []
-    for name, count in KMAJOR_PER_SET.items():
+    for name, count in per_set.items():
         got = 0
         while got < count:
-            dims = _draw(rng, name, True)
-            if dims in taken or dims[0] >= STAGING_MIN_DIM or not _aligned(dims, "fp8_e4m3"):
+            dims = _draw(rng, name, aligned)
+            if dims in taken or not keep(dims):
                 continue
             taken.add(dims)
             got += 1

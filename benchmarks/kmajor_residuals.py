@@ -2,8 +2,8 @@
 
     python benchmarks/kmajor_residuals.py [--profile h200] [--heldout]
 
-Per timed row of the tf32 and fp8 sweeps under benchmarks/data/<profile>/ (with ``--heldout``, also
-<profile>_heldout/: report only, nothing is fitted here), measured / predicted time, grouped by whether
+Per timed row of the tf32 and fp8 training sweeps (benchmarks/data/<profile>/ and <profile>_cold/; with
+``--heldout``, also <profile>_heldout/: report only, nothing is fitted here), measured / predicted time, grouped by whether
 the problem is in the register-read regime (origami.kmajor.mma_reads_through_registers: an N-major B
 or M-major A that the launch does not stage K-major), by MMA width (tiles under the instruction's M
 use the narrow MMA, which this does not slow the same way) and by BLOCK_N (the N-major B tile's width).
@@ -30,6 +30,7 @@ sys.path.insert(0, str(ROOT))
 import origami  # noqa: E402
 from origami.fit import read_sweep  # noqa: E402
 from origami.kmajor import KMAJOR_ONLY_DTYPES, mma_reads_through_registers  # noqa: E402
+from benchmarks.splitk_eval import _files  # noqa: E402  (the one list of training / held-out sweeps)
 
 
 def groups(hw, files) -> dict[tuple, list[float]]:
@@ -54,7 +55,7 @@ def groups(hw, files) -> dict[tuple, list[float]]:
 
 def scan(hw, costs, files) -> int:
     """Print, per cost, the regime rows' median |log(measured / predicted)| and mean log ratio."""
-    rows = [(m.problem, c, ms) for f in files if ".shard" not in f.name for m in read_sweep(f)
+    rows = [(m.problem, c, ms) for f in files for m in read_sweep(f)
             if m.problem.a_dtype in KMAJOR_ONLY_DTYPES and mma_reads_through_registers(m.problem, hw)
             for c, ms in zip(m.configs, m.ms)]
     print(f"{len(rows)} training rows of the register-read regime ({hw.name}): cost, median |log(meas/pred)|, mean log")
@@ -79,16 +80,16 @@ def main(argv=None) -> int:
                     help="score the regime's training rows at these model.mn_major_tile_cost values")
     args = ap.parse_args(argv)
     hw = origami.load_profile(args.profile)
+    train, heldout = _files(args.profile)
     if args.cost is not None:
         try:
             costs = [float(c) for c in args.cost.split(",")]
         except ValueError:
             ap.error(f"--cost {args.cost!r}: expected numbers separated by commas")
-        return scan(hw, costs, sorted((ROOT / "benchmarks" / "data" / args.profile).glob("*.csv")))
-    dirs = [args.profile] + ([f"{args.profile}_heldout"] if args.heldout else [])
-    files = sorted(f for d in dirs for f in (ROOT / "benchmarks" / "data" / d).glob("*.csv") if ".shard" not in f.name)
-    table = groups(hw, files)
-    print(f"measured / predicted, {hw.name} ({', '.join(dirs)}): dtype regime width block_n: rows geomean p10 p90")
+        return scan(hw, costs, train)
+    table = groups(hw, train + (heldout if args.heldout else []))
+    split = "training and held-out" if args.heldout else "training"
+    print(f"measured / predicted, {hw.name} ({split} sweeps): dtype regime width block_n: rows geomean p10 p90")
     for key in sorted(table):
         r = np.array(table[key])
         print(f"  {key[0]:9s} {key[1]:9s} {key[2]:6s} n{key[3]:<4d} {r.size:5d}  {np.exp(np.log(r).mean()):5.2f}  "

@@ -171,7 +171,7 @@ def misses(profile: str = "h200", below: float = 0.88) -> list[str]:
     the pick ran slower than predicted, or the best config faster), and the operands' alignment class
     (under 4 bytes: register-staged loads, no cp.async/TMA); ``R`` after it marks a tf32/fp8 shape whose
     wide MMA reads an operand through registers (origami.kmajor.mma_reads_through_registers, a regime the
-    model does not price: benchmarks/kmajor_residuals.py)."""
+    shipped h200 does not price: model.mn_major_tile_cost 0, benchmarks/kmajor_residuals.py)."""
     from origami import load_profile, predict, select
     from origami.kmajor import mma_reads_through_registers
 

@@ -56,7 +56,6 @@ FROM_TORCH: Mapping[torch.dtype, DType] = {t: d for d, t in TORCH_DTYPES.items()
 _FP8 = (torch.float8_e4m3fn, torch.float8_e5m2)
 _OUT_DTYPES = (torch.float32, torch.float16, torch.bfloat16, *_FP8)
 _ACTIVATIONS = {None: 0, "none": 0, "relu": 1, "gelu": 2, "gelu_tanh": 2}
-_TMA_ARCHS = TMA_ARCHS  # origami.kmajor: the one list
 _TMA_MAX_BLOCK = 256  # TMA box dims are at most 256 elements
 # kind → (TMA kernel, pointer kernel it falls back to when the operands are not 16-byte aligned)
 _KERNELS = {
@@ -69,10 +68,9 @@ _KERNELS = {
 WS_KERNEL = "gluon_ws"  # LaunchPlan.kernel_name of kind 'ws': _WsKernel, not an attribute of tritonblas.kernels
 _FLAT_KERNEL = "gemm_tma_flat_kernel"  # dp / persistent with make_plan(..., flat=True)
 TMA_KERNELS = frozenset([*(tma for tma, _ in _KERNELS.values()), _FLAT_KERNEL])
-# Operand staging (staging_for): the rule, its dtypes and its threshold live in origami.kmajor, which the
-# scorer reads too (model.mn_major_tile_cost); _stage_order writes an alignment copy of these dtypes
-# K-major as well (origami.kmajor.aligned_view is that view)
-_STAGED_DTYPES = KMAJOR_ONLY_DTYPES
+# Operand staging (staging_for): the rule, its dtypes (KMAJOR_ONLY_DTYPES), its threshold and the TMA
+# architectures live in origami.kmajor, which the scorer reads too (model.mn_major_tile_cost);
+# _stage_order writes an alignment copy of these dtypes K-major as well (origami.kmajor.aligned_view)
 # fp8 tl.dot's max_num_imprecise_acc unless fast accumulation is asked for: promote the MMA's
 # reduced-precision sum into the fp32 accumulator after every K = 32 (one Hopper wgmma). Values
 # below 32 make Triton 3.6 give up wgmma for fp16 mma.sync (seen in the sm_90 PTX); None = never.
@@ -150,7 +148,7 @@ def _num_tiles(cfg: TileConfig, p: GemmProblem) -> int:
 
 def tma_supported(cfg: TileConfig, problem: GemmProblem, hw: HardwareProfile) -> str | None:
     """None if the TMA kernel may serve this config/problem, else why not."""
-    if hw.is_amd or hw.arch not in _TMA_ARCHS:
+    if hw.is_amd or hw.arch not in TMA_ARCHS:
         return f"TMA: {hw.arch} has no tensor memory accelerator"
     if cfg.kind not in _KERNELS:
         return f"TMA: no TMA variant for kind {cfg.kind.value}"
@@ -186,7 +184,7 @@ def align_staging_for(problem: GemmProblem, hw: HardwareProfile, ab_align: tuple
     origami's policy (``origami.staging.staged_pick``, which the dispatcher calls). Only on NVIDIA TMA architectures,
     for operands contiguous along one of their last two dims (orders 0 and 1), with K > 0.
     """
-    if hw.is_amd or hw.arch not in _TMA_ARCHS or problem.k == 0:
+    if hw.is_amd or hw.arch not in TMA_ARCHS or problem.k == 0:
         return False, False
     return tuple(align < 16 and order in (0, 1) for align, order in zip(ab_align, orders))
 
@@ -790,7 +788,7 @@ def _stage_order(plan: LaunchPlan, t: torch.Tensor, k_major: int) -> int:
     dim, else ``t``'s own (an alignment copy keeps the layout: the cheapest copy)."""
     dtype = plan.problem.a_dtype if k_major == 0 else plan.problem.b_dtype
     order = operand_order(t)
-    return k_major if dtype in _STAGED_DTYPES or order not in (0, 1) else order
+    return k_major if dtype in KMAJOR_ONLY_DTYPES or order not in (0, 1) else order
 
 
 def staging_buffer(t: torch.Tensor, order: int, staged: list) -> torch.Tensor:
@@ -842,10 +840,8 @@ SCALE_KINDS = ("tensor", "row")  # precompile's ``scales``: one element each, or
 def _example_scales(problem: GemmProblem, device: str, scales: str | None) -> dict:
     """Unit ``scale_a`` / ``scale_b`` of the kind ``scales`` names (None: no scales) for ``problem``:
     the scaled kernels' SCALE_A / SCALE_B constexprs are what precompile must match."""
-    if scales is None:
+    if scales is None:  # (precompile checked it is one of SCALE_KINDS)
         return {}
-    if scales not in SCALE_KINDS:
-        raise ValueError(f"scales: expected one of {', '.join(SCALE_KINDS)} or None, got {scales!r}")
     if scales == "tensor":
         return dict(scale_a=torch.ones((), device=device), scale_b=torch.ones((), device=device))
     return dict(scale_a=torch.ones(problem.m, device=device), scale_b=torch.ones(problem.n, device=device))

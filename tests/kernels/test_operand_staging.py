@@ -64,11 +64,12 @@ def test_staging_only_on_nvidia_tma_archs(h200, mi300x):
     """AMD never stages; every shipped profile follows tma_supported's arch check (the schema only
     allows sm_90 and sm_100 for NVIDIA, both TMA architectures, so no non-Hopper NVIDIA profile exists)."""
     import origami
+    from origami.kmajor import TMA_ARCHS
 
     assert staging_for(_problem(m=4096, layouts="TN"), mi300x) == (False, False)
     for name in origami.list_profiles():
         hw = origami.load_profile(name)
-        want = not hw.is_amd and hw.arch in planmod._TMA_ARCHS
+        want = not hw.is_amd and hw.arch in TMA_ARCHS
         assert staging_for(_problem(m=4096, n=4096, layouts="TN"), hw) == (want, want), name
 
 

@@ -95,6 +95,9 @@ def report(rows) -> bool:
             if (p, c) not in a.missing:
                 print(f"{'':15s}not timed: {p.describe()} {c.short()}")
     held = [r for r in rows if r[0] == "held-out"]
+    if not held:
+        print("rule: not judged (no held-out rows)")
+        return False
     drop = [r[1] for r in held if r[5].geomean < r[4].geomean - SLACK or r[5].p10 < r[4].p10 - SLACK]
     gain = [r[1] for r in held if r[1].split("/")[1][:-4] in ("skinny", "longk", "fp16", "llm")
             and r[5].geomean <= r[4].geomean]

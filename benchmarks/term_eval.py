@@ -34,6 +34,8 @@ def main(argv=None) -> int:
     ap.add_argument("--profile", default="h200")
     ap.add_argument("--set", default="", metavar="K=V[,K=V]", help="model parameters to start from")
     ap.add_argument("--fit", default="", metavar="P1,P2", help="model parameters to fit jointly on the training sweeps")
+    ap.add_argument("--training-only", action="store_true",
+                    help="report the training sweeps only (for exploring a term without looking at held-out data)")
     args = ap.parse_args(argv)
     base = origami.load_profile(args.profile)
     start = variant_profiles(args.profile, [args.set], "--set")[0] if args.set else base
@@ -54,7 +56,8 @@ def main(argv=None) -> int:
     changed = {p: v for p, v in new.model.items() if v != base.model.get(p)}
     print("changed: " + (", ".join(f"{p} {base.model.get(p, 0.0):g} -> {v:.6g}" for p, v in changed.items()) or "nothing")
           + "; as a repick variant: --variant " + ",".join(f"{p}={v:.6g}" for p, v in changed.items()))
-    report(compare(heldout, base, new, "held-out") + compare(train, base, new, "training"))
+    held = [] if args.training_only else compare(heldout, base, new, "held-out")
+    report(held + compare(train, base, new, "training"))
     return 0
 
 

@@ -51,7 +51,7 @@ from numba import njit, prange
 from origami import pidmap
 from origami._encoding import (K_DP, K_PERSISTENT, K_SPLITK, K_STREAMK, K_WS, R_BK, R_BM, R_BN, R_CHUNK, R_GMULT, R_GROUP,
                                R_KIND, R_LBK, R_LBM, R_LBN, R_NCHIP, R_OCC, R_SPILL, R_SPLIT, R_STAGES, R_TWIN, R_WARPS,
-                               persistent_grid)
+                               STAGED_ALIGN, persistent_grid)
 from origami._jitcache import CACHE
 
 FASTMATH = False  # IEEE semantics: rankings must be identical with NUMBA_DISABLE_JIT=1
@@ -74,7 +74,11 @@ def _final(total, floor):
 HW_CUS, HW_CHIPLETS, HW_RR, HW_CU_RATE, HW_IM, HW_IN, HW_IK, HW_L2_BYTES, HW_L2_BW, HW_LLC_BYTES, \
     HW_LLC_BW, HW_HBM_BW, HW_LAUNCH, HW_PEAK, HW_MMA_EFF, HW_SMALL_EFF, HW_SK_EFF, HW_KITER, HW_TILE, \
     HW_UNALIGNED, HW_FIXUP, HW_LAT, HW_OVERLAP, HW_SK_SPLIT, HW_WG1_EFF, HW_WS_EFF, HW_SK_UNALIGNED, HW_SPLIT_READS, \
-    HW_SPILL, HW_FIX_READ, HW_MN_COST, HW_LEN = range(32)
+    HW_SPILL, HW_FIX_READ, HW_MN_COST, HW_STAGED_EXP, HW_MAX_WARPS, HW_LEN = range(34)
+
+# Resident warps per SM from which model.unaligned_penalty holds for register-staged loads: one 8-warp
+# program per SM, the rows that penalty was fitted on (_staged_load_factor)
+STAGED_REF_WARPS = 8.0
 
 # term indices
 T_COMPUTE, T_L2, T_LLC, T_HBM, T_LATENCY, T_EPILOGUE, T_FIXUP, T_LAUNCH, T_WAVES, T_LEN = range(10)
@@ -274,12 +278,15 @@ def mma_work(bm, bn, bk, hw):
 
 
 @njit(cache=CACHE, fastmath=FASTMATH, inline="always")
-def _kstep(nprog, bm, bn, bk, stages, eff, cus, nchip, ab, bb, hw, rows, cols, align_pen, out, kranges=1.0):
+def _kstep(nprog, bm, bn, bk, stages, eff, cus, nchip, ab, bb, hw, rows, cols, align_pen, out, kranges=1.0,
+           staged_warps=0.0):
     """Cost of one K-step of a wave of ``nprog`` concurrent programs; fills out[0:5] with the
     per-term times and returns their max + the per-iteration overhead. ``kranges`` (>= 1): the
     disjoint K ranges the wave's programs read at once (split-K: :func:`_split_ranges`); the
-    distinct bytes of ``rows`` x ``cols`` blocks are read once per range."""
+    distinct bytes of ``rows`` x ``cols`` blocks are read once per range. ``staged_warps``: the
+    program's warps where its loads are register-staged, else 0 (:func:`_staged_load_factor`)."""
     per_cu = _cdiv(nprog, cus)
+    align_pen *= _staged_load_factor(per_cu, staged_warps, hw)
     compute = per_cu * mma_work(bm, bn, bk, hw) / (hw[HW_CU_RATE] * eff)
     tile_bytes = (bm * ab + bn * bb) * bk
     # an SM draws at most its share (1/cus) of the L2 bandwidth: a partial wave of nprog < cus
@@ -308,6 +315,28 @@ def _kstep(nprog, bm, bn, bk, stages, eff, cus, nchip, ab, bb, hw, rows, cols, a
     out[T_LATENCY] = lat
     mem = max(max(l2, llc), hbm)
     return max(max(compute, mem), lat) + hw[HW_OVERLAP] * min(compute, mem) + hw[HW_KITER]
+
+
+@njit(cache=CACHE, fastmath=FASTMATH, inline="always")
+def _staged_load_factor(per_cu, staged_warps, hw):
+    """Factor (>= 1) on the unaligned penalty of a register-staged wave that keeps fewer than
+    STAGED_REF_WARPS warps on an SM: (STAGED_REF_WARPS / w) ** model.staged_load_exponent, w =
+    ``per_cu`` x ``staged_warps`` (at most the SM's warp slots); 1 at or above it, where the loads are
+    not register-staged (``staged_warps`` 0), or where the exponent is 0 (off, the shipped value).
+
+    Register-staged loads (no cp.async) have only as many bytes in flight as the SM's warps issue,
+    and unaligned_penalty was fitted where an SM held one or two 8-warp programs. Evidence (H200
+    training sweeps, register-staged bf16/fp16 rows, ``python benchmarks/staged_residuals.py``):
+    measured / predicted time 1.21 at <= 4 resident warps per SM, 0.94-0.95 at 8-16. Fitted on the
+    training sweeps (``benchmarks/term_eval.py --training-only --set staged_load_exponent=1 --fit
+    unaligned_penalty,staged_load_exponent``): exponent 1.15 with the penalty at 5.55; it moves 8
+    training picks, 5 of them to configs no sweep timed, so it stays off until a GPU session times
+    them (benchmarks/results/staged_load_term_h200.txt). Never below 1: screen_bounds' penalty
+    (unaligned_penalty alone) stays a lower bound."""
+    if staged_warps <= 0.0 or hw[HW_STAGED_EXP] <= 0.0:
+        return 1.0
+    w = min(per_cu * staged_warps, hw[HW_MAX_WARPS])
+    return max(1.0, (STAGED_REF_WARPS / w) ** hw[HW_STAGED_EXP])
 
 
 @njit(cache=CACHE, fastmath=FASTMATH)
@@ -341,13 +370,13 @@ def _tile_eff(bm, bn, hw):
 @njit(cache=CACHE, fastmath=FASTMATH)
 def _phase(nprog_total, kiters, grid_cap, bm, bn, bk, stages, eff, cus, nchip, chunk, rr,
            ab, bb, hw, num_pid_m, num_pid_n, group_m, align_pen, acc, tmp, tile_ns, split_tiles=0, split=1,
-           slow=1.0):
+           slow=1.0, staged_warps=0.0):
     """Cost of ``nprog_total`` programs of ``kiters`` K-steps each, at most ``grid_cap`` at a time:
     the full waves (all alike) plus the partial last wave with its real program count, each wave
     paying ``tile_ns`` of tile overhead (hw's tile_overhead_ns; 0 for the warp-specialised kernel,
     whose epilogues overlap the next tile's loads: score_row adds one). Split-K passes its
     ``split_tiles`` tiles and ``split`` count (each wave's K ranges: :func:`_split_ranges`). Every
-    K-step and its terms × ``slow`` (>= 1: :func:`_spill_slowdown`).
+    K-step and its terms × ``slow`` (>= 1: :func:`_spill_slowdown`); ``staged_warps`` as :func:`_kstep`.
     Accumulates term totals into acc; returns the time."""
     full = nprog_total // grid_cap
     rest = nprog_total - full * grid_cap
@@ -355,7 +384,7 @@ def _phase(nprog_total, kiters, grid_cap, bm, bn, bk, stages, eff, cus, nchip, c
     if full > 0:
         rows, cols = _distinct(grid_cap, nchip, chunk, rr, num_pid_m, num_pid_n, group_m)
         step = slow * _kstep(grid_cap, bm, bn, bk, stages, eff, cus, nchip, ab, bb, hw, rows, cols, align_pen, tmp,
-                             _split_ranges(grid_cap, split_tiles, split, hw))
+                             _split_ranges(grid_cap, split_tiles, split, hw), staged_warps)
         w = full * kiters * slow
         for t in range(5):
             acc[t] += w * tmp[t]
@@ -363,7 +392,7 @@ def _phase(nprog_total, kiters, grid_cap, bm, bn, bk, stages, eff, cus, nchip, c
     if rest > 0:
         rows, cols = _distinct(rest, nchip, chunk, rr, num_pid_m, num_pid_n, group_m)
         step = slow * _kstep(rest, bm, bn, bk, stages, eff, cus, nchip, ab, bb, hw, rows, cols, align_pen, tmp,
-                             _split_ranges(rest, split_tiles, split, hw))
+                             _split_ranges(rest, split_tiles, split, hw), staged_warps)
         for t in range(5):
             acc[t] += kiters * slow * tmp[t]
         total += kiters * step + tile_ns
@@ -381,7 +410,7 @@ def _spill_slowdown(spills, align, hw):
     scalar loads they displaced: a share of the step's own time, whatever bounds it. The census's
     spilling configs timed on 61x6485x11719 (benchmarks/data/h200/ragged.csv) ran at a median 1.26x
     their prediction against 0.92x for the clean ones (origami.space.STAGED_PRESSURE_LIMITS)."""
-    if spills > 0 and align < 4:
+    if spills > 0 and align < STAGED_ALIGN:
         return 1.0 + hw[HW_SPILL]
     return 1.0
 
@@ -451,6 +480,7 @@ def score_row(base, i, effs, m, n, k, batch, ab, bb, cb, align, hw, terms, tmp):
     eff = effs[i]
     align_pen = 1.0 if align >= 16 else hw[HW_UNALIGNED]
     slow = _spill_slowdown(base[i, R_SPILL], align, hw)
+    sw = base[i, R_WARPS] * 1.0 if align < STAGED_ALIGN else 0.0  # HW_STAGED_EXP is 0 on AMD (select._hw_vector)
     slots = cus * occ
     total = 0.0
     if kind == K_DP or kind == K_PERSISTENT or kind == K_WS:
@@ -460,7 +490,7 @@ def score_row(base, i, effs, m, n, k, batch, ab, bb, cb, align, hw, terms, tmp):
         # warp-specialised: each tile's epilogue overlaps the next tile's loads; one is left in series
         tile_ns = 0.0 if kind == K_WS else hw[HW_TILE]
         t = _phase(tiles, kiters, grid_cap, bm, bn, bk, stages, eff, cus, nchip, chunk, rr,
-                   ab, bb, hw, num_pid_m, num_pid_n, group_m, align_pen, terms, tmp, tile_ns, 0, 1, slow)
+                   ab, bb, hw, num_pid_m, num_pid_n, group_m, align_pen, terms, tmp, tile_ns, 0, 1, slow, sw)
         if kind == K_WS:
             t += hw[HW_TILE]
             terms[T_EPILOGUE] += hw[HW_TILE]
@@ -477,13 +507,13 @@ def score_row(base, i, effs, m, n, k, batch, ab, bb, cb, align, hw, terms, tmp):
         sk_pen = align_pen if align >= 16 else align_pen * hw[HW_SK_UNALIGNED]
         if dp_tiles > 0:  # the Stream-K kernel's efficiency applies to its data-parallel tiles too
             t = _phase(dp_tiles, kiters, g, bm, bn, bk, stages, sk_eff, cus, nchip, chunk, rr,
-                       ab, bb, hw, num_pid_m, num_pid_n, group_m, sk_pen, terms, tmp, hw[HW_TILE], 0, 1, slow)
+                       ab, bb, hw, num_pid_m, num_pid_n, group_m, sk_pen, terms, tmp, hw[HW_TILE], 0, 1, slow, sw)
             total += t
         iters = _cdiv(sk_tiles * kiters, g)
         if dp_tiles == 0:  # every tile split: H200 sweeps measured these ~1.2x over the mixed grids' rate
             sk_eff *= hw[HW_SK_SPLIT]  # <= 1, so screen_bounds' compute (without it) stays a lower bound
         rows, cols = _distinct(min(sk_tiles, g), nchip, chunk, rr, num_pid_m, num_pid_n, group_m)
-        step = slow * _kstep(g, bm, bn, bk, stages, sk_eff, cus, nchip, ab, bb, hw, rows, cols, sk_pen, tmp)
+        step = slow * _kstep(g, bm, bn, bk, stages, sk_eff, cus, nchip, ab, bb, hw, rows, cols, sk_pen, tmp, 1.0, sw)
         for t in range(5):
             terms[t] += iters * slow * tmp[t]
         total += iters * step + hw[HW_TILE]
@@ -500,7 +530,7 @@ def score_row(base, i, effs, m, n, k, batch, ab, bb, cb, align, hw, terms, tmp):
         kpart = _cdiv(kiters, s)
         progs = tiles * s
         t = _phase(progs, kpart, slots, bm, bn, bk, stages, eff, cus, nchip, chunk, rr,
-                   ab, bb, hw, num_pid_m, num_pid_n, 1, align_pen, terms, tmp, hw[HW_TILE], tiles, s, slow)
+                   ab, bb, hw, num_pid_m, num_pid_n, 1, align_pen, terms, tmp, hw[HW_TILE], tiles, s, slow, sw)
         total += t
         part_bytes = progs * bm * bn * 4.0 * 2.0
         # the tile's last program reads the other s - 1 partials alone: at its share of the L2 bandwidth

@@ -31,6 +31,10 @@ KIND_CODE = {Kind.DP: K_DP, Kind.PERSISTENT: K_PERSISTENT, Kind.STREAMK: K_STREA
 PERSISTENT_GRID_CODES = (K_PERSISTENT, K_WS)
 CODE_KIND = {v: k for k, v in KIND_CODE.items()}
 
+# NVIDIA rows under this many bytes aligned cannot use cp.async (4, 8 or 16 bytes a copy): their loads
+# go through registers (origami.space.register_staged; origami._core's staged terms)
+STAGED_ALIGN = 4
+
 
 def persistent_grid(programs: int, tiles: int) -> int:
     """Programs a persistent launch runs: the ``programs`` asked for (an enumerated row asks for

@@ -124,6 +124,9 @@ MODEL_PARAMS: dict[str, tuple[float, float, str]] = {
     "mn_major_tile_cost": (0.0, 8.0, "extra wide-MMA work of a tf32/fp8 K-step that reads the N-major B (or M-major A) "
                                      "through registers (origami.kmajor.mma_reads_through_registers: Hopper wgmma, "
                                      "unstaged), as BLOCK_M + this x BLOCK_N rows instead of BLOCK_M; 0: not modelled"),
+    "staged_load_exponent": (0.0, 4.0, "how much slower register-staged loads (rows under 4 bytes aligned, NVIDIA: "
+                                       "origami.space.register_staged) run where an SM holds fewer than 8 warps: "
+                                       "unaligned_penalty x (8 / warps) ** this; 0: not modelled (the penalty is flat)"),
     "ws_efficiency": (0.0, 2.0, "main-loop efficiency of the warp-specialised persistent kernel (kind 'ws': Hopper, "
                                 "tritonblas.kernels.gluon_hopper) relative to the data-parallel kernel's; 0: the "
                                 "profile has no such kernel and the model's space leaves it out"),
@@ -133,7 +136,7 @@ MODEL_PARAMS: dict[str, tuple[float, float, str]] = {
 OPTIONAL_MODEL_PARAMS: dict[str, float] = {"ws_efficiency": 0.0, "streamk_unaligned_penalty": 1.0,
                                            "staged_spill_rule": 0.0, "splitk_range_reads": 0.0,
                                            "staged_spill_penalty": 0.0, "splitk_fixup_read_efficiency": 1.0,
-                                           "mn_major_tile_cost": 0.0}
+                                           "mn_major_tile_cost": 0.0, "staged_load_exponent": 0.0}
 SCHEMA["model"] = {k: (_FLOAT, lo, hi, doc) for k, (lo, hi, doc) in MODEL_PARAMS.items()}
 
 

@@ -87,6 +87,9 @@ def _hw_vector(hw: HardwareProfile, rate_key: str, mn_regs: bool = False) -> np.
     v[_core.HW_FIX_READ] = mp["splitk_fixup_read_efficiency"]  # read only by split-K rows
     v[_core.HW_WS_EFF] = mp["ws_efficiency"]  # read only by 'ws' rows (origami.space.ws_space)
     v[_core.HW_MN_COST] = mp["mn_major_tile_cost"] if mn_regs else 0.0
+    # register-staged loads exist only on NVIDIA (origami.space.register_staged)
+    v[_core.HW_STAGED_EXP] = 0.0 if hw.is_amd else mp["staged_load_exponent"]
+    v[_core.HW_MAX_WARPS] = c["max_warps_per_cu"]
     v.setflags(write=False)
     return v
 

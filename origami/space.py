@@ -12,6 +12,7 @@ from functools import lru_cache
 from typing import Callable
 
 from origami import toolchain
+from origami._encoding import STAGED_ALIGN
 from origami.config import Kind, TileConfig
 from origami.hardware import HardwareProfile
 from origami.problem import DType, GemmProblem, tma_store_exact
@@ -120,7 +121,7 @@ def register_staged(problem: GemmProblem, hw: HardwareProfile) -> bool:
     4-byte aligned (``problem.align_bytes < 4``) cannot use cp.async (4, 8 or 16 bytes a copy), so
     Triton's pipeliner keeps every in-flight stage of A and B in registers. (AMD's loads always go
     through registers and its pipeliner stages through LDS: its smem/occupancy model covers them.)"""
-    return not hw.is_amd and problem.align_bytes < 4
+    return not hw.is_amd and problem.align_bytes < STAGED_ALIGN
 
 
 def staged_registers_per_thread(cfg: TileConfig, problem: GemmProblem, hw: HardwareProfile) -> int:

@@ -1,0 +1,61 @@
+"""model.staged_load_exponent (origami._core._staged_load_factor): register-staged loads priced by the
+warps an SM holds. Off (0) in every shipped profile; these check what it does when on."""
+
+from __future__ import annotations
+
+import pytest
+
+import origami
+from origami.config import Kind, TileConfig
+from origami.problem import GemmProblem
+
+H200 = origami.load_profile("h200")
+ON = H200.replace_model(staged_load_exponent=1.0)
+
+
+def _dp(bm, bn, warps):
+    return TileConfig(kind=Kind.DP, block_m=bm, block_n=bn, block_k=32, num_warps=warps, num_stages=3, group_m=8)
+
+
+def _lat(p, hw, cfg):
+    return origami.predict(p, hw, cfg).latency_ns
+
+
+# 2-byte rows: register-staged on NVIDIA. 33 x 4097 output: 65 tiles of 64x64, under one per SM.
+STAGED = GemmProblem(33, 4097, 6001, "bf16", "bf16", "bf16", align_bytes=2)
+
+
+def test_off_by_default_in_every_shipped_profile():
+    for name in origami.hardware.SHIPPED:
+        assert origami.load_profile(name).model["staged_load_exponent"] == 0.0
+
+
+def test_one_four_warp_program_per_sm_pays_and_its_memory_term_grows_by_the_factor():
+    cfg = _dp(64, 64, 4)
+    off, on = origami.predict(STAGED, H200, cfg), origami.predict(STAGED, ON, cfg)
+    assert on.latency_ns > off.latency_ns
+    # (8 warps / 4) ** 1 on the unaligned penalty: the L2 term doubles exactly
+    assert on.terms["l2"] == pytest.approx(2.0 * off.terms["l2"], rel=1e-12)
+
+
+def test_eight_resident_warps_or_more_are_unchanged():
+    cfg = _dp(64, 64, 8)
+    assert _lat(STAGED, ON, cfg) == _lat(STAGED, H200, cfg)
+
+
+def test_aligned_rows_and_amd_profiles_are_unchanged():
+    aligned = GemmProblem(33, 4096, 6000, "bf16", "bf16", "bf16")
+    cfg = _dp(64, 64, 4)
+    assert _lat(aligned, ON, cfg) == _lat(aligned, H200, cfg)
+    mi = origami.load_profile("mi300x")
+    sel_off = origami.select(STAGED, mi)
+    sel_on = origami.select(STAGED, mi.replace_model(staged_load_exponent=2.0))
+    assert (sel_on.config, sel_on.latency_ns) == (sel_off.config, sel_off.latency_ns)
+
+
+def test_select_equals_the_argmin_of_predict_with_it_on():
+    """The branch and bound's bounds stay bounds (the factor is never below 1): select's pick is the
+    best of every candidate's prediction."""
+    pick = origami.select(STAGED, ON)
+    ranked = origami.rank(STAGED, ON)
+    assert pick.latency_ns == pytest.approx(min(r.latency_ns for r in ranked), rel=1e-12)

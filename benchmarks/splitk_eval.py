@@ -83,10 +83,27 @@ def main(argv=None) -> int:
     return 0
 
 
+def broken_floors(rows, floors: dict | None = None) -> list[str]:
+    """The training files whose new geomean or p10 would fall under its floors-file entry
+    (benchmarks/data/floors.yaml's ``training`` section; a file with no entry is not judged)."""
+    if floors is None:
+        from benchmarks.selection import load_floors
+
+        floors = load_floors().get("training", {})
+    out = []
+    for split, name, _n, _moved, _a, b in rows:
+        f = floors.get(name) if split == "training" else None
+        if f and (b.geomean < f["geomean"] or b.p10 < f["p10"]):
+            out.append(f"{name} ({b.geomean:.3f} / {b.p10:.3f} < {f['geomean']} / {f['p10']})"
+                       if b.geomean < f["geomean"] else f"{name} (p10 {b.p10:.3f} < {f['p10']})")
+    return out
+
+
 def report(rows) -> bool:
     """Print :func:`compare`'s rows and issue 19's rule (held-out skinny/longk/fp16/llm geomean up, no
-    held-out geomean or p10 down by more than :data:`SLACK`, no training file with more picks untimed);
-    returns whether the rule is met."""
+    held-out geomean or p10 down by more than :data:`SLACK`, no training file with more picks untimed,
+    no training floor broken: :func:`broken_floors`); returns whether the rule is met. Without held-out
+    rows only the training floors are judged."""
     print(f"{'split':9s}{'file':26s}{'n':>4s}{'moved':>6s}  {'geomean':>13s}  {'p10':>13s}  {'missing':>7s}  worst")
     for split, name, n, moved, a, b in rows:
         print(f"{split:9s}{name:26s}{n:4d}{moved:6d}  {a.geomean:.3f}->{b.geomean:.3f}  {a.p10:.3f}->{b.p10:.3f}  "
@@ -94,19 +111,21 @@ def report(rows) -> bool:
         for p, c in b.missing:
             if (p, c) not in a.missing:
                 print(f"{'':15s}not timed: {p.describe()} {c.short()}")
+    broken = broken_floors(rows)
+    floors = f"no training floor broken{' (broken: ' + ', '.join(broken) + ')' if broken else ''}"
     held = [r for r in rows if r[0] == "held-out"]
     if not held:
-        print("rule: not judged (no held-out rows)")
+        print(f"training floors: {floors}: {'met' if not broken else 'NOT met'} (held-out rule not judged)")
         return False
     drop = [r[1] for r in held if r[5].geomean < r[4].geomean - SLACK or r[5].p10 < r[4].p10 - SLACK]
     gain = [r[1] for r in held if r[1].split("/")[1][:-4] in ("skinny", "longk", "fp16", "llm")
             and r[5].geomean <= r[4].geomean]
     more_missing = [r[1] for r in rows if len(r[5].missing) > len(r[4].missing)]
-    ok = not drop and not gain and not more_missing
+    ok = not drop and not gain and not more_missing and not broken
     print(f"rule: held-out skinny/longk/fp16/llm geomean up{' (not: ' + ', '.join(gain) + ')' if gain else ''}; "
           f"no held-out geomean/p10 down by > {SLACK}{' (down: ' + ', '.join(drop) + ')' if drop else ''}; "
-          f"no more missing picks{' (more: ' + ', '.join(more_missing) + ')' if more_missing else ''}: "
-          f"{'met' if ok else 'NOT met'}")
+          f"no more missing picks{' (more: ' + ', '.join(more_missing) + ')' if more_missing else ''}; "
+          f"{floors}: {'met' if ok else 'NOT met'}")
     return ok
 
 

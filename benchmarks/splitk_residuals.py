@@ -104,11 +104,12 @@ def report(data, hbm_bytes_per_ns) -> list[str]:
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--profile", default="h200")
-    ap.add_argument("--set", action="append", default=[], metavar="NAME=VALUE")
+    ap.add_argument("--set", action="append", default=[], metavar="NAME=VALUE[,NAME=VALUE]")
     args = ap.parse_args(argv)
     hw = origami.load_profile(args.profile)
     if args.set:
-        hw = hw.replace_model(**{k: float(v) for k, v in (s.split("=", 1) for s in args.set)})
+        from benchmarks.missing_picks import variant_profiles  # the one KEY=VALUE[,KEY=VALUE] parser
+        hw = variant_profiles(args.profile, [",".join(args.set)], "--set")[0]
     data_dir = ROOT / "benchmarks" / "data"
     files = sorted((data_dir / args.profile).glob("*.csv")) + sorted((data_dir / f"{args.profile}_cold").glob("*.csv"))
     data = rows(hw, files)

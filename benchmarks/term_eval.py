@@ -29,11 +29,28 @@ from origami.fit import fit, read_sweep  # noqa: E402
 from origami.hardware import MODEL_PARAMS  # noqa: E402
 
 
+def moved_picks(sweep, base, new) -> list[str]:
+    """One line per shape of ``sweep`` whose select() pick differs between profiles ``base`` and ``new``:
+    the shape, then each pick's efficiency (best measured / its time; nan: not timed) and config."""
+    out = []
+    for m in sweep:
+        a, b = origami.select(m.problem, base).config, origami.select(m.problem, new).config
+        if a == b:
+            continue
+        ms = dict(zip(m.configs, m.ms))
+        best = min(ms.values())
+        eff = [best / ms[c] if c in ms else float("nan") for c in (a, b)]
+        out.append(f"{m.problem.m}x{m.problem.n}x{m.problem.k}: {eff[0]:.2f} {a.short()} -> {eff[1]:.2f} {b.short()}")
+    return out
+
+
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--profile", default="h200")
     ap.add_argument("--set", default="", metavar="K=V[,K=V]", help="model parameters to start from")
     ap.add_argument("--fit", default="", metavar="P1,P2", help="model parameters to fit jointly on the training sweeps")
+    ap.add_argument("--moved", action="store_true",
+                    help="also list every moved pick: shape, efficiency and config before -> after")
     ap.add_argument("--training-only", action="store_true",
                     help="report the training sweeps only (for exploring a term without looking at held-out data)")
     args = ap.parse_args(argv)
@@ -58,6 +75,10 @@ def main(argv=None) -> int:
           + "; as a repick variant: --variant " + ",".join(f"{p}={v:.6g}" for p, v in changed.items()))
     held = [] if args.training_only else compare(heldout, base, new, "held-out")
     report(held + compare(train, base, new, "training"))
+    if args.moved:
+        for f in ([] if args.training_only else heldout) + train:
+            for line in moved_picks(read_sweep(f), base, new):
+                print(f"moved {f.parent.name}/{f.name}: {line}")
     return 0
 
 

@@ -74,7 +74,7 @@ def _final(total, floor):
 HW_CUS, HW_CHIPLETS, HW_RR, HW_CU_RATE, HW_IM, HW_IN, HW_IK, HW_L2_BYTES, HW_L2_BW, HW_LLC_BYTES, \
     HW_LLC_BW, HW_HBM_BW, HW_LAUNCH, HW_PEAK, HW_MMA_EFF, HW_SMALL_EFF, HW_SK_EFF, HW_KITER, HW_TILE, \
     HW_UNALIGNED, HW_FIXUP, HW_LAT, HW_OVERLAP, HW_SK_SPLIT, HW_WG1_EFF, HW_WS_EFF, HW_SK_UNALIGNED, HW_SPLIT_READS, \
-    HW_SPILL, HW_FIX_READ, HW_MN_COST, HW_STAGED_EXP, HW_MAX_WARPS, HW_LEN = range(34)
+    HW_SPILL, HW_FIX_READ, HW_MN_COST, HW_STAGED_EXP, HW_MAX_WARPS, HW_SPLITK_EFF, HW_LEN = range(35)
 
 # Resident warps per SM from which model.unaligned_penalty holds for register-staged loads: one 8-warp
 # program per SM, the rows that penalty was fitted on (_staged_load_factor)
@@ -529,7 +529,9 @@ def score_row(base, i, effs, m, n, k, batch, ab, bb, cb, align, hw, terms, tmp):
         s = base[i, R_SPLIT]
         kpart = _cdiv(kiters, s)
         progs = tiles * s
-        t = _phase(progs, kpart, slots, bm, bn, bk, stages, eff, cus, nchip, chunk, rr,
+        # the split-K kernel's main loop against the data-parallel one's (model.splitk_efficiency, <= 1:
+        # _screen_splitk's compute, without it, stays a lower bound)
+        t = _phase(progs, kpart, slots, bm, bn, bk, stages, eff * hw[HW_SPLITK_EFF], cus, nchip, chunk, rr,
                    ab, bb, hw, num_pid_m, num_pid_n, 1, align_pen, terms, tmp, hw[HW_TILE], tiles, s, slow, sw)
         total += t
         part_bytes = progs * bm * bn * 4.0 * 2.0

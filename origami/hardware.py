@@ -88,6 +88,8 @@ MODEL_PARAMS: dict[str, tuple[float, float, str]] = {
     "mma_efficiency": (0.05, 1.0, "achieved fraction of the sustained matrix peak in a large tile's main loop"),
     "small_tile_efficiency": (0.05, 1.0, "efficiency of a 64x64 tile relative to a 256x128 one (interpolated by area)"),
     "streamk_efficiency": (0.05, 1.0, "main-loop efficiency of the Stream-K kernel relative to data-parallel"),
+    "splitk_efficiency": (0.05, 1.0, "main-loop efficiency of the split-K kernel relative to data-parallel; 1: the "
+                                     "same, as profiles before it assumed"),
     "streamk_split_efficiency": (0.05, 1.0, "extra main-loop efficiency of a Stream-K grid with no data-parallel "
                                             "phase (fewer tiles than programs: every tile split), x streamk_efficiency"),
     "streamk_unaligned_penalty": (1.0, 10.0, "extra slowdown of the Stream-K kernel's loads of unaligned rows (no TMA, "
@@ -136,7 +138,8 @@ MODEL_PARAMS: dict[str, tuple[float, float, str]] = {
 OPTIONAL_MODEL_PARAMS: dict[str, float] = {"ws_efficiency": 0.0, "streamk_unaligned_penalty": 1.0,
                                            "staged_spill_rule": 0.0, "splitk_range_reads": 0.0,
                                            "staged_spill_penalty": 0.0, "splitk_fixup_read_efficiency": 1.0,
-                                           "mn_major_tile_cost": 0.0, "staged_load_exponent": 0.0}
+                                           "mn_major_tile_cost": 0.0, "staged_load_exponent": 0.0,
+                                           "splitk_efficiency": 1.0}
 SCHEMA["model"] = {k: (_FLOAT, lo, hi, doc) for k, (lo, hi, doc) in MODEL_PARAMS.items()}
 
 

@@ -74,6 +74,7 @@ def _hw_vector(hw: HardwareProfile, rate_key: str, mn_regs: bool = False) -> np.
     v[_core.HW_MMA_EFF] = mp["mma_efficiency"]
     v[_core.HW_SMALL_EFF] = mp["small_tile_efficiency"]
     v[_core.HW_SK_EFF] = mp["streamk_efficiency"]
+    v[_core.HW_SPLITK_EFF] = mp["splitk_efficiency"]
     v[_core.HW_KITER] = mp["k_iter_overhead_ns"]
     v[_core.HW_TILE] = mp["tile_overhead_ns"]
     v[_core.HW_UNALIGNED] = mp["unaligned_penalty"]

@@ -29,3 +29,31 @@ def test_bad_arguments_name_themselves(args, needle, capsys):
     with pytest.raises(SystemExit) as e:
         term_eval.main(args)
     assert needle in (str(e.value.code) + capsys.readouterr().err)
+
+
+def test_training_only_prints_no_held_out_row_and_judges_the_floors(capsys):
+    """--training-only is how a term is explored without looking at held-out data: no held-out row is
+    printed, and the rule line judges only the training floors."""
+    term_eval.main(["--training-only", "--set", "splitk_range_reads=0"])
+    out = capsys.readouterr().out
+    assert not [line for line in out.splitlines() if line.startswith("held-out")], out
+    assert [line for line in out.splitlines() if line.startswith("training")]
+    assert "training floors: no training floor broken: met (held-out rule not judged)" in out
+
+
+def test_broken_floors_names_the_file_and_the_floor():
+    from benchmarks.splitk_eval import broken_floors
+    from origami.fit import PickScore
+
+    floors = {"h200/llm.csv": {"geomean": 0.95, "p10": 0.90}}
+
+    def score(g, p):
+        return PickScore(geomean=g, p10=p, per_shape=(), problems=(), missing=())
+
+    rows = [("training", "h200/llm.csv", 10, 1, score(0.97, 0.91), score(0.96, 0.89)),
+            ("training", "h200/grid.csv", 10, 1, score(0.97, 0.91), score(0.5, 0.5)),  # no entry: not judged
+            ("held-out", "h200_heldout/llm.csv", 10, 1, score(0.97, 0.91), score(0.5, 0.5))]
+    assert broken_floors(rows, floors) == ["h200/llm.csv (p10 0.890 < 0.9)"]
+    assert broken_floors(rows[:1], {"h200/llm.csv": {"geomean": 0.97, "p10": 0.5}}) == [
+        "h200/llm.csv (0.960 / 0.890 < 0.97 / 0.5)"]
+    assert broken_floors([("training", "h200/llm.csv", 10, 1, score(0.97, 0.91), score(0.95, 0.90))], floors) == []

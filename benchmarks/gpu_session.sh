@@ -160,7 +160,7 @@ for step in $STEPS; do
     repick)    # default variant: model.mn_major_tile_cost=2 (chosen on training rows, off until its picks are
                # timed: benchmarks/results/mn_major_cost_h200_*.txt): 2 picks, 67 warm rows. Session 17's
                # combined terms (terms_combined_repicked_h200_*.txt) have every pick timed since session 18.
-               { vars=""; for v in ${REPICK_VARIANTS:-mn_major_tile_cost=2 unaligned_penalty=5.5545,staged_load_exponent=1.15}; do vars="$vars --variant $v"; done
+               { vars=""; for v in ${REPICK_VARIANTS:-mn_major_tile_cost=2 k_iter_overhead_ns=3.7552,tile_overhead_ns=605.02,splitk_fixup_read_efficiency=0.7,staged_load_exponent=0.34 unaligned_penalty=5.5545,staged_load_exponent=1.15}; do vars="$vars --variant $v"; done
                  python3 benchmarks/missing_picks.py $vars -o "$OUT/repick_jobs.csv" --cold-output "$OUT/repick_jobs_cold.csv"
                  for job in repick_jobs repick_jobs_cold; do
                    timer=$([ $job = repick_jobs_cold ] && echo "--timer cold" || true)

@@ -25,8 +25,27 @@ sys.path.insert(0, str(ROOT))
 import origami  # noqa: E402
 from benchmarks.missing_picks import variant_profiles  # noqa: E402
 from benchmarks.splitk_eval import _files, compare, report  # noqa: E402
-from origami.fit import fit, read_sweep  # noqa: E402
+from origami.fit import fit, pick_efficiency, read_sweep  # noqa: E402
 from origami.hardware import MODEL_PARAMS  # noqa: E402
+
+
+def pooled(files, hw, dtype: str = "bf16") -> str:
+    """select()'s pick over every ``dtype`` shape of ``files``: shapes scored, geomean, p10, how many under
+    0.75, picks untimed."""
+    import numpy as np
+
+    effs, untimed = [], 0
+    for f in files:
+        data = [m for m in read_sweep(f) if m.problem.a_dtype.value == dtype]
+        if data:
+            s = pick_efficiency(data, hw)
+            effs += s.per_shape
+            untimed += len(s.missing)
+    if not effs:
+        return f"no {dtype} shape"
+    e = np.array(effs)
+    return (f"{e.size} {dtype} shapes: {np.exp(np.log(e).mean()):.3f} / p10 {np.percentile(e, 10):.3f}, "
+            f"{int((e < 0.75).sum())} under 0.75, {untimed} untimed")
 
 
 def moved_picks(sweep, base, new) -> list[str]:
@@ -75,6 +94,8 @@ def main(argv=None) -> int:
           + "; as a repick variant: --variant " + ",".join(f"{p}={v:.6g}" for p, v in changed.items()))
     held = [] if args.training_only else compare(heldout, base, new, "held-out")
     report(held + compare(train, base, new, "training"))
+    for label, files in (() if args.training_only else (("held-out", heldout),)) + (("training", train),):
+        print(f"pooled {label}: shipped {pooled(files, base)}; changed {pooled(files, new)}")
     if args.moved:
         for f in ([] if args.training_only else heldout) + train:
             for line in moved_picks(read_sweep(f), base, new):

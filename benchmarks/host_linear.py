@@ -12,9 +12,13 @@ host never waits on a full launch queue). Prints a table; ``--profile`` adds a c
     PYTHONPATH=$PWD python3 benchmarks/host_linear.py --timeline llama3.2-1b --out $OUT  # decode GPU gaps
     PYTHONPATH=$PWD python3 benchmarks/host_linear.py --train llama3.2-1b   # a training step's host split
     python3 benchmarks/host_linear.py --cpu-stub [--n 20000] [--profile]     # no GPU: our host work alone
+    python3 benchmarks/host_linear.py --fallthrough [--rounds 7]             # no GPU: enable()'s toll, nothing routed
 
 ``--cpu-stub`` (no GPU needed; sets ``TRITON_INTERPRET=1`` and ``TRITONBLAS_PROFILE=h200``): the warm
-routed call's host cost with the launch stubbed out (:func:`cpu_stub`).
+routed call's host cost with the launch stubbed out (:func:`cpu_stub`). ``--fallthrough`` (CPU, no
+profile, so every GEMM falls through to torch): a tiny ``transformers`` Llama's greedy decode alone, under
+``enable()``, and under ``enable()`` with the hot path's memory of refused signatures switched off
+(:func:`fallthrough`).
 """
 
 from __future__ import annotations
@@ -46,6 +50,73 @@ def per_call_us(fn, n: int, batches: int = 5) -> float:
     return statistics.median(out)
 
 
+def fallthrough(rounds: int = 7, tokens: int = 24) -> list[str]:
+    """enable()'s toll where it does not act: greedy decode of a 4-layer ``transformers`` Llama (hidden
+    128) on the CPU without a profile, so every GEMM is intercepted and handed to torch. Three sides in
+    alternating order per round, medians: torch alone, ``enable()``, and ``enable()`` with
+    fastpath.record_unroutable_* switched off (every call takes the route's checks, as before they
+    existed). Host-bound by construction: the toll per GEMM is the difference over the GEMM calls."""
+    import os
+
+    import torch
+    from transformers import LlamaConfig, LlamaForCausalLM
+
+    import tritonblas
+    from tritonblas import dispatch
+
+    for env in ("TRITONBLAS_PROFILE", "TRITON_INTERPRET"):
+        os.environ.pop(env, None)  # no profile for the CPU: nothing is routed
+    torch.manual_seed(0)
+    cfg = LlamaConfig(hidden_size=128, intermediate_size=256, num_hidden_layers=4, num_attention_heads=4,
+                      num_key_value_heads=2, vocab_size=512)
+    model = LlamaForCausalLM(cfg).eval()
+    ids = torch.randint(0, 512, (1, 16))
+
+    def decode():
+        with torch.no_grad():
+            model.generate(ids, max_new_tokens=tokens, min_new_tokens=tokens, do_sample=False)
+
+    def timed(side: str) -> float:
+        tritonblas.clear_caches()
+        t0 = time.perf_counter()
+        if side == "torch":
+            decode()
+        elif side == "enable()":
+            with tritonblas.enable():
+                decode()
+        else:  # the routing wrappers hold fastpath's functions: switch them off where they are read
+            from tritonblas import routing
+
+            saved = routing._TARGETS, routing._WRAPPERS
+            routing._TARGETS = tuple(t[:5] for t in saved[0])
+            routing._WRAPPERS = {}
+            try:
+                with tritonblas.enable():
+                    decode()
+            finally:
+                routing._TARGETS, routing._WRAPPERS = saved
+        return (time.perf_counter() - t0) * 1e3
+
+    sides = ("torch", "enable()", "enable(), no memory of refusals")
+    for side in sides:
+        timed(side)  # warm-up
+    dispatch.reset_stats()
+    with tritonblas.enable():
+        decode()
+    calls = dispatch.stats()["intercepted"]
+    res: dict[str, list[float]] = {s: [] for s in sides}
+    for r in range(rounds):
+        for side in sides[r % 3:] + sides[:r % 3]:
+            res[side].append(timed(side))
+    med = {s: statistics.median(v) for s, v in res.items()}
+    out = [f"fall-through decode, {calls} GEMM calls a run ({rounds} rounds, medians, this CPU):"]
+    for s in sides:
+        ratio = statistics.median(x / t for x, t in zip(res[s], res["torch"]))
+        out.append(f"  {s:34s} {med[s]:8.2f} ms   x{ratio:.3f} of torch (paired)   "
+                   f"{(med[s] - med['torch']) * 1e3 / calls:+7.1f} us a GEMM")
+    return out
+
+
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser()
     ap.add_argument("--n", type=int, default=None, help="calls per row (default 1000; --cpu-stub: 20000)")
@@ -60,6 +131,9 @@ def main(argv=None) -> int:
                     help="only the host split of these benchmarks/models.py models' training step (see train_split)")
     ap.add_argument("--cpu-stub", action="store_true",
                     help="only the CPU rows: warm routed calls with the launch stubbed out (see cpu_stub)")
+    ap.add_argument("--fallthrough", action="store_true",
+                    help="only enable()'s cost with every GEMM falling through (CPU, see fallthrough)")
+    ap.add_argument("--rounds", type=int, default=7, help="--fallthrough: alternating rounds (medians)")
     ap.add_argument("--only", nargs="*", default=(), metavar="TEXT",
                     help="--cpu-stub: only the cases whose name contains one of these")
     args = ap.parse_args(argv)
@@ -69,6 +143,12 @@ def main(argv=None) -> int:
         os.environ.setdefault("TRITON_INTERPRET", "1")
         os.environ.setdefault("TRITONBLAS_PROFILE", "h200")
         for line in cpu_stub_report(cpu_stub(args.n or 20000, profile=args.profile, only=tuple(args.only))):
+            print(line)
+        return 0
+    if args.fallthrough:
+        if args.rounds < 1:
+            ap.error(f"--rounds {args.rounds}: expected at least 1")
+        for line in fallthrough(args.rounds):
             print(line)
         return 0
     if args.train is not None:

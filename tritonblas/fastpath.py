@@ -37,7 +37,7 @@ import torch
 from tritonblas import _compat, dispatch
 
 __all__ = ["ENV_FAST", "enabled", "direct", "linear", "matmul", "linear_hot", "matmul_hot", "clear", "MAX_ENTRIES",
-           "TORCH"]
+           "TORCH", "record_unroutable_linear", "record_unroutable_matmul"]
 
 from tritonblas.settings import ENV_FAST, raw_equals  # noqa: E402
 MAX_ENTRIES = 4096
@@ -59,7 +59,9 @@ _fast_context = dispatch.fast_context
 _launch_warm = dispatch.launch_warm  # the raw launch when ready (raw_ready + launch_ready), else False
 _LINEAR: dict[tuple, tuple] = {}  # linear signature → (fast entry, output shape)
 _MATMUL: dict[tuple, tuple] = {}  # matmul signature → (fast entry, output shape, kernel views' shapes)
-_TORCH_SIGS: dict[tuple, bool] = {}  # linear / matmul signatures a tile table's VENDOR entry gives to torch
+# linear / matmul signatures torch runs: True, a tile table's VENDOR entry (counted as a fallback); False, one
+# the route could not take (record_unroutable_linear / _matmul: counted as intercepted only)
+_TORCH_SIGS: dict[tuple, bool] = {}
 _LOCK = threading.Lock()
 TORCH = object()  # linear / matmul / *_hot: "run torch's own function" (a VENDOR signature, known warm)
 
@@ -308,7 +310,7 @@ def _torch_linear(x, w, bias) -> bool:
     """Whether this ``F.linear`` signature ran torch for a tile table's VENDOR entry (then torch's own
     ``F.linear`` serves it, autograd included: :data:`TORCH`)."""
     try:
-        return ("linear", _linear_key(x, w, bias)) in _TORCH_SIGS
+        return _TORCH_SIGS.get(("linear", _linear_key(x, w, bias))) is True
     except (RuntimeError, NotImplementedError):
         return False
 
@@ -316,7 +318,7 @@ def _torch_linear(x, w, bias) -> bool:
 def _torch_matmul(a, b) -> bool:
     """:func:`_torch_linear` for ``matmul(a, b)``."""
     try:
-        return ("matmul", _matmul_key(a, b)) in _TORCH_SIGS
+        return _TORCH_SIGS.get(("matmul", _matmul_key(a, b))) is True
     except (RuntimeError, NotImplementedError):
         return False
 
@@ -350,23 +352,30 @@ def linear_hot(x, w, bias=None):
     """:func:`linear` for the eager, default-profile, no-autograd call the routing wrapper sees
     first (``F.linear(x, w[, b])`` positionally, not compiling: the wrapper checked; no autocast on
     any device, where the route would cast first): the warm
-    result, or None and the caller takes its usual route. One function instead of the route's
-    chain: 44 Python calls per warm ``F.linear`` under ``enable()`` against 64 through the route
-    (cProfile, CPU host, launch stubbed out, 2026-12-01)."""
+    result, :data:`TORCH` for a signature torch runs (a tile table's VENDOR entry, or one the route
+    could not take: :func:`record_unroutable_linear`), or None and the caller takes its usual route.
+    One function instead of the route's chain: 44 Python calls per warm ``F.linear`` under
+    ``enable()`` against 64 through the route (cProfile, CPU host, launch stubbed out, 2026-12-01)."""
     if type(x) not in _PLAIN or type(w) not in _PLAIN or (bias is not None and type(bias) not in _PLAIN):
         return None
     if _fast_off() or _intercepting() or _any_autocast():
         return None
-    if _TORCH_SIGS and _torch_linear(x, w, bias):
-        return _to_torch()
+    try:
+        key = _linear_key(x, w, bias)
+    except (RuntimeError, NotImplementedError):
+        return None
+    if _TORCH_SIGS:
+        vendor = _TORCH_SIGS.get(("linear", key))
+        if vendor is not None:
+            return _to_torch() if vendor else TORCH
+    hit = _LINEAR.get(key)
     if _grad_enabled() and (x.requires_grad or w.requires_grad or (bias is not None and bias.requires_grad)):
         # under autograd: a known signature goes straight to the autograd Function (an unknown one
         # takes the route, whose fastpath.linear checks it first)
-        hit = _linear_hit(x, w, bias)
         if hit is None or not dispatch.fast_valid(hit[0]):  # the checked path runs inside the route
             return None
         return _linear_grad(x, w, bias, hit)
-    return _linear_run(x, w, bias)
+    return None if hit is None else _linear_warm(hit, x, w, bias)
 
 
 def matmul_hot(a, b):
@@ -375,20 +384,50 @@ def matmul_hot(a, b):
         return None
     if _fast_off() or _intercepting() or _any_autocast():
         return None
-    if _TORCH_SIGS and _torch_matmul(a, b):
-        return _to_torch()
+    try:
+        key = _matmul_key(a, b)
+    except (RuntimeError, NotImplementedError):
+        return None
+    if _TORCH_SIGS:
+        vendor = _TORCH_SIGS.get(("matmul", key))
+        if vendor is not None:
+            return _to_torch() if vendor else TORCH
+    hit = _MATMUL.get(key)
     if _grad_enabled() and (a.requires_grad or b.requires_grad):
         if not _matmul_autograd_case(a, b):
             return None
-        hit = _matmul_hit(a, b)
         if hit is None or not dispatch.fast_valid(hit[0]):  # the checked path runs inside the route
             return None
         return _matmul_grad(a, b, hit)
-    try:  # _matmul_run, inlined: the hot entry's one frame less (CPU --cpu-stub: 8.21 -> 8.05 us with the flat key)
-        hit = _MATMUL.get(_matmul_key(a, b))
-    except (RuntimeError, NotImplementedError):
-        return None
     return None if hit is None else _matmul_warm(hit, a, b)
+
+
+def _unroutable(op: str, key_of, tensors) -> None:
+    if (any(t is not None and type(t) not in _PLAIN for t in tensors) or _fast_off() or _is_compiling()
+            or _intercepting() or _any_autocast()):
+        return  # a state the hot path does not serve: the refusal may have come from it, not the signature
+    try:
+        key = key_of(*tensors)
+    except (RuntimeError, NotImplementedError):
+        return
+    _store(_TORCH_SIGS, (op, key), False)
+
+
+def record_unroutable_linear(x, w, bias=None) -> None:
+    """After the route refused a call :func:`linear_hot` had tried (positional, default profile): remember
+    its signature, so the next call of it goes to torch from the hot path, without the route's checks
+    again. Recorded only when no state the hot path bails on holds (compiling, a mode or transform,
+    forward AD, autocast, ``TRITONBLAS_FAST=0``): then what refused it is the signature itself (shapes,
+    dtypes, devices, layout, the profile lookup: all in the key with the fast context). Why: with every
+    GEMM falling through (CPU tensors, no profile) a 4-layer Llama decode under ``enable()`` ran 12%
+    slower than torch alone, about 48 us a GEMM in the route's checks (this CPU, 2026-12-05,
+    ``python benchmarks/host_linear.py --fallthrough``)."""
+    _unroutable("linear", _linear_key, (x, w, bias))
+
+
+def record_unroutable_matmul(a, b) -> None:
+    """:func:`record_unroutable_linear` for ``torch.matmul(a, b)`` / ``a @ b``."""
+    _unroutable("matmul", _matmul_key, (a, b))
 
 
 # --- matmul ----------------------------------------------------------------------------------

@@ -282,10 +282,10 @@ def _r_scaled_mm(profile, a, b, scale_a, scale_b, bias, scale_result, out_dtype,
     return scaled.route(profile, a, b, scale_a, scale_b, bias, scale_result, out_dtype, use_fast_accum)
 
 
-# (owner, attribute, signature, route[, hot])
+# (owner, attribute, signature, route[, hot, unroutable])
 _TARGETS: tuple = (
-    (torch.nn.functional, "linear", _p_linear, _r_linear, fastpath.linear_hot),
-    (torch, "matmul", _p_binary, _r_matmul, fastpath.matmul_hot),
+    (torch.nn.functional, "linear", _p_linear, _r_linear, fastpath.linear_hot, fastpath.record_unroutable_linear),
+    (torch, "matmul", _p_binary, _r_matmul, fastpath.matmul_hot, fastpath.record_unroutable_matmul),
     (torch, "mm", _p_mm, _r_mm),
     (torch, "bmm", _p_mm, _r_bmm),
     (torch, "addmm", _p_addmm, _r_addmm),
@@ -294,8 +294,9 @@ _TARGETS: tuple = (
     (torch, "mv", _p_mv, _r_mv),
     (torch, "addmv", _p_addmv, _r_addmv),
     (torch, "_scaled_mm", _p_scaled_mm, _r_scaled_mm),
-    (torch.Tensor, "matmul", _p_method_binary, _r_matmul, fastpath.matmul_hot),
-    (torch.Tensor, "__matmul__", _p_method_binary, _r_matmul, fastpath.matmul_hot),
+    (torch.Tensor, "matmul", _p_method_binary, _r_matmul, fastpath.matmul_hot, fastpath.record_unroutable_matmul),
+    (torch.Tensor, "__matmul__", _p_method_binary, _r_matmul, fastpath.matmul_hot,
+     fastpath.record_unroutable_matmul),
     (torch.Tensor, "mm", _p_method_mm, _r_mm),
     (torch.Tensor, "bmm", _p_method_mm, _r_bmm),
     (torch.Tensor, "addmm", _p_method_addmm, _r_addmm),
@@ -315,10 +316,13 @@ _ROUTED_BOTH = ("intercepted", "routed")
 count = dispatch.count_all
 
 
-def _wrapper(orig: Callable, parse: Callable, route: Callable, hot: Callable | None = None) -> Callable:
+def _wrapper(orig: Callable, parse: Callable, route: Callable, hot: Callable | None = None,
+             unroutable: Callable | None = None) -> Callable:
     """The routing wrapper of one entry point. ``hot`` (optional, :mod:`tritonblas.fastpath`'s
     ``*_hot``) is tried first on an eager, positional call in a block with the default profile: it
-    serves a warm signature in one call, or returns None and the call takes ``route`` as usual."""
+    serves a warm signature in one call, or returns None and the call takes ``route`` as usual; when
+    the route then refuses the call, ``unroutable`` (fastpath's ``record_unroutable_*``) remembers its
+    signature for ``hot``."""
     def routed(*args, **kwargs):
         if _ACTIVE[0]:
             if _is_compiling():
@@ -331,9 +335,11 @@ def _wrapper(orig: Callable, parse: Callable, route: Callable, hot: Callable | N
             tls = _TLS
             stack = tls.stack
             if stack and not tls.busy:
+                tried = False
                 if hot is not None and not kwargs and stack[-1] is None:
                     try:
                         r = hot(*args)
+                        tried = True
                     except TypeError:  # not the positional form hot takes
                         r = None
                     if r is not None:
@@ -355,6 +361,8 @@ def _wrapper(orig: Callable, parse: Callable, route: Callable, hot: Callable | N
                     count(_ROUTED_BOTH)
                     return r
                 count(_INTERCEPTED)
+                if tried and unroutable is not None:
+                    unroutable(*args)
         return orig(*args, **kwargs)
 
     _compat.dynamo_eager_only(routed)

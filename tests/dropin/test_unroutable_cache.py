@@ -1,0 +1,123 @@
+"""The hot path's memory of calls the route refused (fastpath.record_unroutable_linear / _matmul).
+
+A signature the route could not take (fp64, a device without a profile, shapes it does not route)
+goes to torch from the hot path on its next call, without the route's checks: counted, not timed
+(each call reaches the route's ``_kernel_ok`` at most once). A refusal that came from a state rather
+than the signature (forward AD, autocast, a profile named in the block) is never remembered, and a
+changed environment (the fast context) makes the signature new again.
+"""
+
+from __future__ import annotations
+
+import pytest
+import torch
+import torch.nn.functional as F
+
+import tritonblas
+from tritonblas import dispatch, fastpath, routing
+
+
+@pytest.fixture(autouse=True)
+def _fresh(monkeypatch):
+    monkeypatch.delenv("TRITONBLAS_PROFILE", raising=False)
+    tritonblas.clear_caches()
+    dispatch.reset_stats()
+    yield
+    tritonblas.clear_caches()
+
+
+@pytest.fixture
+def route_checks(monkeypatch):
+    """Counts the route's kernel checks (routing._kernel_ok, read from the module at call time)."""
+    calls = []
+    original = routing._kernel_ok
+
+    def counted(*args):
+        calls.append(args)
+        return original(*args)
+
+    monkeypatch.setattr(routing, "_kernel_ok", counted)
+    return calls
+
+
+def _rand(*shape, dtype=torch.float64):
+    return torch.randn(*shape, dtype=dtype)
+
+
+@pytest.mark.parametrize("op", ["linear", "linear_bias", "matmul", "operator"])
+def test_a_refused_signature_skips_the_route_next_time(op, route_checks):
+    x, w, b = _rand(3, 5, 8), _rand(6, 8), _rand(6)  # fp64: no kernel dtype, torch runs it
+    call = {"linear": lambda: F.linear(x, w), "linear_bias": lambda: F.linear(x, w, b),
+            "matmul": lambda: torch.matmul(x, w.t()), "operator": lambda: x @ w.t()}[op]
+    want = call()
+    with tritonblas.enable():
+        first = call()
+        assert len(route_checks) == 1
+        second = call()
+        third = call()
+    assert len(route_checks) == 1, "the second and third calls went through the route's checks again"
+    for got in (first, second, third):
+        torch.testing.assert_close(got, want, rtol=0, atol=0)
+    st = dispatch.stats()
+    assert (st["intercepted"], st["routed"], st["fallbacks"]) == (3, 0, 0)
+
+
+def test_a_routable_signature_is_not_remembered_as_refused(route_checks, monkeypatch):
+    """fp32 on CPU with the interpreter and a profile: routed; nothing goes into the refused set."""
+    monkeypatch.setenv("TRITONBLAS_PROFILE", "h200")
+    monkeypatch.setenv("TRITON_INTERPRET", "1")
+    x, w = _rand(4, 16, dtype=torch.float32), _rand(8, 16, dtype=torch.float32)
+    with tritonblas.enable():
+        F.linear(x, w)
+        F.linear(x, w)
+    assert dispatch.stats()["routed"] == 2
+    assert not any(v is False for v in fastpath._TORCH_SIGS.values())
+
+
+def test_a_refusal_under_forward_ad_is_not_remembered(monkeypatch):
+    """Forward AD makes the route refuse a routable call (the kernels drop tangents); after the dual
+    level closes the same signature must route again."""
+    monkeypatch.setenv("TRITONBLAS_PROFILE", "h200")
+    monkeypatch.setenv("TRITON_INTERPRET", "1")
+    import torch.autograd.forward_ad as fwad
+
+    x, w = _rand(4, 16, dtype=torch.float32), _rand(8, 16, dtype=torch.float32)
+    with tritonblas.enable():
+        with fwad.dual_level():
+            F.linear(x, w)
+        assert dispatch.stats()["routed"] == 0
+        F.linear(x, w)
+    assert dispatch.stats()["routed"] == 1
+
+
+def test_a_named_profile_block_is_not_remembered(route_checks):
+    """Inside enable(profile=...) the hot path is not tried, so nothing is recorded for it."""
+    x, w = _rand(2, 8), _rand(3, 8)
+    with tritonblas.enable(profile="h200"):
+        F.linear(x, w)
+        F.linear(x, w)
+    assert len(route_checks) == 2 and not fastpath._TORCH_SIGS
+
+
+def test_a_new_environment_makes_the_signature_new(route_checks, monkeypatch):
+    """CPU fp32 without a profile is refused; with TRITONBLAS_PROFILE and the interpreter set (both in
+    the fast context) the same signature is asked again, and routed."""
+    monkeypatch.delenv("TRITON_INTERPRET", raising=False)
+    x, w = _rand(4, 16, dtype=torch.float32), _rand(8, 16, dtype=torch.float32)
+    with tritonblas.enable():
+        F.linear(x, w)
+        F.linear(x, w)
+        assert len(route_checks) == 1 and dispatch.stats()["routed"] == 0
+        monkeypatch.setenv("TRITONBLAS_PROFILE", "h200")
+        monkeypatch.setenv("TRITON_INTERPRET", "1")
+        F.linear(x, w)
+    assert len(route_checks) == 2 and dispatch.stats()["routed"] == 1
+
+
+def test_clear_caches_forgets_refusals(route_checks):
+    x, w = _rand(2, 8), _rand(3, 8)
+    with tritonblas.enable():
+        F.linear(x, w)
+        tritonblas.clear_caches()
+        F.linear(x, w)
+    assert len(route_checks) == 2

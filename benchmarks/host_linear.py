@@ -58,14 +58,20 @@ def fallthrough(rounds: int = 7, tokens: int = 24) -> list[str]:
     existed). Host-bound by construction: the toll per GEMM is the difference over the GEMM calls."""
     import os
 
+    saved_env = {k: os.environ.pop(k) for k in ("TRITONBLAS_PROFILE", "TRITON_INTERPRET") if k in os.environ}
+    try:  # no profile for the CPU: nothing is routed
+        return _fallthrough(rounds, tokens)
+    finally:
+        os.environ.update(saved_env)
+
+
+def _fallthrough(rounds: int, tokens: int) -> list[str]:
     import torch
     from transformers import LlamaConfig, LlamaForCausalLM
 
     import tritonblas
     from tritonblas import dispatch
 
-    for env in ("TRITONBLAS_PROFILE", "TRITON_INTERPRET"):
-        os.environ.pop(env, None)  # no profile for the CPU: nothing is routed
     torch.manual_seed(0)
     cfg = LlamaConfig(hidden_size=128, intermediate_size=256, num_hidden_layers=4, num_attention_heads=4,
                       num_key_value_heads=2, vocab_size=512)
@@ -352,13 +358,30 @@ def cpu_stub(n: int = 20000, profile: bool = False, only: tuple = ()) -> list[di
         b = torch.randn(*sb, dtype=bf, generator=g)
         return lambda: torch.matmul(a, b)
 
+    def addmm_case(tiny: bool):  # GPT-2's Conv1D: addmm(bias, x.view(-1, in), weight (in, out))
+        g = torch.Generator().manual_seed(0)
+        (m, k), nout = ((8, 16), 32) if tiny else ((32, 64), 128)
+        x = torch.randn(m, k, dtype=bf, generator=g)
+        w = torch.nn.Parameter(torch.randn(k, nout, dtype=bf, generator=g))
+        b = torch.nn.Parameter(torch.randn(nout, dtype=bf, generator=g))
+        return lambda: torch.addmm(b, x, w)
+
+    def bmm_case(tiny: bool):
+        g = torch.Generator().manual_seed(0)
+        sa, sb = ((2, 4, 8), (2, 8, 4)) if tiny else ((4, 16, 64), (4, 64, 32))
+        a = torch.randn(*sa, dtype=bf, generator=g)
+        b = torch.randn(*sb, dtype=bf, generator=g)
+        return lambda: torch.bmm(a, b)
+
     cases = [("linear no_grad 2x16x64 @ 128x64", lambda t: linear_case(t, False, None), False),
              ("linear+bias no_grad", lambda t: linear_case(t, True, None), False),
              ("linear autograd fwd", lambda t: linear_case(t, False, "fwd"), True),
              ("linear autograd fwd+bwd", lambda t: linear_case(t, False, "bwd"), True),
              ("linear+bias autograd fwd+bwd", lambda t: linear_case(t, True, "bwd"), True),
              ("matmul no_grad 32x64 @ 64x128", lambda t: matmul_case(t, False), False),
-             ("matmul no_grad 4x16x64 @ 4x64x32", lambda t: matmul_case(t, True), False)]
+             ("matmul no_grad 4x16x64 @ 4x64x32", lambda t: matmul_case(t, True), False),
+             ("addmm no_grad 32x64 @ 64x128 + b", addmm_case, False),
+             ("bmm no_grad 4x16x64 @ 4x64x32", bmm_case, False)]
     if only:
         cases = [c for c in cases if any(o in c[0] for o in only)]
     rows = []

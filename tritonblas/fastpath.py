@@ -37,7 +37,7 @@ import torch
 from tritonblas import _compat, dispatch
 
 __all__ = ["ENV_FAST", "enabled", "direct", "linear", "matmul", "linear_hot", "matmul_hot", "clear", "MAX_ENTRIES",
-           "TORCH", "record_unroutable_linear", "record_unroutable_matmul"]
+           "TORCH", "record_unroutable_linear", "record_unroutable_matmul", "addmm_hot", "bmm_hot"]
 
 from tritonblas.settings import ENV_FAST, raw_equals  # noqa: E402
 MAX_ENTRIES = 4096
@@ -400,6 +400,48 @@ def matmul_hot(a, b):
             return None
         return _matmul_grad(a, b, hit)
     return None if hit is None else _matmul_warm(hit, a, b)
+
+
+def addmm_hot(c, a, b):
+    """``torch.addmm(c, a, b)`` (positional: beta = alpha = 1; GPT-2's Conv1D) warm: the dispatcher's fast
+    entry for exactly these kernel operands and this ``c`` (:func:`tritonblas.dispatch.fast_lookup`, which
+    the checked call recorded), launched on a fresh output; None (the caller takes its route) when there
+    is none, under autograd (the route's custom op records the graph) or in a state :func:`linear_hot`
+    bails on. The checked route cost ~28 us of host time a call here against ~8 for the warm
+    ``F.linear`` (``python benchmarks/host_linear.py --cpu-stub``, launch stubbed, 2026-12-05)."""
+    if type(c) not in _PLAIN or type(a) not in _PLAIN or type(b) not in _PLAIN:
+        return None
+    if a.dim() != 2 or b.dim() != 2:  # an entry of a batched op with these operands: torch.addmm raises here
+        return None
+    if _fast_off() or _intercepting() or _any_autocast():
+        return None
+    if _grad_enabled() and (c.requires_grad or a.requires_grad or b.requires_grad):
+        return None
+    return _run_entry(dispatch.fast_lookup(a, b, None, c), a, b, c, 1.0)
+
+
+def bmm_hot(a, b):
+    """:func:`addmm_hot` for ``torch.bmm(a, b)``."""
+    if type(a) not in _PLAIN or type(b) not in _PLAIN:
+        return None
+    if a.dim() != 3 or b.dim() != 3 or a.shape[0] != b.shape[0]:  # torch.bmm raises (a matmul entry may broadcast)
+        return None
+    if _fast_off() or _intercepting() or _any_autocast():
+        return None
+    if _grad_enabled() and (a.requires_grad or b.requires_grad):
+        return None
+    return _run_entry(dispatch.fast_lookup(a, b), a, b, None, 0.0)
+
+
+def _run_entry(f, a, b, c, beta: float):
+    """Launch the fast entry ``f`` for kernel operands (a, b[, c]) on a fresh output; None without one."""
+    if f is None or not dispatch.fast_valid(f):
+        return None
+    out = _new_empty(a, f.out_shape)
+    if not _launch_warm(f, a, b, out, c, 1.0, beta):
+        dispatch.launch_fast(f, a, b, out, c, 1.0, beta)
+    dispatch.count("fast_hits")
+    return out
 
 
 def _unroutable(op: str, key_of, tensors) -> None:

@@ -65,3 +65,30 @@ def test_cpu_stub_times_warm_routed_calls_and_restores_everything(monkeypatch):
     assert {name: getattr(kernels, name) for name in kernels.__all__} == saved
     assert (launchcache.get_device, launchcache.raw_stream) == saved_dev
     assert not launchcache.FAST and not fastpath._LINEAR and not fastpath._MATMUL
+
+
+def test_fallthrough_reports_three_sides_and_routes_nothing():
+    """--fallthrough (CPU, no profile): torch, enable() and enable() without the memory of refusals, each
+    with its paired ratio; nothing routed, every GEMM intercepted. Structure only: not a timed test."""
+    import pytest
+
+    pytest.importorskip("transformers")
+    import tritonblas
+
+    lines = host_linear.fallthrough(rounds=1, tokens=2)
+    assert "GEMM calls a run" in lines[0] and int(lines[0].split(",")[1].split()[0]) > 0
+    assert [line.split()[0] for line in lines[1:]] == ["torch", "enable()", "enable(),"]
+    st = tritonblas.dispatch.stats()
+    assert st["routed"] == 0 and st["intercepted"] > 0
+
+
+def test_fallthrough_leaves_the_environment_as_it_was(monkeypatch):
+    import os
+
+    import pytest
+
+    pytest.importorskip("transformers")
+    monkeypatch.setenv("TRITON_INTERPRET", "1")
+    monkeypatch.setenv("TRITONBLAS_PROFILE", "h200")
+    host_linear.fallthrough(rounds=1, tokens=1)
+    assert os.environ["TRITON_INTERPRET"] == "1" and os.environ["TRITONBLAS_PROFILE"] == "h200"

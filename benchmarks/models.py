@@ -60,8 +60,8 @@ ROOT = Path(__file__).resolve().parents[1]
 if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 
-MODELS = ("llama3-8b", "qwen2.5-7b", "llama3.2-1b", "bert-large", "vit-l16", "dlrm-mlp")
-LLMS = ("llama3-8b", "qwen2.5-7b", "llama3.2-1b")
+MODELS = ("llama3-8b", "qwen2.5-7b", "llama3.2-1b", "gpt2-medium", "bert-large", "vit-l16", "dlrm-mlp")
+LLMS = ("llama3-8b", "qwen2.5-7b", "llama3.2-1b", "gpt2-medium")  # gpt2: Conv1D, torch.addmm instead of F.linear
 MODES = ("prefill", "decode", "decode_graph", "decode_compile", "train", "compile")
 GEMM_KERNEL = re.compile(r"gemm|gemv|nvjet|cutlass|xmma|cublas|splitk|sm90_|sm80_|ampere_|hopper", re.I)
 FIELDS = ("model", "mode", "dtype", "torch_ms", "ours_ms", "speedup", "torch_gemm_gpu_ms", "ours_gemm_gpu_ms",
@@ -90,6 +90,9 @@ class Spec:
 def _llm_config(name: str, tiny: bool):
     import transformers as tf
 
+    if name == "gpt2-medium":  # GPT-2 medium's dimensions, all 24 layers
+        return (tf.GPT2Config(n_embd=64, n_layer=2, n_head=4, vocab_size=128, n_positions=256) if tiny else
+                tf.GPT2Config(n_embd=1024, n_layer=24, n_head=16, vocab_size=50257, n_positions=1024))
     if tiny:
         cls = tf.Qwen2Config if name.startswith("qwen") else tf.LlamaConfig
         return cls(hidden_size=64, intermediate_size=96, num_attention_heads=4, num_key_value_heads=2,

@@ -1,5 +1,6 @@
 """Real model code through ``enable()``: tiny configurations of the benchmark's model classes
-(benchmarks/models.py ``build(..., tiny=True)``: transformers Llama, Qwen2, BERT, ViT and a DLRM MLP).
+(benchmarks/models.py ``build(..., tiny=True)``: transformers Llama, Qwen2, GPT-2 (Conv1D: torch.addmm), BERT,
+ViT and a DLRM MLP).
 
 Outputs and gradients match torch, the routed count proves the GEMMs reached tritonblas, the warm path
 serves the repeated calls, and the fall-through cost is checked by counting: with every GEMM falling
@@ -68,7 +69,7 @@ def _rel(x, y) -> float:
     return (torch.linalg.vector_norm(x - y) / torch.linalg.vector_norm(y).clamp_min(1e-30)).item()
 
 
-@pytest.mark.parametrize("name", ["llama3-8b", "qwen2.5-7b", "bert-large", "vit-l16", "dlrm-mlp"])
+@pytest.mark.parametrize("name", ["llama3-8b", "qwen2.5-7b", "gpt2-medium", "bert-large", "vit-l16", "dlrm-mlp"])
 def test_inference_matches_torch_and_routes_every_gemm(name, device):
     model, inputs, _ = models.build(name, torch.float32, device, tiny=True)
     kw = inputs("prefill")

@@ -105,3 +105,50 @@ def test_keywords_and_autograd_take_the_route(device, route_checks):
     torch.testing.assert_close(a.grad.double(), torch.ones(9, 5, dtype=torch.float64, device=device) @ b.double().t(),
                                rtol=1e-4, atol=1e-4)
     torch.testing.assert_close(z.double(), 0.5 * c.double() + a.detach().double() @ b.double(), rtol=1e-4, atol=1e-4)
+
+
+# --- property: any operand layout, called twice (cold, then hot), against torch ------------------------
+from hypothesis import HealthCheck, given, settings  # noqa: E402
+from hypothesis import strategies as st  # noqa: E402
+
+
+def _layout(t, transposed: bool, offset: int):
+    """``t`` stored transposed (its last two dims swapped in memory) and/or at an element offset."""
+    if transposed:
+        t = t.transpose(-1, -2).contiguous().transpose(-1, -2)
+    if offset:
+        flat = torch.zeros(t.numel() + offset, dtype=t.dtype, device=t.device)
+        flat[offset:] = t.reshape(-1) if t.is_contiguous() else t.contiguous().reshape(-1)
+        base = flat[offset:].view(t.contiguous().shape)
+        t = base if not transposed else base.transpose(-1, -2).contiguous().transpose(-1, -2)
+    return t
+
+
+@settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(m=st.integers(1, 20), n=st.integers(1, 20), k=st.integers(0, 20), batch=st.integers(1, 3),
+       ta=st.booleans(), tb=st.booleans(), off=st.sampled_from([0, 1, 3]),
+       c_kind=st.sampled_from(["row", "full", "col", "scalar"]),
+       dtype=st.sampled_from([torch.float32, torch.bfloat16]))
+def test_hot_calls_equal_the_cold_ones_and_torch(device, m, n, k, batch, ta, tb, off, c_kind, dtype):
+    g = torch.Generator().manual_seed(m * 10007 + n * 101 + k)
+    a = _layout(torch.randn(m, k, generator=g).to(dtype).to(device), ta, off)
+    b = _layout(torch.randn(k, n, generator=g).to(dtype).to(device), tb, 0)
+    c = torch.randn({"row": (n,), "full": (m, n), "col": (m, 1), "scalar": ()}[c_kind], generator=g).to(dtype).to(device)
+    a3 = _layout(torch.randn(batch, m, k, generator=g).to(dtype).to(device), ta, off)
+    b3 = _layout(torch.randn(batch, k, n, generator=g).to(dtype).to(device), tb, 0)
+    tol = dict(rtol=2e-2, atol=2e-2 * max(k, 1)) if dtype is torch.bfloat16 else dict(rtol=1e-4, atol=1e-4 * max(k, 1))
+    tritonblas.clear_caches()
+    with torch.no_grad(), tritonblas.enable():
+        cold = torch.addmm(c, a, b)
+        h0 = dispatch.stats()["fast_hits"]
+        hot = torch.addmm(c, a, b)
+        cold3 = torch.bmm(a3, b3)
+        h1 = dispatch.stats()["fast_hits"]
+        hot3 = torch.bmm(a3, b3)
+        h2 = dispatch.stats()["fast_hits"]
+    assert torch.equal(cold, hot) and torch.equal(cold3, hot3)
+    if k > 0:  # (K = 0 is the dispatcher's beta·c / zeros, with no kernel entry to be warm on)
+        assert (h1 - h0, h2 - h1) == (1, 1), "the second call was not served warm"
+    assert hot.shape == (m, n) and hot3.shape == (batch, m, n) and hot.dtype == dtype
+    torch.testing.assert_close(hot.double(), torch.addmm(c.double(), a.double(), b.double()), **tol)
+    torch.testing.assert_close(hot3.double(), torch.bmm(a3.double(), b3.double()), **tol)

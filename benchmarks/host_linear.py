@@ -561,19 +561,26 @@ def inmodel_split(name: str, iters: int = 10, rounds: int = 7) -> None:
     with tritonblas.enable():
         for _ in range(3):
             step()
-    from tritonblas import routing
 
     def falling_through():
-        """enable() with every route answering NotImplemented (the wrappers' toll alone: each GEMM
-        reaches a wrapper, is parsed, refused and runs torch's own function)."""
-        saved = routing._TARGETS, routing._WRAPPERS
-        routing._TARGETS = tuple((o, n, p, lambda *a: NotImplemented) for o, n, p, *_ in saved[0])
-        routing._WRAPPERS = {}
+        """enable() on a GPU it has no profile for (what a user of an unknown GPU gets): every GPU's
+        device -> profile answer set to "none" after the caches are dropped, so each GEMM reaches its
+        wrapper, is refused by the route once per signature (then by the hot path's memory of refusals)
+        and runs torch's own function. Afterwards the caches are dropped again and the ours side is
+        warmed up (3 untimed steps) before the next round."""
+        from tritonblas import _device
+
+        tritonblas.clear_caches()
+        _device.HAS_PROFILE.update({i: False for i in range(torch.cuda.device_count())})
         try:
             with tritonblas.enable():
+                step()  # the refusals are recorded on the first call of each signature, as in a model's first step
                 return wall()
         finally:
-            routing._TARGETS, routing._WRAPPERS = saved
+            tritonblas.clear_caches()  # (drops HAS_PROFILE too)
+            with tritonblas.enable():
+                for _ in range(3):
+                    step()
 
     res = {"torch": [], "ours": [], "ours gc off": [], "enable(), all falling through": []}
     for _ in range(rounds):  # alternating, medians; the ratios are paired per round (machine drift cancels)

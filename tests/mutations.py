@@ -115,6 +115,16 @@ MUTATIONS = (
              "        f.call(a, b, out, bias, 1.0, beta, sa, sb)",
              "        f.call(a, b, out, bias, 1.0, beta)",
              ("tests/dropin/test_scaled_mm.py",)),
+    Mutation("bmm_hot_answers_any_entry", "the hot bmm serves a 2-D or batch-broadcast entry another op recorded",
+             "tritonblas/fastpath.py",
+             "    if a.dim() != 3 or b.dim() != 3 or a.shape[0] != b.shape[0]:",
+             "    if False:",
+             ("tests/dropin/test_hot_addmm_bmm.py",)),
+    Mutation("unroutable_recorded_in_any_state", "a refusal under forward AD or autocast remembered as the signature's",
+             "tritonblas/fastpath.py",
+             "            or _intercepting() or _any_autocast()):",
+             "            or False):",
+             ("tests/dropin/test_unroutable_cache.py",)),
 )
 
 

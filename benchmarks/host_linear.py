@@ -358,13 +358,20 @@ def cpu_stub(n: int = 20000, profile: bool = False, only: tuple = ()) -> list[di
         b = torch.randn(*sb, dtype=bf, generator=g)
         return lambda: torch.matmul(a, b)
 
-    def addmm_case(tiny: bool):  # GPT-2's Conv1D: addmm(bias, x.view(-1, in), weight (in, out))
+    def addmm_case(tiny: bool, grad: bool = False):  # GPT-2's Conv1D: addmm(bias, x.view(-1, in), weight (in, out))
         g = torch.Generator().manual_seed(0)
         (m, k), nout = ((8, 16), 32) if tiny else ((32, 64), 128)
-        x = torch.randn(m, k, dtype=bf, generator=g)
+        x = torch.randn(m, k, dtype=bf, generator=g).requires_grad_(grad)
         w = torch.nn.Parameter(torch.randn(k, nout, dtype=bf, generator=g))
         b = torch.nn.Parameter(torch.randn(nout, dtype=bf, generator=g))
-        return lambda: torch.addmm(b, x, w)
+        if not grad:
+            return lambda: torch.addmm(b, x, w)
+        gy = torch.ones(m, nout, dtype=bf)
+
+        def step():
+            x.grad = w.grad = b.grad = None
+            torch.addmm(b, x, w).backward(gy)
+        return step
 
     def bmm_case(tiny: bool):
         g = torch.Generator().manual_seed(0)
@@ -381,6 +388,7 @@ def cpu_stub(n: int = 20000, profile: bool = False, only: tuple = ()) -> list[di
              ("matmul no_grad 32x64 @ 64x128", lambda t: matmul_case(t, False), False),
              ("matmul no_grad 4x16x64 @ 4x64x32", lambda t: matmul_case(t, True), False),
              ("addmm no_grad 32x64 @ 64x128 + b", addmm_case, False),
+             ("addmm autograd fwd+bwd", lambda t: addmm_case(t, True), True),
              ("bmm no_grad 4x16x64 @ 4x64x32", bmm_case, False)]
     if only:
         cases = [c for c in cases if any(o in c[0] for o in only)]

@@ -1,5 +1,7 @@
 """The warm path for what models call: ``F.linear`` and ``matmul`` on N-D activations, ``nn.Parameter``
-weights, bias, under ``no_grad`` / ``inference_mode`` and under autograd.
+weights, bias, under ``no_grad`` / ``inference_mode`` and under autograd; positional ``torch.addmm(c, a, b)``
+(GPT-2's Conv1D, autograd included: :class:`_Addmm`) and ``torch.bmm(a, b)`` (no autograd) on the
+dispatcher's fast entry for their exact operands (:func:`addmm_hot`, :func:`bmm_hot`).
 
 Contract: :func:`linear` and :func:`matmul` return the same tensor (values, shape, strides, dtype,
 autograd graph) as ``tritonblas.linear`` / ``tritonblas.matmul`` would, or None when
@@ -405,19 +407,53 @@ def matmul_hot(a, b):
 def addmm_hot(c, a, b):
     """``torch.addmm(c, a, b)`` (positional: beta = alpha = 1; GPT-2's Conv1D) warm: the dispatcher's fast
     entry for exactly these kernel operands and this ``c`` (:func:`tritonblas.dispatch.fast_lookup`, which
-    the checked call recorded), launched on a fresh output; None (the caller takes its route) when there
-    is none, under autograd (the route's custom op records the graph) or in a state :func:`linear_hot`
-    bails on. The checked route cost ~28 us of host time a call here against ~8 for the warm
-    ``F.linear`` (``python benchmarks/host_linear.py --cpu-stub``, launch stubbed, 2026-12-05)."""
+    the checked call recorded), launched on a fresh output; under autograd through :class:`_Addmm` on
+    that entry. None (the caller takes its route) when there is none or in a state :func:`linear_hot`
+    bails on. Host work a call, launch stubbed (``python benchmarks/host_linear.py --cpu-stub``, this CPU,
+    2026-12-05): the checked route 27.7 us without grad and 237 us for forward + backward under autograd
+    (the custom op's), against 9.6 us warm."""
     if type(c) not in _PLAIN or type(a) not in _PLAIN or type(b) not in _PLAIN:
         return None
     if a.dim() != 2 or b.dim() != 2:  # an entry of a batched op with these operands: torch.addmm raises here
         return None
     if _fast_off() or _intercepting() or _any_autocast():
         return None
+    f = dispatch.fast_lookup(a, b, None, c)
     if _grad_enabled() and (c.requires_grad or a.requires_grad or b.requires_grad):
-        return None
-    return _run_entry(dispatch.fast_lookup(a, b, None, c), a, b, c, 1.0)
+        if f is None or not dispatch.fast_valid(f):  # the route's checked call records the entry first
+            return None
+        return _addmm_apply(_unwrap_dead(c), _unwrap_dead(a), _unwrap_dead(b), f)
+    return _run_entry(f, a, b, c, 1.0)
+
+
+class _Addmm(torch.autograd.Function):
+    """``torch.addmm(c, a, b)`` (alpha = beta = 1, 2-D a and b, c broadcast to the result) under autograd
+    on a warm entry (:func:`addmm_hot`): gradients in their inputs' layouts, as :class:`_Matmul`'s (b's
+    from ``a.T @ grad`` into its row-major buffer, or transposed for a transposed view), c's summed
+    down to its shape."""
+
+    @staticmethod
+    def forward(ctx, c, a, b, f):
+        out = _run_entry(f, a, b, c, 1.0)
+        if out is None:  # the entry went stale between the lookup and here: the checked path
+            out = dispatch.gemm(a, b, c=c, alpha=1.0, beta=1.0, op="addmm")
+        need = ctx.needs_input_grad  # as torch's addmm: a for b's gradient, b for a's
+        ctx.save_for_backward(a if need[2] else None, b if need[1] else None)
+        ctx.c_shape, ctx.b_t = c.shape, transposed_view(b)
+        return out
+
+    @staticmethod
+    def backward(ctx, grad):
+        a, b = ctx.saved_tensors
+        gc = ga = gb = None
+        graph = _grad_enabled()  # create_graph=True: differentiable gradients (see _Linear.backward)
+        if ctx.needs_input_grad[0]:
+            gc = grad.sum_to_size(ctx.c_shape)
+        if ctx.needs_input_grad[1]:
+            ga = (_mm_graph if graph else _mm)(grad, b.t())
+        if ctx.needs_input_grad[2]:
+            gb = _mm_graph(a.t(), grad) if graph else _mm_like(a.t(), grad, ctx.b_t)
+        return gc, ga, gb, None
 
 
 def bmm_hot(a, b):
@@ -664,6 +700,8 @@ def _matmul_grad(a, b, hit):
 # tensors themselves (``_unwrap_dead``), which is what that path then does before the same C call.
 _linear_apply = super(torch.autograd.Function, _Linear).apply
 _matmul_apply = super(torch.autograd.Function, _Matmul).apply
+_addmm_apply = super(torch.autograd.Function, _Addmm).apply
 _unwrap_dead = _C._functorch.unwrap_if_dead
 
-_compat.dynamo_eager_only(linear, matmul, _Linear.forward, _Linear.backward, _Matmul.forward, _Matmul.backward)
+_compat.dynamo_eager_only(linear, matmul, _Linear.forward, _Linear.backward, _Matmul.forward, _Matmul.backward,
+                          _Addmm.forward, _Addmm.backward)

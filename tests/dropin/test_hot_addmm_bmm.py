@@ -35,7 +35,7 @@ def route_checks(monkeypatch):
 
 def _rand(*shape, device, seed, dtype=torch.float32):
     g = torch.Generator().manual_seed(seed)
-    return torch.randn(*shape, generator=g, dtype=torch.float64).to(dtype).to(device)
+    return torch.randn(shape, generator=g, dtype=torch.float64).to(dtype).to(device)
 
 
 @pytest.mark.parametrize("c_shape", [(40,), (1, 40), (33, 40)])
@@ -92,19 +92,111 @@ def test_an_entry_of_another_op_does_not_answer_for_bmm_or_addmm(device):
             torch.addmm(c3, a3, b3)
 
 
-def test_keywords_and_autograd_take_the_route(device, route_checks):
+def test_keywords_take_the_route_and_autograd_runs_warm(device, route_checks):
     a = _rand(9, 12, device=device, seed=11).requires_grad_()
     b, c = _rand(12, 5, device=device, seed=12), _rand(5, device=device, seed=13)
     with tritonblas.enable():
         torch.addmm(c, a.detach(), b)
         checks = len(route_checks)
-        y = torch.addmm(c, a, b)  # autograd: the route's custom op, with a graph
+        y = torch.addmm(c, a, b)  # autograd on the entry the no-grad call recorded: _Addmm, no route
+        assert len(route_checks) == checks
         y.sum().backward()
         z = torch.addmm(c, a.detach(), b, beta=0.5)  # keywords: the route
-    assert len(route_checks) == checks + 2
+    assert len(route_checks) == checks + 1
     torch.testing.assert_close(a.grad.double(), torch.ones(9, 5, dtype=torch.float64, device=device) @ b.double().t(),
                                rtol=1e-4, atol=1e-4)
     torch.testing.assert_close(z.double(), 0.5 * c.double() + a.detach().double() @ b.double(), rtol=1e-4, atol=1e-4)
+
+
+@pytest.mark.parametrize("c_shape", [(40,), (1, 40), (33, 40), (33, 1), ()])
+@pytest.mark.parametrize("b_transposed", [False, True])
+def test_addmm_autograd_warm_gradients_in_their_layouts(device, route_checks, c_shape, b_transposed):
+    """GPT-2's Conv1D under training: the second step runs warm (_Addmm), every gradient matches torch's
+    float64 one, and each lands in its input's layout (no copy for AccumulateGrad)."""
+    a = _rand(33, 24, device=device, seed=14).requires_grad_()
+    if b_transposed:  # a transposed view of an (N, K) parameter, as x @ w.t()
+        w = torch.nn.Parameter(_rand(40, 24, device=device, seed=15))
+        get_b, leaf = (lambda: w.t()), w
+    else:
+        w = torch.nn.Parameter(_rand(24, 40, device=device, seed=15))
+        get_b, leaf = (lambda: w), w
+    c = torch.nn.Parameter(_rand(*c_shape, device=device, seed=16))
+    gy = _rand(33, 40, device=device, seed=17)
+    with tritonblas.enable():
+        for step in range(2):
+            a.grad = leaf.grad = c.grad = None
+            checks = len(route_checks)
+            torch.addmm(c, a, get_b()).backward(gy)
+            if step == 1:
+                assert len(route_checks) == checks, "the second step took the route"
+    ad, bd, cd = a.detach().double().requires_grad_(), get_b().detach().double().requires_grad_(), \
+        c.detach().double().requires_grad_()
+    torch.addmm(cd, ad, bd).backward(gy.double())
+    torch.testing.assert_close(a.grad.double(), ad.grad, rtol=1e-4, atol=1e-4)
+    torch.testing.assert_close(c.grad.double(), cd.grad, rtol=1e-4, atol=1e-4)
+    gb = bd.grad.t() if b_transposed else bd.grad
+    torch.testing.assert_close(leaf.grad.double(), gb, rtol=1e-4, atol=1e-4)
+    assert leaf.grad.stride() == leaf.stride() and c.grad.shape == c.shape
+
+
+def _copies(fn) -> int:
+    """Tensor copies ``fn()`` makes outside the interpreter's launches (their argument copies; a GPU
+    launch makes none): the count tests/dropin/test_models.py uses."""
+    from torch.profiler import ProfilerActivity, profile
+
+    from tritonblas._interpreter import INTERPRETER_RANGE
+
+    with profile(activities=[ProfilerActivity.CPU]) as prof:
+        fn()
+
+    def inside_launch(e) -> bool:
+        p = e.cpu_parent
+        while p is not None:
+            if p.name == INTERPRETER_RANGE:
+                return True
+            p = p.cpu_parent
+        return False
+
+    return sum(1 for e in prof.events() if e.name in ("aten::copy_", "aten::clone", "aten::contiguous")
+               and not inside_launch(e))
+
+
+def test_addmm_autograd_with_a_transposed_weight_adds_no_copies(device):
+    """addmm(c, x, w.t()) under training: w's gradient is produced in w's own layout, so AccumulateGrad
+    copies nothing (a row-major gradient of the transposed view would be copied back into w's layout;
+    torch's own step makes that one copy here, 2026-12-05, torch 2.13 CPU)."""
+    x = _rand(33, 24, device=device, seed=21).requires_grad_()
+    w = torch.nn.Parameter(_rand(40, 24, device=device, seed=22))
+    c = torch.nn.Parameter(_rand(40, device=device, seed=23))
+    gy = _rand(33, 40, device=device, seed=24)
+
+    def step():
+        x.grad = w.grad = c.grad = None
+        torch.addmm(c, x, w.t()).backward(gy)
+
+    with tritonblas.enable():
+        step()
+        step()
+        mine = _copies(step)
+    assert mine == 0, mine
+
+
+def test_addmm_double_backward_through_the_warm_path(device):
+    a = _rand(7, 6, device=device, seed=18).requires_grad_()
+    b = _rand(6, 5, device=device, seed=19).requires_grad_()
+    c = _rand(5, device=device, seed=20).requires_grad_()
+
+    def second(fn):
+        y = fn(c, a, b)
+        (ga,) = torch.autograd.grad(y.pow(2).sum(), a, create_graph=True)
+        (gb2,) = torch.autograd.grad(ga.sum(), b)
+        return gb2
+
+    want = second(lambda c_, a_, b_: torch.addmm(c_.double(), a_.double(), b_.double()))
+    with tritonblas.enable():
+        torch.addmm(c.detach(), a.detach(), b.detach())  # records the entry
+        got = second(torch.addmm)
+    torch.testing.assert_close(got.double(), want.double(), rtol=1e-4, atol=1e-4)
 
 
 # --- property: any operand layout, called twice (cold, then hot), against torch ------------------------

@@ -139,11 +139,12 @@ def _copies(fn) -> int:
                and not inside_launch(e))
 
 
-def test_training_step_adds_no_copies(device):
+@pytest.mark.parametrize("name", ["llama3-8b", "gpt2-medium"])
+def test_training_step_adds_no_copies(device, name):
     """Backward GEMMs take their operands in place and write each gradient in its input's layout:
     a training step of ours makes no more copies than torch's (the custom op's backward made one
-    transposing copy per weight)."""
-    model, inputs, _ = models.build("llama3-8b", torch.float32, device, tiny=True)
+    transposing copy per weight). gpt2-medium: Conv1D's torch.addmm under autograd (fastpath._Addmm)."""
+    model, inputs, _ = models.build(name, torch.float32, device, tiny=True)
     kw = inputs("train")
 
     def step():

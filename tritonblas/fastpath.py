@@ -36,7 +36,7 @@ import threading
 
 import torch
 
-from tritonblas import _compat, dispatch
+from tritonblas import _compat, autocast, dispatch
 
 __all__ = ["ENV_FAST", "enabled", "direct", "linear", "matmul", "linear_hot", "matmul_hot", "clear", "MAX_ENTRIES",
            "TORCH", "record_unroutable_linear", "record_unroutable_matmul", "addmm_hot", "bmm_hot"]
@@ -351,17 +351,19 @@ def linear(x, w, bias=None):
 
 
 def linear_hot(x, w, bias=None):
-    """:func:`linear` for the eager, default-profile, no-autograd call the routing wrapper sees
-    first (``F.linear(x, w[, b])`` positionally, not compiling: the wrapper checked; no autocast on
-    any device, where the route would cast first): the warm
+    """:func:`linear` for the eager, default-profile call the routing wrapper sees first
+    (``F.linear(x, w[, b])`` positionally, not compiling: the wrapper checked; under autocast on the
+    tensors :func:`tritonblas.autocast.cast_inputs` gives, as the route casts them): the warm
     result, :data:`TORCH` for a signature torch runs (a tile table's VENDOR entry, or one the route
     could not take: :func:`record_unroutable_linear`), or None and the caller takes its usual route.
     One function instead of the route's chain: 44 Python calls per warm ``F.linear`` under
     ``enable()`` against 64 through the route (cProfile, CPU host, launch stubbed out, 2026-12-01)."""
     if type(x) not in _PLAIN or type(w) not in _PLAIN or (bias is not None and type(bias) not in _PLAIN):
         return None
-    if _fast_off() or _intercepting() or _any_autocast():
+    if _fast_off() or _intercepting():
         return None
+    if _any_autocast():  # the tensors torch's autocast would hand to aten::linear, as the route casts them
+        x, w, bias = autocast.cast_inputs(x, w, bias, op="linear")
     try:
         key = _linear_key(x, w, bias)
     except (RuntimeError, NotImplementedError):
@@ -384,8 +386,10 @@ def matmul_hot(a, b):
     """:func:`linear_hot` for ``torch.matmul(a, b)`` / ``a @ b``."""
     if type(a) not in _PLAIN or type(b) not in _PLAIN:
         return None
-    if _fast_off() or _intercepting() or _any_autocast():
+    if _fast_off() or _intercepting():
         return None
+    if _any_autocast():
+        a, b = autocast.cast_inputs(a, b, op="matmul")
     try:
         key = _matmul_key(a, b)
     except (RuntimeError, NotImplementedError):
@@ -416,8 +420,10 @@ def addmm_hot(c, a, b):
         return None
     if a.dim() != 2 or b.dim() != 2:  # an entry of a batched op with these operands: torch.addmm raises here
         return None
-    if _fast_off() or _intercepting() or _any_autocast():
+    if _fast_off() or _intercepting():
         return None
+    if _any_autocast():
+        c, a, b = autocast.cast_inputs(c, a, b, op="addmm")
     f = dispatch.fast_lookup(a, b, None, c)
     if _grad_enabled() and (c.requires_grad or a.requires_grad or b.requires_grad):
         if f is None or not dispatch.fast_valid(f):  # the route's checked call records the entry first
@@ -462,8 +468,10 @@ def bmm_hot(a, b):
         return None
     if a.dim() != 3 or b.dim() != 3 or a.shape[0] != b.shape[0]:  # torch.bmm raises (a matmul entry may broadcast)
         return None
-    if _fast_off() or _intercepting() or _any_autocast():
+    if _fast_off() or _intercepting():
         return None
+    if _any_autocast():
+        a, b = autocast.cast_inputs(a, b, op="bmm")
     if _grad_enabled() and (a.requires_grad or b.requires_grad):
         return None
     return _run_entry(dispatch.fast_lookup(a, b), a, b, None, 0.0)

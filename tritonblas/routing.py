@@ -30,7 +30,7 @@ from typing import Any, Callable
 
 import torch
 
-from tritonblas import _compat, dispatch, fastpath, ops, scaled
+from tritonblas import _compat, autocast, dispatch, fastpath, ops, scaled
 
 __all__ = ["enable", "active", "ROUTED"]
 
@@ -119,46 +119,6 @@ def _kernel_ok(profile: Any, *tensors: Any) -> bool:
     return dispatch.has_profile(ts[0].device, profile)
 
 
-_is_autocast_enabled = torch.is_autocast_enabled
-_autocast_available = torch.amp.is_autocast_available
-
-
-def _autocast_on(dev: str) -> bool:
-    """``torch.is_autocast_enabled(dev)``, False for a device type autocast does not know (``meta``,
-    where torch raises "unknown device type for autocast": meta tensors in a block, and torch's own
-    decompositions calling ``torch.mm`` on them while torch.compile traces ``addmm_``)."""
-    if dev == "cuda" or dev == "cpu":
-        return _is_autocast_enabled(dev)
-    return _autocast_available(dev) and _is_autocast_enabled(dev)
-
-
-def _has_autocast_kernel(op: str, key: str) -> bool:
-    try:
-        return torch._C._dispatch_has_kernel_for_dispatch_key(f"aten::{op}", key)
-    except (AttributeError, RuntimeError):
-        return True
-
-
-# (aten op, device type) -> whether torch's autocast casts that op's inputs on that device, read once at
-# import (dynamo traces a dict lookup, not the C query): CPU autocast has no kernel for mv / addmv, so
-# torch runs them in the inputs' own dtype there (CUDA casts them)
-_AUTOCASTS = {(op, dev): _has_autocast_kernel(op, key)
-              for op in ("linear", "matmul", "mm", "bmm", "addmm", "baddbmm", "addbmm", "mv", "addmv")
-              for dev, key in (("cpu", "AutocastCPU"), ("cuda", "AutocastCUDA"))}
-
-
-def _autocast(*tensors: Tensor | None, op: str = "mm") -> tuple:
-    """The tensors as torch's autocast hands them to ``aten::<op>``: floating tensors other than fp64
-    (not autocast-eligible) cast to the autocast dtype, when autocast is on for their device and torch
-    has an autocast kernel for the op there; else unchanged."""
-    dev = next(t for t in tensors if t is not None).device.type
-    if not _autocast_on(dev) or not _AUTOCASTS.get((op, dev), True):
-        return tensors
-    dt = torch.get_autocast_dtype(dev)
-    return tuple(t if t is None or not t.is_floating_point() or t.dtype == dt or t.dtype == torch.float64
-                 else t.to(dt) for t in tensors)
-
-
 def _not_real(*xs: Any) -> bool:
     """Whether an alpha/beta is not a real number torch takes (complex, or not a number at all: a
     string, None, a 1-D tensor): torch runs the call and raises or computes as it does."""
@@ -174,7 +134,7 @@ def _run(profile: Any, fn: Callable, tensors: tuple, out: Any, **kwargs):
     """The shared tail of a route: autocast the tensors (as torch would for the op ``fn`` names), check
     tritonblas can run them (with ``out``), then call ``fn(*tensors, out=out, profile=profile, **kwargs)``;
     NotImplemented otherwise."""
-    tensors = _autocast(*tensors, op=fn.__name__)
+    tensors = autocast.cast_inputs(*tensors, op=fn.__name__)
     if not _kernel_ok(profile, *tensors, out):
         return NotImplemented
     return fn(*tensors, out=out, profile=profile, **kwargs)
@@ -183,7 +143,7 @@ def _run(profile: Any, fn: Callable, tensors: tuple, out: Any, **kwargs):
 def _r_linear(profile, x, w, bias):
     if not isinstance(x, Tensor) or not isinstance(w, Tensor) or (bias is not None and not isinstance(bias, Tensor)):
         return NotImplemented
-    if profile is None and not _is_compiling() and not _autocast_on(x.device.type):
+    if profile is None and not _is_compiling() and not autocast.on(x.device.type):
         r = fastpath.linear(x, w, bias)
         if r is fastpath.TORCH:  # a tile table's VENDOR entry: torch's own function
             return NotImplemented
@@ -193,7 +153,7 @@ def _r_linear(profile, x, w, bias):
             or (w.dim() == 1 and bias is not None)
             or (bias is not None and not ops.expands_to(tuple(bias.shape), (*x.shape[:-1], *w.shape[:-1])))):
         return NotImplemented
-    x, w, bias = _autocast(x, w, bias, op="linear")
+    x, w, bias = autocast.cast_inputs(x, w, bias, op="linear")
     if not _kernel_ok(profile, x, w, bias):
         return NotImplemented
     return ops.linear(x, w, bias, profile=profile)
@@ -215,7 +175,7 @@ def _matmul_shapes_ok(a: Tensor, b: Tensor) -> bool:
 def _r_matmul(profile, a, b, out):
     if not isinstance(a, Tensor) or not isinstance(b, Tensor) or (out is not None and not isinstance(out, Tensor)):
         return NotImplemented
-    if out is None and profile is None and not _is_compiling() and not _autocast_on(a.device.type):
+    if out is None and profile is None and not _is_compiling() and not autocast.on(a.device.type):
         r = fastpath.matmul(a, b)
         if r is fastpath.TORCH:  # a tile table's VENDOR entry: torch's own function
             return NotImplemented

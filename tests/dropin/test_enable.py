@@ -177,13 +177,52 @@ def test_autocast_casts_what_torch_casts(device, case):
             ref, err = None, e
         with tritonblas.enable():
             if err is not None:
-                with pytest.raises(RuntimeError):
-                    fn()
+                for _ in range(2):  # the cold call, then the hot path's
+                    with pytest.raises(RuntimeError):
+                        fn()
                 return
-            ours = fn()
-    assert ours.dtype == ref.dtype, f"{case}: {ours.dtype} != torch's {ref.dtype}"
+            ours, again = fn(), fn()  # the cold call, then the hot path's (cast as the route casts)
     tol = 2e-2 if ref.dtype == torch.bfloat16 else 1e-5
-    torch.testing.assert_close(ours, ref, rtol=tol, atol=tol)
+    for got in (ours, again):
+        assert got.dtype == ref.dtype, f"{case}: {got.dtype} != torch's {ref.dtype}"
+        torch.testing.assert_close(got, ref, rtol=tol, atol=tol)
+
+
+@pytest.mark.parametrize("op", ["F.linear", "matmul", "addmm"])
+def test_autocast_training_runs_warm_on_the_cast_tensors(device, op, monkeypatch):
+    """Mixed-precision training (fp32 parameters, torch.autocast bf16): from the second step on the hot
+    path casts as the route does and serves the call warm (the route's checks are not run), and the
+    gradients reaching the fp32 parameters match torch's own autocast step."""
+    from tritonblas import routing
+
+    checks = []
+    original = routing._kernel_ok
+    monkeypatch.setattr(routing, "_kernel_ok", lambda *a: checks.append(a) or original(*a))
+    x = _rand(6, 5, 16, device=device).requires_grad_()
+    w = torch.nn.Parameter(_rand(8, 16, device=device))
+    bias = torch.nn.Parameter(_rand(8, device=device))
+    call = {"F.linear": lambda: F.linear(x, w, bias), "matmul": lambda: torch.matmul(x, w.t()),
+            "addmm": lambda: torch.addmm(bias, x.view(30, 16), w.t())}[op]
+
+    def step():
+        x.grad = w.grad = bias.grad = None
+        with torch.autocast(device, dtype=torch.bfloat16):
+            y = call()
+        y.float().pow(2).sum().backward()
+        return y, x.grad, w.grad, bias.grad
+
+    want = step()
+    with tritonblas.enable():
+        step()
+        n = len(checks)
+        got = step()
+    assert len(checks) == n, "the second step took the route"
+    for g, r in zip(got, want):
+        if r is None:
+            assert g is None
+            continue
+        assert g.dtype == r.dtype
+        torch.testing.assert_close(g.float(), r.float(), rtol=5e-2, atol=5e-2 * max(1.0, r.abs().max().item()))
 
 
 def _dual_cases(device):

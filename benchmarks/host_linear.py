@@ -348,6 +348,21 @@ def cpu_stub(n: int = 20000, profile: bool = False, only: tuple = ()) -> list[di
             F.linear(x, w, b).backward(gy)
         return step
 
+    def autocast_case(tiny: bool):  # mixed precision: fp32 parameters, torch.autocast bf16, forward + backward
+        g = torch.Generator().manual_seed(0)
+        (bt, s, k), nout = ((2, 4, 16), 32) if tiny else ((2, 16, 64), 128)
+        x = torch.randn(bt, s, k, generator=g).requires_grad_()
+        w = torch.nn.Parameter(torch.randn(nout, k, generator=g))
+        b = torch.nn.Parameter(torch.randn(nout, generator=g))
+        gy = torch.ones(bt, s, nout, dtype=bf)
+
+        def step():
+            x.grad = w.grad = b.grad = None
+            with torch.autocast("cpu", dtype=bf):
+                y = F.linear(x, w, b)
+            y.backward(gy)
+        return step
+
     def matmul_case(tiny: bool, batched: bool):
         g = torch.Generator().manual_seed(0)
         if batched:
@@ -385,6 +400,7 @@ def cpu_stub(n: int = 20000, profile: bool = False, only: tuple = ()) -> list[di
              ("linear autograd fwd", lambda t: linear_case(t, False, "fwd"), True),
              ("linear autograd fwd+bwd", lambda t: linear_case(t, False, "bwd"), True),
              ("linear+bias autograd fwd+bwd", lambda t: linear_case(t, True, "bwd"), True),
+             ("linear+bias autocast fwd+bwd", autocast_case, True),
              ("matmul no_grad 32x64 @ 64x128", lambda t: matmul_case(t, False), False),
              ("matmul no_grad 4x16x64 @ 4x64x32", lambda t: matmul_case(t, True), False),
              ("addmm no_grad 32x64 @ 64x128 + b", addmm_case, False),

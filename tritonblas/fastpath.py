@@ -505,8 +505,8 @@ def record_unroutable_linear(x, w, bias=None) -> None:
     again. Recorded only when no state the hot path bails on holds (compiling, a mode or transform,
     forward AD, autocast, ``TRITONBLAS_FAST=0``): then what refused it is the signature itself (shapes,
     dtypes, devices, layout, the profile lookup: all in the key with the fast context). Why: with every
-    GEMM falling through (CPU tensors, no profile) a 4-layer Llama decode under ``enable()`` ran 12%
-    slower than torch alone, about 48 us a GEMM in the route's checks (this CPU, 2026-12-05,
+    GEMM falling through (CPU tensors, no profile), a 4-layer Llama's decode under ``enable()`` took
+    1.47-1.52x torch's time without this memory and 1.14-1.25x with it (this CPU, two runs, 2026-12-05,
     ``python benchmarks/host_linear.py --fallthrough``)."""
     _unroutable("linear", _linear_key, (x, w, bias))
 
@@ -674,14 +674,6 @@ def matmul(a, b):
                 return None
         return _matmul_grad(a, b, hit)
     return _matmul_run(a, b)
-
-
-def _linear_hit(x, w, bias):
-    """The warm entry of ``linear(x, w, bias)``'s signature, or None (unknown, or unreadable)."""
-    try:
-        return _LINEAR.get(_linear_key(x, w, bias))
-    except (RuntimeError, NotImplementedError):
-        return None
 
 
 def _matmul_hit(a, b):

@@ -6,9 +6,11 @@ from __future__ import annotations
 
 import pytest
 import torch
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 import tritonblas
-from tritonblas import dispatch, routing
+from tritonblas import dispatch
 
 
 @pytest.fixture(autouse=True)
@@ -17,20 +19,6 @@ def _fresh(cpu_profile):
     dispatch.reset_stats()
     yield
     tritonblas.clear_caches()
-
-
-@pytest.fixture
-def route_checks(monkeypatch):
-    """Counts the route's kernel checks (routing._kernel_ok, read from the module at call time)."""
-    calls = []
-    original = routing._kernel_ok
-
-    def counted(*args):
-        calls.append(args)
-        return original(*args)
-
-    monkeypatch.setattr(routing, "_kernel_ok", counted)
-    return calls
 
 
 def _rand(*shape, device, seed, dtype=torch.float32):
@@ -139,29 +127,7 @@ def test_addmm_autograd_warm_gradients_in_their_layouts(device, route_checks, c_
     assert leaf.grad.stride() == leaf.stride() and c.grad.shape == c.shape
 
 
-def _copies(fn) -> int:
-    """Tensor copies ``fn()`` makes outside the interpreter's launches (their argument copies; a GPU
-    launch makes none): the count tests/dropin/test_models.py uses."""
-    from torch.profiler import ProfilerActivity, profile
-
-    from tritonblas._interpreter import INTERPRETER_RANGE
-
-    with profile(activities=[ProfilerActivity.CPU]) as prof:
-        fn()
-
-    def inside_launch(e) -> bool:
-        p = e.cpu_parent
-        while p is not None:
-            if p.name == INTERPRETER_RANGE:
-                return True
-            p = p.cpu_parent
-        return False
-
-    return sum(1 for e in prof.events() if e.name in ("aten::copy_", "aten::clone", "aten::contiguous")
-               and not inside_launch(e))
-
-
-def test_addmm_autograd_with_a_transposed_weight_adds_no_copies(device):
+def test_addmm_autograd_with_a_transposed_weight_adds_no_copies(device, count_copies):
     """addmm(c, x, w.t()) under training: w's gradient is produced in w's own layout, so AccumulateGrad
     copies nothing (a row-major gradient of the transposed view would be copied back into w's layout;
     torch's own step makes that one copy here, 2026-12-05, torch 2.13 CPU)."""
@@ -177,7 +143,7 @@ def test_addmm_autograd_with_a_transposed_weight_adds_no_copies(device):
     with tritonblas.enable():
         step()
         step()
-        mine = _copies(step)
+        mine = count_copies(step)
     assert mine == 0, mine
 
 
@@ -200,8 +166,6 @@ def test_addmm_double_backward_through_the_warm_path(device):
 
 
 # --- property: any operand layout, called twice (cold, then hot), against torch ------------------------
-from hypothesis import HealthCheck, given, settings  # noqa: E402
-from hypothesis import strategies as st  # noqa: E402
 
 
 def _layout(t, transposed: bool, offset: int):

@@ -116,31 +116,8 @@ def test_training_gradients_match_torch_in_the_weights_layout(device):
         assert _rel(q.grad, p.grad) < 1e-4, n
 
 
-def _copies(fn) -> int:
-    """Tensor copies made by ``fn()``, not counting the interpreter's own argument copies (they run
-    inside its launch range, ``_interpreter.INTERPRETER_RANGE``; a GPU launch makes none)."""
-    from torch.profiler import ProfilerActivity, profile
-
-    from tritonblas._interpreter import INTERPRETER_RANGE
-
-    with profile(activities=[ProfilerActivity.CPU]) as prof:
-        fn()
-    events = prof.events()
-
-    def inside_launch(e) -> bool:
-        p = e.cpu_parent
-        while p is not None:
-            if p.name == INTERPRETER_RANGE:
-                return True
-            p = p.cpu_parent
-        return False
-
-    return sum(1 for e in events if e.name in ("aten::copy_", "aten::clone", "aten::contiguous")
-               and not inside_launch(e))
-
-
 @pytest.mark.parametrize("name", ["llama3-8b", "gpt2-medium"])
-def test_training_step_adds_no_copies(device, name):
+def test_training_step_adds_no_copies(device, name, count_copies):
     """Backward GEMMs take their operands in place and write each gradient in its input's layout:
     a training step of ours makes no more copies than torch's (the custom op's backward made one
     transposing copy per weight). gpt2-medium: Conv1D's torch.addmm under autograd (fastpath._Addmm)."""
@@ -152,11 +129,11 @@ def test_training_step_adds_no_copies(device, name):
         models._loss(model, kw, models._forward(model, kw)).backward()
 
     step()
-    theirs = _copies(step)
+    theirs = count_copies(step)
     with tritonblas.enable():
         step()
         step()
-        mine = _copies(step)
+        mine = count_copies(step)
     assert mine <= theirs, (mine, theirs)
 
 

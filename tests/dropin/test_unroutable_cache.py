@@ -14,7 +14,7 @@ import torch
 import torch.nn.functional as F
 
 import tritonblas
-from tritonblas import dispatch, fastpath, routing
+from tritonblas import dispatch, fastpath
 
 
 @pytest.fixture(autouse=True)
@@ -24,20 +24,6 @@ def _fresh(monkeypatch):
     dispatch.reset_stats()
     yield
     tritonblas.clear_caches()
-
-
-@pytest.fixture
-def route_checks(monkeypatch):
-    """Counts the route's kernel checks (routing._kernel_ok, read from the module at call time)."""
-    calls = []
-    original = routing._kernel_ok
-
-    def counted(*args):
-        calls.append(args)
-        return original(*args)
-
-    monkeypatch.setattr(routing, "_kernel_ok", counted)
-    return calls
 
 
 def _rand(*shape, dtype=torch.float64):

@@ -95,8 +95,39 @@ def serial():
     return _InterpretedLaunch() if interpreting() else _NO_LOCK
 
 
+# whether tritonblas's kernels were decorated under the interpreter; None until they are
+_DECORATED: list = [None]
+
+
+def kernels_interpreted() -> bool:
+    """Whether tritonblas's kernels run under the interpreter. Triton reads ``TRITON_INTERPRET`` when a
+    kernel is decorated (``tritonblas.kernels``' first import), not at launch: once the kernels exist,
+    their type decides; before, the environment now does (they will be decorated under it)."""
+    known = _DECORATED[0]
+    if known is None:
+        import sys
+
+        gemm = sys.modules.get("tritonblas.kernels.gemm")
+        if gemm is None:
+            return settings.interpret()
+        known = _DECORATED[0] = type(gemm.gemm_kernel).__name__ == "InterpretedFunction"
+    return known
+
+
 def interpreting() -> bool:
-    return settings.interpret()
+    """``TRITON_INTERPRET`` is on now and the kernels were decorated under it: only then can CPU tensors
+    run. Set after the kernels were compiled for a GPU, it would send CPU pointers to GPU launches
+    (Triton: "Pointer argument ... cannot be accessed from Triton"), so it counts as off."""
+    return settings.interpret() and kernels_interpreted()
+
+
+def cpu_refusal() -> str:
+    """Why CPU tensors cannot run the kernels now (:func:`interpreting` is False): the message the
+    direct calls raise and the drop-in's fall-through reason."""
+    if settings.interpret():
+        return ("TRITON_INTERPRET=1 was set after tritonblas's kernels were compiled for the GPU (Triton reads it "
+                "when tritonblas.kernels is first imported): set it before importing tritonblas")
+    return "set TRITON_INTERPRET=1 to run the kernels on CPU tensors"
 
 
 def _fp32_to_bf16_rne(x):

@@ -40,7 +40,7 @@ def _placement_reason(t: torch.Tensor, dev: torch.device) -> str | None:
 
 def _device_reason(dev: torch.device) -> str | None:
     if dev.type == "cpu":
-        return None if _interpreter.interpreting() else "CPU tensors (set TRITON_INTERPRET=1 to run the kernels)"
+        return None if _interpreter.interpreting() else f"CPU tensors ({_interpreter.cpu_refusal()})"
     if dev.type != "cuda":
         return f"device {dev}"
     return None

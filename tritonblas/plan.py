@@ -603,7 +603,8 @@ def prepare_launch(plan: LaunchPlan, a: torch.Tensor, b: torch.Tensor, out: torc
         if t is not None and isinstance(t, torch.Tensor) and t.device != device:
             raise ValueError(f"{name}: on {t.device}, but out is on {device} (all tensors must share a device)")
     if device.type == "cpu" and not _interpreter.interpreting():
-        raise RuntimeError("tritonblas kernels run on CPU tensors only under TRITON_INTERPRET=1")
+        raise RuntimeError(f"tritonblas kernels run on CPU tensors only under TRITON_INTERPRET=1: "
+                           f"{_interpreter.cpu_refusal()}")
     for name, t in (("a", a), ("b", b)):
         if t.dtype not in FROM_TORCH:
             raise ValueError(f"{name}: unsupported dtype {t.dtype} (supported: fp32, fp16, bf16, fp8 e4m3/e5m2)")

@@ -21,22 +21,32 @@ import tritonblas
 from origami.config import Kind
 from tritonblas import dispatch
 
-SHAPE = (32, 32, 2048)  # fp16: the model picks split-K on h200
+# fp16 shapes with few output tiles and a long K, where a profile's pick splits K (split-K or
+# Stream-K: the kinds whose programs share a tile). The first whose pick does is the tests' premise:
+# h200 picks split-K for the first, the shipped h100 (its model terms then h200's first hand fit)
+# Stream-K. The pick of the profile the device maps to decides, so the tests hold on either GPU.
+SHAPES = ((32, 32, 2048), (32, 32, 4096), (16, 16, 8192), (64, 64, 8192), (32, 64, 16384))
+SPLITTING = frozenset((Kind.SPLITK, Kind.STREAMK))
 
 
 @pytest.fixture
 def det(device, monkeypatch):
+    """The device's plan profile and a shape its model splits in K; deterministic mode restored after."""
     if device == "cpu":
         monkeypatch.setenv("TRITONBLAS_PROFILE", "h200")
     old, old_warn = torch.are_deterministic_algorithms_enabled(), torch.is_deterministic_algorithms_warn_only_enabled()
     dispatch.clear_caches()
-    yield
+    torch.use_deterministic_algorithms(False)
+    hw = dispatch.device_info(torch.device(device)).plan_profile
+    shape = next((s for s in SHAPES if dispatch.plan_for(*_operands(device, s)).config.kind in SPLITTING), None)
+    dispatch.clear_caches()
+    yield hw, shape
     torch.use_deterministic_algorithms(old, warn_only=old_warn)
     dispatch.clear_caches()
 
 
-def _operands(device):
-    m, n, k = SHAPE
+def _operands(device, shape):
+    m, n, k = shape
     g = torch.Generator().manual_seed(17)
     a = (torch.randn(m, k, generator=g) / k ** 0.5).half().to(device)
     b = torch.randn(k, n, generator=g).half().to(device)
@@ -56,14 +66,18 @@ def test_every_kind_is_listed_as_deterministic():
         "a kind left out of DETERMINISTIC_KINDS needs a reason (and a key that carries the flag)"
 
 
-def test_model_pick_is_split_k_without_deterministic_mode(det, device):
-    a, b = _operands(device)
+def test_model_pick_splits_k_without_deterministic_mode(det, device):
+    hw, shape = det
+    assert shape is not None, f"profile {hw.name}: no shape of {SHAPES} gets a split-K or Stream-K pick " \
+                              "(the premise of the tests below: add one that does)"
+    a, b = _operands(device, shape)
     torch.use_deterministic_algorithms(False)
-    assert dispatch.plan_for(a, b).config.kind is Kind.SPLITK  # the premise of the tests below
+    assert dispatch.plan_for(a, b).config.kind in SPLITTING
 
 
 def test_deterministic_mode_chooses_among_deterministic_kinds(det, device, monkeypatch):
-    a, b = _operands(device)
+    hw, shape = det
+    a, b = _operands(device, shape or SHAPES[0])
     allowed = frozenset((Kind.DP, Kind.PERSISTENT))
     monkeypatch.setattr(dispatch, "DETERMINISTIC_KINDS", allowed)
     torch.use_deterministic_algorithms(True)
@@ -72,7 +86,7 @@ def test_deterministic_mode_chooses_among_deterministic_kinds(det, device, monke
         out = tritonblas.matmul(a, b)
         lp = dispatch.plan_for(a, b)
     assert lp.config.kind in allowed
-    best = next(e.config for e in origami.rank(lp.problem, "h200", 1 << 30) if e.config.kind in allowed)
+    best = next(e.config for e in origami.rank(lp.problem, hw, 1 << 30) if e.config.kind in allowed)
     assert lp.config == best, "not the best-ranked deterministic candidate"
     _close(out, a, b)
     for _ in range(2):
@@ -80,7 +94,7 @@ def test_deterministic_mode_chooses_among_deterministic_kinds(det, device, monke
 
 
 def test_forced_non_deterministic_config_raises_naming_the_op(det, device, monkeypatch):
-    a, b = _operands(device)
+    a, b = _operands(device, SHAPES[0])
     monkeypatch.setattr(dispatch, "DETERMINISTIC_KINDS", frozenset((Kind.DP,)))
     torch.use_deterministic_algorithms(True)
     cfg = origami.TileConfig(kind="splitk", block_m=16, block_n=16, block_k=32, num_warps=4, num_stages=2,
@@ -93,32 +107,41 @@ def test_forced_non_deterministic_config_raises_naming_the_op(det, device, monke
 
 
 def test_no_deterministic_candidate_raises(det, device, monkeypatch):
-    a, b = _operands(device)
+    shape = SHAPES[0]
+    a, b = _operands(device, shape)
     monkeypatch.setattr(dispatch, "DETERMINISTIC_KINDS", frozenset())
     torch.use_deterministic_algorithms(True)
     with pytest.raises(RuntimeError, match=r"tritonblas\.(matmul|mm): .*no deterministic kernel fits"):
         tritonblas.matmul(a, b)
-    c = torch.zeros(SHAPE[0], SHAPE[1], dtype=a.dtype, device=device)
+    c = torch.zeros(shape[0], shape[1], dtype=a.dtype, device=device)
     with pytest.raises(RuntimeError, match=r"tritonblas\.addmm: "):
         tritonblas.addmm(c, a, b)
 
 
 def test_warn_only_warns_and_runs_the_pick(det, device, monkeypatch):
-    a, b = _operands(device)
+    hw, shape = det
+    assert shape is not None, f"profile {hw.name}: no splitting pick (see the premise test)"
+    a, b = _operands(device, shape)
+    pick = dispatch.plan_for(a, b).config.kind
+    dispatch.clear_caches()
     monkeypatch.setattr(dispatch, "DETERMINISTIC_KINDS", frozenset())
     torch.use_deterministic_algorithms(True, warn_only=True)
-    with pytest.warns(UserWarning, match=r"tritonblas\.(matmul|mm): the splitk kernel .* not deterministic"):
+    with pytest.warns(UserWarning, match=rf"tritonblas\.(matmul|mm): the {pick.value} kernel .* not deterministic"):
         out = tritonblas.matmul(a, b)
-    assert dispatch.plan_for(a, b).config.kind is Kind.SPLITK
+    assert dispatch.plan_for(a, b).config.kind is pick
     _close(out, a, b)
 
 
 def test_without_deterministic_mode_nothing_changes(det, device, monkeypatch):
-    a, b = _operands(device)
+    hw, shape = det
+    assert shape is not None, f"profile {hw.name}: no splitting pick (see the premise test)"
+    a, b = _operands(device, shape)
+    pick = dispatch.plan_for(a, b).config.kind
+    dispatch.clear_caches()
     monkeypatch.setattr(dispatch, "DETERMINISTIC_KINDS", frozenset())
     torch.use_deterministic_algorithms(False)
     with warnings.catch_warnings():
         warnings.simplefilter("error")
         out = tritonblas.matmul(a, b)
-    assert dispatch.plan_for(a, b).config.kind is Kind.SPLITK
+    assert dispatch.plan_for(a, b).config.kind is pick
     _close(out, a, b)

@@ -1,6 +1,6 @@
-"""benchmarks/sweep.py --screen (CPU): a slow config is recorded at its quick time only against a
+"""benchmarks/sweep.py --screen (CPU, and on the GPU where there is one): a slow config is recorded at its quick time only against a
 best that was timed in full and checked; everything within the factor is timed in full; configs go
-in predicted order. The GPU timers are replaced by scripted ones that still run the launch (under the
+in predicted order. The GPU timers are replaced by scripted ones that still run the launch (on the GPU, or under the
 interpreter), so the loop's result check and bookkeeping are the real ones."""
 
 from __future__ import annotations
@@ -72,8 +72,9 @@ def test_time_config_screens_only_slow_configs_against_a_best(monkeypatch):
     assert calls == ["warm", "quick", "graph", "warm", "quick", "graph", "warm", "quick", "warm", "graph"]
 
 
-def _sweep(tmp_path, monkeypatch, check_fails_first=False):
-    """Four configs of one small shape, offered in reverse predicted order; returns the rows written."""
+def _sweep(tmp_path, monkeypatch, device, check_fails_first=False):
+    """Four configs of one small shape, offered in reverse predicted order, launched on ``device`` (the
+    GPU where there is one, else the interpreter); returns the rows written."""
     import origami
 
     hw = origami.load_profile("h200")
@@ -92,7 +93,7 @@ def _sweep(tmp_path, monkeypatch, check_fails_first=False):
 
         monkeypatch.setattr(sweep, "check_result", check)
     out = tmp_path / "s.csv"
-    sweep.run_shard(_args(), [([p], out, lambda prob, hw_, *extra: offered)], "cpu")
+    sweep.run_shard(_args(), [([p], out, lambda prob, hw_, *extra: offered)], device)
     return cands, sweep.read_rows(out)
 
 
@@ -105,22 +106,22 @@ def _key(c):
     return (c.block_m, c.block_n, c.block_k, c.num_warps, c.num_stages, c.group_m)
 
 
-def test_sweep_times_in_predicted_order_and_screens_against_the_full_best(tmp_path, monkeypatch):
+def test_sweep_times_in_predicted_order_and_screens_against_the_full_best(tmp_path, monkeypatch, device):
     # predicted order: cands[3], [2], [1], [0]. Quick times 0.5, 1.0, 0.6, 0.7; full times 0.5, 0.4:
     # [3] has no reference (full 0.5); [2] 1.0 > 0.75 (screened); [1] 0.6 <= 0.75 (full 0.4, the new
     # best); [0] 0.7 > 0.6 (screened)
     calls = _script(monkeypatch, [0.5, 1.0, 0.6, 0.7], [0.5, 0.4])
-    cands, rows = _sweep(tmp_path, monkeypatch)
+    cands, rows = _sweep(tmp_path, monkeypatch, device)
     assert [_cfg_of(r) for r in rows] == [_key(c) for c in reversed(cands)]
     assert [float(r["median_ms"]) for r in rows] == [0.5, 1.0, 0.4, 0.7]
     assert calls.count("graph") == 2 and not any(r["error"] for r in rows)
 
 
-def test_a_config_whose_result_is_wrong_is_never_the_screens_reference(tmp_path, monkeypatch):
+def test_a_config_whose_result_is_wrong_is_never_the_screens_reference(tmp_path, monkeypatch, device):
     # the first config (full 0.1) fails its check: the second (quick 1.0) has no reference yet and
     # is timed in full (0.9); had the failed 0.1 counted, it would have been screened at 1.0
     calls = _script(monkeypatch, [0.1, 1.0, 1.4, 1.4], [0.1, 0.9])
-    cands, rows = _sweep(tmp_path, monkeypatch, check_fails_first=True)
+    cands, rows = _sweep(tmp_path, monkeypatch, device, check_fails_first=True)
     assert rows[0]["median_ms"] == "" and "wrong result" in rows[0]["error"]
     assert float(rows[1]["median_ms"]) == 0.9
     assert [float(r["median_ms"]) for r in rows[2:]] == [1.4, 1.4]  # over 1.5 x 0.9: screened

@@ -48,11 +48,17 @@ def test_a_refused_signature_skips_the_route_next_time(op, route_checks):
     assert (st["intercepted"], st["routed"], st["fallbacks"]) == (3, 0, 0)
 
 
-def test_a_routable_signature_is_not_remembered_as_refused(route_checks, monkeypatch):
-    """fp32 on CPU with the interpreter and a profile: routed; nothing goes into the refused set."""
-    monkeypatch.setenv("TRITONBLAS_PROFILE", "h200")
-    monkeypatch.setenv("TRITON_INTERPRET", "1")
-    x, w = _rand(4, 16, dtype=torch.float32), _rand(8, 16, dtype=torch.float32)
+def _routable(device, monkeypatch):
+    """fp32 operands the route takes: on the GPU, or on CPU with the interpreter and a profile."""
+    if device == "cpu":
+        monkeypatch.setenv("TRITONBLAS_PROFILE", "h200")
+        monkeypatch.setenv("TRITON_INTERPRET", "1")
+    return _rand(4, 16, dtype=torch.float32).to(device), _rand(8, 16, dtype=torch.float32).to(device)
+
+
+def test_a_routable_signature_is_not_remembered_as_refused(route_checks, monkeypatch, device):
+    """Routed calls put nothing into the refused set."""
+    x, w = _routable(device, monkeypatch)
     with tritonblas.enable():
         F.linear(x, w)
         F.linear(x, w)
@@ -60,14 +66,12 @@ def test_a_routable_signature_is_not_remembered_as_refused(route_checks, monkeyp
     assert not any(v is False for v in fastpath._TORCH_SIGS.values())
 
 
-def test_a_refusal_under_forward_ad_is_not_remembered(monkeypatch):
+def test_a_refusal_under_forward_ad_is_not_remembered(monkeypatch, device):
     """Forward AD makes the route refuse a routable call (the kernels drop tangents); after the dual
     level closes the same signature must route again."""
-    monkeypatch.setenv("TRITONBLAS_PROFILE", "h200")
-    monkeypatch.setenv("TRITON_INTERPRET", "1")
     import torch.autograd.forward_ad as fwad
 
-    x, w = _rand(4, 16, dtype=torch.float32), _rand(8, 16, dtype=torch.float32)
+    x, w = _routable(device, monkeypatch)
     with tritonblas.enable():
         with fwad.dual_level():
             F.linear(x, w)
@@ -85,6 +89,8 @@ def test_a_named_profile_block_is_not_remembered(route_checks):
     assert len(route_checks) == 2 and not fastpath._TORCH_SIGS
 
 
+@pytest.mark.skipif(torch.cuda.is_available(), reason="CPU-only: its refusal (CPU tensors, no profile) is lifted by "
+                    "TRITON_INTERPRET, which only an interpreted build of the kernels honours")
 def test_a_new_environment_makes_the_signature_new(route_checks, monkeypatch):
     """CPU fp32 without a profile is refused; with TRITONBLAS_PROFILE and the interpreter set (both in
     the fast context) the same signature is asked again, and routed."""
@@ -107,3 +113,23 @@ def test_clear_caches_forgets_refusals(route_checks):
         tritonblas.clear_caches()
         F.linear(x, w)
     assert len(route_checks) == 2
+
+
+def test_the_interpreter_switched_on_after_a_gpu_build_is_refused_clearly(monkeypatch):
+    """TRITON_INTERPRET set after the kernels were compiled for a GPU (Triton reads it at decoration):
+    CPU tensors fall through to torch with that reason, from the direct call and the drop-in, instead of
+    GPU launches on CPU pointers."""
+    from tritonblas import _interpreter
+
+    monkeypatch.setattr(_interpreter, "_DECORATED", [False])  # as if decorated without the interpreter
+    monkeypatch.setenv("TRITONBLAS_PROFILE", "h200")
+    monkeypatch.setenv("TRITON_INTERPRET", "1")
+    x, w = _rand(4, 16, dtype=torch.float32), _rand(8, 16, dtype=torch.float32)
+    from tritonblas import fallback
+
+    assert "TRITON_INTERPRET=1 was set after tritonblas's kernels were compiled" in fallback.fallback_reason(x, w)
+    torch.testing.assert_close(tritonblas.matmul(x, w.t()), x @ w.t(), rtol=0, atol=0)  # torch ran it
+    with tritonblas.enable():
+        got = F.linear(x, w)
+    torch.testing.assert_close(got, F.linear(x, w), rtol=0, atol=0)
+    assert dispatch.stats()["routed"] == 0

@@ -255,7 +255,9 @@ def run_shard(args, jobs: list[tuple[list, Path]], device: str, skip: list[set] 
     if device.startswith("cuda"):
         # the timers (CUDA graphs, events) work on the current device: make it the shard's GPU, else a
         # capture on cuda:0 records nothing of a launch on cuda:1 (it measured 0.0 ms, 2026-11-30)
-        torch.cuda.set_device(torch.device(device))
+        # ("cuda" alone names the current device: nothing to set)
+        if torch.device(device).index is not None:
+            torch.cuda.set_device(torch.device(device))
     hw = origami.load_profile(args.profile)
     t_start = time.time()
     # one set of compile workers for every shape (none under the interpreter: nothing is compiled)

@@ -500,9 +500,10 @@ def test_a_fit_on_a_profile_without_ws_efficiency_writes_none():
     (``HardwareProfile.to_yaml_dict``); ``fit_model``'s params hold every model parameter, so
     ``apply_fit`` wrote ``ws_efficiency: 0.0`` into every fitted profile of a base without it.
     Reproduction: ``calibrate --no-measure --base h100 --fit calib.csv --heldout-sweeps ... --params
-    mma_efficiency`` wrote ``ws_efficiency: 0.0`` under ``model:``."""
+    mma_efficiency`` wrote ``ws_efficiency: 0.0`` under ``model:`` (h100 has had h200's terms, ws
+    included, since 2026-12-05: b200 is the shipped profile without it)."""
     data = heldout.read_sweep_file(SWEEP)
-    hw = origami.load_profile("h100")
+    hw = origami.load_profile("b200")
     assert "ws_efficiency" not in hw.to_yaml_dict()["model"]
     outcome, params = cal.fit_model(hw, data[:4], heldout=data[4:8], heldout_source="stand-in", rounds=1,
                                     params=["fixup_ns"])
@@ -510,7 +511,7 @@ def test_a_fit_on_a_profile_without_ws_efficiency_writes_none():
     assert "ws_efficiency" not in raw["model"]
     text = render_profile(raw)
     assert "ws_efficiency" not in text
-    assert check_profile_text(text, "h100.yaml").model["ws_efficiency"] == 0.0
+    assert check_profile_text(text, "b200.yaml").model["ws_efficiency"] == 0.0
     # a fitted value is written
     ws = origami.load_profile("h200")
     outcome, params = cal.fit_model(ws, data[:4], heldout=data[4:8], heldout_source="stand-in", rounds=1,

@@ -36,6 +36,7 @@ from __future__ import annotations
 
 import contextlib
 import random
+import sys
 import threading
 
 from tritonblas import settings
@@ -105,8 +106,6 @@ def kernels_interpreted() -> bool:
     their type decides; before, the environment now does (they will be decorated under it)."""
     known = _DECORATED[0]
     if known is None:
-        import sys
-
         gemm = sys.modules.get("tritonblas.kernels.gemm")
         if gemm is None:
             return settings.interpret()

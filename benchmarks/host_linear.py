@@ -50,6 +50,115 @@ def per_call_us(fn, n: int, batches: int = 5) -> float:
     return statistics.median(out)
 
 
+def inmodel_stub(name: str, rounds: int = 7, loop_n: int = 200) -> list[str]:
+    """CPU: does a model's other work inflate each routed GEMM call's host time? The tiny twin of a
+    benchmarks/models.py model (no_grad forward, bf16, CPU) runs torch alone and under ``enable()`` with
+    every launch stubbed (:func:`stubbed_launches`, :func:`emulate_raw_launch`: the warm path's Python as
+    on a GPU, minus the C launch). Per GEMM call, three host times of the same calls: inside the forward
+    (models.GemmShim, outermost), each recorded call replayed ``loop_n`` times back to back, and the
+    forward's calls replayed in its order with none of its other work between (``loop_n`` passes). Ours in-model over ours in a loop is the inflation the H100 showed for gpt2-medium (32.3 us a
+    call in the model against 9.6 in ``--cpu-stub``'s loop); torch's ratio beside it is the baseline (its
+    CPU GEMM itself runs here, a few us at these sizes). Medians of ``rounds`` alternating rounds."""
+    import os
+
+    os.environ.setdefault("TRITON_INTERPRET", "1")
+    os.environ.setdefault("TRITONBLAS_PROFILE", "h200")
+    import torch
+
+    import models
+    import tritonblas
+
+    model, inputs, _ = models.build(name, torch.bfloat16, "cpu", tiny=True)
+    kw = inputs("prefill")
+    calls: list = []
+
+    import importlib
+
+    def owner_of(mod: str):
+        return torch.Tensor if mod == "torch.Tensor" else importlib.import_module(mod)
+
+    def record() -> None:  # each outermost GEMM call of one forward as (owner, name, args, kwargs)
+        saved, depth = [], [0]
+        for mod, fname in models.GemmShim.NAMES:
+            owner = owner_of(mod)
+            orig = getattr(owner, fname)
+            saved.append((owner, fname, fname in vars(owner), orig))
+
+            def rec(*args, _o=orig, _at=(owner, fname), **kwargs):
+                if depth[0] == 0:
+                    calls.append((*_at, args, kwargs))
+                depth[0] += 1
+                try:
+                    return _o(*args, **kwargs)
+                finally:
+                    depth[0] -= 1
+            setattr(owner, fname, rec)
+        try:
+            with torch.no_grad():
+                models._forward(model, kw)
+        finally:
+            for owner, fname, own, orig in reversed(saved):
+                if own:
+                    setattr(owner, fname, orig)
+                else:
+                    delattr(owner, fname)
+
+    def forward() -> tuple[float, int]:
+        with torch.no_grad(), models.GemmShim() as shim:
+            models._forward(model, kw)
+        return shim.ns / 1e3, shim.calls
+
+    def loop_us() -> float:  # the recorded calls back to back, each loop_n times, through what the owner holds now
+        t0 = time.perf_counter_ns()
+        with torch.no_grad():
+            for owner, fname, args, kwargs in calls:
+                fn = getattr(owner, fname)
+                for _ in range(loop_n):
+                    fn(*args, **kwargs)
+        return (time.perf_counter_ns() - t0) / 1e3 / (loop_n * len(calls))
+
+    def sequence_us() -> float:  # the recorded calls in the model's order, none of its other work between
+        t0 = time.perf_counter_ns()
+        with torch.no_grad():
+            for _ in range(loop_n):
+                for owner, fname, args, kwargs in calls:
+                    getattr(owner, fname)(*args, **kwargs)
+        return (time.perf_counter_ns() - t0) / 1e3 / (loop_n * len(calls))
+
+    threads = torch.get_num_threads()
+    torch.set_num_threads(1)
+    res: dict = {f"{s} {w}": [] for s in ("torch", "ours") for w in ("model", "loop", "sequence")}
+    try:
+        record()  # the torch functions the model calls, as it calls them
+        with stubbed_launches():
+            with tritonblas.enable():
+                for _ in range(3):
+                    forward()  # the checked path records the warm entries
+            emulate_raw_launch()
+            for r in range(rounds):
+                for side in (("torch", "ours") if r % 2 == 0 else ("ours", "torch")):
+                    ctx = tritonblas.enable() if side == "ours" else contextlib.nullcontext()
+                    with ctx:
+                        us, n = forward()
+                        res[f"{side} model"].append(us / n)
+                        res[f"{side} loop"].append(loop_us())
+                        res[f"{side} sequence"].append(sequence_us())
+            tritonblas.dispatch.reset_stats()
+            with tritonblas.enable():
+                forward()
+            st = tritonblas.dispatch.stats()
+    finally:
+        torch.set_num_threads(threads)
+    med = {k: statistics.median(v) for k, v in res.items()}
+    out = [f"in-model host per GEMM call, {name} (tiny twin, CPU, launches stubbed; {len(calls)} GEMM calls a "
+           f"forward, {st['fast_hits']} served warm, {st['routed']} routed; medians of {rounds} rounds, us):"]
+    for side in ("torch", "ours"):
+        m, lo, sq = med[f"{side} model"], med[f"{side} loop"], med[f"{side} sequence"]
+        out.append(f"  {side:6s} in the model {m:7.2f}   each call in a loop {lo:7.2f}   the model's calls in "
+                   f"order, nothing between {sq:7.2f}   model / loop x{m / lo:.2f}")
+    return out
+
+
 def fallthrough(rounds: int = 7, tokens: int = 24) -> list[str]:
     """enable()'s toll where it does not act: greedy decode of a 4-layer ``transformers`` Llama (hidden
     128) on the CPU without a profile, so every GEMM is intercepted and handed to torch. Three sides in
@@ -139,7 +248,10 @@ def main(argv=None) -> int:
                     help="only the CPU rows: warm routed calls with the launch stubbed out (see cpu_stub)")
     ap.add_argument("--fallthrough", action="store_true",
                     help="only enable()'s cost with every GEMM falling through (CPU, see fallthrough)")
-    ap.add_argument("--rounds", type=int, default=7, help="--fallthrough: alternating rounds (medians)")
+    ap.add_argument("--inmodel-stub", nargs="*", default=None, metavar="MODEL",
+                    help="only the in-model vs in-a-loop host time per GEMM call of these models' tiny twins "
+                         "(CPU, launches stubbed; see inmodel_stub)")
+    ap.add_argument("--rounds", type=int, default=7, help="--fallthrough, --inmodel-stub: alternating rounds (medians)")
     ap.add_argument("--only", nargs="*", default=(), metavar="TEXT",
                     help="--cpu-stub: only the cases whose name contains one of these")
     args = ap.parse_args(argv)
@@ -150,6 +262,13 @@ def main(argv=None) -> int:
         os.environ.setdefault("TRITONBLAS_PROFILE", "h200")
         for line in cpu_stub_report(cpu_stub(args.n or 20000, profile=args.profile, only=tuple(args.only))):
             print(line)
+        return 0
+    if args.inmodel_stub is not None:
+        if args.rounds < 1:
+            ap.error(f"--rounds {args.rounds}: expected at least 1")
+        for name in args.inmodel_stub or ("gpt2-medium", "bert-large"):
+            for line in inmodel_stub(name, args.rounds):
+                print(line)
         return 0
     if args.fallthrough:
         if args.rounds < 1:

@@ -20,7 +20,19 @@ ROOT = Path(__file__).resolve().parents[1]
 if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 
-__all__ = ["ROOT", "git_sha", "provenance", "utc_now", "watch_child", "write_csv"]
+__all__ = ["ROOT", "foreign_gpu", "git_sha", "provenance", "utc_now", "watch_child", "write_csv"]
+
+
+def foreign_gpu(device_names, gpu_name: str, profile: str, flag: str = "--any-gpu") -> str | None:
+    """Why timings of the GPU named ``gpu_name`` must not land in ``profile``'s recorded data, or None
+    when one of the profile's ``device_names`` is in that name (case-insensitive, as the dispatcher
+    maps a device). The device tool may hand out an H100 for an H200 call: its timings written into
+    benchmarks/data/h200* would mix two parts in one sweep, the held-out split's included."""
+    if any(n.lower() in gpu_name.lower() for n in device_names):
+        return None
+    return (f"profile {profile} describes {', '.join(device_names) or 'no named device'}, but this GPU is "
+            f"{gpu_name!r}: its timings do not belong in {profile}'s recorded data. Use this GPU's own "
+            f"profile, or pass {flag} to time it anyway")
 
 
 def utc_now() -> str:

@@ -586,6 +586,9 @@ def main(argv=None) -> int:
                          "(TMA descriptors, 2026-11-30); cpu (the default, and the only one, without a GPU): "
                          "perf_counter around interpreted launches")
     ap.add_argument("--gpu", type=int, default=0, help="the GPU of a single-process run (torchrun: the local rank's)")
+    ap.add_argument("--any-gpu", action="store_true",
+                    help="time a GPU the profile does not name (by default refused: its rows would land in "
+                         "the profile's recorded data)")
     ap.add_argument("--gpus", default=None, help=argparse.SUPPRESS)  # the old launcher's option: points to torchrun
     ap.add_argument("--jobs", nargs="+", default=None, metavar="SET[:DTYPE[:LIMIT]]",
                     help="several shape sets in one run (one CSV each; --set/--shapes/--dtype/--limit/--out unused)")
@@ -638,6 +641,13 @@ def main(argv=None) -> int:
         os.environ["TRITON_INTERPRET"] = "1"
         if args.timer not in (None, "cpu"):
             ap.error(f"--timer {args.timer} needs a GPU")
+    elif not args.any_gpu:
+        from _harness import foreign_gpu
+
+        hw = origami.load_profile(args.profile)
+        why = foreign_gpu(hw.device_names, torch.cuda.get_device_name(args.gpu), hw.name)
+        if why:
+            ap.error(f"--profile {args.profile}: {why}")
     args.timer = args.timer or ("graph" if cuda else "cpu")
     world = torchrun_world()
     if world is None:

@@ -36,6 +36,7 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "benchmarks"))
 
+import origami  # noqa: E402
 from origami.problem import GemmProblem  # noqa: E402
 from origami.shapes import load_shapes  # noqa: E402
 
@@ -140,6 +141,9 @@ def main(argv=None) -> int:
     ap.add_argument("--rep-ms", type=float, default=3)
     ap.add_argument("--budget-s", type=float, default=1e9)
     ap.add_argument("--limit", type=int, default=0, help="at most this many new shapes (0: all)")
+    ap.add_argument("--any-gpu", action="store_true",
+                    help="time a GPU the profile does not name (by default refused: its rows would land in "
+                         "the profile's vendor files)")
     args = ap.parse_args(argv)
     paths = vendor_paths(args.profile, args.data)
 
@@ -148,6 +152,13 @@ def main(argv=None) -> int:
     from _harness import provenance, write_csv
 
     device = "cuda" if torch.cuda.is_available() else "cpu"
+    if device == "cuda" and not args.any_gpu:
+        from _harness import foreign_gpu
+
+        hw = origami.load_profile(args.profile)
+        why = foreign_gpu(hw.device_names, torch.cuda.get_device_name(0), hw.name)
+        if why:
+            ap.error(f"--profile {args.profile}: {why}")
     rows = {split: read_vendor_rows(path) for split, path in paths.items()}
     done = {problem_key(r) for rs in rows.values() for r in rs}
     todo = [x for x in recorded_problems(args.profile) if problem_key(x[0]) not in done]

@@ -14,9 +14,9 @@
 #             $COMPARE_SETS0 on GPU 0, $COMPARE_SETS1 on GPU 1 (one deadline, $COMPARE_BUDGET s);
 #             CSVs and logs tarred into $OUT/compares.tgz; $COMPARE_EXTRA is passed to every compare.py
 #             (e.g. "--nvmmh-k 1 --gluon": nvMMH's top-1 and the Gluon kernel's column)
-#   models    benchmarks/models.py $MODELS_ARGS (real models, torch vs enable()) -> $OUT/models_h200.csv
+#   models    benchmarks/models.py $MODELS_ARGS (real models, torch vs enable()) -> $OUT/models_$GPU_TAG.csv ($GPU_TAG: h100, h200, ... from the GPU's name)
 #   inductor  benchmarks/inductor_compare.py $INDUCTOR_ARGS (compile time + speed: default, max-autotune, origami provider)
-#   fp8       benchmarks/scaled_mm_compare.py $FP8_ARGS (tritonblas.scaled_mm vs torch._scaled_mm) -> $OUT/scaled_mm_h200.csv
+#   fp8       benchmarks/scaled_mm_compare.py $FP8_ARGS (tritonblas.scaled_mm vs torch._scaled_mm) -> $OUT/scaled_mm_$GPU_TAG.csv
 #   fp8_gluon scaled_mm_compare.py: the Triton pick with --fast-accum, and gluon_scaled_mm (TRITONBLAS_GLUON=1)
 #             with and without it -> $OUT/fp8_gluon.tgz
 #   fp8_promote  scaled_mm_compare.py on origami's Triton fp8 pick promoted every 32 / 128 of K and with fast
@@ -76,6 +76,10 @@ SERIAL="tests/dropin/test_multi_gpu.py tests/cli/test_calibrate_gpu.py::test_cal
 # the device gets the tree without .git: the floors-history test needs the history (CI has it)
 IGNORE="--ignore=tests/benchmarks/test_floors_history.py --ignore=tests/dropin/test_multi_gpu.py --deselect=tests/cli/test_calibrate_gpu.py::test_calibrate_quick_writes_a_plausible_profile"
 nvidia-smi --query-gpu=index,name,clocks.sm,clocks.max.sm,power.draw,temperature.gpu --format=csv | tee "$OUT/gpu.txt"
+# the part in result names (the device tool may answer an H200 call with an H100); the steps that write
+# benchmarks/data/h200* (sweep, heldout, repick, vendor) refuse another part themselves (sweep.py --any-gpu)
+GPU_TAG=$(nvidia-smi --query-gpu=name --format=csv,noheader 2>/dev/null | head -1 | grep -o -i -E "[HB][0-9]00|MI[0-9]{3}X?" | head -1 | tr 'A-Z' 'a-z')
+GPU_TAG=${GPU_TAG:-gpu}
 python3 -c "import torch, triton, numba, numpy; print('torch', torch.__version__, 'triton', triton.__version__, 'numba', numba.__version__, 'numpy', numpy.__version__, 'gpus', torch.cuda.device_count())" | tee -a "$OUT/gpu.txt"
 for step in $STEPS; do
   start=$(date +%s)
@@ -103,9 +107,9 @@ for step in $STEPS; do
                done
                wait; tar czf "$OUT/compares.tgz" -C "$OUT" cmp && rm -rf "$OUT/cmp"; echo done > "$log" ;;
     models)    timeout ${MODELS_TIMEOUT:-420} python3 benchmarks/models.py ${MODELS_ARGS:-} --budget-s ${MODELS_BUDGET:-360} \
-                 --out "$OUT/models_h200.csv" > "$log" 2>&1 ;;
-    inductor)  timeout ${INDUCTOR_TIMEOUT:-420} python3 benchmarks/inductor_compare.py ${INDUCTOR_ARGS:-} --out "$OUT/inductor_h200.csv" > "$log" 2>&1 ;;
-    fp8)       timeout ${FP8_TIMEOUT:-300} python3 benchmarks/scaled_mm_compare.py ${FP8_ARGS:-} --out "$OUT/scaled_mm_h200.csv" > "$log" 2>&1 ;;
+                 --out "$OUT/models_$GPU_TAG.csv" > "$log" 2>&1 ;;
+    inductor)  timeout ${INDUCTOR_TIMEOUT:-420} python3 benchmarks/inductor_compare.py ${INDUCTOR_ARGS:-} --out "$OUT/inductor_$GPU_TAG.csv" > "$log" 2>&1 ;;
+    fp8)       timeout ${FP8_TIMEOUT:-300} python3 benchmarks/scaled_mm_compare.py ${FP8_ARGS:-} --out "$OUT/scaled_mm_$GPU_TAG.csv" > "$log" 2>&1 ;;
     fp8_gluon) # the fp8 questions of issue 18: origami's Triton pick with fast accumulation (how much does
                # the promotion every 32 of K cost?), and gluon_scaled_mm (TRITONBLAS_GLUON=1) with and without it
                { mkdir -p "$OUT/f8"

@@ -74,8 +74,8 @@ from tritonblas._compat import allow_tf32
 from tritonblas.counters import COUNTS as _STATS, count, count_all
 from tritonblas.fallback import KERNEL_DTYPES, fallback_reason, out_shape, placement_reason, torch_gemm
 from tritonblas.gluon_route import GluonEntry, gluon_eligible
-from tritonblas.launchcache import (FastEntry, fast_context, fast_valid, launch_fast, launch_ready, launch_warm,
-                                    raw_ready)
+from tritonblas.launchcache import (FastEntry, environment, fast_context, fast_valid, launch_fast, launch_ready,
+                                    launch_warm, raw_ready)
 
 __all__ = [
     "DTYPES", "DETERMINISTIC_KINDS", "MAX_PLANS", "REPLANS", "GemmKey", "dtype_of", "device_info", "has_profile",
@@ -83,8 +83,8 @@ __all__ = [
     "planned_problems", "clear_caches", "fast_lookup", "fast_vendor", "run_fast", "run_fast_out",
     # re-exported: what the ops, the warm path and the routes reach through the dispatcher
     "KERNEL_DTYPES", "allow_tf32", "fallback_reason", "placement_reason", "torch_gemm", "count", "count_all",
-    "FastEntry", "GluonEntry", "gluon_eligible", "fast_valid", "fast_context", "launch_fast", "launch_ready",
-    "launch_warm", "raw_ready",
+    "FastEntry", "GluonEntry", "gluon_eligible", "fast_valid", "fast_context", "environment", "launch_fast",
+    "launch_ready", "launch_warm", "raw_ready",
 ]
 
 # torch dtype → DType: the inverse of plan.TORCH_DTYPES (fp32 storage maps to FP32; TF32 is a

@@ -49,7 +49,7 @@ from tritonblas.counters import COUNTS
 
 __all__ = ["FastEntry", "fast_key", "fast_context", "hit", "store", "remember", "reuse", "device_key", "clear",
            "fast_valid", "launch_fast", "launch_ready", "launch_warm", "raw_ready", "hooks_on", "cuda_guard",
-           "get_device", "raw_stream", "capturing", "FAST", "COMPILED", "CLEARS", "MAX_ENTRIES"]
+           "get_device", "raw_stream", "capturing", "FAST", "COMPILED", "CLEARS", "MAX_ENTRIES", "environment"]
 
 MAX_ENTRIES = 4096
 FAST: dict[tuple, "FastEntry"] = {}  # fast key (see fast_key) → everything a warm launch needs
@@ -80,6 +80,7 @@ _environ_get = os.environ.get
 
 # the environment that picks the profile, the table or the Gluon experiment, read per call (settings.raw_reader)
 _env_now = settings.raw_reader(ENV_PROFILE, _ENV_PROFILE_DIR, _ENV_INTERPRET, tables.ENV_TABLE, settings.ENV_GLUON)
+environment = _env_now  # public: the values of the variables above, as one tuple (fastpath's refused classes)
 _deterministic = torch.are_deterministic_algorithms_enabled
 _N_FIXED = 9  # prepare_launch's args: 9 tensors, then the integers, then alpha and beta
 

@@ -133,3 +133,60 @@ def test_the_interpreter_switched_on_after_a_gpu_build_is_refused_clearly(monkey
         got = F.linear(x, w)
     torch.testing.assert_close(got, F.linear(x, w), rtol=0, atol=0)
     assert dispatch.stats()["routed"] == 0
+
+
+@pytest.mark.parametrize("op", ["linear", "matmul"])
+def test_a_refused_class_skips_the_route_for_every_shape(op, route_checks):
+    """fp64 (no kernel takes it): after one refusal, calls of other shapes of the same dtype and device go
+    to torch from the hot path too (decode's attention grows a new shape every token)."""
+    call = {"linear": lambda x, w: F.linear(x, w), "matmul": lambda x, w: torch.matmul(x, w.t())}[op]
+    shapes = [((3, 5, 8), (6, 8)), ((2, 9), (4, 9)), ((1, 7, 16), (3, 16)), ((5, 4), (11, 4))]
+    tensors = [(_rand(*xs), _rand(*ws)) for xs, ws in shapes]
+    with tritonblas.enable():
+        got = [call(x, w) for x, w in tensors]
+    assert len(route_checks) == 1, "a new shape of a refused dtype went through the route's checks again"
+    for (x, w), g in zip(tensors, got):
+        torch.testing.assert_close(g, call(x, w), rtol=0, atol=0)
+    assert dispatch.stats()["routed"] == 0
+
+
+def test_a_refused_dtype_leaves_the_kernel_dtypes_routed(monkeypatch, device):
+    """A class is a dtype on a device: fp64 refused there does not stop fp32 from routing."""
+    x, w = _routable(device, monkeypatch)
+    with tritonblas.enable():
+        F.linear(x.double(), w.double())
+        F.linear(x, w)
+        F.linear(x[:2], w)
+    assert dispatch.stats()["routed"] == 2
+
+
+@pytest.mark.skipif(torch.cuda.is_available(), reason="CPU-only: a real-dtype negative-bit view on the interpreter")
+def test_a_refusal_for_one_tensor_is_not_a_class(route_checks, monkeypatch):
+    """A lazily negated view is refused for what that tensor is, not for its dtype or device: the next
+    plain fp32 call of another shape still routes."""
+    x, w = _routable("cpu", monkeypatch)
+    neg = torch.randn(4, 16, dtype=torch.complex64).conj().imag
+    assert neg.is_neg()
+    with tritonblas.enable():
+        F.linear(neg, w)
+        F.linear(neg, w)
+        assert dispatch.stats()["routed"] == 0
+        F.linear(x[:3], w)
+    assert dispatch.stats()["routed"] == 1 and not fastpath._TORCH_CLASSES
+
+
+def test_a_refused_class_lapses_when_the_environment_changes(route_checks, monkeypatch):
+    """CPU fp32 without a profile is a refused class; naming a profile (and the interpreter, on CPU) makes
+    the next call of another shape take the route again."""
+    if torch.cuda.is_available():
+        pytest.skip("CPU-only: the class it refuses (CPU tensors, no profile) needs an interpreted build to lift")
+    monkeypatch.delenv("TRITON_INTERPRET", raising=False)
+    x, w = _rand(4, 16, dtype=torch.float32), _rand(8, 16, dtype=torch.float32)
+    with tritonblas.enable():
+        F.linear(x, w)
+        F.linear(x[:2], w)
+        assert len(route_checks) == 1
+        monkeypatch.setenv("TRITONBLAS_PROFILE", "h200")
+        monkeypatch.setenv("TRITON_INTERPRET", "1")
+        F.linear(x[:3], w)
+    assert len(route_checks) == 2 and dispatch.stats()["routed"] == 1

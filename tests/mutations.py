@@ -130,6 +130,12 @@ MUTATIONS = (
              "            or _intercepting() or _any_autocast()):",
              "            or False):",
              ("tests/dropin/test_unroutable_cache.py",)),
+    Mutation("refused_class_for_any_refusal", "every refusal remembered as its dtype/device class (a shape or "
+             "one tensor's refusal would send routable calls to torch)",
+             "tritonblas/fastpath.py",
+             "    if dt not in dispatch.KERNEL_DTYPES:\n        return True",
+             "    if True:\n        return True",
+             ("tests/dropin/test_unroutable_cache.py",)),
 )
 
 

@@ -64,7 +64,7 @@ _MATMUL: dict[tuple, tuple] = {}  # matmul signature → (fast entry, output sha
 # linear / matmul signatures torch runs: True, a tile table's VENDOR entry (counted as a fallback); False, one
 # the route could not take (record_unroutable_linear / _matmul: counted as intercepted only)
 _TORCH_SIGS: dict[tuple, bool] = {}
-# (op, dtype, device index, environment) of calls no shape can route: a dtype the kernels do not take or a
+# (op, dtype, is_cuda, device index, environment) of calls no shape can route: a dtype the kernels do not take or a
 # device they cannot run on, every operand alike (record_unroutable_*): the hot path hands them to torch
 # before it computes a signature
 _TORCH_CLASSES: set = set()
@@ -372,7 +372,7 @@ def linear_hot(x, w, bias=None):
         x, w, bias = autocast.cast_inputs(x, w, bias, op="linear")
     if _TORCH_CLASSES:
         dt, d = x.dtype, x.get_device()
-        if (("linear", dt, d, _environment()) in _TORCH_CLASSES and w.dtype is dt and w.get_device() == d
+        if (("linear", dt, x.is_cuda, d, _environment()) in _TORCH_CLASSES and w.dtype is dt and w.get_device() == d
                 and (bias is None or (bias.dtype is dt and bias.get_device() == d))):
             return TORCH
     try:
@@ -403,7 +403,7 @@ def matmul_hot(a, b):
         a, b = autocast.cast_inputs(a, b, op="matmul")
     if _TORCH_CLASSES:
         dt, d = a.dtype, a.get_device()
-        if ("matmul", dt, d, _environment()) in _TORCH_CLASSES and b.dtype is dt and b.get_device() == d:
+        if ("matmul", dt, a.is_cuda, d, _environment()) in _TORCH_CLASSES and b.dtype is dt and b.get_device() == d:
             return TORCH
     try:
         key = _matmul_key(a, b)
@@ -516,7 +516,7 @@ def _unroutable(op: str, key_of, tensors) -> None:
     dt, dev = ts[0].dtype, ts[0].device
     if all(t.dtype is dt and t.device == dev for t in ts) and _class_unroutable(dt, dev):
         with _LOCK:
-            _TORCH_CLASSES.add((op, dt, ts[0].get_device(), _environment()))
+            _TORCH_CLASSES.add((op, dt, ts[0].is_cuda, ts[0].get_device(), _environment()))
 
 
 def _class_unroutable(dt: torch.dtype, dev: torch.device) -> bool:

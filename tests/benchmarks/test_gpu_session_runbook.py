@@ -1,4 +1,4 @@
-"""benchmarks/gpu_session.sh, the H200 runbook, stays runnable: every script a step runs exists, and every
+"""benchmarks/gpu_session.sh, the H200 runbook, and benchmarks/profile_candidate.sh stay runnable: every script a step runs exists, and every
 option a step passes to one of our scripts is one the script defines (its source, or the shared
 benchmarks/_harness.py, _dist.py or sweep.py's ``add_shape_args``, names it). Device time is the scarcest thing a session has; a step
 that dies on "unrecognized arguments" after a rename wastes a call. Static (no import, no subprocess)."""
@@ -9,7 +9,8 @@ import re
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[2]
-RUNBOOK = ROOT / "benchmarks" / "gpu_session.sh"
+# the device runbooks: the H200 session script and the profile-candidate check (session 20)
+RUNBOOKS = [ROOT / "benchmarks" / "gpu_session.sh", ROOT / "benchmarks" / "profile_candidate.sh"]
 SHARED = [ROOT / "benchmarks" / n for n in ("_harness.py", "_dist.py", "sweep.py")]  # sweep.add_shape_args
 
 
@@ -18,7 +19,7 @@ _CALL = re.compile(r"(?:python3|gpu)\s+((?:benchmarks|tests)/[\w/]+\.py)([^;|&>]
 
 def _commands() -> list[tuple[str, list[str]]]:
     """(script path, the --options after it) for each call of one of our Python scripts in the runbook."""
-    text = RUNBOOK.read_text().replace("\\\n", " ")
+    text = "\n".join(r.read_text() for r in RUNBOOKS).replace("\\\n", " ")
     out = []
     for line in text.splitlines():
         line = line.split(" #", 1)[0]

@@ -366,15 +366,17 @@ def linear_hot(x, w, bias=None):
     ``enable()`` against 64 through the route (cProfile, CPU host, launch stubbed out, 2026-12-01)."""
     if type(x) not in _PLAIN or type(w) not in _PLAIN or (bias is not None and type(bias) not in _PLAIN):
         return None
-    if _fast_off() or _intercepting():
+    if _fast_off():
         return None
-    if _any_autocast():  # the tensors torch's autocast would hand to aten::linear, as the route casts them
-        x, w, bias = autocast.cast_inputs(x, w, bias, op="linear")
-    if _TORCH_CLASSES:
+    if _TORCH_CLASSES and not _any_autocast():  # a refused class goes to torch in every state (_class_unroutable)
         dt, d = x.dtype, x.get_device()
         if (("linear", dt, x.is_cuda, d, _environment()) in _TORCH_CLASSES and w.dtype is dt and w.get_device() == d
                 and (bias is None or (bias.dtype is dt and bias.get_device() == d))):
             return TORCH
+    if _intercepting():
+        return None
+    if _any_autocast():  # the tensors torch's autocast would hand to aten::linear, as the route casts them
+        x, w, bias = autocast.cast_inputs(x, w, bias, op="linear")
     try:
         key = _linear_key(x, w, bias)
     except (RuntimeError, NotImplementedError):
@@ -397,14 +399,16 @@ def matmul_hot(a, b):
     """:func:`linear_hot` for ``torch.matmul(a, b)`` / ``a @ b``."""
     if type(a) not in _PLAIN or type(b) not in _PLAIN:
         return None
-    if _fast_off() or _intercepting():
+    if _fast_off():
         return None
-    if _any_autocast():
-        a, b = autocast.cast_inputs(a, b, op="matmul")
-    if _TORCH_CLASSES:
+    if _TORCH_CLASSES and not _any_autocast():  # a refused class goes to torch in every state (_class_unroutable)
         dt, d = a.dtype, a.get_device()
         if ("matmul", dt, a.is_cuda, d, _environment()) in _TORCH_CLASSES and b.dtype is dt and b.get_device() == d:
             return TORCH
+    if _intercepting():
+        return None
+    if _any_autocast():
+        a, b = autocast.cast_inputs(a, b, op="matmul")
     try:
         key = _matmul_key(a, b)
     except (RuntimeError, NotImplementedError):
@@ -522,7 +526,10 @@ def _unroutable(op: str, key_of, tensors) -> None:
 def _class_unroutable(dt: torch.dtype, dev: torch.device) -> bool:
     """No call of this dtype on this device can run our kernels, whatever its shapes, while the environment
     (profile, interpreter) stays: a dtype they do not take, or a device they cannot run on (CPU without the
-    interpreter, a device other than CUDA/ROCm, a GPU without a profile)."""
+    interpreter, a device other than CUDA/ROCm, a GPU without a profile). The route refuses such a call in
+    every state (a mode, a transform, forward AD), so the hot path answers it before checking those; only
+    TRITONBLAS_FAST=0 (the warm path's off switch, this memory included) and autocast (which changes the
+    dtype) are checked first."""
     if dt not in dispatch.KERNEL_DTYPES:
         return True
     if dev.type == "cpu":

@@ -548,8 +548,9 @@ def record_unroutable_linear(x, w, bias=None) -> None:
     ``python benchmarks/host_linear.py --fallthrough``). Where no call of the operands' dtype can run on
     their device (a dtype the kernels do not take, a device without a profile or, on CPU, without the
     interpreter), the class is remembered too (``_TORCH_CLASSES``) and the hot path hands every shape of
-    it to torch before computing a signature: a refused ``F.linear`` in a loop 4.5 -> 2.4 us over torch's
-    own call, the decode above 1.17x -> 1.09-1.12x (same CPU, one session, 2026-12-05)."""
+    it to torch before computing a signature: a refused ``F.linear`` in a loop 4.5 -> 2.1 us over torch's
+    own call, the decode above 1.17x -> 1.08-1.09x (same CPU, one session, 2026-12-05;
+    benchmarks/results/fallthrough_cpu_ce2274e.txt)."""
     _unroutable("linear", _linear_key, (x, w, bias))
 
 

@@ -30,7 +30,7 @@ sys.path.insert(0, str(ROOT))
 import origami  # noqa: E402
 from origami.fit import read_sweep  # noqa: E402
 from origami.kmajor import KMAJOR_ONLY_DTYPES, mma_reads_through_registers  # noqa: E402
-from benchmarks.splitk_eval import _files  # noqa: E402  (the one list of training / held-out sweeps)
+from benchmarks.splitk_eval import _files, numbers, ratio_cells  # noqa: E402  (the one list of sweeps; table cells)
 
 
 def groups(hw, files) -> dict[tuple, list[float]]:
@@ -82,18 +82,12 @@ def main(argv=None) -> int:
     hw = origami.load_profile(args.profile)
     train, heldout = _files(args.profile)
     if args.cost is not None:
-        try:
-            costs = [float(c) for c in args.cost.split(",")]
-        except ValueError:
-            ap.error(f"--cost {args.cost!r}: expected numbers separated by commas")
-        return scan(hw, costs, train)
+        return scan(hw, numbers(args.cost, "--cost", ap), train)
     table = groups(hw, train + (heldout if args.heldout else []))
     split = "training and held-out" if args.heldout else "training"
     print(f"measured / predicted, {hw.name} ({split} sweeps): dtype regime width block_n: rows geomean p10 p90")
     for key in sorted(table):
-        r = np.array(table[key])
-        print(f"  {key[0]:9s} {key[1]:9s} {key[2]:6s} n{key[3]:<4d} {r.size:5d}  {np.exp(np.log(r).mean()):5.2f}  "
-              f"{np.percentile(r, 10):5.2f}  {np.percentile(r, 90):5.2f}")
+        print(f"  {key[0]:9s} {key[1]:9s} {key[2]:6s} n{key[3]:<4d} {ratio_cells(table[key])}")
     return 0
 
 

@@ -36,6 +36,23 @@ def _files(profile: str):
     return train, sorted((data / f"{profile}_heldout").glob("*.csv"))
 
 
+def numbers(text: str, flag: str, ap) -> list[float]:
+    """``flag``'s comma-separated numbers (the residual scripts' scan options), or ``ap.error`` naming it."""
+    try:
+        return [float(c) for c in text.split(",")]
+    except ValueError:
+        ap.error(f"{flag} {text!r}: expected numbers separated by commas")
+
+
+def ratio_cells(r, width: int = 5) -> str:
+    """A residual table's cells for the measured / predicted ratios ``r``: rows, geomean, p10, p90."""
+    import numpy as np
+
+    r = np.asarray(r)
+    return (f"{r.size:{width}d}  {np.exp(np.log(r).mean()):5.2f}  {np.percentile(r, 10):5.2f}  "
+            f"{np.percentile(r, 90):5.2f}")
+
+
 def _worst(s) -> str:
     w = s.worst(1)
     return f"{w[0][0]:.2f} {w[0][1].m}x{w[0][1].n}x{w[0][1].k}" if w else "-"

@@ -39,7 +39,7 @@ import origami  # noqa: E402
 from origami.config import Kind  # noqa: E402
 from origami.fit import read_sweep  # noqa: E402
 from origami.space import register_staged, resident_programs  # noqa: E402
-from benchmarks.splitk_eval import _files  # noqa: E402  (the one list of training / held-out sweeps)
+from benchmarks.splitk_eval import _files, numbers, ratio_cells  # noqa: E402  (the one list of sweeps; table cells)
 
 DTYPES = ("bf16", "fp16")
 WARP_BINS = (4, 8, 16, 32, 64)
@@ -125,13 +125,6 @@ def scan(hw, penalties, exponents, files) -> int:
     return 0
 
 
-def _numbers(text: str, flag: str, ap) -> list[float]:
-    try:
-        return [float(c) for c in text.split(",")]
-    except ValueError:
-        ap.error(f"{flag} {text!r}: expected numbers separated by commas")
-
-
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--profile", default="h200")
@@ -147,15 +140,13 @@ def main(argv=None) -> int:
     if args.rates:
         return rates(hw, train)
     if args.scan is not None:
-        return scan(hw, _numbers(args.scan, "--scan", ap), _numbers(args.exponent, "--exponent", ap), train)
+        return scan(hw, numbers(args.scan, "--scan", ap), numbers(args.exponent, "--exponent", ap), train)
     table = groups(hw, train + (heldout if args.heldout else []))
     split = "training and held-out" if args.heldout else "training"
     print(f"measured / predicted, {hw.name} ({split} bf16/fp16 sweeps): class, resident warps per SM (at most): "
           "rows geomean p10 p90")
     for key in sorted(table):
-        r = np.array(table[key])
-        print(f"  {key[0]:8s} {key[1]:4d} {r.size:6d}  {np.exp(np.log(r).mean()):5.2f}  "
-              f"{np.percentile(r, 10):5.2f}  {np.percentile(r, 90):5.2f}")
+        print(f"  {key[0]:8s} {key[1]:4d} {ratio_cells(table[key], 6)}")
     return 0
 
 

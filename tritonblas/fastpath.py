@@ -530,11 +530,8 @@ def _class_unroutable(dt: torch.dtype, dev: torch.device) -> bool:
     every state (a mode, a transform, forward AD), so the hot path answers it before checking those; only
     TRITONBLAS_FAST=0 (the warm path's off switch, this memory included) and autocast (which changes the
     dtype) are checked first."""
-    if dt not in dispatch.KERNEL_DTYPES:
-        return True
-    if dev.type == "cpu":
-        return dispatch.fallback_reason(torch.empty(0, dtype=dt)) is not None or not dispatch.has_profile(dev)
-    return dev.type != "cuda" or not dispatch.has_profile(dev)
+    probe = torch.empty(0, dtype=dt, device=dev)  # a plain tensor of the class: no reason of one tensor's own
+    return dispatch.fallback_reason(probe) is not None or not dispatch.has_profile(dev)
 
 
 def record_unroutable_linear(x, w, bias=None) -> None:

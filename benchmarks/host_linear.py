@@ -56,9 +56,10 @@ def inmodel_stub(name: str, rounds: int = 7, loop_n: int = 200) -> list[str]:
     every launch stubbed (:func:`stubbed_launches`, :func:`emulate_raw_launch`: the warm path's Python as
     on a GPU, minus the C launch). Per GEMM call, three host times of the same calls: inside the forward
     (models.GemmShim, outermost), each recorded call replayed ``loop_n`` times back to back, and the
-    forward's calls replayed in its order with none of its other work between (``loop_n`` passes). Ours in-model over ours in a loop is the inflation the H100 showed for gpt2-medium (32.3 us a
-    call in the model against 9.6 in ``--cpu-stub``'s loop); torch's ratio beside it is the baseline (its
-    CPU GEMM itself runs here, a few us at these sizes). Medians of ``rounds`` alternating rounds."""
+    forward's calls replayed in its order with none of its other work between (``loop_n`` passes). Ours
+    in-model over ours in a loop is the inflation the H100 showed for gpt2-medium (32.3 us a call in the
+    model against 9.6 in ``--cpu-stub``'s loop); torch's ratio beside it is the baseline (its CPU GEMM
+    itself runs here, a few us at these sizes). Medians of ``rounds`` alternating rounds."""
     import os
 
     os.environ.setdefault("TRITON_INTERPRET", "1")
@@ -72,36 +73,19 @@ def inmodel_stub(name: str, rounds: int = 7, loop_n: int = 200) -> list[str]:
     kw = inputs("prefill")
     calls: list = []
 
-    import importlib
+    class Recorder(models.GemmShim):  # each outermost GEMM call of a forward as (owner, attribute, args, kwargs)
+        def _wrap(self, orig, owner=None, attr=None):
+            timed = super()._wrap(orig)
 
-    def owner_of(mod: str):
-        return torch.Tensor if mod == "torch.Tensor" else importlib.import_module(mod)
+            def rec(*args, **kwargs):
+                if self.depth == 0:
+                    calls.append((owner, attr, args, kwargs))
+                return timed(*args, **kwargs)
+            return rec
 
-    def record() -> None:  # each outermost GEMM call of one forward as (owner, name, args, kwargs)
-        saved, depth = [], [0]
-        for mod, fname in models.GemmShim.NAMES:
-            owner = owner_of(mod)
-            orig = getattr(owner, fname)
-            saved.append((owner, fname, fname in vars(owner), orig))
-
-            def rec(*args, _o=orig, _at=(owner, fname), **kwargs):
-                if depth[0] == 0:
-                    calls.append((*_at, args, kwargs))
-                depth[0] += 1
-                try:
-                    return _o(*args, **kwargs)
-                finally:
-                    depth[0] -= 1
-            setattr(owner, fname, rec)
-        try:
-            with torch.no_grad():
-                models._forward(model, kw)
-        finally:
-            for owner, fname, own, orig in reversed(saved):
-                if own:
-                    setattr(owner, fname, orig)
-                else:
-                    delattr(owner, fname)
+    def record() -> None:
+        with torch.no_grad(), Recorder():
+            models._forward(model, kw)
 
     def forward() -> tuple[float, int]:
         with torch.no_grad(), models.GemmShim() as shim:

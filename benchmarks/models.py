@@ -233,10 +233,11 @@ class GemmShim:
             orig = getattr(owner, name)
             own = name in vars(owner)
             self.saved.append((owner, name, own, orig))
-            setattr(owner, name, self._wrap(orig))
+            setattr(owner, name, self._wrap(orig, owner, name))
         return self
 
-    def _wrap(self, orig):
+    def _wrap(self, orig, owner=None, name=None):
+        """The timed stand-in for ``owner.name`` (``orig``); subclasses may record what is called."""
         shim = self
 
         def timed(*args, **kwargs):

@@ -147,7 +147,7 @@ def fallthrough(rounds: int = 7, tokens: int = 24) -> list[str]:
     """enable()'s toll where it does not act: greedy decode of a 4-layer ``transformers`` Llama (hidden
     128) on the CPU without a profile, so every GEMM is intercepted and handed to torch. Three sides in
     alternating order per round, medians: torch alone, ``enable()``, and ``enable()`` with
-    fastpath.record_unroutable_* switched off (every call takes the route's checks, as before they
+    fastpath.record_unroutable_* and the wrapper's record_refused_class switched off (every call takes the route's checks, as before they
     existed). Host-bound by construction: the toll per GEMM is the difference over the GEMM calls."""
     import os
 
@@ -186,14 +186,15 @@ def _fallthrough(rounds: int, tokens: int) -> list[str]:
         else:  # the routing wrappers hold fastpath's functions: switch them off where they are read
             from tritonblas import routing
 
-            saved = routing._TARGETS, routing._WRAPPERS
+            saved = routing._TARGETS, routing._WRAPPERS, routing.record_refused_class
             routing._TARGETS = tuple(t[:5] for t in saved[0])
             routing._WRAPPERS = {}
+            routing.record_refused_class = lambda args, kwargs: None
             try:
                 with tritonblas.enable():
                     decode()
             finally:
-                routing._TARGETS, routing._WRAPPERS = saved
+                routing._TARGETS, routing._WRAPPERS, routing.record_refused_class = saved
         return (time.perf_counter() - t0) * 1e3
 
     sides = ("torch", "enable()", "enable(), no memory of refusals")

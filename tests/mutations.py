@@ -130,6 +130,12 @@ MUTATIONS = (
              "            or _intercepting() or _any_autocast()):",
              "            or False):",
              ("tests/dropin/test_unroutable_cache.py",)),
+    Mutation("refused_class_ignores_other_operands", "a call is answered from the refused-class memory by its first "
+             "tensor alone (an fp32 operand beside a refused fp64 one skips the route)",
+             "tritonblas/fastpath.py",
+             "            if u.dtype is not dt or u.device != dev:\n                return False\n        elif isinstance(u, torch.Tensor):\n            return False\n    return True\n\n\ndef record_refused_class",
+             "            if False:\n                return False\n        elif isinstance(u, torch.Tensor):\n            return False\n    return True\n\n\ndef record_refused_class",
+             ("tests/dropin/test_unroutable_cache.py",)),
     Mutation("refused_class_for_any_refusal", "every refusal remembered as its dtype/device class (a shape or "
              "one tensor's refusal would send routable calls to torch)",
              "tritonblas/fastpath.py",

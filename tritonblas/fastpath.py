@@ -39,7 +39,8 @@ import torch
 from tritonblas import _compat, autocast, dispatch
 
 __all__ = ["ENV_FAST", "enabled", "direct", "linear", "matmul", "linear_hot", "matmul_hot", "clear", "MAX_ENTRIES",
-           "TORCH", "record_unroutable_linear", "record_unroutable_matmul", "addmm_hot", "bmm_hot"]
+           "TORCH", "record_unroutable_linear", "record_unroutable_matmul", "addmm_hot", "bmm_hot",
+           "refused_class", "record_refused_class", "REFUSED_CLASSES"]
 
 from tritonblas.settings import ENV_FAST, raw_equals  # noqa: E402
 MAX_ENTRIES = 4096
@@ -64,10 +65,13 @@ _MATMUL: dict[tuple, tuple] = {}  # matmul signature → (fast entry, output sha
 # linear / matmul signatures torch runs: True, a tile table's VENDOR entry (counted as a fallback); False, one
 # the route could not take (record_unroutable_linear / _matmul: counted as intercepted only)
 _TORCH_SIGS: dict[tuple, bool] = {}
-# (op, dtype, is_cuda, device index, environment) of calls no shape can route: a dtype the kernels do not take or a
-# device they cannot run on, every operand alike (record_unroutable_*): the hot path hands them to torch
-# before it computes a signature
-_TORCH_CLASSES: set = set()
+# Operand classes, (dtype, device) → the environments (dispatch.environment()) in which no call of
+# that class can route, whatever the op or its shapes: a dtype the kernels do not take or a device they cannot
+# run on (record_refused_class). Every routing wrapper hands such a call to torch before anything else
+# (refused_class). _ROUTABLE_CLASSES: the (class, environment) pairs found routable, so that a refusal of one
+# call of a routable class costs a set lookup, not a probe, the next time.
+REFUSED_CLASSES: dict[tuple, set] = {}
+_ROUTABLE_CLASSES: set = set()
 _LOCK = threading.Lock()
 _environment = dispatch.environment
 TORCH = object()  # linear / matmul / *_hot: "run torch's own function" (a VENDOR signature, known warm)
@@ -94,7 +98,8 @@ def clear() -> None:
         _LINEAR.clear()
         _MATMUL.clear()
         _TORCH_SIGS.clear()
-        _TORCH_CLASSES.clear()
+        REFUSED_CLASSES.clear()
+        _ROUTABLE_CLASSES.clear()
 
 
 def direct(*tensors) -> bool:
@@ -366,14 +371,7 @@ def linear_hot(x, w, bias=None):
     ``enable()`` against 64 through the route (cProfile, CPU host, launch stubbed out, 2026-12-01)."""
     if type(x) not in _PLAIN or type(w) not in _PLAIN or (bias is not None and type(bias) not in _PLAIN):
         return None
-    if _fast_off():
-        return None
-    if _TORCH_CLASSES and not _any_autocast():  # a refused class goes to torch in every state (_class_unroutable)
-        dt, d = x.dtype, x.get_device()
-        if (("linear", dt, x.is_cuda, d, _environment()) in _TORCH_CLASSES and w.dtype is dt and w.get_device() == d
-                and (bias is None or (bias.dtype is dt and bias.get_device() == d))):
-            return TORCH
-    if _intercepting():
+    if _fast_off() or _intercepting():
         return None
     if _any_autocast():  # the tensors torch's autocast would hand to aten::linear, as the route casts them
         x, w, bias = autocast.cast_inputs(x, w, bias, op="linear")
@@ -399,13 +397,7 @@ def matmul_hot(a, b):
     """:func:`linear_hot` for ``torch.matmul(a, b)`` / ``a @ b``."""
     if type(a) not in _PLAIN or type(b) not in _PLAIN:
         return None
-    if _fast_off():
-        return None
-    if _TORCH_CLASSES and not _any_autocast():  # a refused class goes to torch in every state (_class_unroutable)
-        dt, d = a.dtype, a.get_device()
-        if ("matmul", dt, a.is_cuda, d, _environment()) in _TORCH_CLASSES and b.dtype is dt and b.get_device() == d:
-            return TORCH
-    if _intercepting():
+    if _fast_off() or _intercepting():
         return None
     if _any_autocast():
         a, b = autocast.cast_inputs(a, b, op="matmul")
@@ -516,19 +508,76 @@ def _unroutable(op: str, key_of, tensors) -> None:
     except (RuntimeError, NotImplementedError):
         return
     _store(_TORCH_SIGS, (op, key), False)
-    ts = [t for t in tensors if t is not None]
-    dt, dev = ts[0].dtype, ts[0].device
-    if all(t.dtype is dt and t.device == dev for t in ts) and _class_unroutable(dt, dev):
-        with _LOCK:
-            _TORCH_CLASSES.add((op, dt, ts[0].is_cuda, ts[0].get_device(), _environment()))
+
+
+# --- refused classes (every routed op) ---------------------------------------------------------------
+def _one_class(t0, args, kwargs) -> bool:
+    """Whether every tensor among a call's arguments is a plain tensor of ``t0``'s dtype and device."""
+    dt, dev = t0.dtype, t0.device
+    for u in (args if not kwargs else (*args, *kwargs.values())):
+        if type(u) in _PLAIN:
+            if u.dtype is not dt or u.device != dev:
+                return False
+        elif isinstance(u, torch.Tensor):
+            return False
+    return True
+
+
+def refused_class(args, kwargs) -> bool:
+    """Whether a call (any routed op, its arguments as given; the first a plain tensor) is of a class
+    :func:`record_refused_class` found no call can route in this environment: then the routing wrapper hands
+    it to torch before the hot path or the route look at it. False at once while no class is refused (the
+    warm path's case), with ``TRITONBLAS_FAST=0`` (this memory is part of the warm path) and under autocast
+    (which changes the dtype the route would see). Why: with every GEMM falling through, ``torch.mm`` and
+    ``addmm`` under ``enable()`` cost 17 us a call more than torch's own, ``bmm``, ``baddbmm``, ``addbmm``,
+    ``mv`` and ``addmv`` 9-13 us (CPU fp32 without a profile, this CPU, 2026-12-05), when only ``F.linear`` and
+    ``matmul`` had a memory of refusals (1.9-2.3 us)."""
+    if not REFUSED_CLASSES or not args:
+        return False
+    t = args[0]
+    if type(t) not in _PLAIN:
+        return False
+    dt, dev = t.dtype, t.device
+    envs = REFUSED_CLASSES.get((dt, dev))
+    if envs is None or _environment() not in envs or _fast_off() or _any_autocast():
+        return False
+    for u in (args[1:] if not kwargs else (*args[1:], *kwargs.values())):  # _one_class inline: every refused call
+        if type(u) in _PLAIN:
+            if u.dtype is not dt or u.device != dev:
+                return False
+        elif isinstance(u, torch.Tensor):
+            return False
+    return True
+
+
+def record_refused_class(args, kwargs) -> None:
+    """After the route refused a call under the default profile: when its first argument is a plain tensor,
+    every tensor argument is of its dtype and device, and no call of that class can route in this
+    environment (:func:`_class_unroutable`), remember the class for :func:`refused_class`. A class found
+    routable is remembered as such, so a later refusal of a call of it (its shapes, a layout, one tensor's
+    own state) costs a lookup here, not a probe."""
+    if not args or type(args[0]) not in _PLAIN:
+        return
+    t = args[0]
+    cls, env = (t.dtype, t.device), _environment()
+    if (cls, env) in _ROUTABLE_CLASSES or env in REFUSED_CLASSES.get(cls, ()):
+        return
+    if not _one_class(t, args[1:], kwargs):
+        return
+    refused = _class_unroutable(*cls)
+    with _LOCK:
+        if refused:
+            REFUSED_CLASSES.setdefault(cls, set()).add(env)
+        else:
+            _ROUTABLE_CLASSES.add((cls, env))
 
 
 def _class_unroutable(dt: torch.dtype, dev: torch.device) -> bool:
-    """No call of this dtype on this device can run our kernels, whatever its shapes, while the environment
-    (profile, interpreter) stays: a dtype they do not take, or a device they cannot run on (CPU without the
-    interpreter, a device other than CUDA/ROCm, a GPU without a profile). The route refuses such a call in
-    every state (a mode, a transform, forward AD), so the hot path answers it before checking those; only
-    TRITONBLAS_FAST=0 (the warm path's off switch, this memory included) and autocast (which changes the
+    """No call of this dtype on this device can run our kernels, whatever the op or its shapes, while the
+    environment (profile, interpreter) stays: a dtype they do not take, or a device they cannot run on (CPU
+    without the interpreter, a device other than CUDA/ROCm, a GPU without a profile). The route refuses such
+    a call in every state (a mode, a transform, forward AD), so the wrapper answers it before checking those;
+    only TRITONBLAS_FAST=0 (the warm path's off switch, this memory included) and autocast (which changes the
     dtype) are checked first."""
     probe = torch.empty(0, dtype=dt, device=dev)  # a plain tensor of the class: no reason of one tensor's own
     return dispatch.fallback_reason(probe) is not None or not dispatch.has_profile(dev)
@@ -543,11 +592,7 @@ def record_unroutable_linear(x, w, bias=None) -> None:
     GEMM falling through (CPU tensors, no profile), a 4-layer Llama's decode under ``enable()`` took
     1.47-1.52x torch's time without this memory and 1.14-1.25x with it (this CPU, two runs, 2026-12-05,
     ``python benchmarks/host_linear.py --fallthrough``). Where no call of the operands' dtype can run on
-    their device (a dtype the kernels do not take, a device without a profile or, on CPU, without the
-    interpreter), the class is remembered too (``_TORCH_CLASSES``) and the hot path hands every shape of
-    it to torch before computing a signature: a refused ``F.linear`` in a loop 4.5 -> 2.1 us over torch's
-    own call, the decode above 1.17x -> 1.08-1.09x (same CPU, one session, 2026-12-05;
-    benchmarks/results/fallthrough_cpu_ce2274e.txt)."""
+    their device, the routing wrapper remembers the class as well (:func:`record_refused_class`)."""
     _unroutable("linear", _linear_key, (x, w, bias))
 
 

@@ -273,6 +273,8 @@ _SAVED: list = []  # (owner, name, had its own attribute, original) while instal
 _INTERCEPTED = ("intercepted",)
 _TORCH = fastpath.TORCH
 _ROUTED_BOTH = ("intercepted", "routed")
+refused_class, record_refused_class = fastpath.refused_class, fastpath.record_refused_class
+_REFUSED = fastpath.REFUSED_CLASSES  # read before the call: empty (nothing refused) costs no call
 count = dispatch.count_all
 
 
@@ -282,7 +284,9 @@ def _wrapper(orig: Callable, parse: Callable, route: Callable, hot: Callable | N
     ``*_hot``) is tried first on an eager, positional call in a block with the default profile: it
     serves a warm signature in one call, or returns None and the call takes ``route`` as usual; when
     the route then refuses the call, ``unroutable`` (fastpath's ``record_unroutable_*``) remembers its
-    signature for ``hot``."""
+    signature for ``hot``. Before either, under the default profile, a call whose operands are of a class
+    no call can route (fastpath.refused_class: fp64, a GPU without a profile, CPU without the interpreter)
+    goes to torch; every op's refusals teach that memory (fastpath.record_refused_class)."""
     def routed(*args, **kwargs):
         if _ACTIVE[0]:
             if _is_compiling():
@@ -295,8 +299,12 @@ def _wrapper(orig: Callable, parse: Callable, route: Callable, hot: Callable | N
             tls = _TLS
             stack = tls.stack
             if stack and not tls.busy:
+                default = stack[-1] is None
+                if default and _REFUSED and refused_class(args, kwargs):  # a dtype/device no call can route: torch's
+                    count(_INTERCEPTED)
+                    return orig(*args, **kwargs)
                 tried = False
-                if hot is not None and not kwargs and stack[-1] is None:
+                if hot is not None and not kwargs and default:
                     try:
                         r = hot(*args)
                         tried = True
@@ -321,6 +329,8 @@ def _wrapper(orig: Callable, parse: Callable, route: Callable, hot: Callable | N
                     count(_ROUTED_BOTH)
                     return r
                 count(_INTERCEPTED)
+                if default:
+                    record_refused_class(args, kwargs)
                 if tried and unroutable is not None:
                     unroutable(*args)
         return orig(*args, **kwargs)

@@ -1,4 +1,5 @@
-"""The hot path's memory of calls the route refused (fastpath.record_unroutable_linear / _matmul).
+"""The hot path's memory of calls the route refused (fastpath.record_unroutable_linear / _matmul) and the
+routing wrappers' memory of refused classes (fastpath.record_refused_class, every routed op).
 
 A signature the route could not take (fp64, a device without a profile, shapes it does not route)
 goes to torch from the hot path on its next call, without the route's checks: counted, not timed
@@ -172,7 +173,7 @@ def test_a_refusal_for_one_tensor_is_not_a_class(route_checks, monkeypatch):
         F.linear(neg, w)
         assert dispatch.stats()["routed"] == 0
         F.linear(x[:3], w)
-    assert dispatch.stats()["routed"] == 1 and not fastpath._TORCH_CLASSES
+    assert dispatch.stats()["routed"] == 1 and not fastpath.REFUSED_CLASSES
 
 
 @pytest.mark.skipif(torch.cuda.is_available(), reason="CPU-only: the class it refuses (CPU tensors, no profile) is "
@@ -190,3 +191,85 @@ def test_a_refused_class_lapses_when_the_environment_changes(route_checks, monke
         monkeypatch.setenv("TRITON_INTERPRET", "1")
         F.linear(x[:3], w)
     assert len(route_checks) == 2 and dispatch.stats()["routed"] == 1
+
+
+def _op_calls():
+    """Every routed op but torch._scaled_mm (its scales are another dtype than its operands: never one class),
+    as (name, call(shape index) -> result on fp64 tensors of that index's shapes): two shape sets per op."""
+    r = _rand
+    mk = {  # index -> the op's tensors
+        "mm": lambda i: (r(3 + i, 5), r(5, 4 + i)),
+        "bmm": lambda i: (r(2, 3 + i, 5), r(2, 5, 4)),
+        "addmm": lambda i: (r(4 + i), r(3, 5), r(5, 4 + i)),
+        "baddbmm": lambda i: (r(2, 3, 4 + i), r(2, 3, 5), r(2, 5, 4 + i)),
+        "addbmm": lambda i: (r(3, 4 + i), r(2, 3, 5), r(2, 5, 4 + i)),
+        "mv": lambda i: (r(3 + i, 5), r(5)),
+        "addmv": lambda i: (r(3 + i), r(3 + i, 5), r(5)),
+    }
+    calls = {
+        "mm": lambda t: torch.mm(*t), "Tensor.mm": lambda t: t[0].mm(t[1]), "bmm": lambda t: torch.bmm(*t),
+        "addmm": lambda t: torch.addmm(*t), "Tensor.addmm": lambda t: t[0].addmm(t[1], t[2]),
+        "addmm kw": lambda t: torch.addmm(*t, beta=0.5, alpha=2.0),
+        "baddbmm": lambda t: torch.baddbmm(*t), "baddbmm kw": lambda t: torch.baddbmm(*t, beta=0.5, alpha=2.0),
+        "addbmm": lambda t: torch.addbmm(*t), "mv": lambda t: torch.mv(*t), "addmv": lambda t: torch.addmv(*t),
+        "matmul 1-D": lambda t: torch.matmul(*t),
+    }
+    base = {"Tensor.mm": "mm", "Tensor.addmm": "addmm", "addmm kw": "addmm", "baddbmm kw": "baddbmm",
+            "matmul 1-D": "mv"}
+    return {name: (mk[base.get(name, name)], call) for name, call in calls.items()}
+
+
+@pytest.mark.parametrize("op", list(_op_calls()))
+def test_every_op_learns_a_refused_class(op, route_checks):
+    """Every routed op, keyword forms included: after one fp64 refusal, a call of other shapes of the same
+    dtype and device goes to torch from the wrapper, before the route's checks (each of them cost 9-17 us
+    a call when only F.linear and matmul remembered refusals), and returns torch's result exactly."""
+    make, call = _op_calls()[op]
+    first, second = make(0), make(1)
+    with tritonblas.enable():
+        got = [call(first), call(second), call(second)]
+    assert len(route_checks) == 1, f"{op}: a call of a refused class went through the route's checks again"
+    for t, g in zip((first, second, second), got):
+        torch.testing.assert_close(g, call(t), rtol=0, atol=0)
+    st = dispatch.stats()
+    assert (st["intercepted"], st["routed"]) == (3, 0)
+
+
+def test_a_refused_class_still_gets_torchs_errors(route_checks):
+    """The memory hands a call to torch, so a bad call of a refused class raises torch's own error."""
+    a, b = _rand(3, 5), _rand(5, 4)
+    with tritonblas.enable():
+        torch.mm(a, b)
+        with pytest.raises(RuntimeError) as ours:
+            torch.mm(a, _rand(6, 4))
+    with pytest.raises(RuntimeError) as theirs:
+        torch.mm(a, _rand(6, 4))
+    assert str(ours.value) == str(theirs.value)
+
+
+def test_mixed_classes_are_not_answered_from_the_memory(route_checks):
+    """fp64 refused: an fp64 operand beside an fp32 one is not of that class, so the route sees the call."""
+    a, b = _rand(3, 5), _rand(5, 4)
+    with tritonblas.enable():
+        torch.mm(a, b)
+        assert len(route_checks) == 1
+        with pytest.raises(RuntimeError):
+            torch.mm(a, b.float())  # torch: "expected m1 and m2 to have the same dtype"
+    assert len(route_checks) == 2
+
+
+def test_a_routable_class_is_probed_once(route_checks, monkeypatch, device):
+    """A refusal of a call of a routable class (here: a lazily negated view, refused for that tensor alone)
+    asks whether its class is refused once; the answer is remembered (no probe per refused call), and the
+    class keeps routing."""
+    probes = []
+    original = fastpath._class_unroutable
+    monkeypatch.setattr(fastpath, "_class_unroutable", lambda *a: probes.append(a) or original(*a))
+    x, w = _routable(device, monkeypatch)
+    neg = torch.randn(4, 16, dtype=torch.complex64, device=device).conj().imag
+    assert neg.is_neg()
+    with tritonblas.enable():
+        for _ in range(3):
+            torch.mm(neg, w.t())
+        torch.mm(x, w.t())
+    assert len(probes) == 1 and dispatch.stats()["routed"] == 1 and not fastpath.REFUSED_CLASSES

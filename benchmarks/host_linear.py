@@ -13,6 +13,7 @@ host never waits on a full launch queue). Prints a table; ``--profile`` adds a c
     PYTHONPATH=$PWD python3 benchmarks/host_linear.py --train llama3.2-1b   # a training step's host split
     python3 benchmarks/host_linear.py --cpu-stub [--n 20000] [--profile]     # no GPU: our host work alone
     python3 benchmarks/host_linear.py --fallthrough [--rounds 7]             # no GPU: enable()'s toll, nothing routed
+    python3 benchmarks/host_linear.py --fallthrough-ops [--rounds 7]         # the same per call of every routed op
 
 ``--cpu-stub`` (no GPU needed; sets ``TRITON_INTERPRET=1`` and ``TRITONBLAS_PROFILE=h200``): the warm
 routed call's host cost with the launch stubbed out (:func:`cpu_stub`). ``--fallthrough`` (CPU, no
@@ -217,6 +218,72 @@ def _fallthrough(rounds: int, tokens: int) -> list[str]:
     return out
 
 
+def fallthrough_ops(rounds: int = 5, n: int = 4000, dtypes=("fp32", "fp64")) -> list[str]:
+    """enable()'s toll per call of every routed op where nothing is routed (CPU, no profile; fp32: a device
+    without a profile; fp64: a dtype no kernel takes): ``n`` calls of tiny operands in a loop, torch alone and
+    under ``enable()`` alternating per round, one torch thread; medians of the per-call times and of the
+    paired differences. Keyword forms (``beta=``/``alpha=``) and Tensor methods too."""
+    import os
+
+    saved_env = {k: os.environ.pop(k) for k in ("TRITONBLAS_PROFILE", "TRITON_INTERPRET") if k in os.environ}
+    try:
+        return _fallthrough_ops(rounds, n, dtypes)
+    finally:
+        os.environ.update(saved_env)
+
+
+def _fallthrough_ops(rounds: int, n: int, dtypes) -> list[str]:
+    import torch
+    import torch.nn.functional as F
+
+    import tritonblas
+
+    torch.set_num_threads(1)
+    out = [f"fall-through toll per call, every routed op ({rounds} rounds of {n} calls, medians, this CPU, "
+           f"torch {torch.__version__}):", f"  {'dtype':5s} {'op':13s} {'torch us':>9s} {'enable() us':>12s} {'toll us':>8s}"]
+    for name in dtypes:
+        dt = {"fp32": torch.float32, "fp64": torch.float64}[name]
+        g = torch.Generator().manual_seed(0)
+
+        def r(*shape):
+            return torch.randn(*shape, generator=g).to(dt)
+
+        c, a, b, w = r(32), r(4, 16), r(16, 32), r(32, 16)
+        a3, b3, c3, v, cv = r(2, 4, 16), r(2, 16, 32), r(2, 4, 32), r(16), r(4)
+        cases = {
+            "F.linear": lambda: F.linear(a, w, c), "matmul": lambda: torch.matmul(a, b), "a @ b": lambda: a @ b,
+            "mm": lambda: torch.mm(a, b), "Tensor.mm": lambda: a.mm(b), "bmm": lambda: torch.bmm(a3, b3),
+            "addmm": lambda: torch.addmm(c, a, b), "Tensor.addmm": lambda: c.addmm(a, b),
+            "baddbmm": lambda: torch.baddbmm(c3, a3, b3),
+            "baddbmm kw": lambda: torch.baddbmm(c3, a3, b3, beta=0.5, alpha=2.0),
+            "addbmm": lambda: torch.addbmm(c, a3, b3), "mv": lambda: torch.mv(a, v), "addmv": lambda: torch.addmv(cv, a, v),
+        }
+
+        def loop(f) -> float:
+            t0 = time.perf_counter()
+            for _ in range(n):
+                f()
+            return (time.perf_counter() - t0) / n * 1e6
+
+        for op, f in cases.items():
+            tritonblas.clear_caches()
+            base, ours = [], []
+            for i in range(rounds + 1):  # round 0: warm-up (the first refusal teaches the memory)
+                pair = {}
+                for side in (("torch", "ours") if i % 2 else ("ours", "torch")):
+                    if side == "torch":
+                        pair[side] = loop(f)
+                    else:
+                        with tritonblas.enable():
+                            pair[side] = loop(f)
+                if i:
+                    base.append(pair["torch"])
+                    ours.append(pair["ours"])
+            toll = statistics.median(o - t for o, t in zip(ours, base))
+            out.append(f"  {name:5s} {op:13s} {statistics.median(base):9.2f} {statistics.median(ours):12.2f} {toll:+8.2f}")
+    return out
+
+
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser()
     ap.add_argument("--n", type=int, default=None, help="calls per row (default 1000; --cpu-stub: 20000)")
@@ -236,7 +303,10 @@ def main(argv=None) -> int:
     ap.add_argument("--inmodel-stub", nargs="*", default=None, metavar="MODEL",
                     help="only the in-model vs in-a-loop host time per GEMM call of these models' tiny twins "
                          "(CPU, launches stubbed; see inmodel_stub)")
-    ap.add_argument("--rounds", type=int, default=7, help="--fallthrough, --inmodel-stub: alternating rounds (medians)")
+    ap.add_argument("--fallthrough-ops", action="store_true",
+                    help="only enable()'s toll per call of every routed op with nothing routed (CPU, see fallthrough_ops)")
+    ap.add_argument("--rounds", type=int, default=7,
+                    help="--fallthrough, --fallthrough-ops, --inmodel-stub: alternating rounds (medians)")
     ap.add_argument("--only", nargs="*", default=(), metavar="TEXT",
                     help="--cpu-stub: only the cases whose name contains one of these")
     args = ap.parse_args(argv)
@@ -254,6 +324,12 @@ def main(argv=None) -> int:
         for name in args.inmodel_stub or ("gpt2-medium", "bert-large"):
             for line in inmodel_stub(name, args.rounds):
                 print(line)
+        return 0
+    if args.fallthrough_ops:
+        if args.rounds < 1:
+            ap.error(f"--rounds {args.rounds}: expected at least 1")
+        for line in fallthrough_ops(args.rounds):
+            print(line)
         return 0
     if args.fallthrough:
         if args.rounds < 1:

@@ -39,19 +39,22 @@ def test_align_staging_for_picks_the_unaligned_operands(h200, mi300x):
     assert align_staging_for(dataclasses.replace(p, k=0), h200, (2, 2), (0, 0)) == (False, False)
 
 
-# --- the dispatcher's decision (CPU tensors are never launched here: plan_for only plans) -------
-def _plan_for(m, n, k, profile, *, interpret):
-    a = torch.empty(m, k, dtype=torch.bfloat16)
-    b = torch.empty(k, n, dtype=torch.bfloat16)
-    return dispatch.plan_for(a, b, profile=profile), a, b
-
-
+# --- the dispatcher's decision (nothing is launched here: plan_for only plans) --------------------
 @pytest.fixture
-def interpret(monkeypatch):
-    monkeypatch.setenv("TRITON_INTERPRET", "1")
+def interpret(monkeypatch, device):
+    """Where the plans are made: the GPU's tensors, or CPU tensors under the interpreter (set here; on a GPU
+    machine the kernels were built for the GPU, and CPU tensors are refused whatever the variable says)."""
+    if device == "cpu":
+        monkeypatch.setenv("TRITON_INTERPRET", "1")
     dispatch.clear_caches()
-    yield
+    yield device
     dispatch.clear_caches()
+
+
+def _plan_for(m, n, k, profile, *, interpret):
+    a = torch.empty(m, k, dtype=torch.bfloat16, device=interpret)
+    b = torch.empty(k, n, dtype=torch.bfloat16, device=interpret)
+    return dispatch.plan_for(a, b, profile=profile), a, b
 
 
 @pytest.mark.parametrize("shape, want", [((4097, 4097, 4097), (True, True)), ((32768, 1000, 3333), (True, False)),
@@ -62,11 +65,11 @@ def test_dispatcher_stages_large_unaligned_problems(shape, want, interpret, h200
     describes the aligned problem the kernel runs."""
     import origami
 
-    lp, a, b = _plan_for(*shape, h200, interpret=True)
+    lp, a, b = _plan_for(*shape, h200, interpret=interpret)
     assert (lp.stage_a, lp.stage_b) == want
     assert lp.kernel_name in TMA_KERNELS and lp.problem.align_bytes == 16
-    unaligned = dispatch.GemmKey.from_tensors(a, b, torch.empty(shape[0], shape[1], dtype=torch.bfloat16),
-                                              profile=h200).problem()
+    unaligned = dispatch.GemmKey.from_tensors(a, b, torch.empty(shape[0], shape[1], dtype=torch.bfloat16,
+                                                                device=interpret), profile=h200).problem()
     assert unaligned.align_bytes < 16
     staged_ns = origami.select(lp.problem, h200).latency_ns + staging_copy_ns(unaligned, h200, want)
     assert max(staged_ns, STAGED_HOST_NS) < origami.select(unaligned, h200).latency_ns
@@ -77,20 +80,20 @@ def test_dispatcher_stages_large_unaligned_problems(shape, want, interpret, h200
 def test_dispatcher_does_not_stage_short_or_aligned_problems(interpret, h200, mi300x):
     import origami
 
-    lp, a, b = _plan_for(255, 255, 255, h200, interpret=True)  # predicted far under STAGED_HOST_NS
-    assert origami.select(dispatch.GemmKey.from_tensors(a, b, torch.empty(255, 255, dtype=torch.bfloat16),
-                                                        profile=h200).problem(), h200).latency_ns < STAGED_HOST_NS
+    lp, a, b = _plan_for(255, 255, 255, h200, interpret=interpret)  # predicted far under STAGED_HOST_NS
+    c = torch.empty(255, 255, dtype=torch.bfloat16, device=interpret)
+    assert origami.select(dispatch.GemmKey.from_tensors(a, b, c, profile=h200).problem(), h200).latency_ns < STAGED_HOST_NS
     assert not (lp.stage_a or lp.stage_b) and lp.problem.align_bytes < 16
-    lp, a, b = _plan_for(1025, 1025, 1025, h200, interpret=True)  # ~40 us: under the staged launch's host time
+    lp, a, b = _plan_for(1025, 1025, 1025, h200, interpret=interpret)  # ~40 us: under the staged launch's host time
     assert not (lp.stage_a or lp.stage_b)
-    lp, _, _ = _plan_for(4096, 4096, 4096, h200, interpret=True)  # aligned: nothing to stage
+    lp, _, _ = _plan_for(4096, 4096, 4096, h200, interpret=interpret)  # aligned: nothing to stage
     assert not (lp.stage_a or lp.stage_b)
-    lp, _, _ = _plan_for(4097, 4097, 4097, mi300x, interpret=True)  # AMD: no TMA, never staged
+    lp, _, _ = _plan_for(4097, 4097, 4097, mi300x, interpret=interpret)  # AMD: no TMA, never staged
     assert not (lp.stage_a or lp.stage_b) and lp.kernel_name not in TMA_KERNELS
 
 
 def test_forced_configs_are_not_staged(interpret, h200):
-    a = torch.empty(4097, 4097, dtype=torch.bfloat16)
+    a = torch.empty(4097, 4097, dtype=torch.bfloat16, device=interpret)
     cfg = config("dp", 128, 128, 32, num_warps=8, num_stages=3, group_m=8)
     lp = dispatch.plan_for(a, a, profile=h200, config=cfg)
     assert not (lp.stage_a or lp.stage_b) and lp.problem.align_bytes < 16

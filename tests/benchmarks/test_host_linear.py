@@ -6,6 +6,9 @@ from __future__ import annotations
 import sys
 from pathlib import Path
 
+import pytest
+import torch
+
 sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "benchmarks"))
 import host_linear  # noqa: E402
 
@@ -43,6 +46,8 @@ def test_no_kernels_gives_zeros():
     assert g["kernels_per_token"] == 0 and g["busy_us_per_token"] == 0 and g["queued_gaps"] == {}
 
 
+@pytest.mark.skipif(torch.cuda.is_available(), reason="CPU-only: the stubbed launches run the interpreter's "
+                    "kernels, and a GPU process built them for the GPU (CPU tensors are refused there)")
 def test_cpu_stub_times_warm_routed_calls_and_restores_everything(monkeypatch):
     """``--cpu-stub``: every selected case is served warm under enable() with the raw launch emulated,
     each row has a time and call counts beside torch's, and the kernels, the dispatcher's device

@@ -10,7 +10,8 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[2]
 # the device runbooks: the H200 session script and the profile-candidate check (session 20)
-RUNBOOKS = [ROOT / "benchmarks" / "gpu_session.sh", ROOT / "benchmarks" / "profile_candidate.sh"]
+RUNBOOKS = [ROOT / "benchmarks" / "gpu_session.sh", ROOT / "benchmarks" / "profile_candidate.sh",
+            ROOT / "benchmarks" / "device_plan.sh"]  # one call on whatever GPU comes (session 21)
 SHARED = [ROOT / "benchmarks" / n for n in ("_harness.py", "_dist.py", "sweep.py")]  # sweep.add_shape_args
 
 
@@ -49,3 +50,15 @@ def test_the_parser_sees_a_renamed_option():
     found = [(m.group(1), re.findall(r"--([a-z][\w-]*)", m.group(2))) for m in _CALL.finditer(text)]
     assert found == [("benchmarks/sweep.py", ["rows", "no-such-option"])]
     assert '"--no-such-option"' not in (ROOT / "benchmarks" / "sweep.py").read_text()
+
+
+def test_the_device_plan_runs_steps_the_session_script_has():
+    """benchmarks/device_plan.sh calls gpu_session.sh with STEPS=<step>: each must be one of its case labels
+    (an unknown step would run ``python3 <step>`` and fail on the device)."""
+    plan = (ROOT / "benchmarks" / "device_plan.sh").read_text()
+    session = (ROOT / "benchmarks" / "gpu_session.sh").read_text()
+    steps = set(re.findall(r"STEPS=(\w+)", plan))
+    labels = set(re.findall(r"^\s+(\w+)\)\s", session, re.M))
+    assert steps >= {"repick", "heldout", "tests", "models", "train_host"}, steps
+    assert steps <= labels, steps - labels
+    assert "bash benchmarks/gpu_session.sh" in plan

@@ -1,0 +1,39 @@
+#!/usr/bin/env bash
+# One device call, whatever GPU the device tool gives (sessions 20-21 asked for an H200 and got H100s):
+#   GIT_SHA=<sha> bash benchmarks/device_plan.sh          (TOTAL=<s> the seconds the call may take, default 555)
+# H200: the repick of the candidate profile terms ($REPICK_VARIANTS, default session 19's candidate A), then the
+#   held-out split's exhaustive sweeps ($HELDOUT_ARGS, default the unfinished tf32, fp8 and square files) with the
+#   seconds left (issue 19). H200 data is only ever written on an H200: sweep.py refuses another GPU.
+# Any other GPU: the whole suite, then real models with the device's own profile and a training step's host split
+#   (issue 16), with the seconds left.
+# Every step is benchmarks/gpu_session.sh's; the results land in $OUT as they do there.
+set -u -o pipefail
+: "${GIT_SHA:?set GIT_SHA=<the commit of the tree you send>}"
+export GIT_SHA
+TOTAL=${TOTAL:-555}
+start=$(date +%s)
+left() { echo $(( TOTAL - ($(date +%s) - start) )); }
+gpu=$(nvidia-smi --query-gpu=name --format=csv,noheader | head -1)
+echo "device_plan: $gpu, $TOTAL s"
+if [[ "$gpu" == *H200* ]]; then
+  STEPS=repick REPICK_BUDGET=${REPICK_BUDGET:-100} \
+    REPICK_VARIANTS=${REPICK_VARIANTS:-k_iter_overhead_ns=3.7552,tile_overhead_ns=605.02,splitk_fixup_read_efficiency=0.7,staged_load_exponent=0.34} \
+    bash benchmarks/gpu_session.sh
+  b=$(( $(left) - 100 ))  # the heldout step's own margin: its sweep's timeout is the budget + 90 s
+  if [ $b -gt 60 ]; then
+    STEPS=heldout HELDOUT_BUDGET=$b HELDOUT_ARGS=${HELDOUT_ARGS:---jobs tf32 fp8_e4m3 square} bash benchmarks/gpu_session.sh
+  fi
+else
+  STEPS=tests TESTS_TIMEOUT=${TESTS_TIMEOUT:-320} bash benchmarks/gpu_session.sh
+  b=$(( $(left) - 140 ))  # keep 100 s for the training step's host split and 40 s of margin
+  if [ $b -gt 60 ]; then
+    STEPS=models MODELS_TIMEOUT=$(( b + 30 )) MODELS_BUDGET=$b \
+      MODELS_ARGS=${MODELS_ARGS:---jobs llama3.2-1b:train:bf16 gpt2-medium:train:bf16 llama3.2-1b:prefill:bf16 bert-large:prefill:bf16} \
+      bash benchmarks/gpu_session.sh
+  fi
+  t=$(( $(left) - 20 ))
+  if [ $t -gt 60 ]; then
+    STEPS=train_host TRAIN_HOST_TIMEOUT=$t TRAIN_MODELS=${TRAIN_MODELS:-gpt2-medium} bash benchmarks/gpu_session.sh
+  fi
+fi
+echo "device_plan: done in $(( $(date +%s) - start )) s"

@@ -136,6 +136,12 @@ MUTATIONS = (
              "            if u.dtype is not dt or u.device != dev:\n                return False\n        elif isinstance(u, torch.Tensor):\n            return False\n    return True\n\n\ndef record_refused_class",
              "            if False:\n                return False\n        elif isinstance(u, torch.Tensor):\n            return False\n    return True\n\n\ndef record_refused_class",
              ("tests/dropin/test_unroutable_cache.py",)),
+    Mutation("refused_class_probed_in_any_state", "a refused class recorded under a mode (the probe tensor passes "
+             "through it and may be refused for that)",
+             "tritonblas/fastpath.py",
+             "    if not args or type(args[0]) not in _PLAIN or _fast_off() or _intercepting():",
+             "    if not args or type(args[0]) not in _PLAIN or _fast_off():",
+             ("tests/dropin/test_unroutable_cache.py",)),
     Mutation("refused_class_for_any_refusal", "every refusal remembered as its dtype/device class (a shape or "
              "one tensor's refusal would send routable calls to torch)",
              "tritonblas/fastpath.py",

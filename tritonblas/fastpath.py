@@ -555,8 +555,10 @@ def record_refused_class(args, kwargs) -> None:
     every tensor argument is of its dtype and device, and no call of that class can route in this
     environment (:func:`_class_unroutable`), remember the class for :func:`refused_class`. A class found
     routable is remembered as such, so a later refusal of a call of it (its shapes, a layout, one tensor's
-    own state) costs a lookup here, not a probe."""
-    if not args or type(args[0]) not in _PLAIN:
+    own state) costs a lookup here, not a probe. Nothing is recorded under a mode, a transform, tracing or a
+    forward-AD level (the probe tensor itself would pass through them and could be refused for that), nor
+    with ``TRITONBLAS_FAST=0``."""
+    if not args or type(args[0]) not in _PLAIN or _fast_off() or _intercepting():
         return
     t = args[0]
     cls, env = (t.dtype, t.device), _environment()

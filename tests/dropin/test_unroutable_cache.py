@@ -273,3 +273,28 @@ def test_a_routable_class_is_probed_once(route_checks, monkeypatch, device):
             torch.mm(neg, w.t())
         torch.mm(x, w.t())
     assert len(probes) == 1 and dispatch.stats()["routed"] == 1 and not fastpath.REFUSED_CLASSES
+
+
+def test_a_refusal_under_a_dispatch_mode_teaches_no_class(monkeypatch, device):
+    """The class probe (an empty tensor of the call's dtype and device) would run inside whatever mode is
+    active: here a TorchDispatchMode that makes every new tensor a meta tensor, which the probe would read as
+    "a device nothing runs on". A call of a routable class refused there for its own reason (a lazily
+    negated operand) must teach no class: after the mode, the same class routes."""
+    from torch.utils._python_dispatch import TorchDispatchMode
+
+    class MetaEmpty(TorchDispatchMode):
+        def __torch_dispatch__(self, func, types, args=(), kwargs=None):
+            kwargs = dict(kwargs or {})
+            if func is torch.ops.aten.empty.memory_format:
+                kwargs["device"] = torch.device("meta")
+            return func(*args, **kwargs)
+
+    x, w = _routable(device, monkeypatch)
+    neg = torch.randn(4, 16, dtype=torch.complex64, device=device).conj().imag
+    with tritonblas.enable():
+        with MetaEmpty():
+            torch.mm(neg, w.t())
+        assert dispatch.stats()["routed"] == 0
+        torch.mm(x, w.t())
+    assert dispatch.stats()["routed"] == 1
+    assert not fastpath.REFUSED_CLASSES

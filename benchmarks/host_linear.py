@@ -144,19 +144,28 @@ def inmodel_stub(name: str, rounds: int = 7, loop_n: int = 200) -> list[str]:
     return out
 
 
+@contextlib.contextmanager
+def _nothing_routes():
+    """Without a profile or the interpreter for the CPU, so every GEMM under enable() falls through to torch;
+    the variables are restored on leaving."""
+    import os
+
+    saved_env = {k: os.environ.pop(k) for k in ("TRITONBLAS_PROFILE", "TRITON_INTERPRET") if k in os.environ}
+    try:
+        yield
+    finally:
+        os.environ.update(saved_env)
+
+
 def fallthrough(rounds: int = 7, tokens: int = 24) -> list[str]:
     """enable()'s toll where it does not act: greedy decode of a 4-layer ``transformers`` Llama (hidden
     128) on the CPU without a profile, so every GEMM is intercepted and handed to torch. Three sides in
     alternating order per round, medians: torch alone, ``enable()``, and ``enable()`` with
-    fastpath.record_unroutable_* and the wrapper's record_refused_class switched off (every call takes the route's checks, as before they
-    existed). Host-bound by construction: the toll per GEMM is the difference over the GEMM calls."""
-    import os
-
-    saved_env = {k: os.environ.pop(k) for k in ("TRITONBLAS_PROFILE", "TRITON_INTERPRET") if k in os.environ}
-    try:  # no profile for the CPU: nothing is routed
+    fastpath.record_unroutable_* and the wrapper's record_refused_class switched off (every call takes the
+    route's checks, as before they existed). Host-bound by construction: the toll per GEMM is the difference
+    over the GEMM calls."""
+    with _nothing_routes():
         return _fallthrough(rounds, tokens)
-    finally:
-        os.environ.update(saved_env)
 
 
 def _fallthrough(rounds: int, tokens: int) -> list[str]:
@@ -223,13 +232,8 @@ def fallthrough_ops(rounds: int = 5, n: int = 4000, dtypes=("fp32", "fp64")) -> 
     without a profile; fp64: a dtype no kernel takes): ``n`` calls of tiny operands in a loop, torch alone and
     under ``enable()`` alternating per round, one torch thread; medians of the per-call times and of the
     paired differences. Keyword forms (``beta=``/``alpha=``) and Tensor methods too."""
-    import os
-
-    saved_env = {k: os.environ.pop(k) for k in ("TRITONBLAS_PROFILE", "TRITON_INTERPRET") if k in os.environ}
-    try:
+    with _nothing_routes():
         return _fallthrough_ops(rounds, n, dtypes)
-    finally:
-        os.environ.update(saved_env)
 
 
 def _fallthrough_ops(rounds: int, n: int, dtypes) -> list[str]:
@@ -318,22 +322,18 @@ def main(argv=None) -> int:
         for line in cpu_stub_report(cpu_stub(args.n or 20000, profile=args.profile, only=tuple(args.only))):
             print(line)
         return 0
+    if (args.inmodel_stub is not None or args.fallthrough_ops or args.fallthrough) and args.rounds < 1:
+        ap.error(f"--rounds {args.rounds}: expected at least 1")
     if args.inmodel_stub is not None:
-        if args.rounds < 1:
-            ap.error(f"--rounds {args.rounds}: expected at least 1")
         for name in args.inmodel_stub or ("gpt2-medium", "bert-large"):
             for line in inmodel_stub(name, args.rounds):
                 print(line)
         return 0
     if args.fallthrough_ops:
-        if args.rounds < 1:
-            ap.error(f"--rounds {args.rounds}: expected at least 1")
         for line in fallthrough_ops(args.rounds):
             print(line)
         return 0
     if args.fallthrough:
-        if args.rounds < 1:
-            ap.error(f"--rounds {args.rounds}: expected at least 1")
         for line in fallthrough(args.rounds):
             print(line)
         return 0

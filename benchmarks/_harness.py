@@ -20,7 +20,7 @@ ROOT = Path(__file__).resolve().parents[1]
 if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 
-__all__ = ["ROOT", "foreign_gpu", "git_sha", "provenance", "utc_now", "watch_child", "write_csv"]
+__all__ = ["ROOT", "foreign_gpu", "git_sha", "provenance", "refuse_foreign_gpu", "utc_now", "watch_child", "write_csv"]
 
 
 def foreign_gpu(device_names, gpu_name: str, profile: str, flag: str = "--any-gpu") -> str | None:
@@ -33,6 +33,18 @@ def foreign_gpu(device_names, gpu_name: str, profile: str, flag: str = "--any-gp
     return (f"profile {profile} describes {', '.join(device_names) or 'no named device'}, but this GPU is "
             f"{gpu_name!r}: its timings do not belong in {profile}'s recorded data. Use this GPU's own "
             f"profile, or pass {flag} to time it anyway")
+
+
+def refuse_foreign_gpu(ap, profile: str, index: int) -> None:
+    """``ap.error`` (exit 2) naming ``--profile`` when CUDA GPU ``index`` is foreign to the profile
+    (:func:`foreign_gpu`); the sweep scripts call it before timing anything unless ``--any-gpu``."""
+    import origami
+    import torch
+
+    hw = origami.load_profile(profile)
+    why = foreign_gpu(hw.device_names, torch.cuda.get_device_name(index), hw.name)
+    if why:
+        ap.error(f"--profile {profile}: {why}")
 
 
 def utc_now() -> str:

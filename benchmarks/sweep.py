@@ -642,12 +642,9 @@ def main(argv=None) -> int:
         if args.timer not in (None, "cpu"):
             ap.error(f"--timer {args.timer} needs a GPU")
     elif not args.any_gpu:
-        from _harness import foreign_gpu
+        from _harness import refuse_foreign_gpu
 
-        hw = origami.load_profile(args.profile)
-        why = foreign_gpu(hw.device_names, torch.cuda.get_device_name(args.gpu), hw.name)
-        if why:
-            ap.error(f"--profile {args.profile}: {why}")
+        refuse_foreign_gpu(ap, args.profile, args.gpu)
     args.timer = args.timer or ("graph" if cuda else "cpu")
     world = torchrun_world()
     if world is None:

@@ -36,7 +36,6 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "benchmarks"))
 
-import origami  # noqa: E402
 from origami.problem import GemmProblem  # noqa: E402
 from origami.shapes import load_shapes  # noqa: E402
 
@@ -153,12 +152,9 @@ def main(argv=None) -> int:
 
     device = "cuda" if torch.cuda.is_available() else "cpu"
     if device == "cuda" and not args.any_gpu:
-        from _harness import foreign_gpu
+        from _harness import refuse_foreign_gpu
 
-        hw = origami.load_profile(args.profile)
-        why = foreign_gpu(hw.device_names, torch.cuda.get_device_name(0), hw.name)
-        if why:
-            ap.error(f"--profile {args.profile}: {why}")
+        refuse_foreign_gpu(ap, args.profile, 0)
     rows = {split: read_vendor_rows(path) for split, path in paths.items()}
     done = {problem_key(r) for rs in rows.values() for r in rs}
     todo = [x for x in recorded_problems(args.profile) if problem_key(x[0]) not in done]

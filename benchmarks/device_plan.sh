@@ -1,9 +1,9 @@
 #!/usr/bin/env bash
 # One device call, whatever GPU the device tool gives (sessions 20-21 asked for an H200 and got H100s):
 #   GIT_SHA=<sha> bash benchmarks/device_plan.sh          (TOTAL=<s> the seconds the call may take, default 555)
-# H200: the repick of the candidate profile terms ($REPICK_VARIANTS, default session 19's candidate A), then the
-#   held-out split's exhaustive sweeps ($HELDOUT_ARGS, default the unfinished tf32, fp8 and square files) with the
-#   seconds left (issue 19). H200 data is only ever written on an H200: sweep.py refuses another GPU.
+# H200: the repick of the candidate profile terms ($REPICK_VARIANTS, default session 19's candidate A), the
+#   ragged training set's sampled sweep ($RAGGED_BUDGET s, 0 skips it), then the held-out split's exhaustive
+#   sweeps ($HELDOUT_ARGS, default the unfinished tf32, fp8 and square files) with the seconds left (issue 19). H200 data is only ever written on an H200: sweep.py refuses another GPU.
 # Any other GPU: the whole suite, then real models with the device's own profile and a training step's host split
 #   (issue 16), with the seconds left.
 # Every step is benchmarks/gpu_session.sh's; the results land in $OUT as they do there.
@@ -16,9 +16,16 @@ left() { echo $(( TOTAL - ($(date +%s) - start) )); }
 gpu=$(nvidia-smi --query-gpu=name --format=csv,noheader | head -1)
 echo "device_plan: $gpu, $TOTAL s"
 if [[ "$gpu" == *H200* ]]; then
-  STEPS=repick REPICK_BUDGET=${REPICK_BUDGET:-100} \
+  STEPS=repick REPICK_BUDGET=${REPICK_BUDGET:-60} \
     REPICK_VARIANTS=${REPICK_VARIANTS:-k_iter_overhead_ns=3.7552,tile_overhead_ns=605.02,splitk_fixup_read_efficiency=0.7,staged_load_exponent=0.34} \
     bash benchmarks/gpu_session.sh
+  # the training sweep of the ragged set (unaligned skinny and long-K shapes: the regime of the held-out split's
+  # worst picks, where only 7 of its 32 training shapes were timed), sampled: the model's pick plus uniform draws
+  if [ "${RAGGED_BUDGET:-150}" -gt 0 ]; then
+    STEPS=sweep SWEEP_TIMEOUT=$(( ${RAGGED_BUDGET:-150} + 60 )) \
+      SWEEP_ARGS="--jobs ragged --max-configs ${RAGGED_CONFIGS:-32} --rep-ms 3 --budget-s ${RAGGED_BUDGET:-150}" \
+      bash benchmarks/gpu_session.sh
+  fi
   b=$(( $(left) - 100 ))  # the heldout step's own margin: its sweep's timeout is the budget + 90 s
   if [ $b -gt 60 ]; then
     STEPS=heldout HELDOUT_BUDGET=$b HELDOUT_ARGS=${HELDOUT_ARGS:---jobs tf32 fp8_e4m3 square} bash benchmarks/gpu_session.sh

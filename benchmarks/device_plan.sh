@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # One device call, whatever GPU the device tool gives (sessions 20-21 asked for an H200 and got H100s):
 #   GIT_SHA=<sha> bash benchmarks/device_plan.sh          (TOTAL=<s> the seconds the call may take, default 555)
-# H200: the repick of the candidate profile terms ($REPICK_VARIANTS, default session 19's candidate A), the
+# H200: the repick of the candidate profile terms ($REPICK_VARIANTS, default candidates A and B below), the
 #   ragged training set's sampled sweep ($RAGGED_BUDGET s, 0 skips it), then the held-out split's exhaustive
 #   sweeps ($HELDOUT_ARGS, default the unfinished tf32, fp8 and square files) with the seconds left (issue 19). H200 data is only ever written on an H200: sweep.py refuses another GPU.
 # Any other GPU: the whole suite, then real models with the device's own profile and a training step's host split
@@ -15,9 +15,13 @@ start=$(date +%s)
 left() { echo $(( TOTAL - ($(date +%s) - start) )); }
 gpu=$(nvidia-smi --query-gpu=name --format=csv,noheader | head -1)
 echo "device_plan: $gpu, $TOTAL s"
+# candidate A (session 19's term search) and B (A with the register-staged residency term fitted on training
+# sweeps: staged_load_exponent 1.15, unaligned_penalty 5.55): their picks the training sweeps have not timed
+CAND_A=k_iter_overhead_ns=3.7552,tile_overhead_ns=605.02,splitk_fixup_read_efficiency=0.7,staged_load_exponent=0.34
+CAND_B=k_iter_overhead_ns=3.7552,tile_overhead_ns=605.02,splitk_fixup_read_efficiency=0.7,staged_load_exponent=1.15,unaligned_penalty=5.5545
 if [[ "$gpu" == *H200* ]]; then
-  STEPS=repick REPICK_BUDGET=${REPICK_BUDGET:-60} \
-    REPICK_VARIANTS=${REPICK_VARIANTS:-k_iter_overhead_ns=3.7552,tile_overhead_ns=605.02,splitk_fixup_read_efficiency=0.7,staged_load_exponent=0.34} \
+  STEPS=repick REPICK_BUDGET=${REPICK_BUDGET:-80} \
+    REPICK_VARIANTS=${REPICK_VARIANTS:-$CAND_A $CAND_B} \
     bash benchmarks/gpu_session.sh
   # the training sweep of the ragged set (unaligned skinny and long-K shapes: the regime of the held-out split's
   # worst picks, where only 7 of its 32 training shapes were timed), sampled: the model's pick plus uniform draws

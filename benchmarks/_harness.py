@@ -23,15 +23,15 @@ if str(ROOT) not in sys.path:
 __all__ = ["ROOT", "foreign_gpu", "git_sha", "provenance", "refuse_foreign_gpu", "utc_now", "watch_child", "write_csv"]
 
 
-def foreign_gpu(device_names, gpu_name: str, profile: str, flag: str = "--any-gpu") -> str | None:
-    """Why timings of the GPU named ``gpu_name`` must not land in ``profile``'s recorded data, or None
-    when one of the profile's ``device_names`` is in that name (case-insensitive, as the dispatcher
-    maps a device). The device tool may hand out an H100 for an H200 call: its timings written into
+def foreign_gpu(hw, gpu_name: str, flag: str = "--any-gpu") -> str | None:
+    """Why timings of the GPU named ``gpu_name`` must not land in the recorded data of profile ``hw``,
+    or None when the profile names that part (:meth:`origami.hardware.HardwareProfile.name_match`, the
+    dispatcher's rule). The device tool may hand out an H100 for an H200 call: its timings written into
     benchmarks/data/h200* would mix two parts in one sweep, the held-out split's included."""
-    if any(n.lower() in gpu_name.lower() for n in device_names):
+    if hw.name_match(gpu_name):
         return None
-    return (f"profile {profile} describes {', '.join(device_names) or 'no named device'}, but this GPU is "
-            f"{gpu_name!r}: its timings do not belong in {profile}'s recorded data. Use this GPU's own "
+    return (f"profile {hw.name} describes {', '.join(hw.device_names)}, but this GPU is "
+            f"{gpu_name!r}: its timings do not belong in {hw.name}'s recorded data. Use this GPU's own "
             f"profile, or pass {flag} to time it anyway")
 
 
@@ -42,7 +42,7 @@ def refuse_foreign_gpu(ap, profile: str, index: int) -> None:
     import torch
 
     hw = origami.load_profile(profile)
-    why = foreign_gpu(hw.device_names, torch.cuda.get_device_name(index), hw.name)
+    why = foreign_gpu(hw, torch.cuda.get_device_name(index))
     if why:
         ap.error(f"--profile {profile}: {why}")
 

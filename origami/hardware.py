@@ -195,6 +195,14 @@ class HardwareProfile:
     def is_amd(self) -> bool:
         return self.vendor == "amd"
 
+    def name_match(self, device_name: str) -> int:
+        """How well the driver's ``device_name`` names this profile's part: the length of the longest of
+        ``device_names`` it contains (case-insensitive), 0 when none does. The one rule by which the
+        dispatcher maps a device to a profile (the longest match wins: "H200 NVL" over "H200") and the
+        sweep scripts refuse timings of a foreign GPU."""
+        lname = device_name.lower()
+        return max((len(s) for s in self.device_names if s.lower() in lname), default=0)
+
     def sustained_peak_flops(self, rate_key: str) -> float:
         """Matrix peak scaled from the boost clock to the sustained clock under dense load."""
         c = self.compute

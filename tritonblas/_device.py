@@ -128,11 +128,6 @@ def read_properties(props: Any) -> DeviceProps:
                   clock_mhz=float(clock) / 1000.0 if clock else None)
 
 
-def _name_score(p: HardwareProfile, device_name: str) -> int:
-    lname = device_name.lower()
-    return max((len(s) for s in p.device_names if s and s.lower() in lname), default=0)
-
-
 def _memory_off(p: HardwareProfile, dev: DeviceProps) -> float:
     hbm = p.memory["hbm_bytes"]
     return abs(dev.memory_bytes - hbm) / hbm if dev.memory_bytes else 0.0
@@ -140,7 +135,7 @@ def _memory_off(p: HardwareProfile, dev: DeviceProps) -> float:
 
 def _choose(cands: list[HardwareProfile], dev: DeviceProps) -> tuple[HardwareProfile, str, list[str]]:
     """Pick one profile of the device's arch; returns (profile, how, notes that deserve a warning)."""
-    scores = [_name_score(p, dev.name) for p in cands]
+    scores = [p.name_match(dev.name) for p in cands]
     best = max(scores)
     if best > 0:  # the last of the best: ORIGAMI_PROFILE_DIR profiles come after the shipped ones
         return [p for p, s in zip(cands, scores) if s == best][-1], "name", []
@@ -203,7 +198,7 @@ def match_profile(props: Any, *, index: int | None = None, strict: bool = False,
     notes: list[str] = []
     if profile is not None:
         hw, how = _load_forced(profile, source), source
-        if dev.name and hw.device_names and _name_score(hw, dev.name) == 0:
+        if dev.name and hw.device_names and hw.name_match(dev.name) == 0:
             notes.append(f"{source} forces {hw.name}, whose device_names {list(hw.device_names)} "
                          f"do not match {dev.name!r}")
     else:

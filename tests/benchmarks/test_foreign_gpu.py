@@ -1,5 +1,5 @@
 """The recorded data stays one part's: sweep.py and vendor_times.py refuse a GPU their --profile does not
-name (benchmarks/_harness.foreign_gpu), since the device tool may answer an H200 call with an H100."""
+name (benchmarks/_harness.foreign_gpu, on HardwareProfile.name_match), since the device tool may answer an H200 call with an H100."""
 
 from __future__ import annotations
 
@@ -28,7 +28,8 @@ import origami  # noqa: E402
 ])
 def test_a_gpu_is_foreign_unless_the_profile_names_it(profile, gpu, ok):
     hw = origami.load_profile(profile)
-    why = _harness.foreign_gpu(hw.device_names, gpu, hw.name)
+    why = _harness.foreign_gpu(hw, gpu)
+    assert (hw.name_match(gpu) > 0) is ok  # the dispatcher's rule, the same predicate
     assert (why is None) is ok
     if not ok:
         assert profile in why and gpu in why and "--any-gpu" in why

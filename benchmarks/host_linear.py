@@ -11,6 +11,7 @@ host never waits on a full launch queue). Prints a table; ``--profile`` adds a c
     PYTHONPATH=$PWD python3 benchmarks/host_linear.py --split bert-large llama3.2-1b   # in-model split
     PYTHONPATH=$PWD python3 benchmarks/host_linear.py --timeline llama3.2-1b --out $OUT  # decode GPU gaps
     PYTHONPATH=$PWD python3 benchmarks/host_linear.py --train llama3.2-1b   # a training step's host split
+    PYTHONPATH=$PWD python3 benchmarks/host_linear.py --train-forward gpt2-medium   # its forward, grad vs no_grad
     python3 benchmarks/host_linear.py --cpu-stub [--n 20000] [--profile]     # no GPU: our host work alone
     python3 benchmarks/host_linear.py --fallthrough [--rounds 7]             # no GPU: enable()'s toll, nothing routed
     python3 benchmarks/host_linear.py --fallthrough-ops [--rounds 7]         # the same per call of every routed op
@@ -288,6 +289,65 @@ def _fallthrough_ops(rounds: int, n: int, dtypes) -> list[str]:
     return out
 
 
+def train_forward(name: str, rounds: int = 6, top: int = 12) -> list[str]:
+    """A training step's forward alone, torch against ``enable()`` (GPU): with autograd recording and under
+    no_grad, the host time to issue it and the time to a device sync (medians of ``rounds`` alternating
+    rounds), then torch.profiler's CPU self time per op of one forward with grad on each side. The
+    question (session 22): gpt2-medium's training step ran 0.862-0.878x torch on the H100 while its GEMM
+    GPU time was 16% under cuBLAS's; which part of the forward's host time is the drop-in's."""
+    import torch
+    from torch.profiler import ProfilerActivity, profile
+
+    import models
+    import tritonblas
+
+    model, inputs, _ = models.build(name, torch.bfloat16, "cuda")
+    model.train()
+    kw = inputs("train")
+
+    def side(label: str):
+        return tritonblas.enable() if label == "ours" else contextlib.nullcontext()
+
+    def one(label: str, grad: bool) -> tuple[float, float]:
+        with side(label):
+            torch.cuda.synchronize()
+            t0 = time.perf_counter()
+            with contextlib.nullcontext() if grad else torch.no_grad():
+                loss = models._loss(model, kw, models._forward(model, kw))
+            t1 = time.perf_counter()
+            torch.cuda.synchronize()
+            t2 = time.perf_counter()
+            if grad:
+                loss.backward()
+                model.zero_grad(set_to_none=True)
+                torch.cuda.synchronize()
+        return (t1 - t0) * 1e3, (t2 - t0) * 1e3
+
+    for label in ("torch", "ours", "torch", "ours"):
+        one(label, True)
+    out = []
+    for grad in (True, False):
+        res: dict = {"torch": [], "ours": []}
+        for r in range(rounds):
+            for label in ("torch", "ours") if r % 2 == 0 else ("ours", "torch"):
+                res[label].append(one(label, grad))
+        for label, v in res.items():
+            out.append(f"{name} forward {'grad' if grad else 'no_grad':7s} {label:5s}: host issue "
+                       f"{statistics.median(x[0] for x in v):7.2f} ms, to sync {statistics.median(x[1] for x in v):7.2f} ms")
+    for label in ("torch", "ours"):
+        with side(label):
+            torch.cuda.synchronize()
+            with profile(activities=[ProfilerActivity.CPU, ProfilerActivity.CUDA]) as prof:
+                loss = models._loss(model, kw, models._forward(model, kw))
+                torch.cuda.synchronize()
+            loss.backward()
+            model.zero_grad(set_to_none=True)
+        out.append(f"--- {label}, one forward with grad: CPU self time by op (torch.profiler)")
+        for e in sorted(prof.key_averages(), key=lambda e: -e.self_cpu_time_total)[:top]:
+            out.append(f"  {e.self_cpu_time_total / 1e3:8.3f} ms {e.count:5d}x  {e.key[:90]}")
+    return out
+
+
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser()
     ap.add_argument("--n", type=int, default=None, help="calls per row (default 1000; --cpu-stub: 20000)")
@@ -300,6 +360,8 @@ def main(argv=None) -> int:
     ap.add_argument("--out", type=Path, default=None, help="--timeline: also write the two chrome traces here")
     ap.add_argument("--train", nargs="*", default=None, metavar="MODEL",
                     help="only the host split of these benchmarks/models.py models' training step (see train_split)")
+    ap.add_argument("--train-forward", nargs="*", default=None, metavar="MODEL",
+                    help="only a training step's forward, torch vs enable(), grad and no_grad (see train_forward)")
     ap.add_argument("--cpu-stub", action="store_true",
                     help="only the CPU rows: warm routed calls with the launch stubbed out (see cpu_stub)")
     ap.add_argument("--fallthrough", action="store_true",
@@ -336,6 +398,11 @@ def main(argv=None) -> int:
     if args.fallthrough:
         for line in fallthrough(args.rounds):
             print(line)
+        return 0
+    if args.train_forward is not None:
+        for name in args.train_forward or ("gpt2-medium",):
+            for line in train_forward(name):
+                print(line)
         return 0
     if args.train is not None:
         for name in args.train or ("llama3.2-1b",):

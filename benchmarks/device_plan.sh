@@ -47,4 +47,13 @@ else
     STEPS=train_host TRAIN_HOST_TIMEOUT=$t TRAIN_MODELS=${TRAIN_MODELS:-gpt2-medium} bash benchmarks/gpu_session.sh
   fi
 fi
+# The device tool brings back at most 8 files from $OUT (session 22 lost the ragged sweep's sweep_data.tgz, the
+# 9th): past 8, the logs, texts and job CSVs travel in one logs.tgz and the data tarballs stay as they are
+# (only the device's $OUT: never the committed benchmarks/results a run without $OUT writes to)
+out=${OUT:-}
+if [ -n "$out" ] && [ "$(ls -1 "$out" | wc -l)" -gt 8 ]; then
+  small=$(cd "$out" && ls -1 | grep -E '\.(log|txt|csv)$')
+  (cd "$out" && tar czf logs.tgz $small && rm -f $small)
+  echo "device_plan: packed $(echo $small | wc -w) logs into $out/logs.tgz (8 files come back)"
+fi
 echo "device_plan: done in $(( $(date +%s) - start )) s"

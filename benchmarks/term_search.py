@@ -17,6 +17,12 @@ the shipped profile with ``--set``) but scores what the guards score:
 
 Held-out sweeps are never read. Prints each accepted step, then the parameters reached and the
 term_eval command that scores them on every file. CPU only; exit status 0, 2 on a bad argument.
+
+    python benchmarks/term_search.py --grid staged_load_exponent=0,0.2,0.34 --grid splitk_fixup_read_efficiency=1,0.7 [--set ...]
+
+evaluates every point of the grid (from the shipped profile with ``--set``) the same way instead: objective,
+picks untimed and broken floors per point; where the objective is flat, a point is chosen here, on training
+data, before any held-out look (benchmarks/results/terms_h200_session22.txt).
 """
 
 from __future__ import annotations
@@ -73,18 +79,51 @@ def search(sweeps, start, params, untimed_eff: float, rounds: int, floors=None, 
     return cur, best
 
 
+def grid(sweeps, start, axes: dict, untimed_eff: float, floors=None, log=print) -> list[tuple]:
+    """Every point of ``axes`` ({param: values}) from profile ``start``: [(point, evaluation)]."""
+    import itertools
+
+    out = []
+    names = list(axes)
+    for values in itertools.product(*(axes[n] for n in names)):
+        point = dict(zip(names, values))
+        ev = evaluate(sweeps, start.replace_model(**{**start.model, **point}), untimed_eff, floors)
+        out.append((point, ev))
+        log(" ".join(f"{n}={v:g}" for n, v in point.items())
+            + f": objective {ev[0]:.4f}, {ev[1]} picks untimed, floors broken: {'; '.join(ev[2]) or 'none'}")
+    return out
+
+
+def _axis(text: str, ap) -> tuple[str, list[float]]:
+    name, _, vals = text.partition("=")
+    if name not in MODEL_PARAMS:
+        ap.error(f"--grid {text}: {name!r} is not a model parameter (known: {', '.join(MODEL_PARAMS)})")
+    lo, hi, _ = MODEL_PARAMS[name]
+    try:
+        values = [float(v) for v in vals.split(",") if v.strip()]
+    except ValueError:
+        ap.error(f"--grid {text}: expected {name}=V1,V2,... (numbers)")
+    bad = [v for v in values if not lo <= v <= hi]
+    if not values or bad:
+        ap.error(f"--grid {text}: expected values in [{lo:g}, {hi:g}]" + (f", got {bad}" if bad else ""))
+    return name, values
+
+
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--profile", default="h200")
-    ap.add_argument("--params", required=True, metavar="P1,P2", help="model parameters to search")
+    ap.add_argument("--params", default="", metavar="P1,P2", help="model parameters to search")
+    ap.add_argument("--grid", action="append", default=[], metavar="P=V1,V2",
+                    help="evaluate every point of these axes instead of searching (repeatable)")
     ap.add_argument("--set", default="", metavar="K=V[,K=V]", help="model parameters to start from")
     ap.add_argument("--untimed-eff", type=float, default=0.8,
                     help="efficiency counted for a pick the sweep did not time (default 0.8)")
     ap.add_argument("--rounds", type=int, default=3)
     args = ap.parse_args(argv)
     params = [p for p in args.params.split(",") if p]
+    axes = dict(_axis(g, ap) for g in args.grid)
     bad = [p for p in params if p not in MODEL_PARAMS]
-    if bad or not params:
+    if bad or not (params or axes):
         ap.error(f"--params: {', '.join(bad) or 'none given'}: not model parameters (known: {', '.join(MODEL_PARAMS)})")
     if not 0 < args.untimed_eff <= 1:
         ap.error(f"--untimed-eff {args.untimed_eff}: expected a value in (0, 1]")
@@ -94,6 +133,9 @@ def main(argv=None) -> int:
     start = variant_profiles(args.profile, [args.set], "--set")[0] if args.set else base
     train, _heldout = _files(args.profile)
     sweeps = {f"{f.parent.name}/{f.name}": read_sweep(f) for f in train}
+    if axes:
+        grid(sweeps, start, axes, args.untimed_eff)
+        return 0
     reached, ev = search(sweeps, start, params, args.untimed_eff, args.rounds)
     changed = {p: v for p, v in reached.items() if v != base.model.get(p)}
     print(f"reached: objective {ev[0]:.4f}, {ev[1]} picks untimed; changed: "

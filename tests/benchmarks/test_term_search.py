@@ -50,7 +50,21 @@ def test_a_step_is_taken_only_when_it_raises_the_objective():
     assert (reached == dict(H200.model)) == (ev[0] == start[0])
 
 
+def test_the_grid_evaluates_every_point_as_evaluate_does():
+    sweeps = {"h200/issue4.csv": SWEEP}
+    out = term_search.grid(sweeps, H200, {"tile_overhead_ns": [300.0, 900.0], "fixup_ns": [1000.0]}, 0.8,
+                           floors={}, log=lambda *_: None)
+    assert [p for p, _ in out] == [{"tile_overhead_ns": 300.0, "fixup_ns": 1000.0},
+                                   {"tile_overhead_ns": 900.0, "fixup_ns": 1000.0}]
+    for point, ev in out:
+        assert ev == term_search.evaluate(sweeps, H200.replace_model(**{**H200.model, **point}), 0.8, floors={})
+
+
 @pytest.mark.parametrize("args,needle", [(["--params", "no_such_term"], "no_such_term"),
+                                         (["--grid", "no_such_term=1"], "no_such_term"),
+                                         (["--grid", "fixup_ns=x"], "--grid fixup_ns=x"),
+                                         (["--grid", "fixup_ns=-5"], "--grid fixup_ns=-5"),
+                                         ([], "none given"),
                                          (["--params", "fixup_ns", "--untimed-eff", "0"], "--untimed-eff"),
                                          (["--params", "fixup_ns", "--rounds", "0"], "--rounds"),
                                          (["--params", "fixup_ns", "--set", "fixup_ns"], "KEY=VALUE")])

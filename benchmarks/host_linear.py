@@ -15,6 +15,7 @@ host never waits on a full launch queue). Prints a table; ``--profile`` adds a c
     python3 benchmarks/host_linear.py --cpu-stub [--n 20000] [--profile]     # no GPU: our host work alone
     python3 benchmarks/host_linear.py --fallthrough [--rounds 7]             # no GPU: enable()'s toll, nothing routed
     python3 benchmarks/host_linear.py --fallthrough-ops [--rounds 7]         # the same per call of every routed op
+    python3 benchmarks/host_linear.py --inmodel-grad [MODEL ...] [--rounds 9]  # no GPU: autograd's cost a call in a model
 
 ``--cpu-stub`` (no GPU needed; sets ``TRITON_INTERPRET=1`` and ``TRITONBLAS_PROFILE=h200``): the warm
 routed call's host cost with the launch stubbed out (:func:`cpu_stub`). ``--fallthrough`` (CPU, no
@@ -142,6 +143,64 @@ def inmodel_stub(name: str, rounds: int = 7, loop_n: int = 200) -> list[str]:
         m, lo, sq = med[f"{side} model"], med[f"{side} loop"], med[f"{side} sequence"]
         out.append(f"  {side:6s} in the model {m:7.2f}   each call in a loop {lo:7.2f}   the model's calls in "
                    f"order, nothing between {sq:7.2f}   model / loop x{m / lo:.2f}")
+    return out
+
+
+def inmodel_grad(name: str, rounds: int = 9) -> list[str]:
+    """CPU: what autograd recording adds to each routed GEMM call inside a model, ours against torch's. The
+    tiny twin of a benchmarks/models.py model (train mode, bf16, CPU) runs its forward with grad (then its
+    backward, untimed) and under no_grad, torch alone and under ``enable()`` with every launch stubbed
+    (:func:`stubbed_launches`, :func:`emulate_raw_launch`); host us per GEMM call from models.GemmShim
+    (outermost calls), medians of ``rounds`` rounds. The grad - no_grad difference is the autograd
+    recording's cost a call: for ours a Python ``torch.autograd.Function`` (with its C-level apply), for
+    torch its C++ node. (Torch's CPU GEMM itself runs in both of its rows and cancels in the difference.)"""
+    import os
+
+    os.environ.setdefault("TRITON_INTERPRET", "1")
+    os.environ.setdefault("TRITONBLAS_PROFILE", "h200")
+    import torch
+
+    import models
+    import tritonblas
+
+    model, inputs, _ = models.build(name, torch.bfloat16, "cpu", tiny=True)
+    model.train()
+    kw = inputs("train")
+
+    def fwd():
+        return models._loss(model, kw, models._forward(model, kw))
+
+    threads = torch.get_num_threads()
+    torch.set_num_threads(1)
+    res: dict = {}
+    try:
+        with stubbed_launches():
+            with tritonblas.enable():
+                for _ in range(3):  # the checked path records the warm entries of both states
+                    fwd().backward()
+                    model.zero_grad(set_to_none=True)
+                    with torch.no_grad():
+                        fwd()
+            emulate_raw_launch()
+            for _ in range(rounds):
+                for side in ("torch", "ours"):
+                    for grad in (True, False):
+                        ctx = tritonblas.enable() if side == "ours" else contextlib.nullcontext()
+                        with ctx:
+                            with contextlib.nullcontext() if grad else torch.no_grad(), models.GemmShim() as shim:
+                                loss = fwd()
+                            if grad:
+                                loss.backward()
+                                model.zero_grad(set_to_none=True)
+                        res.setdefault((side, grad), []).append(shim.ns / 1e3 / max(1, shim.calls))
+    finally:
+        torch.set_num_threads(threads)
+    med = {k: statistics.median(v) for k, v in res.items()}
+    out = [f"in-model host per GEMM call with and without autograd, {name} (tiny twin, CPU, launches stubbed; "
+           f"medians of {rounds} rounds, us):"]
+    for side in ("torch", "ours"):
+        g, n = med[(side, True)], med[(side, False)]
+        out.append(f"  {side:6s} grad {g:7.2f}   no_grad {n:7.2f}   autograd's cost a call {g - n:+7.2f}")
     return out
 
 
@@ -369,10 +428,13 @@ def main(argv=None) -> int:
     ap.add_argument("--inmodel-stub", nargs="*", default=None, metavar="MODEL",
                     help="only the in-model vs in-a-loop host time per GEMM call of these models' tiny twins "
                          "(CPU, launches stubbed; see inmodel_stub)")
+    ap.add_argument("--inmodel-grad", nargs="*", default=None, metavar="MODEL",
+                    help="only what autograd recording adds per GEMM call inside these models' tiny twins, ours vs "
+                         "torch (CPU, launches stubbed; see inmodel_grad)")
     ap.add_argument("--fallthrough-ops", action="store_true",
                     help="only enable()'s toll per call of every routed op with nothing routed (CPU, see fallthrough_ops)")
     ap.add_argument("--rounds", type=int, default=7,
-                    help="--fallthrough, --fallthrough-ops, --inmodel-stub: alternating rounds (medians)")
+                    help="--fallthrough, --fallthrough-ops, --inmodel-stub, --inmodel-grad: rounds (medians)")
     ap.add_argument("--only", nargs="*", default=(), metavar="TEXT",
                     help="--cpu-stub: only the cases whose name contains one of these")
     args = ap.parse_args(argv)
@@ -384,11 +446,17 @@ def main(argv=None) -> int:
         for line in cpu_stub_report(cpu_stub(args.n or 20000, profile=args.profile, only=tuple(args.only))):
             print(line)
         return 0
-    if (args.inmodel_stub is not None or args.fallthrough_ops or args.fallthrough) and args.rounds < 1:
+    if (args.inmodel_stub is not None or args.inmodel_grad is not None or args.fallthrough_ops
+            or args.fallthrough) and args.rounds < 1:
         ap.error(f"--rounds {args.rounds}: expected at least 1")
     if args.inmodel_stub is not None:
         for name in args.inmodel_stub or ("gpt2-medium", "bert-large"):
             for line in inmodel_stub(name, args.rounds):
+                print(line)
+        return 0
+    if args.inmodel_grad is not None:
+        for name in args.inmodel_grad or ("gpt2-medium", "llama3.2-1b"):
+            for line in inmodel_grad(name, args.rounds):
                 print(line)
         return 0
     if args.fallthrough_ops:

@@ -149,19 +149,24 @@ def inmodel_stub(name: str, rounds: int = 7, loop_n: int = 200) -> list[str]:
 def inmodel_grad(name: str, rounds: int = 9) -> list[str]:
     """CPU: what autograd recording adds to each routed GEMM call inside a model, ours against torch's. The
     tiny twin of a benchmarks/models.py model (train mode, bf16, CPU) runs its forward with grad (then its
-    backward, untimed) and under no_grad, torch alone and under ``enable()`` with every launch stubbed
-    (:func:`stubbed_launches`, :func:`emulate_raw_launch`); host us per GEMM call from models.GemmShim
-    (outermost calls), medians of ``rounds`` rounds. The grad - no_grad difference is the autograd
-    recording's cost a call: for ours a Python ``torch.autograd.Function`` (with its C-level apply), for
-    torch its C++ node. (Torch's CPU GEMM itself runs in both of its rows and cancels in the difference.)"""
+    backward, timed apart) and under no_grad: torch alone; under ``enable()`` (our Python autograd Function);
+    and under ``enable()`` with ``TRITONBLAS_AUTOGRAD=aten`` (our kernels below torch's C++ autograd,
+    :mod:`tritonblas.below_autograd`; its no_grad path is the same as the Function's), every launch stubbed
+    (:func:`stubbed_launches`, :func:`emulate_raw_launch`). Host us per GEMM call from models.GemmShim
+    (outermost calls) and the backward's wall us, medians of ``rounds`` rounds. grad - no_grad is the
+    autograd recording's cost a call. (Torch's CPU GEMM itself runs in both of its rows and cancels in the
+    difference; its backward runs real CPU GEMMs, ours stubbed ones: compare ours with ours there.)"""
     import os
 
     os.environ.setdefault("TRITON_INTERPRET", "1")
     os.environ.setdefault("TRITONBLAS_PROFILE", "h200")
+    import time
+
     import torch
 
     import models
     import tritonblas
+    from tritonblas import settings
 
     model, inputs, _ = models.build(name, torch.bfloat16, "cpu", tiny=True)
     model.train()
@@ -170,37 +175,57 @@ def inmodel_grad(name: str, rounds: int = 9) -> list[str]:
     def fwd():
         return models._loss(model, kw, models._forward(model, kw))
 
+    @contextlib.contextmanager
+    def side(label: str):
+        if label == "torch":
+            yield
+            return
+        saved = os.environ.pop(settings.ENV_AUTOGRAD, None)
+        if label == "ours aten":
+            os.environ[settings.ENV_AUTOGRAD] = "aten"
+        try:
+            with tritonblas.enable():
+                yield
+        finally:
+            os.environ.pop(settings.ENV_AUTOGRAD, None)
+            if saved is not None:
+                os.environ[settings.ENV_AUTOGRAD] = saved
+
+    sides = ("torch", "ours", "ours aten")
     threads = torch.get_num_threads()
     torch.set_num_threads(1)
     res: dict = {}
     try:
         with stubbed_launches():
-            with tritonblas.enable():
-                for _ in range(3):  # the checked path records the warm entries of both states
-                    fwd().backward()
-                    model.zero_grad(set_to_none=True)
-                    with torch.no_grad():
-                        fwd()
+            for label in sides[1:]:
+                with side(label):
+                    for _ in range(3):  # the checked path records the warm entries of both states
+                        fwd().backward()
+                        model.zero_grad(set_to_none=True)
+                        with torch.no_grad():
+                            fwd()
             emulate_raw_launch()
             for _ in range(rounds):
-                for side in ("torch", "ours"):
+                for label in sides:
                     for grad in (True, False):
-                        ctx = tritonblas.enable() if side == "ours" else contextlib.nullcontext()
-                        with ctx:
+                        with side(label):
                             with contextlib.nullcontext() if grad else torch.no_grad(), models.GemmShim() as shim:
                                 loss = fwd()
                             if grad:
+                                t0 = time.perf_counter_ns()
                                 loss.backward()
+                                res.setdefault((label, "backward"), []).append((time.perf_counter_ns() - t0) / 1e3)
                                 model.zero_grad(set_to_none=True)
-                        res.setdefault((side, grad), []).append(shim.ns / 1e3 / max(1, shim.calls))
+                        res.setdefault((label, grad), []).append(shim.ns / 1e3 / max(1, shim.calls))
     finally:
         torch.set_num_threads(threads)
     med = {k: statistics.median(v) for k, v in res.items()}
     out = [f"in-model host per GEMM call with and without autograd, {name} (tiny twin, CPU, launches stubbed; "
            f"medians of {rounds} rounds, us):"]
-    for side in ("torch", "ours"):
-        g, n = med[(side, True)], med[(side, False)]
-        out.append(f"  {side:6s} grad {g:7.2f}   no_grad {n:7.2f}   autograd's cost a call {g - n:+7.2f}")
+    for label in sides:
+        g, n = med[(label, True)], med[(label, False)]
+        out.append(f"  {label:9s} grad {g:7.2f}   no_grad {n:7.2f}   autograd's cost a call {g - n:+7.2f}   "
+                   f"backward {med[(label, 'backward')]:8.1f}")
     return out
 
 

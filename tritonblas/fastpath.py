@@ -499,6 +499,9 @@ def _run_entry(f, a, b, c, beta: float):
     return out
 
 
+run_entry = _run_entry  # public: tritonblas.below_autograd launches a looked-up entry the same way
+
+
 def _unroutable(op: str, key_of, tensors) -> None:
     if (any(t is not None and type(t) not in _PLAIN for t in tensors) or _fast_off() or _is_compiling()
             or _intercepting() or _any_autocast()):

@@ -30,9 +30,9 @@ from typing import Any, Callable
 
 import torch
 
-from tritonblas import _compat, autocast, dispatch, fastpath, ops, scaled
+from tritonblas import _compat, autocast, below_autograd, dispatch, fastpath, ops, scaled
 
-__all__ = ["enable", "active", "ROUTED"]
+__all__ = ["enable", "active", "serving_default", "busy", "ROUTED"]
 
 Tensor = torch.Tensor
 _is_compiling = torch.compiler.is_compiling
@@ -303,6 +303,9 @@ def _wrapper(orig: Callable, parse: Callable, route: Callable, hot: Callable | N
                 if default and _REFUSED and refused_class(args, kwargs):  # a dtype/device no call can route: torch's
                     count(_INTERCEPTED)
                     return orig(*args, **kwargs)
+                if _BELOW[0] is not None and default and below_autograd.wants(args, kwargs):
+                    count(_INTERCEPTED)  # under autograd, armed: torch's op, whose GEMMs run below its C++ autograd
+                    return orig(*args, **kwargs)
                 tried = False
                 if hot is not None and not kwargs and default:
                     try:
@@ -348,7 +351,11 @@ _WRAPPERS: dict = {}  # (owner, name, original) -> its wrapper: the same object 
 # so code compiled under one enable() block (dynamo guards on the function's identity) stays valid in the next
 
 
+_BELOW = below_autograd.LIBRARY  # non-empty while the kernels below autograd are armed
+
+
 def _install() -> None:
+    below_autograd.arm(serving_default, busy)
     for owner, name, parse, route, *hot in _TARGETS:
         own = name in vars(owner)
         orig = getattr(owner, name)
@@ -369,11 +376,31 @@ def _uninstall() -> None:
             setattr(owner, name, orig)
         else:
             delattr(owner, name)
+    below_autograd.disarm()
 
 
 def active() -> bool:
     """Whether this thread is inside an ``enable()`` block."""
     return bool(_TLS.stack)
+
+
+def serving_default() -> bool:
+    """Whether a GEMM in this thread now is one ``enable()`` serves with the default profile: inside a block
+    whose profile is the default, and not inside a routed call (whose own torch ops run torch's)."""
+    tls = _TLS
+    return bool(tls.stack) and not tls.busy and tls.stack[-1] is None
+
+
+class busy:
+    """Inside: this thread is in a routed call (nested GEMMs run torch's own op); restored on leaving."""
+
+    __slots__ = ("_was",)
+
+    def __enter__(self) -> None:
+        self._was, _TLS.busy = _TLS.busy, True
+
+    def __exit__(self, *exc) -> None:
+        _TLS.busy = self._was
 
 
 class _Enabled:

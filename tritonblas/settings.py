@@ -11,6 +11,7 @@ not import tritonblas) and re-exported here.
 | ``ORIGAMI_PROFILE_DIR`` | a directory of extra profiles, loadable by name |
 | ``ORIGAMI_TRITON_VERSION`` | ``MAJOR.MINOR`` of the Triton the model predicts for, when it is not the installed one (tables made for another machine) |
 | ``TRITONBLAS_GLUON`` | ``0``: the warp-specialised Gluon kernel (kind ``ws``, :mod:`tritonblas.kernels.gluon_hopper`) is never run, origami selects without it; unset: it runs where origami picks it (profiles with ``model.ws_efficiency`` > 0); ``1`` (an experiment): plain 2-D bf16/fp16 GEMMs (and F.linear's bias add; fp8 scaled_mm) of at least 128x128x64 whose output tiles reach 90% of the SMs run it whatever origami picks |
+| ``TRITONBLAS_AUTOGRAD`` | ``aten`` (an experiment): under ``enable()``, GEMMs with autograd recording run our kernels below torch's C++ autograd (:mod:`tritonblas.below_autograd`) instead of through our Python autograd Function; read when the first block opens |
 | ``TRITON_INTERPRET`` | ``1`` (or ``true``/``yes``/``on``, as Triton reads it) runs the kernels on CPU tensors through Triton's interpreter |
 
 Hot paths read them through :func:`raw_reader` (``dispatch``'s fast key) and :func:`raw_equals`
@@ -24,15 +25,17 @@ import os
 from origami.hardware import ENV_PROFILE_DIR
 from origami.toolchain import ENV_TRITON_VERSION
 
-__all__ = ["ENV_PROFILE", "ENV_TABLE", "ENV_FAST", "ENV_PROFILE_DIR", "ENV_INTERPRET", "ENV_GLUON", "ENV_TRITON_VERSION", "ALL",
-           "profile", "table", "fast", "profile_dir", "interpret", "gluon", "gluon_off", "raw_reader", "raw_equals"]
+__all__ = ["ENV_PROFILE", "ENV_TABLE", "ENV_FAST", "ENV_PROFILE_DIR", "ENV_INTERPRET", "ENV_GLUON", "ENV_AUTOGRAD",
+           "ENV_TRITON_VERSION", "ALL", "profile", "table", "fast", "profile_dir", "interpret", "gluon", "gluon_off",
+           "autograd_aten", "raw_reader", "raw_equals"]
 
 ENV_PROFILE = "TRITONBLAS_PROFILE"
 ENV_TABLE = "TRITONBLAS_TABLE"
 ENV_FAST = "TRITONBLAS_FAST"
 ENV_INTERPRET = "TRITON_INTERPRET"
 ENV_GLUON = "TRITONBLAS_GLUON"
-ALL = (ENV_PROFILE, ENV_TABLE, ENV_FAST, ENV_PROFILE_DIR, ENV_TRITON_VERSION, ENV_INTERPRET, ENV_GLUON)
+ENV_AUTOGRAD = "TRITONBLAS_AUTOGRAD"
+ALL = (ENV_PROFILE, ENV_TABLE, ENV_FAST, ENV_PROFILE_DIR, ENV_TRITON_VERSION, ENV_INTERPRET, ENV_GLUON, ENV_AUTOGRAD)
 
 
 def profile() -> str | None:
@@ -54,6 +57,11 @@ def gluon() -> bool:
 def gluon_off() -> bool:
     """``TRITONBLAS_GLUON=0``: the dispatcher never runs the warp-specialised kernel (kind 'ws')."""
     return os.environ.get(ENV_GLUON) == "0"
+
+
+def autograd_aten() -> bool:
+    """``TRITONBLAS_AUTOGRAD=aten``: GEMMs under autograd run below torch's C++ autograd (an experiment)."""
+    return os.environ.get(ENV_AUTOGRAD) == "aten"
 
 
 def profile_dir() -> str | None:

@@ -1,0 +1,133 @@
+"""``TRITONBLAS_AUTOGRAD=aten`` (tritonblas.below_autograd, an experiment): under enable(), training's GEMMs run
+our kernels below torch's C++ autograd. Gradients match torch's in the weights' layouts, forward and backward
+GEMMs reach our kernels (the counters), nothing is registered outside a block, another thread and non-default
+profiles get torch's kernel, and meta tensors pass through."""
+
+from __future__ import annotations
+
+import copy
+import sys
+import threading
+from pathlib import Path
+
+import pytest
+import torch
+
+import tritonblas
+from tritonblas import below_autograd, dispatch
+
+import transformers  # noqa: E402,F401  - the test extra installs it (scripts/test.sh)
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "benchmarks"))
+import models  # noqa: E402
+
+pytestmark = pytest.mark.usefixtures("cpu_profile")  # tests/dropin/conftest.py
+
+
+@pytest.fixture
+def aten(monkeypatch):
+    monkeypatch.setenv("TRITONBLAS_AUTOGRAD", "aten")
+    for k in below_autograd.STATS:
+        below_autograd.STATS[k] = 0
+    yield below_autograd.STATS
+    assert not below_autograd.armed()  # every test leaves its blocks: nothing stays registered
+
+
+def _rel(x, y) -> float:
+    x, y = x.double(), y.double()
+    return (torch.linalg.vector_norm(x - y) / torch.linalg.vector_norm(y).clamp_min(1e-30)).item()
+
+
+@pytest.mark.parametrize("name", ["gpt2-medium", "llama3-8b"])
+def test_training_gradients_match_torch_and_run_below_autograd(device, aten, name):
+    model, inputs, _ = models.build(name, torch.float32, device, tiny=True)
+    kw = inputs("train")
+    ours = copy.deepcopy(model)
+    ref_loss = models._loss(model, kw, models._forward(model, kw))
+    ref_loss.backward()
+    with tritonblas.enable():
+        assert below_autograd.armed()
+        for _ in range(2):  # the second step runs warm
+            ours.zero_grad(set_to_none=True)
+            dispatch.reset_stats()
+            for k in aten:
+                aten[k] = 0
+            loss = models._loss(ours, kw, models._forward(ours, kw))
+            assert loss.grad_fn is not None
+            loss.backward()
+    st = dispatch.stats()
+    # every GEMM of the warm step, forward and backward, ran on our kernels below torch's autograd
+    assert aten["served"] > 0 and aten["checked"] == 0, aten
+    assert st["launches"] == aten["served"] and st["fallbacks"] == 0, (st, aten)
+    assert _rel(loss.detach(), ref_loss.detach()) < 1e-5
+    for (n, p), q in zip(model.named_parameters(), ours.parameters()):
+        if p.grad is None:
+            assert q.grad is None, n
+            continue
+        assert q.grad.stride() == p.grad.stride(), n
+        assert _rel(q.grad, p.grad) < 1e-4, n
+
+
+def test_no_grad_keeps_the_warm_path_and_nothing_is_registered_outside_a_block(device, aten):
+    a = torch.randn(24, 16, device=device)
+    b = torch.randn(16, 8, device=device)
+    c = torch.randn(8, device=device)
+    assert not below_autograd.armed()
+    with tritonblas.enable():
+        with torch.no_grad():
+            torch.addmm(c, a, b)
+            dispatch.reset_stats()
+            torch.addmm(c, a, b)
+        assert dispatch.stats()["fast_hits"] == 1  # the wrappers' warm path, as without the variable
+    assert not below_autograd.armed()
+    before = dict(aten)
+    x = torch.randn(24, 16, device=device, requires_grad=True)
+    torch.mm(x, b).sum().backward()  # outside a block: torch's kernels only
+    assert aten == before
+
+
+def test_without_the_variable_nothing_is_registered(device, monkeypatch):
+    monkeypatch.delenv("TRITONBLAS_AUTOGRAD", raising=False)
+    with tritonblas.enable():
+        assert not below_autograd.armed()
+
+
+def test_another_thread_gets_torchs_kernel_and_a_named_profile_the_wrappers_route(device, aten):
+    x = torch.randn(24, 16, device=device, requires_grad=True)
+    w = torch.randn(16, 8, device=device, requires_grad=True)
+    ref = torch.mm(x, w)
+    seen = {}
+    with tritonblas.enable():
+        def other():
+            seen["out"] = torch.mm(x, w)
+        t = threading.Thread(target=other)
+        t.start()
+        t.join()
+        assert aten["served"] == aten["checked"] == 0 and aten["handed_on"] == 1, aten
+        dispatch.reset_stats()
+        with tritonblas.enable(profile="h200"):  # a named profile: the wrappers route it, as without the variable
+            named = torch.mm(x, w)
+        assert dispatch.stats()["routed"] == 1 and named.grad_fn is not None
+    assert aten["served"] == aten["checked"] == 0 and aten["handed_on"] == 1, aten
+    assert torch.equal(seen["out"], ref) and _rel(named.detach(), ref.detach()) < 1e-5
+
+
+def test_meta_tensors_and_unroutable_dtypes_pass_through(device, aten):
+    with tritonblas.enable():
+        m = torch.empty(24, 16, device="meta", requires_grad=True)
+        assert torch.mm(m, torch.empty(16, 8, device="meta")).shape == (24, 8)
+        x = torch.randn(24, 16, device=device, dtype=torch.float64, requires_grad=True)
+        w = torch.randn(16, 8, device=device, dtype=torch.float64)
+        out = torch.mm(x, w)
+    assert torch.equal(out, torch.mm(x, w))
+    assert aten["served"] == aten["checked"] == 0 and aten["handed_on"] == 2, aten
+
+
+def test_alpha_beta_other_than_one_run_torchs_kernel(device, aten):
+    c = torch.randn(24, 8, device=device)
+    a = torch.randn(24, 16, device=device, requires_grad=True)
+    b = torch.randn(16, 8, device=device)
+    with tritonblas.enable():
+        out = torch.addmm(c, a, b, beta=0.5, alpha=2.0)
+    assert torch.allclose(out, torch.addmm(c, a, b, beta=0.5, alpha=2.0))
+    assert aten["handed_on"] == 1 and aten["served"] == aten["checked"] == 0, aten

@@ -1,0 +1,140 @@
+"""An experiment (``TRITONBLAS_AUTOGRAD=aten``, off by default): under ``enable()``, training's GEMMs run our
+kernels *below* torch's own C++ autograd instead of through our Python ``torch.autograd.Function``.
+
+Why: a training step of a small model is host-bound, and there the Python Function is the drop-in's cost.
+Measured on the H100 (2026-12-05, gpt2-medium, ``benchmarks/results/train_forward_h100_2331d60.txt``): the
+forward costs +16 us a GEMM call over torch under no_grad and +51 us with autograd recording, so ~35 us a
+call is the Function against torch's C++ node. On this CPU, inside a tiny twin of the model with launches
+stubbed (``python benchmarks/host_linear.py --inmodel-grad``), recording costs our call +17-22 us against
+torch's +7-8. A probe with the Function's forward cut down to the launch alone still paid +21 us. So the
+cost is the Function's apply machinery, which no leaner body removes.
+
+Mechanism: while armed (:func:`arm`, by ``enable()`` when the variable says ``aten``), ``aten::mm`` and
+``aten::addmm`` get a Python kernel at the ``ADInplaceOrView`` dispatch key. That key lies below
+Autograd and above the backend, and every non-inference tensor carries it. torch's autograd kernel
+records its C++ node (MmBackward0, AddmmBackward0) and redispatches to that key. Its backward formulas
+call ``aten::mm`` again, so the backward GEMMs come here too, in the layouts torch picks. The kernel
+launches our warm entry for the call's exact operands when there is one, else runs the checked path
+(``dispatch.gemm``, which records the entry). It hands the call on to torch's own kernel
+(``_AutoDispatchBelowADInplaceOrView``) in every other case:
+- outside an enable() block of this thread, or with a profile other than the default;
+- inside a routed call;
+- tensors that are not plain, or are meta/fake;
+- a class no call routes (fastpath's refused classes, fallback reasons);
+- ``alpha``/``beta`` other than 1.
+The routing wrappers hand calls with autograd recording to torch's op (:func:`wants`), so that path runs.
+Under no_grad and inference_mode the wrappers' warm paths serve the call as before (inference tensors do
+not carry the key).
+
+Not measured on a GPU yet: whether it pays there is the next GPU session's question (models.py with the
+variable set). Registration is process-wide, which is why the kernel checks the thread's enable() state on
+every call. Disarming removes the kernels (the Library is destroyed).
+"""
+
+from __future__ import annotations
+
+import threading
+
+import torch
+
+from tritonblas import dispatch, fastpath, settings
+
+__all__ = ["arm", "disarm", "armed", "wants", "LIBRARY", "STATS"]
+
+_below = torch._C._AutoDispatchBelowADInplaceOrView
+_grad_enabled = torch.is_grad_enabled
+_PLAIN = (torch.Tensor, torch.nn.Parameter)
+_LOCK = threading.Lock()
+LIBRARY: list = [None]  # the torch.library.Library holding the kernels while armed (routing reads it)
+# routing's thread state, handed over by arm() (routing imports this module, not the other way round):
+# whether this thread's GEMMs are served with the default profile now, and the context that marks a routed call
+_STATE: list = [None, None]
+STATS = {"served": 0, "checked": 0, "handed_on": 0}  # kernel calls: warm, checked path, torch's kernel
+
+
+def armed() -> bool:
+    return LIBRARY[0] is not None
+
+
+def wants(args, kwargs) -> bool:
+    """Whether a routing wrapper should hand this call to torch's op so that it reaches the kernels below
+    autograd: armed, grad mode on, and a plain tensor argument that requires grad."""
+    if LIBRARY[0] is None or not _grad_enabled():
+        return False
+    for t in (args if not kwargs else (*args, *kwargs.values())):
+        if type(t) in _PLAIN and t.requires_grad:
+            return True
+    return False
+
+
+def arm(serving_default, busy) -> bool:
+    """Register the kernels if ``TRITONBLAS_AUTOGRAD=aten`` (and they are not registered yet); returns
+    whether they are registered. Called by ``enable()`` when its first block opens, with routing's
+    ``serving_default`` (whether this thread's GEMMs are served with the default profile now) and
+    ``busy`` (the context of a routed call, in which torch's ops run torch's kernels)."""
+    if not settings.autograd_aten():
+        return False
+    _STATE[0], _STATE[1] = serving_default, busy
+    with _LOCK:
+        if LIBRARY[0] is None:
+            lib = torch.library.Library("aten", "IMPL")
+            lib.impl("mm", _mm, "ADInplaceOrView")
+            lib.impl("addmm", _addmm, "ADInplaceOrView")
+            LIBRARY[0] = lib
+    return True
+
+
+def disarm() -> None:
+    """Remove the kernels (torch's dispatch is as before :func:`arm`). Called when the last block closes."""
+    with _LOCK:
+        lib, LIBRARY[0] = LIBRARY[0], None
+    if lib is not None:
+        lib._destroy()
+
+
+def _ours(*tensors) -> bool:
+    """Whether this thread's state lets the call run on our kernels at all (see the module docstring)."""
+    if not _STATE[0]():
+        return False
+    for t in tensors:
+        if t.is_meta:
+            return False
+    return fastpath.direct(*tensors)  # plain tensors, no mode, transform or tracing
+
+
+def _run(a, b, c, alpha, beta):
+    """Our result for ``alpha·(a @ b) + beta·c``, or None (torch's kernel runs the call)."""
+    if alpha != 1 or (c is not None and beta != 1):
+        return None
+    tensors = (a, b) if c is None else (c, a, b)
+    if not _ours(*tensors):
+        return None
+    out = fastpath.run_entry(dispatch.fast_lookup(a, b, None, c), a, b, c, 1.0 if c is not None else 0.0)
+    if out is not None:
+        STATS["served"] += 1
+        return out
+    if dispatch.fallback_reason(a, b, c) is not None or not dispatch.has_profile(a.device):
+        return None
+    with _STATE[1]():  # torch ops the checked path calls run torch's own kernels
+        out = dispatch.gemm(a, b, c=c, alpha=1.0, beta=1.0 if c is not None else 0.0,
+                            op="mm" if c is None else "addmm")
+    STATS["checked"] += 1
+    return out
+
+
+def _mm(a, b):
+    out = _run(a, b, None, 1, 0)
+    if out is not None:
+        return out
+    STATS["handed_on"] += 1
+    with _below():
+        return torch.ops.aten.mm.default(a, b)
+
+
+def _addmm(c, a, b, *, beta=1, alpha=1):
+    out = _run(a, b, c, alpha, beta)
+    if out is not None:
+        return out
+    STATS["handed_on"] += 1
+    with _below():
+        return torch.ops.aten.addmm.default(c, a, b, beta=beta, alpha=alpha)

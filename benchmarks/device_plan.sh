@@ -4,8 +4,9 @@
 # H200: the repick of the candidate profile terms ($REPICK_VARIANTS, default candidates A and B below), the
 #   ragged training set's sampled sweep ($RAGGED_BUDGET s, 0 skips it), then the held-out split's exhaustive
 #   sweeps ($HELDOUT_ARGS, default the unfinished tf32, fp8 and square files) with the seconds left (issue 19). H200 data is only ever written on an H200: sweep.py refuses another GPU.
-# Any other GPU: the whole suite, then real models with the device's own profile and a training step's host split
-#   (issue 16), with the seconds left.
+# Any other GPU: the whole suite, then real models with the device's own profile (the training rows with the
+#   TRITONBLAS_AUTOGRAD=aten side, session 22's experiment) and a training step's host split (issue 16), with the
+#   seconds left.
 # Every step is benchmarks/gpu_session.sh's; the results land in $OUT as they do there.
 set -u -o pipefail
 : "${GIT_SHA:?set GIT_SHA=<the commit of the tree you send>}"
@@ -39,7 +40,7 @@ else
   b=$(( $(left) - 140 ))  # keep 100 s for the training step's host split and 40 s of margin
   if [ $b -gt 60 ]; then
     STEPS=models MODELS_TIMEOUT=$(( b + 30 )) MODELS_BUDGET=$b \
-      MODELS_ARGS=${MODELS_ARGS:---jobs llama3.2-1b:train:bf16 gpt2-medium:train:bf16 llama3.2-1b:prefill:bf16 bert-large:prefill:bf16} \
+      MODELS_ARGS=${MODELS_ARGS:---aten --jobs gpt2-medium:train:bf16 llama3.2-1b:train:bf16 llama3.2-1b:prefill:bf16} \
       bash benchmarks/gpu_session.sh
   fi
   t=$(( $(left) - 20 ))

@@ -30,6 +30,10 @@ host cost counts, as a user sees it); CUDA-graph modes time the replays.
 the ``gluon_*`` columns (``gluon_speedup`` = torch_ms / gluon_ms), so torch, origami's picks and the
 Gluon kernel are timed in one run (before: two runs, one per setting, each against its own torch).
 
+``--aten`` adds the side ``aten``: ``enable()`` with ``TRITONBLAS_AUTOGRAD=aten`` (GEMMs under autograd on our
+kernels below torch's C++ autograd, :mod:`tritonblas.below_autograd`, instead of our Python autograd
+Function), in the ``aten_*`` columns, in the same alternation (for the train rows: its no_grad paths are ours).
+
 ``--versus`` adds the side ``versus``: ``enable()`` with the tile table :mod:`tritonblas.versus`
 measures in the same process for the problems the ``ours`` side planned (every GEMM the workload ran
 through tritonblas, backward included): each problem timed with our pick and with ``torch.matmul``,
@@ -69,6 +73,8 @@ FIELDS = ("model", "mode", "dtype", "torch_ms", "ours_ms", "speedup", "torch_gem
           "torch_bwd_host_ms", "ours_bwd_host_ms", "gemm_calls", "fast_hits", "torch_peak_mb", "ours_peak_mb", "routed", "fallbacks", "torch_err", "ours_err",
           "gluon_ms", "gluon_speedup", "gluon_gemm_gpu_ms", "gluon_other_gpu_ms", "gluon_host_us_per_gemm",
           "gluon_bwd_host_ms", "gluon_peak_mb", "gluon_err",
+          "aten_ms", "aten_speedup", "aten_gemm_gpu_ms", "aten_other_gpu_ms", "aten_host_us_per_gemm",
+          "aten_bwd_host_ms", "aten_peak_mb", "aten_err",
           "versus_ms", "versus_speedup", "versus_gemm_gpu_ms", "versus_other_gpu_ms", "versus_host_us_per_gemm",
           "versus_bwd_host_ms", "versus_peak_mb", "versus_err", "vendor_entries", "versus_problems",
           "parity", "shape", "reps", "error")
@@ -356,6 +362,14 @@ class Row:
     gluon_bwd_host_ms: float = math.nan
     gluon_peak_mb: float = math.nan
     gluon_err: float = math.nan
+    aten_ms: float = math.nan
+    aten_speedup: float = math.nan
+    aten_gemm_gpu_ms: float = math.nan
+    aten_other_gpu_ms: float = math.nan
+    aten_host_us_per_gemm: float = math.nan
+    aten_bwd_host_ms: float = math.nan
+    aten_peak_mb: float = math.nan
+    aten_err: float = math.nan
     versus_ms: float = math.nan
     versus_speedup: float = math.nan
     versus_gemm_gpu_ms: float = math.nan
@@ -423,13 +437,16 @@ def _environ(env: dict):
                 os.environ[k] = v
 
 
-def make_sides(gluon: bool) -> dict:
-    """torch, ours (origami's picks) and, with ``gluon``, ours with TRITONBLAS_GLUON=1."""
+def make_sides(gluon: bool, aten: bool = False) -> dict:
+    """torch, ours (origami's picks) and, with ``gluon``, ours with TRITONBLAS_GLUON=1; with ``aten``, ours
+    with TRITONBLAS_AUTOGRAD=aten."""
+    from tritonblas import settings
+
     sides = {"torch": Side("torch"), "ours": Side("ours")}
     if gluon:
-        from tritonblas import settings
-
         sides["gluon"] = Side("gluon", env={settings.ENV_GLUON: "1"})
+    if aten:
+        sides["aten"] = Side("aten", env={settings.ENV_AUTOGRAD: "aten"})
     return sides
 
 
@@ -502,12 +519,12 @@ def _versus_side(row: Row) -> "Side":
 
 
 def run_workload(name: str, mode: str, dtype_name: str, reps: int, device: str = "cuda", gluon: bool = False,
-                 versus: bool = False) -> Row:
+                 versus: bool = False, aten: bool = False) -> Row:
     import torch
 
     dtype = {"bf16": torch.bfloat16, "fp16": torch.float16}[dtype_name]
     row = Row(name, mode, dtype_name, reps=reps)
-    sides = make_sides(gluon)
+    sides = make_sides(gluon, aten)
     model, inputs, spec = build(name, dtype, device)
     try:
         steps, ref_out, outs = _build_steps(name, mode, model, inputs, spec, sides)
@@ -531,6 +548,8 @@ def run_workload(name: str, mode: str, dtype_name: str, reps: int, device: str =
         row.speedup = row.torch_ms / row.ours_ms
         if "gluon" in sides:
             row.gluon_speedup = row.torch_ms / row.gluon_ms
+        if "aten" in sides:
+            row.aten_speedup = row.torch_ms / row.aten_ms
         if "versus" in sides:
             row.versus_speedup = row.torch_ms / row.versus_ms
         for k in sides:
@@ -761,7 +780,12 @@ def summary(rows: list[dict]) -> str:
                         if r.get("torch_bwd_host_ms") not in (None, "", "nan") else "")
                      + (f"  gluon {float(r['gluon_ms']):.3f} ms x{float(r['gluon_speedup']):.3f} "
                         f"gemm {float(r['gluon_gemm_gpu_ms']):.2f} host us {float(r['gluon_host_us_per_gemm']):.1f}"
-                        if r.get("gluon_ms") not in (None, "", "nan") else ""))
+                        if r.get("gluon_ms") not in (None, "", "nan") else "")
+                     + (f"  aten {float(r['aten_ms']):.3f} ms x{float(r['aten_speedup']):.3f} "
+                        f"host us {float(r['aten_host_us_per_gemm']):.1f}"
+                        + (f" backward host ms {float(r['aten_bwd_host_ms']):.2f}"
+                           if r.get("aten_bwd_host_ms") not in (None, "", "nan") else "")
+                        if r.get("aten_ms") not in (None, "", "nan") else ""))
     if ok:
         gm = math.exp(statistics.fmean(math.log(float(r["speedup"])) for r in ok))
         lines.append(f"geomean speedup over {len(ok)} workloads: {gm:.3f}; min {min(float(r['speedup']) for r in ok):.3f}")
@@ -769,6 +793,10 @@ def summary(rows: list[dict]) -> str:
         if gl:
             lines.append(f"with TRITONBLAS_GLUON=1: geomean {math.exp(statistics.fmean(math.log(x) for x in gl)):.3f} "
                          f"over {len(gl)}; min {min(gl):.3f}")
+        at = [float(r["aten_speedup"]) for r in ok if r.get("aten_speedup") not in (None, "", "nan")]
+        if at:
+            lines.append(f"with TRITONBLAS_AUTOGRAD=aten: geomean {math.exp(statistics.fmean(math.log(x) for x in at)):.3f} "
+                         f"over {len(at)}; min {min(at):.3f}")
     return "\n".join(lines)
 
 
@@ -832,12 +860,12 @@ def plot(path: Path) -> Path:
 
 
 def _isolated(model: str, mode: str, dtype: str, reps: int, timeout_s: float, gluon: bool = False,
-              versus: bool = False) -> Row:
+              versus: bool = False, aten: bool = False) -> Row:
     """One workload in its own process: a device-side assert, a hang or a leak ends only its row."""
     import json
 
     cmd = [sys.executable, __file__, "--one", model, mode, dtype, "--reps", str(reps), *(["--gluon"] if gluon else []),
-           *(["--versus"] if versus else [])]
+           *(["--versus"] if versus else []), *(["--aten"] if aten else [])]
     try:
         p = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout_s, cwd=ROOT)
     except subprocess.TimeoutExpired:
@@ -868,6 +896,8 @@ def main(argv=None) -> int:
     ap.add_argument("--job-timeout-s", type=float, default=240)
     ap.add_argument("--gluon", action="store_true",
                     help="a third side: enable() with TRITONBLAS_GLUON=1 (the gluon_* columns), in the same alternation")
+    ap.add_argument("--aten", action="store_true",
+                    help="a side: enable() with TRITONBLAS_AUTOGRAD=aten (the aten_* columns), in the same alternation")
     ap.add_argument("--versus", action="store_true",
                     help="a side with the ours-or-torch table tritonblas.versus measures (the versus_* columns)")
     args = ap.parse_args(argv)
@@ -880,7 +910,7 @@ def main(argv=None) -> int:
     if args.one:
         import json
 
-        r = run_workload(*args.one, args.reps, gluon=args.gluon, versus=args.versus)
+        r = run_workload(*args.one, args.reps, gluon=args.gluon, versus=args.versus, aten=args.aten)
         print("ROW " + json.dumps(asdict(r)), flush=True)
         return 0
     if args.plot is not None:
@@ -907,7 +937,7 @@ def main(argv=None) -> int:
             continue
         t0 = time.time()
         r = _isolated(m, mo, d, args.reps, min(args.job_timeout_s, max(30.0, args.budget_s - (t0 - start) + 30)),
-                      gluon=args.gluon, versus=args.versus)
+                      gluon=args.gluon, versus=args.versus, aten=args.aten)
         rows.append(r)
         print(f"{m} {mo} {d}: torch {r.torch_ms:.3f} ms ours {r.ours_ms:.3f} ms x{r.speedup:.3f} "
               f"versus {r.versus_ms:.3f} ms x{r.versus_speedup:.3f} "

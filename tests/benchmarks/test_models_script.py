@@ -88,6 +88,34 @@ def test_the_gluon_side_sets_its_switch_only_inside_and_its_columns_round_trip(t
     assert "gluon 1.600 ms x1.250" in text and "with TRITONBLAS_GLUON=1: geomean 1.250 over 1" in text
 
 
+def test_the_aten_side_sets_its_switch_only_inside_and_its_columns_round_trip(tmp_path, monkeypatch):
+    """``--aten``'s side: ``TRITONBLAS_AUTOGRAD=aten`` inside its ``ctx()`` (enable() on, so the kernels below
+    autograd are armed there and only there); its columns are written, merged and summarised."""
+    import os
+
+    from tritonblas import below_autograd, routing, settings
+
+    monkeypatch.delenv(settings.ENV_AUTOGRAD, raising=False)
+    sides = models.make_sides(gluon=False, aten=True)
+    assert list(sides) == ["torch", "ours", "aten"]
+    with sides["aten"].ctx():
+        assert os.environ[settings.ENV_AUTOGRAD] == "aten" and routing.active() and below_autograd.armed()
+    assert settings.ENV_AUTOGRAD not in os.environ and not routing.active() and not below_autograd.armed()
+    with sides["ours"].ctx():
+        assert not below_autograd.armed()
+
+    p = tmp_path / "a.csv"
+    _write(p, "ddd", [models.Row("m", "train", "bf16", torch_ms=2.0, ours_ms=2.5, speedup=0.8, aten_ms=2.2,
+                                 aten_speedup=2.0 / 2.2, aten_host_us_per_gemm=30.0, aten_bwd_host_ms=1.5)])
+    out = tmp_path / "merged.csv"
+    models.merge([p], out)
+    (m,) = models.read_rows(out)
+    assert float(m["aten_ms"]) == 2.2
+    text = models.summary(models.read_rows(out))
+    assert "aten 2.200 ms x0.909 host us 30.0 backward host ms 1.50" in text
+    assert "with TRITONBLAS_AUTOGRAD=aten: geomean 0.909 over 1" in text
+
+
 def test_parity_fails_when_the_gluon_side_gives_nan(monkeypatch):
     """``--gluon``'s parity covers every non-torch side: a NaN output on the Gluon side (a broken
     kernel) is a FAIL, not hidden by ``max()`` keeping the finite ``ours_err`` before it."""

@@ -148,6 +148,12 @@ MUTATIONS = (
              "    return dispatch.fallback_reason(probe) is not None or not dispatch.has_profile(dev)",
              "    return True",
              ("tests/dropin/test_unroutable_cache.py",)),
+    Mutation("below_autograd_any_thread", "the kernels below autograd serve every thread's GEMMs (registration is "
+             "process-wide: a thread outside enable() would run our kernels)",
+             "tritonblas/below_autograd.py",
+             "    if not _STATE[0]():\n        return False",
+             "    if False:\n        return False",
+             ("tests/dropin/test_below_autograd.py",)),
 )
 
 

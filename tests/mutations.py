@@ -154,6 +154,12 @@ MUTATIONS = (
              "    if not _STATE[0]():\n        return False",
              "    if False:\n        return False",
              ("tests/dropin/test_below_autograd.py",)),
+    Mutation("below_autograd_unchecked_shapes", "the kernels below autograd take shapes torch rejects (our error, "
+             "not torch's, for a mismatched K or an addmm c that does not broadcast)",
+             "tritonblas/below_autograd.py",
+             "    if not _ours(*tensors) or not _shapes_torch_takes(a, b, c):",
+             "    if not _ours(*tensors):",
+             ("tests/dropin/test_below_autograd.py",)),
 )
 
 

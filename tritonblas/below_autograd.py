@@ -102,13 +102,26 @@ def _ours(*tensors) -> bool:
     return fastpath.direct(*tensors)  # plain tensors, no mode, transform or tracing
 
 
+def _shapes_torch_takes(a, b, c) -> bool:
+    """Whether torch's mm/addmm accepts these shapes: 2-D a and b with a's columns b's rows, and c (addmm)
+    broadcastable to the (M, N) result."""
+    if a.dim() != 2 or b.dim() != 2 or a.shape[1] != b.shape[0]:
+        return False
+    if c is None:
+        return True
+    if c.dim() > 2:
+        return False
+    target = (a.shape[0], b.shape[1])[2 - c.dim():]
+    return all(d == 1 or d == t for d, t in zip(c.shape, target))
+
+
 def _run(a, b, c, alpha, beta):
     """Our result for ``alpha·(a @ b) + beta·c``, or None (torch's kernel runs the call)."""
     if alpha != 1 or (c is not None and beta != 1):
         return None
     tensors = (a, b) if c is None else (c, a, b)
-    if not _ours(*tensors):
-        return None
+    if not _ours(*tensors) or not _shapes_torch_takes(a, b, c):
+        return None  # (shapes torch rejects: its kernel raises its own error)
     out = fastpath.run_entry(dispatch.fast_lookup(a, b, None, c), a, b, c, 1.0 if c is not None else 0.0)
     if out is not None:
         STATS["served"] += 1

@@ -131,3 +131,43 @@ def test_alpha_beta_other_than_one_run_torchs_kernel(device, aten):
         out = torch.addmm(c, a, b, beta=0.5, alpha=2.0)
     assert torch.allclose(out, torch.addmm(c, a, b, beta=0.5, alpha=2.0))
     assert aten["handed_on"] == 1 and aten["served"] == aten["checked"] == 0, aten
+
+
+def _outcome(fn):
+    try:
+        return fn(), None
+    except Exception as e:  # noqa: BLE001 - the error itself is what is compared
+        return None, f"{type(e).__name__}: {e}"
+
+
+@pytest.mark.parametrize("case", ["c0d", "c1", "cN", "cM1", "c1N", "cMN", "c_grad", "a_t", "zero_m", "zero_k",
+                                  "k_mismatch", "c_bad", "dtype_mismatch", "c_fp64", "one_d"])
+def test_shapes_and_bad_input_match_torch(device, aten, case):
+    """Below autograd, every broadcast of addmm's c, transposed and empty operands give torch's result; shapes
+    and dtypes torch rejects give torch's own error (the kernel hands them on), never ours or a wrong answer."""
+    g = torch.Generator(device="cpu").manual_seed(0)
+    M, N, K = 24, 8, 16
+
+    def r(*shape, grad=False, dtype=torch.float32):
+        return torch.randn(shape, generator=g, dtype=dtype).to(device).requires_grad_(grad)
+
+    a, b = r(M, K, grad=True), r(K, N)
+    calls = {
+        "c0d": (torch.addmm, r(), a, b), "c1": (torch.addmm, r(1), a, b), "cN": (torch.addmm, r(N), a, b),
+        "cM1": (torch.addmm, r(M, 1), a, b), "c1N": (torch.addmm, r(1, N), a, b), "cMN": (torch.addmm, r(M, N), a, b),
+        "c_grad": (torch.addmm, r(N, grad=True), a, b), "a_t": (torch.mm, r(K, M, grad=True).t(), b),
+        "zero_m": (torch.mm, r(0, K, grad=True), b), "zero_k": (torch.mm, r(M, 0, grad=True), r(0, N)),
+        "k_mismatch": (torch.mm, a, r(K + 1, N)), "c_bad": (torch.addmm, r(N + 1), a, b),
+        "dtype_mismatch": (torch.mm, a, r(K, N, dtype=torch.float64)),
+        "c_fp64": (torch.addmm, r(N, dtype=torch.float64), a, b), "one_d": (torch.mm, r(K, grad=True), b),
+    }
+    fn, *args = calls[case]
+    ref, ref_err = _outcome(lambda: fn(*args))
+    with tritonblas.enable():
+        out, err = _outcome(lambda: fn(*args))
+    assert err == ref_err
+    if ref_err is None:
+        assert out.shape == ref.shape and out.grad_fn is not None
+        assert out.numel() == 0 or _rel(out.detach(), ref.detach()) < 1e-5
+    else:
+        assert aten["served"] == aten["checked"] == 0  # handed on: torch's kernel raised its error

@@ -37,7 +37,7 @@ import threading
 
 import torch
 
-from tritonblas import dispatch, fastpath, settings
+from tritonblas import counters, dispatch, fastpath, settings
 
 __all__ = ["arm", "disarm", "armed", "wants", "LIBRARY", "STATS"]
 
@@ -125,13 +125,17 @@ def _run(a, b, c, alpha, beta):
     out = fastpath.run_entry(dispatch.fast_lookup(a, b, None, c), a, b, c, 1.0 if c is not None else 0.0)
     if out is not None:
         STATS["served"] += 1
+        counters.count("routed")  # as the wrappers count a call they serve (run_entry counted the fast hit)
         return out
     if dispatch.fallback_reason(a, b, c) is not None or not dispatch.has_profile(a.device):
         return None
+    launches = counters.COUNTS["launches"]
     with _STATE[1]():  # torch ops the checked path calls run torch's own kernels
         out = dispatch.gemm(a, b, c=c, alpha=1.0, beta=1.0 if c is not None else 0.0,
                             op="mm" if c is None else "addmm")
     STATS["checked"] += 1
+    if counters.COUNTS["launches"] != launches:  # ours ran it (not torch, for a tile table's VENDOR entry)
+        counters.count("routed")
     return out
 
 

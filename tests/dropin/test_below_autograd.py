@@ -58,7 +58,7 @@ def test_training_gradients_match_torch_and_run_below_autograd(device, aten, nam
     st = dispatch.stats()
     # every GEMM of the warm step, forward and backward, ran on our kernels below torch's autograd
     assert aten["served"] > 0 and aten["checked"] == 0, aten
-    assert st["launches"] == aten["served"] and st["fallbacks"] == 0, (st, aten)
+    assert st["launches"] == st["fast_hits"] == st["routed"] == aten["served"] and st["fallbacks"] == 0, (st, aten)
     assert _rel(loss.detach(), ref_loss.detach()) < 1e-5
     for (n, p), q in zip(model.named_parameters(), ours.parameters()):
         if p.grad is None:

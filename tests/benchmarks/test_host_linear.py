@@ -97,3 +97,25 @@ def test_fallthrough_leaves_the_environment_as_it_was(monkeypatch):
     monkeypatch.setenv("TRITONBLAS_PROFILE", "h200")
     host_linear.fallthrough(rounds=1, tokens=1)
     assert os.environ["TRITON_INTERPRET"] == "1" and os.environ["TRITONBLAS_PROFILE"] == "h200"
+
+
+@pytest.mark.skipif(torch.cuda.is_available(), reason="CPU-only: the stubbed launches run the interpreter's "
+                    "kernels, and a GPU process built them for the GPU (CPU tensors are refused there)")
+def test_inmodel_grad_reports_three_sides_and_restores_the_environment(monkeypatch):
+    """--inmodel-grad (CPU): torch, enable() and enable() with TRITONBLAS_AUTOGRAD=aten, each with grad and
+    no_grad times and a backward time; the variable is set only on its side and nothing stays armed.
+    Structure only: not a timed test."""
+    import os
+
+    pytest.importorskip("transformers")
+    from tritonblas import below_autograd, settings
+
+    monkeypatch.setenv("TRITON_INTERPRET", "1")
+    monkeypatch.setenv("TRITONBLAS_PROFILE", "h200")
+    monkeypatch.delenv(settings.ENV_AUTOGRAD, raising=False)
+    lines = host_linear.inmodel_grad("gpt2-medium", rounds=1)
+    assert "gpt2-medium" in lines[0]
+    assert [line.split()[0] for line in lines[1:]] == ["torch", "ours", "ours"] and "aten" in lines[3]
+    for line in lines[1:]:
+        assert "grad" in line and "no_grad" in line and "backward" in line
+    assert settings.ENV_AUTOGRAD not in os.environ and not below_autograd.armed()

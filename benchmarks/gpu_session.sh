@@ -165,11 +165,12 @@ for step in $STEPS; do
                # timed: benchmarks/results/mn_major_cost_h200_*.txt): 2 picks, 67 warm rows. Session 17's
                # combined terms (terms_combined_repicked_h200_*.txt) have every pick timed since session 18.
                { vars=""; for v in ${REPICK_VARIANTS:-mn_major_tile_cost=2 k_iter_overhead_ns=3.7552,tile_overhead_ns=605.02,splitk_fixup_read_efficiency=0.7,staged_load_exponent=0.34 unaligned_penalty=5.5545,staged_load_exponent=1.15}; do vars="$vars --variant $v"; done
-                 python3 benchmarks/missing_picks.py $vars -o "$OUT/repick_jobs.csv" --cold-output "$OUT/repick_jobs_cold.csv"
+                 # the job files stay out of $OUT: the device tool brings back 8 files at most
+                 jobs=$(mktemp -d); python3 benchmarks/missing_picks.py $vars -o "$jobs/repick_jobs.csv" --cold-output "$jobs/repick_jobs_cold.csv"
                  for job in repick_jobs repick_jobs_cold; do
                    timer=$([ $job = repick_jobs_cold ] && echo "--timer cold" || true)
                    timeout $(( ${REPICK_BUDGET:-240} + 60 )) python3 -m torch.distributed.run --standalone --nproc-per-node gpu \
-                     benchmarks/sweep.py --rows "$OUT/$job.csv" --rep-ms ${REPICK_REP_MS:-3} $timer --budget-s ${REPICK_BUDGET:-240}
+                     benchmarks/sweep.py --rows "$jobs/$job.csv" --rep-ms ${REPICK_REP_MS:-3} $timer --budget-s ${REPICK_BUDGET:-240}
                    echo "$job: sweep rc=$?"
                  done
                  tar czf "$OUT/repick_data.tgz" benchmarks/data/*_repick

@@ -141,6 +141,7 @@ def _outcome(fn):
 
 
 @pytest.mark.parametrize("case", ["c0d", "c1", "cN", "cM1", "c1N", "cMN", "c_grad", "a_t", "zero_m", "zero_k",
+                                  "neg_a", "zero_tensor_c",
                                   "k_mismatch", "c_bad", "dtype_mismatch", "c_fp64", "one_d"])
 def test_shapes_and_bad_input_match_torch(device, aten, case):
     """Below autograd, every broadcast of addmm's c, transposed and empty operands give torch's result; shapes
@@ -160,6 +161,9 @@ def test_shapes_and_bad_input_match_torch(device, aten, case):
         "k_mismatch": (torch.mm, a, r(K + 1, N)), "c_bad": (torch.addmm, r(N + 1), a, b),
         "dtype_mismatch": (torch.mm, a, r(K, N, dtype=torch.float64)),
         "c_fp64": (torch.addmm, r(N, dtype=torch.float64), a, b), "one_d": (torch.mm, r(K, grad=True), b),
+        # a lazily negated view and an efficient zero tensor (no storage): never read as plain data
+        "neg_a": (torch.mm, torch._neg_view(a), b),
+        "zero_tensor_c": (torch.addmm, torch._efficientzerotensor(N, device=device), a, b),
     }
     fn, *args = calls[case]
     ref, ref_err = _outcome(lambda: fn(*args))

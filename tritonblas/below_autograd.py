@@ -22,7 +22,9 @@ launches our warm entry for the call's exact operands when there is one, else ru
 - tensors that are not plain, or are meta/fake;
 - a class no call routes (fastpath's refused classes, fallback reasons);
 - ``alpha``/``beta`` other than 1.
-The routing wrappers hand calls with autograd recording to torch's op (:func:`wants`), so that path runs.
+The routing wrappers hand calls with autograd recording to torch's op (:func:`wants`), so that path runs; a
+batched GEMM under autograd (``bmm``, ``baddbmm``, a 3-D @ 3-D ``matmul``) then runs torch's own kernel, as
+no kernel is registered for it here.
 Under no_grad and inference_mode the wrappers' warm paths serve the call as before (inference tensors do
 not carry the key).
 

@@ -145,7 +145,7 @@ MUTATIONS = (
     Mutation("refused_class_for_any_refusal", "every refusal remembered as its dtype/device class (a shape or "
              "one tensor's refusal would send routable calls to torch)",
              "tritonblas/fastpath.py",
-             "    return dispatch.fallback_reason(probe) is not None or not dispatch.has_profile(dev)",
+             "    return not dispatch.kernels_take(probe)",
              "    return True",
              ("tests/dropin/test_unroutable_cache.py",)),
     Mutation("below_autograd_any_thread", "the kernels below autograd serve every thread's GEMMs (registration is "

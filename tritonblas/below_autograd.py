@@ -129,7 +129,7 @@ def _run(a, b, c, alpha, beta):
         STATS["served"] += 1
         counters.count("routed")  # as the wrappers count a call they serve (run_entry counted the fast hit)
         return out
-    if dispatch.fallback_reason(a, b, c) is not None or not dispatch.has_profile(a.device):
+    if not dispatch.kernels_take(a, b, c):
         return None
     launches = counters.COUNTS["launches"]
     with _STATE[1]():  # torch ops the checked path calls run torch's own kernels

@@ -82,7 +82,7 @@ __all__ = [
     "warm_has_profile", "gemm", "scaled_gemm", "plan_for", "explain", "overlap", "stats", "reset_stats",
     "planned_problems", "clear_caches", "fast_lookup", "fast_vendor", "run_fast", "run_fast_out",
     # re-exported: what the ops, the warm path and the routes reach through the dispatcher
-    "KERNEL_DTYPES", "allow_tf32", "fallback_reason", "placement_reason", "torch_gemm", "count", "count_all",
+    "KERNEL_DTYPES", "allow_tf32", "fallback_reason", "kernels_take", "placement_reason", "torch_gemm", "count", "count_all",
     "FastEntry", "GluonEntry", "gluon_eligible", "fast_valid", "fast_context", "environment", "launch_fast",
     "launch_ready", "launch_warm", "raw_ready",
 ]
@@ -200,6 +200,14 @@ def has_profile(device: torch.device, profile: Any = None) -> bool:
         known = False
     _device.HAS_PROFILE[index] = known
     return known
+
+
+def kernels_take(*tensors: torch.Tensor | None) -> bool:
+    """Whether our kernels can run a GEMM on these tensors with the default profile: no
+    :func:`fallback_reason` (one kernel dtype, one device they run on) and a profile for that device
+    (:func:`has_profile`). The one test of the drop-in's autograd path, its refused-class memory and the
+    kernels below autograd."""
+    return fallback_reason(*tensors) is None and has_profile(next(t for t in tensors if t is not None).device)
 
 
 def warm_has_profile() -> None:

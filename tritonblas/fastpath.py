@@ -355,7 +355,7 @@ def linear(x, w, bias=None):
                 return None
             if bias is not None and (bias.dim() != 1 or bias.shape[0] != w.shape[0] or bias.dtype != x.dtype):
                 return None
-            if dispatch.fallback_reason(x, w, bias) is not None or not dispatch.has_profile(x.device):
+            if not dispatch.kernels_take(x, w, bias):
                 return None
         return _linear_grad(x, w, bias, hit)
     return _linear_run(x, w, bias)
@@ -587,7 +587,7 @@ def _class_unroutable(dt: torch.dtype, dev: torch.device) -> bool:
     only TRITONBLAS_FAST=0 (the warm path's off switch, this memory included) and autocast (which changes the
     dtype) are checked first."""
     probe = torch.empty(0, dtype=dt, device=dev)  # a plain tensor of the class: no reason of one tensor's own
-    return dispatch.fallback_reason(probe) is not None or not dispatch.has_profile(dev)
+    return not dispatch.kernels_take(probe)
 
 
 def record_unroutable_linear(x, w, bias=None) -> None:

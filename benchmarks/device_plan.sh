@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # One device call, whatever GPU the device tool gives (sessions 20-21 asked for an H200 and got H100s):
 #   GIT_SHA=<sha> bash benchmarks/device_plan.sh          (TOTAL=<s> the seconds the call may take, default 555)
-# H200: the repick of the candidate profile terms ($REPICK_VARIANTS, default candidates A and B below), the
+# H200: the repick of the candidate profile terms ($REPICK_VARIANTS, default candidates A and B below; REPICK_BUDGET=0 skips it), the
 #   ragged training set's sampled sweep ($RAGGED_BUDGET s, 0 skips it), then the held-out split's exhaustive
 #   sweeps ($HELDOUT_ARGS, default the unfinished tf32, fp8 and square files) with the seconds left (issue 19).
 #   H200 data is only ever written on an H200: sweep.py refuses another GPU.
@@ -22,9 +22,11 @@ echo "device_plan: $gpu, $TOTAL s"
 CAND_A=k_iter_overhead_ns=3.7552,tile_overhead_ns=605.02,splitk_fixup_read_efficiency=0.7,staged_load_exponent=0.34
 CAND_B=k_iter_overhead_ns=3.7552,tile_overhead_ns=605.02,splitk_fixup_read_efficiency=0.7,staged_load_exponent=1.15,unaligned_penalty=5.5545
 if [[ "$gpu" == *H200* ]]; then
-  STEPS=repick REPICK_BUDGET=${REPICK_BUDGET:-80} \
-    REPICK_VARIANTS=${REPICK_VARIANTS:-$CAND_A $CAND_B} \
-    bash benchmarks/gpu_session.sh
+  if [ "${REPICK_BUDGET:-80}" -gt 0 ]; then  # 0 skips it (session 22 timed A's and B's picks)
+    STEPS=repick REPICK_BUDGET=${REPICK_BUDGET:-80} \
+      REPICK_VARIANTS=${REPICK_VARIANTS:-$CAND_A $CAND_B} \
+      bash benchmarks/gpu_session.sh
+  fi
   # the training sweep of the ragged set (unaligned skinny and long-K shapes: the regime of the held-out split's
   # worst picks, where only 7 of its 32 training shapes were timed), sampled: the model's pick plus uniform draws
   # (64 a shape, as its first 7; session 22's 25 shapes at 32 configs took 75 s and their data was lost)

@@ -2,8 +2,9 @@
 # One device call, whatever GPU the device tool gives (sessions 20-21 asked for an H200 and got H100s):
 #   GIT_SHA=<sha> bash benchmarks/device_plan.sh          (TOTAL=<s> the seconds the call may take, default 555)
 # H200: the repick of the candidate profile terms ($REPICK_VARIANTS, default candidates A and B below;
-#   REPICK_BUDGET=0 skips it), the ragged training set's sampled sweep ($RAGGED_BUDGET s, 0 skips it), then the held-out split's exhaustive
-#   sweeps ($HELDOUT_ARGS, default the unfinished tf32, fp8 and square files) with the seconds left (issue 19).
+#   REPICK_BUDGET=0 skips it), the ragged training set's sampled sweep ($RAGGED_BUDGET s, 0 skips it), then the
+#   held-out split's exhaustive sweeps ($HELDOUT_ARGS, default the unfinished tf32, fp8 and square files) with the
+#   seconds left (issue 19).
 #   H200 data is only ever written on an H200: sweep.py refuses another GPU.
 # Any other GPU: the whole suite, then real models with the device's own profile (the training rows with the
 #   TRITONBLAS_AUTOGRAD=aten side, session 22's experiment) and a training step's host split (issue 16), with the

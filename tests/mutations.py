@@ -151,8 +151,14 @@ MUTATIONS = (
     Mutation("below_autograd_any_thread", "the kernels below autograd serve every thread's GEMMs (registration is "
              "process-wide: a thread outside enable() would run our kernels)",
              "tritonblas/below_autograd.py",
-             "    if not _STATE[0]():\n        return False",
-             "    if False:\n        return False",
+             "    if _STATE[0]():\n        return True",
+             "    if True:\n        return True",
+             ("tests/dropin/test_below_autograd.py",)),
+    Mutation("below_autograd_no_carry", "enable() does not hand its block to the threads that run its work "
+             "(a CUDA backward runs in autograd's device thread: its GEMMs would run torch's kernels)",
+             "tritonblas/routing.py",
+             "            below_autograd.carry(stack)",
+             "            pass",
              ("tests/dropin/test_below_autograd.py",)),
     Mutation("below_autograd_unchecked_shapes", "the kernels below autograd take shapes torch rejects (our error, "
              "not torch's, for a mismatched K or an addmm c that does not broadcast)",

@@ -17,7 +17,8 @@ call ``aten::mm`` again, so the backward GEMMs come here too, in the layouts tor
 launches our warm entry for the call's exact operands when there is one, else runs the checked path
 (``dispatch.gemm``, which records the entry). It hands the call on to torch's own kernel
 (``_AutoDispatchBelowADInplaceOrView``) in every other case:
-- outside an enable() block of this thread, or with a profile other than the default;
+- outside an enable() block of this thread (or of the thread whose backward this thread runs: :func:`carry`),
+  or with a profile other than the default;
 - inside a routed call;
 - tensors that are not plain, or are meta/fake;
 - a class no call routes (fastpath's refused classes, fallback reasons);
@@ -41,7 +42,7 @@ import torch
 
 from tritonblas import counters, dispatch, fastpath, settings
 
-__all__ = ["arm", "disarm", "armed", "wants", "LIBRARY", "STATS"]
+__all__ = ["arm", "disarm", "armed", "wants", "carry", "LIBRARY", "STATS"]
 
 _below = torch._C._AutoDispatchBelowADInplaceOrView
 _grad_enabled = torch.is_grad_enabled
@@ -52,6 +53,12 @@ LIBRARY: list = [None]  # the torch.library.Library holding the kernels while ar
 # whether this thread's GEMMs are served with the default profile now, and the context that marks a routed call
 _STATE: list = [None, None]
 STATS = {"served": 0, "checked": 0, "handed_on": 0}  # kernel calls: warm, checked path, torch's kernel
+# torch's C++ thread-local Python objects, which its autograd engine and jit.fork hand to their threads
+_HAS_TLS = hasattr(torch._C, "_stash_obj_in_tls")
+_TLS_KEY = "tritonblas.enable_stack"
+_stash = getattr(torch._C, "_stash_obj_in_tls", None)
+_in_tls = getattr(torch._C, "_is_key_in_tls", None)
+_get_tls = getattr(torch._C, "_get_obj_in_tls", None)
 
 
 def armed() -> bool:
@@ -94,9 +101,29 @@ def disarm() -> None:
         lib._destroy()
 
 
+def carry(stack: list) -> None:
+    """Put the entering thread's block stack (routing's, a list that lives as long as the thread) in torch's
+    C++ thread-local state, once a thread. torch hands that state to the threads that run this thread's work:
+    autograd's device threads (a CUDA backward runs there, not in the thread that called ``backward()``) and
+    ``torch.jit.fork`` tasks. A plain ``threading.Thread`` does not inherit it."""
+    if _HAS_TLS and not _in_tls(_TLS_KEY):
+        _stash(_TLS_KEY, stack)
+
+
+def _serving() -> bool:
+    """Whether a GEMM here is served with the default profile: this thread is in such a block, or it runs work
+    (a backward) of a thread that is (:func:`carry`)."""
+    if _STATE[0]():
+        return True
+    if not _HAS_TLS or not _in_tls(_TLS_KEY):
+        return False
+    stack = _get_tls(_TLS_KEY)
+    return bool(stack) and stack[-1] is None
+
+
 def _ours(*tensors) -> bool:
     """Whether this thread's state lets the call run on our kernels at all (see the module docstring)."""
-    if not _STATE[0]():
+    if not _serving():
         return False
     for t in tensors:
         if t.is_meta:

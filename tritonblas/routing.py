@@ -423,6 +423,8 @@ class _Enabled:
         stack = _TLS.stack
         stack.append(self.profile)
         self._entered.append(stack)
+        if _BELOW[0] is not None:
+            below_autograd.carry(stack)  # a CUDA backward runs in autograd's device thread: it reads this stack
         return self
 
     def __exit__(self, *exc) -> None:

@@ -56,9 +56,12 @@ def test_training_gradients_match_torch_and_run_below_autograd(device, aten, nam
             assert loss.grad_fn is not None
             loss.backward()
     st = dispatch.stats()
-    # every GEMM of the warm step, forward and backward, ran on our kernels below torch's autograd
-    assert aten["served"] > 0 and aten["checked"] == 0, aten
-    assert st["launches"] == st["fast_hits"] == st["routed"] == aten["served"] and st["fallbacks"] == 0, (st, aten)
+    # every GEMM of the warm step under autograd ran warm on our kernels below torch's autograd: each
+    # projection's forward, its input gradient and its weight gradient (on a GPU the backward runs in
+    # autograd's device thread); the GEMMs outside autograd (Llama's rotary angles) the wrappers route
+    gemms = sum(1 for m in ours.modules() if type(m).__name__ in ("Linear", "Conv1D"))
+    assert aten["served"] == 3 * gemms and aten["checked"] == aten["handed_on"] == 0, (aten, gemms)
+    assert st["launches"] == st["fast_hits"] == st["routed"] >= aten["served"] and st["fallbacks"] == 0, (st, aten)
     assert _rel(loss.detach(), ref_loss.detach()) < 1e-5
     for (n, p), q in zip(model.named_parameters(), ours.parameters()):
         if p.grad is None:
@@ -110,6 +113,32 @@ def test_another_thread_gets_torchs_kernel_and_a_named_profile_the_wrappers_rout
         assert dispatch.stats()["routed"] == 1 and named.grad_fn is not None
     assert aten["served"] == aten["checked"] == 0 and aten["handed_on"] == 1, aten
     assert torch.equal(seen["out"], ref) and _rel(named.detach(), ref.detach()) < 1e-5
+
+
+def _mm_in(a: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
+    return torch.mm(a, b)
+
+
+def test_work_run_for_the_block_in_torchs_threads_is_served(device, aten, monkeypatch):
+    """A CUDA backward runs in autograd's device thread, which carries the calling thread's C++ state, not its
+    Python thread-locals (the H100 run at f3ff013 handed every backward GEMM to torch). On CPU the same
+    hand-over is a scripted ``torch.jit.fork``, whose task runs in torch's inter-op pool."""
+    inner = torch.jit.script(_mm_in)
+
+    @torch.jit.script
+    def forked(a: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
+        return torch.jit.wait(torch.jit.fork(inner, a, b))
+
+    threads = []
+    run = below_autograd._run
+    monkeypatch.setattr(below_autograd, "_run", lambda *args: threads.append(threading.get_ident()) or run(*args))
+    a = torch.randn(24, 16, device=device, requires_grad=True)
+    b = torch.randn(16, 8, device=device)
+    with tritonblas.enable():
+        out = forked(a, b)
+    assert threads and threads[0] != threading.get_ident()  # the forward GEMM ran in another thread
+    assert aten["checked"] + aten["served"] == 1 and aten["handed_on"] == 0, aten
+    assert out.grad_fn is not None and _rel(out.detach(), a.detach() @ b) < 1e-5
 
 
 def test_meta_tensors_and_unroutable_dtypes_pass_through(device, aten):

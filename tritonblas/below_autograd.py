@@ -29,9 +29,18 @@ no kernel is registered for it here.
 Under no_grad and inference_mode the wrappers' warm paths serve the call as before (inference tensors do
 not carry the key).
 
-Not measured on a GPU yet: whether it pays there is the next GPU session's question (models.py with the
-variable set). Registration is process-wide, which is why the kernel checks the thread's enable() state on
-every call. Disarming removes the kernels (the Library is destroyed).
+Measured on the H100 (session 23, ``models.py --aten``, alternating in one run with torch and the Function path;
+``benchmarks/results/models_h100_90ab230.csv``): gpt2-medium training 0.844x torch against 0.807x through the
+Function (forward host 60.9 against 72.6 us a GEMM call, backward host 42.7 against 45.9 ms); llama3.2-1b
+training 0.970x against 0.975x (backward host 32.0 against 29.9 ms). The first run (f3ff013) had the backward's
+GEMMs on torch's kernels: a CUDA backward runs in autograd's device thread, which :func:`carry` now reaches. The
+forward alone (``host_linear.py --train-forward``, ``train_forward_h100_90ab230.txt``) costs about as much
+over torch with and without autograd recording on either path (+3.8-5.7 ms over 96 calls), so the in-model
+cost of our warm call itself, not the Function, is what separates the two from torch there. Off by default:
+it does not reach torch's time on either model.
+
+Registration is process-wide, which is why the kernel checks the enable() state on every call. Disarming
+removes the kernels (the Library is destroyed).
 """
 
 from __future__ import annotations

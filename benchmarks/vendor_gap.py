@@ -12,6 +12,12 @@ each split by efficiency (min(pick, torch) / chosen) and by speed against torch 
 always torch, and a ridge regression of log(torch_ms / pick_ms) on the problem (log M, N, K,
 arithmetic intensity, alignment, the pick's kind and predicted time) fitted on the training split
 only, choosing ours where it predicts more than ``--margin`` of gain.
+
+    python benchmarks/vendor_gap.py --max-m 16     # instead: every shape with M <= 16 (decode, GEMV-like), one row each
+
+``--max-m M`` prints, per recorded shape with at most M rows, torch's time, our pick's and the best recorded
+config's (microseconds) and the two ratios, then their geometric means per split: whether a decode-sized
+gap is the pick's (torch/pick below torch/best) or the kernels' ceiling (torch/best below 1).
 """
 
 from __future__ import annotations
@@ -73,13 +79,35 @@ def score(rs: list[dict], torch_side: list[bool]) -> str:
             f"(worst {min(vs):.3f}), ours on {sum(not t for t in torch_side)} of {len(rs)}")
 
 
+def skinny_table(rows: list[dict]) -> int:
+    """The ``--max-m`` listing (see the module docstring)."""
+    print(f"{'file':26s} {'shape':20s} {'dtype':5s} {'layout':7s} {'torch_us':>8s} {'pick_us':>8s} {'best_us':>8s} "
+          f"{'t/pick':>6s} {'t/best':>6s}  pick")
+    for r in sorted(rows, key=lambda r: (r["split"] != "training", r["p"].m, r["p"].n, r["p"].k, r["file"])):
+        p = r["p"]
+        print(f"{r['file']:26s} {f'{p.m}x{p.n}x{p.k}':20s} {p.a_dtype.name.lower():5s} "
+              f"{p.a_layout.name}{p.b_layout.name} a{p.align_bytes:<3d} {r['torch'] * 1e3:8.2f} {r['pick'] * 1e3:8.2f} "
+              f"{r['best'] * 1e3:8.2f} {r['torch'] / r['pick']:6.3f} {r['torch'] / r['best']:6.3f}  {r['cfg'].short()}")
+    for split in ("training", "heldout"):
+        rs = [r for r in rows if r["split"] == split]
+        if rs:
+            print(f"{split}: {len(rs)} shapes, torch/pick {geo([r['torch'] / r['pick'] for r in rs]):.3f} "
+                  f"(below 1 on {sum(r['torch'] < r['pick'] for r in rs)}), torch/best "
+                  f"{geo([r['torch'] / r['best'] for r in rs]):.3f} (below 1 on {sum(r['torch'] < r['best'] for r in rs)})")
+    return 0
+
+
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--profile", default="h200")
     ap.add_argument("--margin", type=float, default=0.05)
     ap.add_argument("--ridge", type=float, default=1.0)
+    ap.add_argument("--max-m", type=int, default=None, metavar="M",
+                    help="only list the shapes with at most M rows: torch, pick and best, per shape")
     args = ap.parse_args(argv)
     rows = rows_of(args.profile)
+    if args.max_m is not None:
+        return skinny_table([r for r in rows if r["p"].m <= args.max_m])
     by = defaultdict(list)
     for r in rows:
         by[r["file"]].append(r)

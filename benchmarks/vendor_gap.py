@@ -23,7 +23,6 @@ gap is the pick's (torch/pick below torch/best) or the kernels' ceiling (torch/b
 from __future__ import annotations
 
 import argparse
-import csv
 import math
 import sys
 from collections import defaultdict

@@ -32,12 +32,14 @@ not carry the key).
 Measured on the H100 (session 23, ``models.py --aten``, alternating in one run with torch and the Function path;
 ``benchmarks/results/models_h100_90ab230.csv``): gpt2-medium training 0.844x torch against 0.807x through the
 Function (forward host 60.9 against 72.6 us a GEMM call, backward host 42.7 against 45.9 ms); llama3.2-1b
-training 0.970x against 0.975x (backward host 32.0 against 29.9 ms). The first run (f3ff013) had the backward's
+training 0.970x against 0.975x (backward host 32.0 against 29.9 ms). A second run (``models_h100_aten_008f895.csv``):
+gpt2-medium 0.881x against 0.842x, llama3.2-1b 0.907x against 0.955x. The first run (f3ff013) had the backward's
 GEMMs on torch's kernels: a CUDA backward runs in autograd's device thread, which :func:`carry` now reaches. The
 forward alone (``host_linear.py --train-forward``, ``train_forward_h100_90ab230.txt``) costs about as much
 over torch with and without autograd recording on either path (+3.8-5.7 ms over 96 calls), so the in-model
 cost of our warm call itself, not the Function, is what separates the two from torch there. Off by default:
-it does not reach torch's time on either model.
+GPT-2's Conv1D addmm gains ~4.5%, Llama's F.linear (aten::linear -> matmul -> mm, each backward mm a crossing
+into Python) loses, and neither reaches torch's time.
 
 Registration is process-wide, which is why the kernel checks the enable() state on every call. Disarming
 removes the kernels (the Library is destroyed).

@@ -6,7 +6,8 @@
 #   held-out split's exhaustive sweeps ($HELDOUT_ARGS, default the unfinished tf32, fp8 and square files) with the
 #   seconds left (issue 19).
 #   H200 data is only ever written on an H200: sweep.py refuses another GPU.
-# Any other GPU: the whole suite, then real models with the device's own profile (the training rows with the
+# Any other GPU with OTHER_HELDOUT=<its profile>: the held-out split's sweeps for that profile (bf16 files first).
+# Any other GPU otherwise: the whole suite, then real models with the device's own profile (the training rows with the
 #   TRITONBLAS_AUTOGRAD=aten side, session 22's experiment) and a training step's host split (issue 16), with the
 #   seconds left.
 # Every step is benchmarks/gpu_session.sh's; the results land in $OUT as they do there.
@@ -39,6 +40,15 @@ if [[ "$gpu" == *H200* ]]; then
   b=$(( $(left) - 100 ))  # the heldout step's own margin: its sweep's timeout is the budget + 90 s
   if [ $b -gt 60 ]; then
     STEPS=heldout HELDOUT_BUDGET=$b HELDOUT_ARGS=${HELDOUT_ARGS:---jobs tf32 fp8_e4m3 square} bash benchmarks/gpu_session.sh
+  fi
+elif [ -n "${OTHER_HELDOUT:-}" ]; then
+  # OTHER_HELDOUT=<profile> (h100 on an H100): the held-out split's exhaustive sweeps with that profile's picks,
+  # into benchmarks/data/<profile>_heldout/, for a call whose code the GPU suite has already passed: how close
+  # a profile no sweep was fitted on picks to the exhaustive best, on the GPU the device gives
+  b=$(( $(left) - 100 ))
+  if [ $b -gt 60 ]; then
+    STEPS=heldout HELDOUT_PROFILE=$OTHER_HELDOUT HELDOUT_BUDGET=$b \
+      HELDOUT_ARGS=${HELDOUT_ARGS:---jobs llm skinny longk dlrm grid square} bash benchmarks/gpu_session.sh
   fi
 else
   STEPS=tests TESTS_TIMEOUT=${TESTS_TIMEOUT:-320} bash benchmarks/gpu_session.sh

@@ -32,6 +32,7 @@
 #             (the drop-in's ours-or-torch rule is fitted on it) -> benchmarks/data/h200_vendor{,_heldout}/torch.csv,
 #             back in $OUT/vendor_data.tgz (resumable: commit it)
 #   heldout   the held-out split's exhaustive sweeps (issue 19) under torchrun on every GPU, resumable
+#             ($HELDOUT_PROFILE, default h200: the profile whose picks and <profile>_heldout/ data; h100 on an H100)
 #             (rows already in benchmarks/data/h200_heldout/ are kept; every rank stops starting shapes
 #             after $HELDOUT_BUDGET s, default 480, and the rows are merged; configs over
 #             $HELDOUT_SCREEN x the shape's best, default 1.5, get sweep.py's quick time); then the
@@ -146,10 +147,12 @@ for step in $STEPS; do
     vendor)    { timeout $(( ${VENDOR_BUDGET:-200} + 60 )) python3 benchmarks/vendor_times.py --budget-s ${VENDOR_BUDGET:-200}
                  echo "vendor rc=$?"; tar czf "$OUT/vendor_data.tgz" benchmarks/data/h200_vendor benchmarks/data/h200_vendor_heldout
                } > "$log" 2>&1 ;;
-    heldout)   { timeout $(( ${HELDOUT_BUDGET:-480} + 90 )) python3 -m torch.distributed.run --standalone --nproc-per-node gpu \
-                   benchmarks/sweep.py --heldout --rep-ms ${HELDOUT_REP_MS:-3} --screen ${HELDOUT_SCREEN:-1.5} --budget-s ${HELDOUT_BUDGET:-480} ${HELDOUT_ARGS:-}
-                 echo "sweep rc=$?"; python3 benchmarks/missing_picks.py --profile h200
-                 tar czf "$OUT/heldout_data.tgz" benchmarks/data/h200_heldout
+    heldout)   { hp=${HELDOUT_PROFILE:-h200}  # another GPU's profile (h100): its own <profile>_heldout/ data
+                 timeout $(( ${HELDOUT_BUDGET:-480} + 90 )) python3 -m torch.distributed.run --standalone --nproc-per-node gpu \
+                   benchmarks/sweep.py --heldout --profile $hp --rep-ms ${HELDOUT_REP_MS:-3} --screen ${HELDOUT_SCREEN:-1.5} \
+                   --budget-s ${HELDOUT_BUDGET:-480} ${HELDOUT_ARGS:-}
+                 echo "sweep rc=$?"; python3 benchmarks/missing_picks.py --profile $hp
+                 tar czf "$OUT/heldout_data.tgz" benchmarks/data/${hp}_heldout
                } > "$log" 2>&1 ;;
     ws_sweep)  { timeout 200 python3 -m pytest -m gpu tests/dropin/test_ws_route_gpu.py tests/dropin/test_ws_route.py -q -rs \
                    -p no:cacheprovider

@@ -18,7 +18,8 @@ import pytest
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 
-from benchmarks.selection import HELDOUT_SWEEP, file_sha256, heldout_path, heldout_stems, load_floors, score  # noqa: E402
+from benchmarks.selection import (DATA, HELDOUT_SWEEP, file_sha256, heldout_command, heldout_path,  # noqa: E402
+                                  heldout_stems, load_floors, score)
 from origami.fit import read_sweep  # noqa: E402
 from tritonblas.heldout import heldout_split  # noqa: E402
 
@@ -142,3 +143,85 @@ def test_misses_lists_exactly_the_shapes_under_the_threshold():
     for bad in ("0", "1.5"):
         with pytest.raises(SystemExit):
             selection.main(["--misses", bad])
+
+
+# --- other profiles' held-out data (e.g. h100 on the H100s the device tool gives): no floors until a file is
+# complete and its floors are committed, but the guard's other rules hold from the first row: only the split's
+# shapes, and every recorded shape holds origami.select()'s pick for that profile
+
+
+def check_other_profile(stem: str, path: Path, profile: str) -> None:
+    name = f"{path.parent.name}/{path.name}"
+    data, s = score([path], profile)
+    foreign = [m.problem.describe() for m in data if m.problem not in SPLIT[stem]]
+    assert not foreign, f"{name}: {len(foreign)} shapes not in the split's {stem} file, e.g. {foreign[:3]}"
+    assert not s.missing, "\n".join(
+        [f"{name}: {len(s.missing)} picks of origami.select() for {profile} are not in the data; re-sweep with "
+         f"{heldout_command(stem, profile)}:"] + [f"  {p.describe()}: pick {c.short()}" for p, c in s.missing[:10]])
+    print(f"held-out {name}: {len(s.per_shape)} of {len(SPLIT[stem])} shapes, geomean {s.geomean:.3f}, "
+          f"p10 {s.p10:.3f}")
+
+
+def _other_cases():
+    import origami
+
+    profiles = set(origami.list_profiles()) - {"h200"}
+    out = []
+    for d in sorted(DATA.glob("*_heldout")):
+        profile = d.name[:-len("_heldout")]
+        if profile in profiles:  # (not h200_vendor_heldout: torch's times, vendor_times.py)
+            out += [pytest.param(profile, f.stem, id=f"{profile}-{f.stem}") for f in sorted(d.glob("*.csv"))]
+    return out or [pytest.param(None, None, marks=pytest.mark.skip(
+        reason="no other profile's held-out data recorded yet (device_plan.sh with OTHER_HELDOUT=h100)"))]
+
+
+@pytest.mark.parametrize("profile,stem", _other_cases())
+def test_other_profiles_held_out_data_holds_their_picks(profile, stem):
+    check_other_profile(stem, heldout_path(stem, profile), profile)
+
+
+def test_another_profiles_missing_pick_fails_naming_its_command(tmp_path):
+    """The h100 check on a synthetic file that lacks h100's picks: it fails naming the profile's command."""
+    import csv
+
+    import origami
+    from benchmarks.sweep import COLS, CONFIG_COLS, PROBLEM_COLS, _scored, cell
+
+    hw = origami.load_profile("h100")
+    path = tmp_path / "h100_heldout" / "skinny.csv"
+    path.parent.mkdir()
+    with path.open("w", newline="") as f:
+        w = csv.DictWriter(f, fieldnames=COLS)
+        w.writeheader()
+        for p in SPLIT["skinny"][:3]:
+            pick = origami.select(p, hw).config
+            for i, (c, pred) in enumerate([cp for cp in _scored(p, hw) if cp[0] != pick][:2]):
+                r = {k: cell(getattr(p, k)) for k in PROBLEM_COLS}
+                r.update({k: cell(getattr(c, k)) for k in CONFIG_COLS}, median_ms=f"{1 + i}", error="",
+                         predicted_ns=f"{pred:.1f}")
+                w.writerow(r)
+    with pytest.raises(AssertionError) as e:
+        check_other_profile("skinny", path, "h100")
+    msg = str(e.value)
+    assert "picks of origami.select() for h100 are not in the data" in msg
+    assert heldout_command("skinny", "h100") in msg and msg.count("--profile h100") == 1
+    # the same rows with each shape's pick added pass
+    with path.open("a", newline="") as f:
+        w = csv.DictWriter(f, fieldnames=COLS)
+        for p in SPLIT["skinny"][:3]:
+            pick = origami.select(p, hw).config
+            r = {k: cell(getattr(p, k)) for k in PROBLEM_COLS}
+            r.update({k: cell(getattr(pick, k)) for k in CONFIG_COLS}, median_ms="1.5", error="", predicted_ns="1")
+            w.writerow(r)
+    check_other_profile("skinny", path, "h100")
+
+
+def test_another_profiles_table_names_its_record_command():
+    from benchmarks.selection import heldout_table
+
+    lines = heldout_table("h100")
+    assert lines[0].startswith("held-out split (h100,")
+    absent = [s for s in heldout_stems() if not heldout_path(s, "h100").exists()]
+    if absent:
+        assert lines[-1].endswith(heldout_command(" ".join(absent), "h100"))
+        assert lines[-1].endswith("--profile h100")

@@ -141,6 +141,25 @@ def test_work_run_for_the_block_in_torchs_threads_is_served(device, aten, monkey
     assert out.grad_fn is not None and _rel(out.detach(), a.detach() @ b) < 1e-5
 
 
+def test_without_torchs_thread_state_objects_other_threads_get_torchs_kernel(device, aten, monkeypatch):
+    """A torch without ``_stash_obj_in_tls``: nothing is carried, so the forked task's GEMM is handed on to
+    torch's kernel (the right result, torch's speed), never an error."""
+    monkeypatch.setattr(below_autograd, "_HAS_TLS", False)
+    inner = torch.jit.script(_mm_in)
+
+    @torch.jit.script
+    def forked(a: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
+        return torch.jit.wait(torch.jit.fork(inner, a, b))
+
+    a = torch.randn(24, 16, device=device, requires_grad=True)
+    b = torch.randn(16, 8, device=device)
+    with tritonblas.enable():
+        out = forked(a, b)
+    # (a thread that ran a block before keeps its stash: the check reads _HAS_TLS first)
+    assert aten["served"] == aten["checked"] == 0 and aten["handed_on"] == 1, aten
+    assert torch.equal(out.detach(), a.detach() @ b)
+
+
 def test_meta_tensors_and_unroutable_dtypes_pass_through(device, aten):
     with tritonblas.enable():
         m = torch.empty(24, 16, device="meta", requires_grad=True)

@@ -74,8 +74,8 @@ from tritonblas._compat import allow_tf32
 from tritonblas.counters import COUNTS as _STATS, count, count_all
 from tritonblas.fallback import KERNEL_DTYPES, fallback_reason, out_shape, placement_reason, torch_gemm
 from tritonblas.gluon_route import GluonEntry, gluon_eligible
-from tritonblas.launchcache import (FastEntry, environment, fast_context, fast_valid, launch_fast, launch_ready,
-                                    launch_warm, raw_ready)
+from tritonblas.launchcache import (FastEntry, capturing, environment, fast_context, fast_valid, launch_fast,
+                                    launch_ready, launch_warm, raw_ready)
 
 __all__ = [
     "DTYPES", "DETERMINISTIC_KINDS", "MAX_PLANS", "REPLANS", "GemmKey", "dtype_of", "device_info", "has_profile",
@@ -84,7 +84,7 @@ __all__ = [
     # re-exported: what the ops, the warm path and the routes reach through the dispatcher
     "KERNEL_DTYPES", "allow_tf32", "fallback_reason", "kernels_take", "placement_reason", "torch_gemm", "count", "count_all",
     "FastEntry", "GluonEntry", "gluon_eligible", "fast_valid", "fast_context", "environment", "launch_fast",
-    "launch_ready", "launch_warm", "raw_ready",
+    "launch_ready", "launch_warm", "raw_ready", "capturing",
 ]
 
 # torch dtype → DType: the inverse of plan.TORCH_DTYPES (fp32 storage maps to FP32; TF32 is a
@@ -271,8 +271,8 @@ def _build(key: GemmKey, hw: HardwareProfile, device: torch.device, op: str, ws_
     :func:`ws_reason` (when ``key.ws`` is False), for the error of a forced 'ws' config."""
     if device.type == "cuda":
         with _cuda_guard(device):
-            capturing = torch.cuda.is_current_stream_capturing()
-        if capturing:
+            in_capture = torch.cuda.is_current_stream_capturing()
+        if in_capture:
             raise RuntimeError(
                 f"tritonblas.{op}: {key.problem().describe()} on {device} has no launch plan yet and the "
                 "current stream is capturing a CUDA graph; warm up first: run the same call once "

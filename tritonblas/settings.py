@@ -12,6 +12,7 @@ not import tritonblas) and re-exported here.
 | ``ORIGAMI_TRITON_VERSION`` | ``MAJOR.MINOR`` of the Triton the model predicts for, when it is not the installed one (tables made for another machine) |
 | ``TRITONBLAS_GLUON`` | ``0``: the warp-specialised Gluon kernel (kind ``ws``, :mod:`tritonblas.kernels.gluon_hopper`) is never run, origami selects without it; unset: it runs where origami picks it (profiles with ``model.ws_efficiency`` > 0); ``1`` (an experiment): plain 2-D bf16/fp16 GEMMs (and F.linear's bias add; fp8 scaled_mm) of at least 128x128x64 whose output tiles reach 90% of the SMs run it whatever origami picks |
 | ``TRITONBLAS_AUTOGRAD`` | ``aten`` (an experiment): under ``enable()``, GEMMs with autograd recording run our kernels below torch's C++ autograd (:mod:`tritonblas.below_autograd`) instead of through our Python autograd Function; read when the first block opens |
+| ``TRITONBLAS_EAGER_MIN_GFLOP`` | ``G`` (an experiment, unset by default): in eager mode, a warm-path GEMM (``F.linear``, ``matmul``/``@``, ``bmm``, positional ``addmm``) of fewer than G GFLOP (2·M·N·K) runs torch's own op; CUDA graph capture and ``torch.compile`` keep ours. Host-bound eager workloads pay our Python call (:mod:`tritonblas.fastpath`) |
 | ``TRITON_INTERPRET`` | ``1`` (or ``true``/``yes``/``on``, as Triton reads it) runs the kernels on CPU tensors through Triton's interpreter |
 
 Hot paths read them through :func:`raw_reader` (``dispatch``'s fast key) and :func:`raw_equals`
@@ -20,6 +21,8 @@ Hot paths read them through :func:`raw_reader` (``dispatch``'s fast key) and :fu
 
 from __future__ import annotations
 
+import functools
+import math
 import os
 
 from origami.hardware import ENV_PROFILE_DIR
@@ -27,7 +30,7 @@ from origami.toolchain import ENV_TRITON_VERSION
 
 __all__ = ["ENV_PROFILE", "ENV_TABLE", "ENV_FAST", "ENV_PROFILE_DIR", "ENV_INTERPRET", "ENV_GLUON", "ENV_AUTOGRAD",
            "ENV_TRITON_VERSION", "ALL", "profile", "table", "fast", "profile_dir", "interpret", "gluon", "gluon_off",
-           "autograd_aten", "raw_reader", "raw_equals"]
+           "autograd_aten", "ENV_EAGER_MIN_GFLOP", "eager_min_gflop", "raw_reader", "raw_getter", "raw_equals"]
 
 ENV_PROFILE = "TRITONBLAS_PROFILE"
 ENV_TABLE = "TRITONBLAS_TABLE"
@@ -35,7 +38,9 @@ ENV_FAST = "TRITONBLAS_FAST"
 ENV_INTERPRET = "TRITON_INTERPRET"
 ENV_GLUON = "TRITONBLAS_GLUON"
 ENV_AUTOGRAD = "TRITONBLAS_AUTOGRAD"
-ALL = (ENV_PROFILE, ENV_TABLE, ENV_FAST, ENV_PROFILE_DIR, ENV_TRITON_VERSION, ENV_INTERPRET, ENV_GLUON, ENV_AUTOGRAD)
+ENV_EAGER_MIN_GFLOP = "TRITONBLAS_EAGER_MIN_GFLOP"
+ALL = (ENV_PROFILE, ENV_TABLE, ENV_FAST, ENV_PROFILE_DIR, ENV_TRITON_VERSION, ENV_INTERPRET, ENV_GLUON, ENV_AUTOGRAD,
+       ENV_EAGER_MIN_GFLOP)
 
 
 def profile() -> str | None:
@@ -62,6 +67,21 @@ def gluon_off() -> bool:
 def autograd_aten() -> bool:
     """``TRITONBLAS_AUTOGRAD=aten``: GEMMs under autograd run below torch's C++ autograd (an experiment)."""
     return os.environ.get(ENV_AUTOGRAD) == "aten"
+
+
+def eager_min_gflop() -> float:
+    """``TRITONBLAS_EAGER_MIN_GFLOP``: the GFLOP under which an eager warm-path GEMM runs torch's op; 0 when
+    unset or empty. A ValueError naming the variable for anything but a finite number >= 0."""
+    text = os.environ.get(ENV_EAGER_MIN_GFLOP, "").strip()
+    if not text:
+        return 0.0
+    try:
+        value = float(text)
+    except ValueError:
+        value = math.nan
+    if not math.isfinite(value) or value < 0:
+        raise ValueError(f"{ENV_EAGER_MIN_GFLOP}={text!r}: expected a number of GFLOP >= 0 (e.g. 20), or unset")
+    return value
 
 
 def profile_dir() -> str | None:
@@ -97,6 +117,14 @@ def raw_reader(*names: str):
     get, encode = _raw_mapping()
     keys = tuple(encode(n) for n in names)
     return lambda: tuple(map(get, keys))
+
+
+def raw_getter(name: str):
+    """A function giving the current raw value of the variable ``name`` (None when unset), read per call,
+    with no Python frame on POSIX (a partial of the environment's own dict lookup): for a hot path's
+    "is it set at all" check."""
+    get, encode = _raw_mapping()
+    return functools.partial(get, encode(name))
 
 
 def raw_equals(name: str, text: str):

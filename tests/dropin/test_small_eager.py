@@ -1,0 +1,84 @@
+"""``TRITONBLAS_EAGER_MIN_GFLOP`` (an experiment, tritonblas.fastpath.small_eager): under enable(), a warm-path
+GEMM under the threshold runs torch's op, in no_grad and under autograd; one over it runs ours; unset, nothing
+changes; a bad value is an error naming the variable. CPU (interpreter), counted, never timed."""
+
+from __future__ import annotations
+
+import pytest
+import torch
+import torch.nn.functional as F
+
+import tritonblas
+from tritonblas import dispatch, fastpath, settings
+
+pytestmark = pytest.mark.usefixtures("cpu_profile")  # tests/dropin/conftest.py
+
+_BASE = {name: torch.randn(*shape, generator=torch.Generator().manual_seed(i))
+         for i, (name, shape) in enumerate({"x": (24, 16), "w": (8, 16), "b": (8,), "x3": (4, 24, 16),
+                                            "w3": (4, 16, 8)}.items())}
+
+
+def _t(name: str, dev: str, grad: bool = False) -> torch.Tensor:
+    """A fresh copy of one of the fixed operands (never the shared one: requires_grad_ would stick)."""
+    return _BASE[name].to(dev).clone().requires_grad_(grad)
+
+
+# (name, call, its 2·M·N·K) for each op with a warm path
+CALLS = [
+    ("linear", lambda d, g: F.linear(_t("x", d, g), _t("w", d), _t("b", d)), 2 * 24 * 16 * 8),
+    ("linear_3d", lambda d, g: F.linear(_t("x3", d, g), _t("w", d)), 2 * 4 * 24 * 16 * 8),
+    ("matmul", lambda d, g: torch.matmul(_t("x", d, g), _t("w", d).t()), 2 * 24 * 16 * 8),
+    ("matmul_broadcast", lambda d, g: _t("x", d, g) @ _t("w3", d), 2 * 4 * 24 * 16 * 8),
+    ("addmm", lambda d, g: torch.addmm(_t("b", d), _t("x", d, g), _t("w", d).t()), 2 * 24 * 16 * 8),
+    ("bmm", lambda d, g: torch.bmm(_t("x3", d, g), _t("w3", d)), 2 * 4 * 24 * 16 * 8),
+]
+
+
+@pytest.mark.parametrize("grad", [False, True], ids=["no_grad", "grad"])
+@pytest.mark.parametrize("name,call,flop", CALLS, ids=[c[0] for c in CALLS])
+def test_the_threshold_sends_smaller_gemms_to_torch_and_keeps_larger_ones(device, monkeypatch, name, call, flop,
+                                                                          grad):
+    if grad and name == "bmm":
+        pytest.skip("bmm under autograd has no warm path (the route serves it)")
+    ref = call(device, grad)  # torch alone
+    with tritonblas.enable():
+        call(device, grad), call(device, grad)  # cold, then warm: the hot path's entries exist
+        # just over the call's FLOP: torch's op, exactly torch's result
+        monkeypatch.setenv(settings.ENV_EAGER_MIN_GFLOP, repr((flop + 1) / 1e9))
+        dispatch.reset_stats()
+        out = call(device, grad)
+        st = dispatch.stats()
+        assert st["routed"] == st["launches"] == 0 and st["intercepted"] == 1, st
+        assert torch.equal(out, ref) and (out.grad_fn is not None) == grad
+        # at the call's FLOP: ours
+        monkeypatch.setenv(settings.ENV_EAGER_MIN_GFLOP, repr(flop / 1e9))
+        dispatch.reset_stats()
+        out = call(device, grad)
+        st = dispatch.stats()
+        assert st["routed"] == 1 and st["launches"] >= 1, st
+        assert torch.allclose(out, ref, rtol=1e-4, atol=1e-4) and (out.grad_fn is not None) == grad
+
+
+def test_unset_or_empty_changes_nothing(device, monkeypatch):
+    for value in (None, "", "0"):
+        if value is None:
+            monkeypatch.delenv(settings.ENV_EAGER_MIN_GFLOP, raising=False)
+        else:
+            monkeypatch.setenv(settings.ENV_EAGER_MIN_GFLOP, value)
+        with tritonblas.enable():
+            F.linear(_t("x", device), _t("w", device))
+            dispatch.reset_stats()
+            F.linear(_t("x", device), _t("w", device))
+        assert dispatch.stats()["fast_hits"] == 1, value
+
+
+@pytest.mark.parametrize("value", ["abc", "-1", "nan", "inf", "1e400"])
+def test_a_bad_value_is_an_error_naming_the_variable(device, monkeypatch, value):
+    monkeypatch.setenv(settings.ENV_EAGER_MIN_GFLOP, value)
+    fastpath._MIN_FLOP.clear()
+    with tritonblas.enable(), pytest.raises(ValueError, match=settings.ENV_EAGER_MIN_GFLOP):
+        F.linear(_t("x", device), _t("w", device))
+
+
+def test_the_variable_is_documented():
+    assert settings.ENV_EAGER_MIN_GFLOP in settings.ALL

@@ -160,6 +160,12 @@ MUTATIONS = (
              "            below_autograd.carry(stack)",
              "            pass",
              ("tests/dropin/test_below_autograd.py",)),
+    Mutation("small_eager_at_the_threshold", "TRITONBLAS_EAGER_MIN_GFLOP sends a GEMM of exactly G GFLOP to torch "
+             "(the threshold is 'fewer than G')",
+             "tritonblas/fastpath.py",
+             "    if flop >= limit:\n        return False",
+             "    if flop > limit:\n        return False",
+             ("tests/dropin/test_small_eager.py",)),
     Mutation("below_autograd_unchecked_shapes", "the kernels below autograd take shapes torch rejects (our error, "
              "not torch's, for a mismatched K or an addmm c that does not broadcast)",
              "tritonblas/below_autograd.py",

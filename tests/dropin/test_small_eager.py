@@ -1,8 +1,12 @@
 """``TRITONBLAS_EAGER_MIN_GFLOP`` (an experiment, tritonblas.fastpath.small_eager): under enable(), a warm-path
 GEMM under the threshold runs torch's op, in no_grad and under autograd; one over it runs ours; unset, nothing
-changes; a bad value is an error naming the variable. CPU (interpreter), counted, never timed."""
+changes; a bad value is an error naming the variable. CPU (interpreter), counted, never timed; on a GPU also
+a CUDA graph capture, which keeps our kernel."""
 
 from __future__ import annotations
+
+import sys
+from pathlib import Path
 
 import pytest
 import torch
@@ -10,6 +14,9 @@ import torch.nn.functional as F
 
 import tritonblas
 from tritonblas import dispatch, fastpath, settings
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # tests/_check.py
+from _check import assert_gemm_close, reference  # noqa: E402  (the one comparator, RELIABILITY §4.2)
 
 pytestmark = pytest.mark.usefixtures("cpu_profile")  # tests/dropin/conftest.py
 
@@ -82,3 +89,34 @@ def test_a_bad_value_is_an_error_naming_the_variable(device, monkeypatch, value)
 
 def test_the_variable_is_documented():
     assert settings.ENV_EAGER_MIN_GFLOP in settings.ALL
+
+
+@pytest.mark.gpu
+@pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA GPU (run with `-m gpu` on the H200)")
+def test_a_cuda_graph_capture_keeps_our_kernel(monkeypatch):
+    """Under capture the host's cost is paid once: the threshold does not apply, the captured call is ours and
+    its replay follows new inputs."""
+    x = torch.randn(64, 256, device="cuda", dtype=torch.bfloat16)
+    w = torch.randn(128, 256, device="cuda", dtype=torch.bfloat16)
+    monkeypatch.setenv(settings.ENV_EAGER_MIN_GFLOP, "1000")
+    with tritonblas.enable():
+        s = torch.cuda.Stream()
+        s.wait_stream(torch.cuda.current_stream())
+        with torch.cuda.stream(s):  # warm-up outside capture: eager, so torch's op (nothing planned)
+            dispatch.reset_stats()
+            F.linear(x, w)
+            assert dispatch.stats()["routed"] == 0
+        torch.cuda.current_stream().wait_stream(s)
+        monkeypatch.delenv(settings.ENV_EAGER_MIN_GFLOP)
+        F.linear(x, w), F.linear(x, w)  # our plan and warm entry (capture cannot plan)
+        monkeypatch.setenv(settings.ENV_EAGER_MIN_GFLOP, "1000")
+        g = torch.cuda.CUDAGraph()
+        dispatch.reset_stats()
+        with torch.cuda.graph(g):
+            out = F.linear(x, w)
+        assert dispatch.stats()["routed"] == 1, dispatch.stats()
+    x.copy_(torch.randn_like(x))
+    g.replay()
+    torch.cuda.synchronize()
+    ref, mag, _ = reference(x, w.t())
+    assert_gemm_close(out, ref, mag, k=x.shape[1], what="replayed capture under the threshold")

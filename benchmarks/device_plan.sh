@@ -8,8 +8,8 @@
 #   H200 data is only ever written on an H200: sweep.py refuses another GPU.
 # Any other GPU with OTHER_HELDOUT=<its profile>: the held-out split's sweeps for that profile (bf16 files first).
 # Any other GPU otherwise: the whole suite, then real models with the device's own profile (the training rows with the
-#   TRITONBLAS_AUTOGRAD=aten side, session 22's experiment) and a training step's host split (issue 16), with the
-#   seconds left.
+#   TRITONBLAS_AUTOGRAD=aten side, session 22's experiment), then the same rows with TRITONBLAS_EAGER_MIN_GFLOP
+#   (session 23's, $EAGER_GFLOP, default 20) (issue 16), with the seconds left.
 # Every step is benchmarks/gpu_session.sh's; the results land in $OUT as they do there.
 set -u -o pipefail
 : "${GIT_SHA:?set GIT_SHA=<the commit of the tree you send>}"
@@ -52,15 +52,20 @@ elif [ -n "${OTHER_HELDOUT:-}" ]; then
   fi
 else
   STEPS=tests TESTS_TIMEOUT=${TESTS_TIMEOUT:-320} bash benchmarks/gpu_session.sh
-  b=$(( $(left) - 140 ))  # keep 100 s for the training step's host split and 40 s of margin
+  b=$(( ($(left) - 40) / 2 ))  # half of what is left, the other half for the same rows under the experiment
   if [ $b -gt 60 ]; then
     STEPS=models MODELS_TIMEOUT=$(( b + 30 )) MODELS_BUDGET=$b \
       MODELS_ARGS=${MODELS_ARGS:---aten --jobs gpt2-medium:train:bf16 llama3.2-1b:train:bf16 llama3.2-1b:prefill:bf16} \
       bash benchmarks/gpu_session.sh
   fi
-  t=$(( $(left) - 20 ))
-  if [ $t -gt 60 ]; then
-    STEPS=train_host TRAIN_HOST_TIMEOUT=$t TRAIN_MODELS=${TRAIN_MODELS:-gpt2-medium} bash benchmarks/gpu_session.sh
+  # session 23's experiment: eager GEMMs under $EAGER_GFLOP GFLOP on torch's op (the ours columns), same rows
+  # (the training step's host split, train_host, ran in sessions 22-23: run it by hand when wanted)
+  b=$(( $(left) - 40 ))
+  if [ $b -gt 60 ]; then
+    STEPS=models MODELS_TIMEOUT=$(( b + 30 )) MODELS_BUDGET=$b MODELS_SUFFIX=_eager${EAGER_GFLOP:-20} \
+      MODELS_ENV=TRITONBLAS_EAGER_MIN_GFLOP=${EAGER_GFLOP:-20} \
+      MODELS_ARGS="--jobs gpt2-medium:train:bf16 llama3.2-1b:train:bf16 llama3.2-1b:prefill:bf16" \
+      bash benchmarks/gpu_session.sh
   fi
 fi
 # The device tool brings back at most 8 files from $OUT (session 22 lost the ragged sweep's sweep_data.tgz, the

@@ -14,7 +14,7 @@
 #             $COMPARE_SETS0 on GPU 0, $COMPARE_SETS1 on GPU 1 (one deadline, $COMPARE_BUDGET s);
 #             CSVs and logs tarred into $OUT/compares.tgz; $COMPARE_EXTRA is passed to every compare.py
 #             (e.g. "--nvmmh-k 1 --gluon": nvMMH's top-1 and the Gluon kernel's column)
-#   models    benchmarks/models.py $MODELS_ARGS (real models, torch vs enable()) -> $OUT/models_$GPU_TAG.csv ($GPU_TAG: h100, h200, ... from the GPU's name)
+#   models    benchmarks/models.py $MODELS_ARGS (real models, torch vs enable()) -> $OUT/models_$GPU_TAG$MODELS_SUFFIX.csv ($GPU_TAG: h100, h200, ... from the GPU's name; $MODELS_ENV: variables for the run)
 #   inductor  benchmarks/inductor_compare.py $INDUCTOR_ARGS (compile time + speed: default, max-autotune, origami provider)
 #   fp8       benchmarks/scaled_mm_compare.py $FP8_ARGS (tritonblas.scaled_mm vs torch._scaled_mm) -> $OUT/scaled_mm_$GPU_TAG.csv
 #   fp8_gluon scaled_mm_compare.py: the Triton pick with --fast-accum, and gluon_scaled_mm (TRITONBLAS_GLUON=1)
@@ -109,8 +109,10 @@ for step in $STEPS; do
                    done ) > "$OUT/cmp/compare_gpu$g.log" 2>&1 &
                done
                wait; tar czf "$OUT/compares.tgz" -C "$OUT" cmp && rm -rf "$OUT/cmp"; echo done > "$log" ;;
-    models)    timeout ${MODELS_TIMEOUT:-420} python3 benchmarks/models.py ${MODELS_ARGS:-} --budget-s ${MODELS_BUDGET:-360} \
-                 --out "$OUT/models_$GPU_TAG.csv" > "$log" 2>&1 ;;
+    models)    # MODELS_ENV (e.g. TRITONBLAS_EAGER_MIN_GFLOP=20): the process's environment, so the "ours" side runs
+               # under it (the CSV's provenance records it); MODELS_SUFFIX keeps a second run's CSV apart
+               env ${MODELS_ENV:-} timeout ${MODELS_TIMEOUT:-420} python3 benchmarks/models.py ${MODELS_ARGS:-} \
+                 --budget-s ${MODELS_BUDGET:-360} --out "$OUT/models_$GPU_TAG${MODELS_SUFFIX:-}.csv" > "$log" 2>&1 ;;
     inductor)  timeout ${INDUCTOR_TIMEOUT:-420} python3 benchmarks/inductor_compare.py ${INDUCTOR_ARGS:-} --out "$OUT/inductor_$GPU_TAG.csv" > "$log" 2>&1 ;;
     fp8)       timeout ${FP8_TIMEOUT:-300} python3 benchmarks/scaled_mm_compare.py ${FP8_ARGS:-} --out "$OUT/scaled_mm_$GPU_TAG.csv" > "$log" 2>&1 ;;
     fp8_gluon) # the fp8 questions of issue 18: origami's Triton pick with fast accumulation (how much does

@@ -40,7 +40,7 @@ from tritonblas import _compat, autocast, dispatch
 
 __all__ = ["ENV_FAST", "enabled", "direct", "linear", "matmul", "linear_hot", "matmul_hot", "clear", "MAX_ENTRIES",
            "TORCH", "record_unroutable_linear", "record_unroutable_matmul", "addmm_hot", "bmm_hot",
-           "refused_class", "record_refused_class", "REFUSED_CLASSES"]
+           "refused_class", "record_refused_class", "REFUSED_CLASSES", "small_eager"]
 
 from tritonblas.settings import ENV_EAGER_MIN_GFLOP, ENV_FAST, eager_min_gflop, raw_equals, raw_getter  # noqa: E402
 MAX_ENTRIES = 4096

@@ -8,8 +8,8 @@
 #   H200 data is only ever written on an H200: sweep.py refuses another GPU.
 # Any other GPU with OTHER_HELDOUT=<its profile>: the held-out split's sweeps for that profile (bf16 files first).
 # Any other GPU otherwise: the whole suite, then real models with the device's own profile (the training rows with the
-#   TRITONBLAS_AUTOGRAD=aten side, session 22's experiment), then the same rows with TRITONBLAS_EAGER_MIN_GFLOP
-#   (session 23's, $EAGER_GFLOP, default 20) (issue 16), with the seconds left.
+#   TRITONBLAS_AUTOGRAD=aten side, session 22's experiment, and the TRITONBLAS_EAGER_MIN_GFLOP=$EAGER_GFLOP side,
+#   session 23's, default 20, in one alternation) (issue 16), with the seconds left.
 # Every step is benchmarks/gpu_session.sh's; the results land in $OUT as they do there.
 set -u -o pipefail
 : "${GIT_SHA:?set GIT_SHA=<the commit of the tree you send>}"
@@ -52,21 +52,13 @@ elif [ -n "${OTHER_HELDOUT:-}" ]; then
   fi
 else
   STEPS=tests TESTS_TIMEOUT=${TESTS_TIMEOUT:-320} bash benchmarks/gpu_session.sh
-  b=$(( ($(left) - 40) / 2 ))  # half of what is left, the other half for the same rows under the experiment
-  if [ $b -gt 60 ]; then
-    STEPS=models MODELS_TIMEOUT=$(( b + 30 )) MODELS_BUDGET=$b \
-      MODELS_ARGS=${MODELS_ARGS:---aten --jobs gpt2-medium:train:bf16 llama3.2-1b:train:bf16 llama3.2-1b:prefill:bf16} \
-      bash benchmarks/gpu_session.sh
-  fi
-  # session 23's experiment: eager GEMMs under $EAGER_GFLOP GFLOP on torch's op (the ours columns), same rows
-  # (the training step's host split, train_host, ran in sessions 22-23: run it by hand when wanted)
   b=$(( $(left) - 40 ))
-  if [ $b -gt 60 ]; then
-    STEPS=models MODELS_TIMEOUT=$(( b + 30 )) MODELS_BUDGET=$b MODELS_SUFFIX=_eager${EAGER_GFLOP:-20} \
-      MODELS_ENV=TRITONBLAS_EAGER_MIN_GFLOP=${EAGER_GFLOP:-20} \
-      MODELS_ARGS="--jobs gpt2-medium:train:bf16 llama3.2-1b:train:bf16 llama3.2-1b:prefill:bf16" \
+  if [ $b -gt 60 ]; then  # the aten side (session 22's experiment) and the eager side (session 23's) in one alternation
+    STEPS=models MODELS_TIMEOUT=$(( b + 30 )) MODELS_BUDGET=$b \
+      MODELS_ARGS=${MODELS_ARGS:---aten --eager ${EAGER_GFLOP:-20} --jobs gpt2-medium:train:bf16 llama3.2-1b:train:bf16 llama3.2-1b:prefill:bf16} \
       bash benchmarks/gpu_session.sh
   fi
+  # (the training step's host split, train_host, ran in sessions 22-23: run it by hand when wanted)
 fi
 # The device tool brings back at most 8 files from $OUT (session 22 lost the ragged sweep's sweep_data.tgz, the
 # 9th): past 8, the logs, texts and job CSVs travel in one logs.tgz and the data tarballs stay as they are

@@ -34,6 +34,10 @@ Gluon kernel are timed in one run (before: two runs, one per setting, each again
 kernels below torch's C++ autograd, :mod:`tritonblas.below_autograd`, instead of our Python autograd
 Function), in the ``aten_*`` columns, in the same alternation (for the train rows: its no_grad paths are ours).
 
+``--eager GFLOP`` adds the side ``eager``: ``enable()`` with ``TRITONBLAS_EAGER_MIN_GFLOP=GFLOP`` (eager GEMMs
+under it run torch's op, :func:`tritonblas.fastpath.small_eager`; session 23's experiment), in the ``eager_*``
+columns, in the same alternation (``eager_gflop`` records the threshold).
+
 ``--versus`` adds the side ``versus``: ``enable()`` with the tile table :mod:`tritonblas.versus`
 measures in the same process for the problems the ``ours`` side planned (every GEMM the workload ran
 through tritonblas, backward included): each problem timed with our pick and with ``torch.matmul``,
@@ -75,6 +79,8 @@ FIELDS = ("model", "mode", "dtype", "torch_ms", "ours_ms", "speedup", "torch_gem
           "gluon_bwd_host_ms", "gluon_peak_mb", "gluon_err",
           "aten_ms", "aten_speedup", "aten_gemm_gpu_ms", "aten_other_gpu_ms", "aten_host_us_per_gemm",
           "aten_bwd_host_ms", "aten_peak_mb", "aten_err",
+          "eager_ms", "eager_speedup", "eager_gemm_gpu_ms", "eager_other_gpu_ms", "eager_host_us_per_gemm",
+          "eager_bwd_host_ms", "eager_peak_mb", "eager_err", "eager_gflop",
           "versus_ms", "versus_speedup", "versus_gemm_gpu_ms", "versus_other_gpu_ms", "versus_host_us_per_gemm",
           "versus_bwd_host_ms", "versus_peak_mb", "versus_err", "vendor_entries", "versus_problems",
           "parity", "shape", "reps", "error")
@@ -370,6 +376,15 @@ class Row:
     aten_bwd_host_ms: float = math.nan
     aten_peak_mb: float = math.nan
     aten_err: float = math.nan
+    eager_ms: float = math.nan
+    eager_speedup: float = math.nan
+    eager_gemm_gpu_ms: float = math.nan
+    eager_other_gpu_ms: float = math.nan
+    eager_host_us_per_gemm: float = math.nan
+    eager_bwd_host_ms: float = math.nan
+    eager_peak_mb: float = math.nan
+    eager_err: float = math.nan
+    eager_gflop: float = math.nan
     versus_ms: float = math.nan
     versus_speedup: float = math.nan
     versus_gemm_gpu_ms: float = math.nan
@@ -437,9 +452,9 @@ def _environ(env: dict):
                 os.environ[k] = v
 
 
-def make_sides(gluon: bool, aten: bool = False) -> dict:
+def make_sides(gluon: bool, aten: bool = False, eager: float | None = None) -> dict:
     """torch, ours (origami's picks) and, with ``gluon``, ours with TRITONBLAS_GLUON=1; with ``aten``, ours
-    with TRITONBLAS_AUTOGRAD=aten."""
+    with TRITONBLAS_AUTOGRAD=aten; with ``eager`` (GFLOP), ours with TRITONBLAS_EAGER_MIN_GFLOP=eager."""
     from tritonblas import settings
 
     sides = {"torch": Side("torch"), "ours": Side("ours")}
@@ -447,6 +462,8 @@ def make_sides(gluon: bool, aten: bool = False) -> dict:
         sides["gluon"] = Side("gluon", env={settings.ENV_GLUON: "1"})
     if aten:
         sides["aten"] = Side("aten", env={settings.ENV_AUTOGRAD: "aten"})
+    if eager is not None:
+        sides["eager"] = Side("eager", env={settings.ENV_EAGER_MIN_GFLOP: f"{eager:g}"})
     return sides
 
 
@@ -519,12 +536,14 @@ def _versus_side(row: Row) -> "Side":
 
 
 def run_workload(name: str, mode: str, dtype_name: str, reps: int, device: str = "cuda", gluon: bool = False,
-                 versus: bool = False, aten: bool = False) -> Row:
+                 versus: bool = False, aten: bool = False, eager: float | None = None) -> Row:
     import torch
 
     dtype = {"bf16": torch.bfloat16, "fp16": torch.float16}[dtype_name]
     row = Row(name, mode, dtype_name, reps=reps)
-    sides = make_sides(gluon, aten)
+    sides = make_sides(gluon, aten, eager)
+    if eager is not None:
+        row.eager_gflop = eager
     model, inputs, spec = build(name, dtype, device)
     try:
         steps, ref_out, outs = _build_steps(name, mode, model, inputs, spec, sides)
@@ -550,6 +569,8 @@ def run_workload(name: str, mode: str, dtype_name: str, reps: int, device: str =
             row.gluon_speedup = row.torch_ms / row.gluon_ms
         if "aten" in sides:
             row.aten_speedup = row.torch_ms / row.aten_ms
+        if "eager" in sides:
+            row.eager_speedup = row.torch_ms / row.eager_ms
         if "versus" in sides:
             row.versus_speedup = row.torch_ms / row.versus_ms
         for k in sides:
@@ -785,7 +806,10 @@ def summary(rows: list[dict]) -> str:
                         f"host us {float(r['aten_host_us_per_gemm']):.1f}"
                         + (f" backward host ms {float(r['aten_bwd_host_ms']):.2f}"
                            if r.get("aten_bwd_host_ms") not in (None, "", "nan") else "")
-                        if r.get("aten_ms") not in (None, "", "nan") else ""))
+                        if r.get("aten_ms") not in (None, "", "nan") else "")
+                     + (f"  eager<{float(r['eager_gflop']):g}GF {float(r['eager_ms']):.3f} ms x{float(r['eager_speedup']):.3f} "
+                        f"host us {float(r['eager_host_us_per_gemm']):.1f}"
+                        if r.get("eager_ms") not in (None, "", "nan") else ""))
     if ok:
         gm = math.exp(statistics.fmean(math.log(float(r["speedup"])) for r in ok))
         lines.append(f"geomean speedup over {len(ok)} workloads: {gm:.3f}; min {min(float(r['speedup']) for r in ok):.3f}")
@@ -797,6 +821,10 @@ def summary(rows: list[dict]) -> str:
         if at:
             lines.append(f"with TRITONBLAS_AUTOGRAD=aten: geomean {math.exp(statistics.fmean(math.log(x) for x in at)):.3f} "
                          f"over {len(at)}; min {min(at):.3f}")
+        ea = [float(r["eager_speedup"]) for r in ok if r.get("eager_speedup") not in (None, "", "nan")]
+        if ea:
+            lines.append(f"with TRITONBLAS_EAGER_MIN_GFLOP: geomean {math.exp(statistics.fmean(math.log(x) for x in ea)):.3f} "
+                         f"over {len(ea)}; min {min(ea):.3f}")
     return "\n".join(lines)
 
 
@@ -860,12 +888,13 @@ def plot(path: Path) -> Path:
 
 
 def _isolated(model: str, mode: str, dtype: str, reps: int, timeout_s: float, gluon: bool = False,
-              versus: bool = False, aten: bool = False) -> Row:
+              versus: bool = False, aten: bool = False, eager: float | None = None) -> Row:
     """One workload in its own process: a device-side assert, a hang or a leak ends only its row."""
     import json
 
     cmd = [sys.executable, __file__, "--one", model, mode, dtype, "--reps", str(reps), *(["--gluon"] if gluon else []),
-           *(["--versus"] if versus else []), *(["--aten"] if aten else [])]
+           *(["--versus"] if versus else []), *(["--aten"] if aten else []),
+           *(["--eager", f"{eager:g}"] if eager is not None else [])]
     try:
         p = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout_s, cwd=ROOT)
     except subprocess.TimeoutExpired:
@@ -898,6 +927,9 @@ def main(argv=None) -> int:
                     help="a third side: enable() with TRITONBLAS_GLUON=1 (the gluon_* columns), in the same alternation")
     ap.add_argument("--aten", action="store_true",
                     help="a side: enable() with TRITONBLAS_AUTOGRAD=aten (the aten_* columns), in the same alternation")
+    ap.add_argument("--eager", type=float, default=None, metavar="GFLOP",
+                    help="a side: enable() with TRITONBLAS_EAGER_MIN_GFLOP=GFLOP (eager GEMMs under it on torch's op; "
+                         "the eager_* columns), in the same alternation")
     ap.add_argument("--versus", action="store_true",
                     help="a side with the ours-or-torch table tritonblas.versus measures (the versus_* columns)")
     args = ap.parse_args(argv)
@@ -910,7 +942,7 @@ def main(argv=None) -> int:
     if args.one:
         import json
 
-        r = run_workload(*args.one, args.reps, gluon=args.gluon, versus=args.versus, aten=args.aten)
+        r = run_workload(*args.one, args.reps, gluon=args.gluon, versus=args.versus, aten=args.aten, eager=args.eager)
         print("ROW " + json.dumps(asdict(r)), flush=True)
         return 0
     if args.plot is not None:
@@ -937,7 +969,7 @@ def main(argv=None) -> int:
             continue
         t0 = time.time()
         r = _isolated(m, mo, d, args.reps, min(args.job_timeout_s, max(30.0, args.budget_s - (t0 - start) + 30)),
-                      gluon=args.gluon, versus=args.versus, aten=args.aten)
+                      gluon=args.gluon, versus=args.versus, aten=args.aten, eager=args.eager)
         rows.append(r)
         print(f"{m} {mo} {d}: torch {r.torch_ms:.3f} ms ours {r.ours_ms:.3f} ms x{r.speedup:.3f} "
               f"versus {r.versus_ms:.3f} ms x{r.versus_speedup:.3f} "

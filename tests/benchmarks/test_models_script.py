@@ -116,6 +116,44 @@ def test_the_aten_side_sets_its_switch_only_inside_and_its_columns_round_trip(tm
     assert "with TRITONBLAS_AUTOGRAD=aten: geomean 0.909 over 1" in text
 
 
+def test_the_eager_side_sets_its_threshold_only_inside_and_its_columns_round_trip(tmp_path, monkeypatch):
+    """``--eager G``'s side: ``TRITONBLAS_EAGER_MIN_GFLOP=G`` inside its ``ctx()`` only; its columns (with the
+    threshold) are written, merged and summarised; the per-workload subprocess gets the flag."""
+    import os
+
+    from tritonblas import routing, settings
+
+    monkeypatch.delenv(settings.ENV_EAGER_MIN_GFLOP, raising=False)
+    sides = models.make_sides(gluon=False, aten=True, eager=20.0)
+    assert list(sides) == ["torch", "ours", "aten", "eager"]
+    with sides["eager"].ctx():
+        assert os.environ[settings.ENV_EAGER_MIN_GFLOP] == "20" and routing.active()
+    assert settings.ENV_EAGER_MIN_GFLOP not in os.environ and not routing.active()
+    with sides["ours"].ctx():
+        assert settings.ENV_EAGER_MIN_GFLOP not in os.environ
+
+    p = tmp_path / "e.csv"
+    _write(p, "eee", [models.Row("m", "train", "bf16", torch_ms=2.0, ours_ms=2.5, speedup=0.8, eager_ms=2.05,
+                                 eager_speedup=2.0 / 2.05, eager_host_us_per_gemm=31.0, eager_gflop=20.0)])
+    out = tmp_path / "merged.csv"
+    models.merge([p], out)
+    (m,) = models.read_rows(out)
+    assert float(m["eager_ms"]) == 2.05 and float(m["eager_gflop"]) == 20.0
+    text = models.summary(models.read_rows(out))
+    assert "eager<20GF 2.050 ms x0.976 host us 31.0" in text
+    assert "with TRITONBLAS_EAGER_MIN_GFLOP: geomean 0.976 over 1" in text
+
+    seen = {}
+
+    def fake_run(cmd, **kw):
+        seen["cmd"] = cmd
+        raise models.subprocess.TimeoutExpired(cmd, 1)
+
+    monkeypatch.setattr(models.subprocess, "run", fake_run)
+    row = models._isolated("m", "train", "bf16", 3, 1.0, eager=20.0)
+    assert seen["cmd"][-2:] == ["--eager", "20"] and row.error.startswith("timeout")
+
+
 def test_parity_fails_when_the_gluon_side_gives_nan(monkeypatch):
     """``--gluon``'s parity covers every non-torch side: a NaN output on the Gluon side (a broken
     kernel) is a FAIL, not hidden by ``max()`` keeping the finite ``ours_err`` before it."""

@@ -58,7 +58,7 @@
 set -u -o pipefail
 # the device tree's git metadata is not the tree that was sent (session 11 recorded the session's first
 # commit for later trees): every CSV's provenance comes from GIT_SHA, so it must be given
-# (a commit's hex: session 23 sent a placeholder and had to mend a CSV's header by hand)
+# (a commit's hex: a placeholder would stand in every CSV's provenance)
 if ! [[ "${GIT_SHA:-}" =~ ^[0-9a-f]{7,40}$ ]]; then
   echo "gpu_session.sh: set GIT_SHA=<the commit of the tree you send>, 7-40 hex digits (got '${GIT_SHA:-}';" \
        "benchmarks/_harness.git_sha reads it)" >&2

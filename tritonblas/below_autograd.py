@@ -1,13 +1,10 @@
 """An experiment (``TRITONBLAS_AUTOGRAD=aten``, off by default): under ``enable()``, training's GEMMs run our
 kernels *below* torch's own C++ autograd instead of through our Python ``torch.autograd.Function``.
 
-Why: a training step of a small model is host-bound, and there the Python Function is the drop-in's cost.
-Measured on the H100 (2026-12-05, gpt2-medium, ``benchmarks/results/train_forward_h100_2331d60.txt``): the
-forward costs +16 us a GEMM call over torch under no_grad and +51 us with autograd recording, so ~35 us a
-call is the Function against torch's C++ node. On this CPU, inside a tiny twin of the model with launches
-stubbed (``python benchmarks/host_linear.py --inmodel-grad``), recording costs our call +17-22 us against
-torch's +7-8. A probe with the Function's forward cut down to the launch alone still paid +21 us. So the
-cost is the Function's apply machinery, which no leaner body removes.
+Why: a training step of a small model is host-bound, and recording autograd through a Python Function costs
+our call more than torch's C++ node costs torch's: inside a tiny twin of a model with launches stubbed
+(``python benchmarks/host_linear.py --inmodel-grad``, CPU), +17-22 us a call against torch's +7-8, and a
+Function whose forward only launched still paid +21 us.
 
 Mechanism: while armed (:func:`arm`, by ``enable()`` when the variable says ``aten``), ``aten::mm`` and
 ``aten::addmm`` get a Python kernel at the ``ADInplaceOrView`` dispatch key. That key lies below
@@ -29,17 +26,14 @@ no kernel is registered for it here.
 Under no_grad and inference_mode the wrappers' warm paths serve the call as before (inference tensors do
 not carry the key).
 
-Measured on the H100 (session 23, ``models.py --aten``, alternating in one run with torch and the Function path;
-``benchmarks/results/models_h100_90ab230.csv``): gpt2-medium training 0.844x torch against 0.807x through the
-Function (forward host 60.9 against 72.6 us a GEMM call, backward host 42.7 against 45.9 ms); llama3.2-1b
-training 0.970x against 0.975x (backward host 32.0 against 29.9 ms). A second run (``models_h100_aten_008f895.csv``):
-gpt2-medium 0.881x against 0.842x, llama3.2-1b 0.907x against 0.955x. The first run (f3ff013) had the backward's
-GEMMs on torch's kernels: a CUDA backward runs in autograd's device thread, which :func:`carry` now reaches. The
-forward alone (``host_linear.py --train-forward``, ``train_forward_h100_90ab230.txt``) costs about as much
-over torch with and without autograd recording on either path (+3.8-5.7 ms over 96 calls), so the in-model
-cost of our warm call itself, not the Function, is what separates the two from torch there. Off by default:
-GPT-2's Conv1D addmm gains ~4.5%, Llama's F.linear (aten::linear -> matmul -> mm, each backward mm a crossing
-into Python) loses, and neither reaches torch's time.
+Evidence, and why it is off by default (H100, ``benchmarks/models.py --aten``: torch, the Function path and
+this one alternating in one run; ``benchmarks/results/models_h100_90ab230.csv`` and
+``models_h100_aten_008f895.csv``): gpt2-medium training 0.844x and 0.881x torch against 0.807x and 0.842x
+through the Function; llama3.2-1b training 0.970x and 0.907x against 0.975x and 0.955x. GPT-2's Conv1D addmm
+gains; Llama's F.linear (aten::linear -> matmul -> mm, each backward mm a crossing into Python) loses; neither
+reaches torch's time. The training forward alone (``host_linear.py --train-forward``,
+``train_forward_h100_90ab230.txt``) is +3.8-5.7 ms over torch across 96 calls on either path, with or without
+recording: there the in-model cost of the warm call itself, not the Function, is the gap.
 
 Registration is process-wide, which is why the kernel checks the enable() state on every call. Disarming
 removes the kernels (the Library is destroyed).

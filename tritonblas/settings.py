@@ -15,8 +15,9 @@ not import tritonblas) and re-exported here.
 | ``TRITONBLAS_EAGER_MIN_GFLOP`` | ``G`` (an experiment, unset by default): in eager mode, a warm-path GEMM (``F.linear``, ``matmul``/``@``, ``bmm``, positional ``addmm``) of fewer than G GFLOP (2·M·N·K) runs torch's own op; CUDA graph capture and ``torch.compile`` keep ours. Host-bound eager workloads pay our Python call (:mod:`tritonblas.fastpath`) |
 | ``TRITON_INTERPRET`` | ``1`` (or ``true``/``yes``/``on``, as Triton reads it) runs the kernels on CPU tensors through Triton's interpreter |
 
-Hot paths read them through :func:`raw_reader` (``dispatch``'s fast key) and :func:`raw_equals`
-(``fastpath``'s off switch); every module takes the names from here.
+Hot paths read them through :func:`raw_reader` (``dispatch``'s fast key), :func:`raw_equals`
+(``fastpath``'s off switch) and :func:`raw_getter` (``fastpath``'s small-GEMM threshold, set or not); every
+module takes the names from here.
 """
 
 from __future__ import annotations

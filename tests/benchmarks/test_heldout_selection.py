@@ -74,26 +74,39 @@ def test_every_heldout_floor_has_its_split_file():
     assert not set(FLOORS) - stems, f"heldout floors for files not in the split: {sorted(set(FLOORS) - stems)}"
 
 
-def test_a_pick_missing_from_held_out_data_fails_naming_shape_pick_and_command(tmp_path):
-    """The guard on a (synthetic) held-out sweep of one split file that lacks select()'s picks."""
+def _write_sweep_without_picks(path: Path, problems, profile: str, with_picks: bool = False) -> None:
+    """A synthetic held-out sweep at ``path``: per problem, the first two configs of its space other than
+    ``origami.select()``'s pick for ``profile`` (times 1 and 2 ms); with ``with_picks``, the picks too (1.5 ms)."""
     import csv
 
     import origami
     from benchmarks.sweep import COLS, CONFIG_COLS, PROBLEM_COLS, _scored, cell
 
-    hw = origami.load_profile("h200")
-    path = tmp_path / "h200_heldout" / "square.csv"
-    path.parent.mkdir()
+    hw = origami.load_profile(profile)
+    path.parent.mkdir(exist_ok=True)
     with path.open("w", newline="") as f:
         w = csv.DictWriter(f, fieldnames=COLS)
         w.writeheader()
-        for p in SPLIT["square"]:
+        for p in problems:
             pick = origami.select(p, hw).config
-            for i, (c, pred) in enumerate([cp for cp in _scored(p, hw) if cp[0] != pick][:2]):
+            others = [cp for cp in _scored(p, hw) if cp[0] != pick][:2]
+            rows = [(c, pred, f"{1 + i}") for i, (c, pred) in enumerate(others)]
+            if with_picks:
+                rows.append((pick, 1.0, "1.5"))
+            for c, pred, ms in rows:
                 r = {k: cell(getattr(p, k)) for k in PROBLEM_COLS}
-                r.update({k: cell(getattr(c, k)) for k in CONFIG_COLS}, median_ms=f"{1 + i}", error="",
+                r.update({k: cell(getattr(c, k)) for k in CONFIG_COLS}, median_ms=ms, error="",
                          predicted_ns=f"{pred:.1f}")
                 w.writerow(r)
+
+
+def test_a_pick_missing_from_held_out_data_fails_naming_shape_pick_and_command(tmp_path):
+    """The guard on a (synthetic) held-out sweep of one split file that lacks select()'s picks."""
+    import origami
+
+    hw = origami.load_profile("h200")
+    path = tmp_path / "h200_heldout" / "square.csv"
+    _write_sweep_without_picks(path, SPLIT["square"], "h200")
     first = SPLIT["square"][0]
     with pytest.raises(AssertionError) as e:
         check_heldout("square", path)
@@ -171,8 +184,8 @@ def _other_cases():
         profile = d.name[:-len("_heldout")]
         if profile in profiles:  # (not h200_vendor_heldout: torch's times, vendor_times.py)
             out += [pytest.param(profile, f.stem, id=f"{profile}-{f.stem}") for f in sorted(d.glob("*.csv"))]
-    return out or [pytest.param(None, None, marks=pytest.mark.skip(
-        reason="no other profile's held-out data recorded yet (device_plan.sh with OTHER_HELDOUT=h100)"))]
+    why = "no other profile's held-out data recorded yet (device_plan.sh with OTHER_HELDOUT=h100)"
+    return out or [pytest.param(None, None, marks=pytest.mark.skip(reason=why))]
 
 
 @pytest.mark.parametrize("profile,stem", _other_cases())
@@ -182,37 +195,15 @@ def test_other_profiles_held_out_data_holds_their_picks(profile, stem):
 
 def test_another_profiles_missing_pick_fails_naming_its_command(tmp_path):
     """The h100 check on a synthetic file that lacks h100's picks: it fails naming the profile's command."""
-    import csv
-
-    import origami
-    from benchmarks.sweep import COLS, CONFIG_COLS, PROBLEM_COLS, _scored, cell
-
-    hw = origami.load_profile("h100")
     path = tmp_path / "h100_heldout" / "skinny.csv"
-    path.parent.mkdir()
-    with path.open("w", newline="") as f:
-        w = csv.DictWriter(f, fieldnames=COLS)
-        w.writeheader()
-        for p in SPLIT["skinny"][:3]:
-            pick = origami.select(p, hw).config
-            for i, (c, pred) in enumerate([cp for cp in _scored(p, hw) if cp[0] != pick][:2]):
-                r = {k: cell(getattr(p, k)) for k in PROBLEM_COLS}
-                r.update({k: cell(getattr(c, k)) for k in CONFIG_COLS}, median_ms=f"{1 + i}", error="",
-                         predicted_ns=f"{pred:.1f}")
-                w.writerow(r)
+    _write_sweep_without_picks(path, SPLIT["skinny"][:3], "h100")
     with pytest.raises(AssertionError) as e:
         check_other_profile("skinny", path, "h100")
     msg = str(e.value)
     assert "picks of origami.select() for h100 are not in the data" in msg
     assert heldout_command("skinny", "h100") in msg and msg.count("--profile h100") == 1
     # the same rows with each shape's pick added pass
-    with path.open("a", newline="") as f:
-        w = csv.DictWriter(f, fieldnames=COLS)
-        for p in SPLIT["skinny"][:3]:
-            pick = origami.select(p, hw).config
-            r = {k: cell(getattr(p, k)) for k in PROBLEM_COLS}
-            r.update({k: cell(getattr(pick, k)) for k in CONFIG_COLS}, median_ms="1.5", error="", predicted_ns="1")
-            w.writerow(r)
+    _write_sweep_without_picks(path, SPLIT["skinny"][:3], "h100", with_picks=True)
     check_other_profile("skinny", path, "h100")
 
 

@@ -88,6 +88,17 @@ def test_the_gluon_side_sets_its_switch_only_inside_and_its_columns_round_trip(t
     assert "gluon 1.600 ms x1.250" in text and "with TRITONBLAS_GLUON=1: geomean 1.250 over 1" in text
 
 
+def _merged_and_summary(tmp_path, row) -> tuple[dict, str]:
+    """``row`` written as one run's CSV, merged into a second, read back: (its merged row, the summary text)."""
+    p = tmp_path / "run.csv"
+    _write(p, "ddd", [row])
+    out = tmp_path / "merged.csv"
+    models.merge([p], out)
+    rows = models.read_rows(out)
+    (m,) = rows
+    return m, models.summary(rows)
+
+
 def test_the_aten_side_sets_its_switch_only_inside_and_its_columns_round_trip(tmp_path, monkeypatch):
     """``--aten``'s side: ``TRITONBLAS_AUTOGRAD=aten`` inside its ``ctx()`` (enable() on, so the kernels below
     autograd are armed there and only there); its columns are written, merged and summarised."""
@@ -104,14 +115,10 @@ def test_the_aten_side_sets_its_switch_only_inside_and_its_columns_round_trip(tm
     with sides["ours"].ctx():
         assert not below_autograd.armed()
 
-    p = tmp_path / "a.csv"
-    _write(p, "ddd", [models.Row("m", "train", "bf16", torch_ms=2.0, ours_ms=2.5, speedup=0.8, aten_ms=2.2,
-                                 aten_speedup=2.0 / 2.2, aten_host_us_per_gemm=30.0, aten_bwd_host_ms=1.5)])
-    out = tmp_path / "merged.csv"
-    models.merge([p], out)
-    (m,) = models.read_rows(out)
+    m, text = _merged_and_summary(tmp_path, models.Row(
+        "m", "train", "bf16", torch_ms=2.0, ours_ms=2.5, speedup=0.8, aten_ms=2.2, aten_speedup=2.0 / 2.2,
+        aten_host_us_per_gemm=30.0, aten_bwd_host_ms=1.5))
     assert float(m["aten_ms"]) == 2.2
-    text = models.summary(models.read_rows(out))
     assert "aten 2.200 ms x0.909 host us 30.0 backward host ms 1.50" in text
     assert "with TRITONBLAS_AUTOGRAD=aten: geomean 0.909 over 1" in text
 
@@ -132,14 +139,10 @@ def test_the_eager_side_sets_its_threshold_only_inside_and_its_columns_round_tri
     with sides["ours"].ctx():
         assert settings.ENV_EAGER_MIN_GFLOP not in os.environ
 
-    p = tmp_path / "e.csv"
-    _write(p, "eee", [models.Row("m", "train", "bf16", torch_ms=2.0, ours_ms=2.5, speedup=0.8, eager_ms=2.05,
-                                 eager_speedup=2.0 / 2.05, eager_host_us_per_gemm=31.0, eager_gflop=20.0)])
-    out = tmp_path / "merged.csv"
-    models.merge([p], out)
-    (m,) = models.read_rows(out)
+    m, text = _merged_and_summary(tmp_path, models.Row(
+        "m", "train", "bf16", torch_ms=2.0, ours_ms=2.5, speedup=0.8, eager_ms=2.05, eager_speedup=2.0 / 2.05,
+        eager_host_us_per_gemm=31.0, eager_gflop=20.0))
     assert float(m["eager_ms"]) == 2.05 and float(m["eager_gflop"]) == 20.0
-    text = models.summary(models.read_rows(out))
     assert "eager<20GF 2.050 ms x0.976 host us 31.0" in text
     assert "with TRITONBLAS_EAGER_MIN_GFLOP: geomean 0.976 over 1" in text
 

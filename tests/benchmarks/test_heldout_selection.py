@@ -60,6 +60,11 @@ def check_heldout(stem: str, path: Path) -> None:
     got = (f"held-out {name}: {len(s.per_shape)} shapes, geomean {s.geomean:.3f}, p10 {s.p10:.3f}, worst "
            f"{[(round(float(e), 2), p.describe()) for e, p in s.worst(3)]}")
     print(got)
+    check_floors(name, path, s, got)
+
+
+def check_floors(name: str, path: Path, s, got: str) -> None:
+    """A complete held-out file (every shape of its split file swept) against its floors entry."""
     floors = FLOORS.get(name)
     assert floors is not None, (f"{got}\nno floors for {name}: add it to benchmarks/data/floors.yaml (section "
                                 f"heldout): geomean {s.geomean - 0.02:.3f}, p10 {s.p10 - 0.02:.3f}, min_shapes "
@@ -70,7 +75,9 @@ def check_heldout(stem: str, path: Path) -> None:
 
 
 def test_every_heldout_floor_has_its_split_file():
-    stems = {f"h200_heldout/{s}.csv" for s in heldout_stems()}
+    import origami
+
+    stems = {f"{profile}_heldout/{s}.csv" for profile in origami.list_profiles() for s in heldout_stems()}
     assert not set(FLOORS) - stems, f"heldout floors for files not in the split: {sorted(set(FLOORS) - stems)}"
 
 
@@ -158,9 +165,9 @@ def test_misses_lists_exactly_the_shapes_under_the_threshold():
             selection.main(["--misses", bad])
 
 
-# --- other profiles' held-out data (e.g. h100 on the H100s the device tool gives): no floors until a file is
-# complete and its floors are committed, but the guard's other rules hold from the first row: only the split's
-# shapes, and every recorded shape holds origami.select()'s pick for that profile
+# --- other profiles' held-out data (e.g. h100 on the H100s the device tool gives): the guard's rules hold from
+# the first row (only the split's shapes, and every recorded shape holds origami.select()'s pick for that
+# profile); once a file holds every shape of its split file, its floors entry is required and checked as h200's
 
 
 def check_other_profile(stem: str, path: Path, profile: str) -> None:
@@ -171,8 +178,12 @@ def check_other_profile(stem: str, path: Path, profile: str) -> None:
     assert not s.missing, "\n".join(
         [f"{name}: {len(s.missing)} picks of origami.select() for {profile} are not in the data; re-sweep with "
          f"{heldout_command(stem, profile)}:"] + [f"  {p.describe()}: pick {c.short()}" for p, c in s.missing[:10]])
-    print(f"held-out {name}: {len(s.per_shape)} of {len(SPLIT[stem])} shapes, geomean {s.geomean:.3f}, "
-          f"p10 {s.p10:.3f}")
+    got = (f"held-out {name}: {len(s.per_shape)} of {len(SPLIT[stem])} shapes, geomean {s.geomean:.3f}, "
+           f"p10 {s.p10:.3f}")
+    print(got)
+    swept = {m.problem for m in data}
+    if all(p in swept for p in SPLIT[stem]):
+        check_floors(name, path, s, got)
 
 
 def _other_cases():

@@ -28,6 +28,10 @@
 #   gluon_models  models.py --gluon: torch, enable() and enable() with TRITONBLAS_GLUON=1 (plain 2-D GEMMs
 #             and F.linear's bias add on the Gluon kernel: dispatch.gluon_eligible) alternating in one run
 #             -> $OUT/models_gluon.csv
+#   decode    the decode GEMMs of models.py's LLMs (benchmarks/shapes/decode.yaml, F.linear's K-major weight), cold L2:
+#             sweep.py --timer cold into benchmarks/data/<profile>_cold/decode.csv (resumable, $DECODE_SWEEP_BUDGET s,
+#             default 240; $DECODE_PROFILE, default the GPU's) -> $OUT/decode_data.tgz, then compare.py --timer cold:
+#             ours, that sweep's best re-timed and torch per shape -> $OUT/compare_decode_$GPU_TAG.csv
 #   vendor    benchmarks/vendor_times.py: torch's own GEMM time on every training and held-out shape
 #             (the drop-in's ours-or-torch rule is fitted on it) -> benchmarks/data/h200_vendor{,_heldout}/torch.csv,
 #             back in $OUT/vendor_data.tgz (resumable: commit it)
@@ -145,6 +149,19 @@ for step in $STEPS; do
                { timeout ${GLUON_MODELS_TIMEOUT:-420} python3 benchmarks/models.py --gluon \
                    ${MODELS_ARGS:---jobs llama3.2-1b:prefill:bf16 bert-large:prefill:bf16 vit-l16:prefill:bf16 llama3.2-1b:train:bf16} \
                    --budget-s ${GLUON_MODELS_BUDGET:-360} --out "$OUT/models_gluon.csv"
+               } > "$log" 2>&1 ;;
+    decode)    # the decode GEMMs of models.py's LLMs (benchmarks/shapes/decode.yaml: F.linear's K-major weight), cold L2
+               # as a decode step reads its weights: the space's sweep (resumable; DECODE_CONFIGS=0, the default: every
+               # candidate), then ours (the drop-in's pick) against that sweep's best and torch in one run (compare.py)
+               { dp=${DECODE_PROFILE:-$GPU_TAG}; dcsv=benchmarks/data/${dp}_cold/decode.csv
+                 timeout $(( ${DECODE_SWEEP_BUDGET:-240} + 90 )) python3 benchmarks/sweep.py --set decode --profile $dp \
+                   --timer cold --max-configs ${DECODE_CONFIGS:-0} --rep-ms 3 \
+                   --budget-s ${DECODE_SWEEP_BUDGET:-240} --out $dcsv
+                 echo "sweep rc=$?"; tar czf "$OUT/decode_data.tgz" $dcsv
+                 timeout $(( ${DECODE_COMPARE_BUDGET:-120} + 90 )) python3 benchmarks/compare.py --set decode --profile $dp \
+                   --timer cold --rep-ms 3 --no-nvmmh --sweep $dcsv --budget-s ${DECODE_COMPARE_BUDGET:-120} \
+                   --out "$OUT/compare_decode_$GPU_TAG.csv"
+                 echo "compare rc=$?"
                } > "$log" 2>&1 ;;
     vendor)    { timeout $(( ${VENDOR_BUDGET:-200} + 60 )) python3 benchmarks/vendor_times.py --budget-s ${VENDOR_BUDGET:-200}
                  echo "vendor rc=$?"; tar czf "$OUT/vendor_data.tgz" benchmarks/data/h200_vendor benchmarks/data/h200_vendor_heldout

@@ -34,6 +34,33 @@ def sets() -> dict[str, list[dict]]:
     out["grid"] = [dict(m=rng.choice(grid), n=rng.choice(grid), k=rng.choice(grid)) for _ in range(100)]
     out["ragged"] = ragged()
     out["kmajor"] = kmajor()
+    out["decode"] = decode()
+    return out
+
+
+# benchmarks/models.py's decoder LLMs: (hidden, k/v projection width, MLP width, vocabulary)
+DECODE_MODELS = {"llama3-8b": (4096, 1024, 14336, 128256), "qwen2.5-7b": (3584, 512, 18944, 152064),
+                 "llama3.2-1b": (2048, 512, 8192, 128256)}
+DECODE_ROWS = (1, 8)
+
+
+def decode() -> list[dict]:
+    """Training shapes of greedy decoding as models.py runs it: each decoder LLM's per-token GEMMs (q and o,
+    k and v, gate and up, down, lm_head) at ``DECODE_ROWS`` rows, in ``F.linear``'s layout (``x @ W.T``: B is
+    the K-major weight, ``b_layout: T``), never a shape of the held-out split. Swept cold (``--timer cold``:
+    a decode step reads each weight once, from HBM), they give the ceiling and the pick of the GEMMs where
+    our decode step's GEMM time ran 1.11-1.12x cuBLAS's on the H100 (benchmarks/results/models_h100_eager_6368e34.csv)."""
+    from tritonblas.heldout import heldout_dims
+
+    held = {d[:3] for d in heldout_dims()}
+    out, seen = [], set()
+    for m in DECODE_ROWS:  # one row first: a sweep cut short by its budget has batch-1 decode whole
+        for hidden, kv, mlp, vocab in DECODE_MODELS.values():
+            for n, k in ((hidden, hidden), (kv, hidden), (mlp, hidden), (hidden, mlp), (vocab, hidden)):
+                if (m, n, k) in held or (m, n, k) in seen:
+                    continue
+                seen.add((m, n, k))
+                out.append(dict(m=m, n=n, k=k, b_layout="T"))
     return out
 
 

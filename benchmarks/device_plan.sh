@@ -7,7 +7,8 @@
 #   seconds left (issue 19).
 #   H200 data is only ever written on an H200: sweep.py refuses another GPU.
 # Any other GPU with OTHER_HELDOUT=<its profile>: the held-out split's sweeps for that profile (bf16 files first).
-# Any other GPU with DECODE=1: the decode GEMMs' cold sweep, then ours vs its best vs torch (gpu_session.sh's decode).
+# Any other GPU with MODEL_GEMMS=1: the training steps' GEMMs, ours vs torch (gpu_session.sh's train_gemms), then the
+#   decode GEMMs' cold sweep and ours vs its best vs torch (its decode step).
 # Any other GPU otherwise: the whole suite, then real models with the device's own profile (the training rows with the
 #   TRITONBLAS_AUTOGRAD=aten side, session 22's experiment, and the TRITONBLAS_EAGER_MIN_GFLOP=$EAGER_GFLOP side,
 #   session 23's, default 20, in one alternation) (issue 16), with the seconds left.
@@ -51,14 +52,14 @@ elif [ -n "${OTHER_HELDOUT:-}" ]; then
     STEPS=heldout HELDOUT_PROFILE=$OTHER_HELDOUT HELDOUT_BUDGET=$b \
       HELDOUT_ARGS=${HELDOUT_ARGS:---jobs llm skinny longk dlrm grid square} bash benchmarks/gpu_session.sh
   fi
-elif [ -n "${DECODE:-}" ]; then
-  # DECODE=1: the decode GEMMs' cold sweep and compare (gpu_session.sh's decode step) with the seconds left, for a
-  # call whose code the GPU suite has already passed: where our decode step's GEMM time loses to cuBLAS's, the pick
-  # or the kernels' ceiling (issues 16 and 18)
+elif [ -n "${MODEL_GEMMS:-}" ]; then
+  # MODEL_GEMMS=1, for a call whose code the GPU suite has already passed: the models' own GEMMs per shape, where
+  # a model's GEMM time loses to cuBLAS's (issues 16 and 18): the training steps' GEMMs, ours vs torch
+  # (gpu_session.sh's train_gemms), then the decode GEMMs' cold sweep and compare (its decode step)
+  STEPS=train_gemms TRAIN_GEMMS_BUDGET=${TRAIN_GEMMS_BUDGET:-120} bash benchmarks/gpu_session.sh
   b=$(( $(left) - 60 ))
-  if [ $b -gt 120 ]; then
-    STEPS=decode DECODE_SWEEP_BUDGET=$(( b * 2 / 3 - 90 )) DECODE_COMPARE_BUDGET=$(( b / 3 - 90 )) \
-      bash benchmarks/gpu_session.sh
+  if [ $b -gt 330 ]; then  # the sweep's timeout is its budget + 90 s, the compare's 60 + 90 s
+    STEPS=decode DECODE_SWEEP_BUDGET=$(( b - 250 )) DECODE_COMPARE_BUDGET=60 bash benchmarks/gpu_session.sh
   fi
 else
   STEPS=tests TESTS_TIMEOUT=${TESTS_TIMEOUT:-320} bash benchmarks/gpu_session.sh

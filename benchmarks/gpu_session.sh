@@ -32,6 +32,8 @@
 #             sweep.py --timer cold into benchmarks/data/<profile>_cold/decode.csv (resumable, $DECODE_SWEEP_BUDGET s,
 #             default 240; $DECODE_PROFILE, default the GPU's) -> $OUT/decode_data.tgz, then compare.py --timer cold:
 #             ours, that sweep's best re-timed and torch per shape -> $OUT/compare_decode_$GPU_TAG.csv
+#   train_gemms  compare.py on benchmarks/shapes/train.yaml (every GEMM of models.py's gpt2-medium, bert-large and
+#             llama3.2-1b training steps, forward and backward layouts): ours vs torch -> $OUT/compare_train_$GPU_TAG.csv
 #   vendor    benchmarks/vendor_times.py: torch's own GEMM time on every training and held-out shape
 #             (the drop-in's ours-or-torch rule is fitted on it) -> benchmarks/data/h200_vendor{,_heldout}/torch.csv,
 #             back in $OUT/vendor_data.tgz (resumable: commit it)
@@ -163,6 +165,11 @@ for step in $STEPS; do
                    --out "$OUT/compare_decode_$GPU_TAG.csv"
                  echo "compare rc=$?"
                } > "$log" 2>&1 ;;
+    train_gemms)  # every GEMM of models.py's training steps as the aten layer runs it (benchmarks/shapes/train.yaml, forward
+               # and the backward's NT/TN layouts: benchmarks/gemm_census.py --problems): ours vs torch per shape, do_bench
+               timeout $(( ${TRAIN_GEMMS_BUDGET:-150} + 120 )) python3 benchmarks/compare.py --set train --profile $GPU_TAG \
+                 --sweep none --no-nvmmh --rep-ms ${TRAIN_GEMMS_REP_MS:-10} --budget-s ${TRAIN_GEMMS_BUDGET:-150} \
+                 --out "$OUT/compare_train_$GPU_TAG.csv" > "$log" 2>&1 ;;
     vendor)    { timeout $(( ${VENDOR_BUDGET:-200} + 60 )) python3 benchmarks/vendor_times.py --budget-s ${VENDOR_BUDGET:-200}
                  echo "vendor rc=$?"; tar czf "$OUT/vendor_data.tgz" benchmarks/data/h200_vendor benchmarks/data/h200_vendor_heldout
                } > "$log" 2>&1 ;;

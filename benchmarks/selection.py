@@ -2,6 +2,7 @@
 
     python benchmarks/selection.py [--profile h200]
     python benchmarks/selection.py --misses 0.88     # each held-out miss, predicted vs measured
+    python benchmarks/selection.py --common h200 h100  # the shapes both GPUs recorded, each with its own pick
 
 Held-out (DESIGN.md §8): per file of the committed split (benchmarks/shapes/heldout/: bf16 one file
 per set, fp16/tf32/fp8_e4m3 one file per dtype) its exhaustive sweep benchmarks/data/<profile>_heldout/
@@ -144,15 +145,18 @@ HEADER = f"{'file':<28} {'dtype':<9} {'n':>4} {'geomean':>7} {'p10':>6}  {'>nvMM
 def heldout_table(profile: str = "h200") -> list[str]:
     lines = [f"held-out split ({profile}, exhaustive sweeps, benchmarks/data/{profile}_heldout/): "
              "select()'s pick / best measured", HEADER]
-    absent = []
+    absent, recorded = [], []
     stems = heldout_stems()
     for stem in stems:
         path = heldout_path(stem, profile)
         if path.exists():
+            recorded.append(path)
             lines += _row(f"{profile}_heldout/{stem}.csv", [path], profile)
         else:
             absent.append(stem)
             lines.append(f"{f'{profile}_heldout/{stem}.csv':<28} not recorded")
+    if len(recorded) > 1:  # every recorded shape of a dtype together (the issue-19 targets are pooled per dtype)
+        lines += _row("pooled (recorded files)", recorded, profile)
     if absent:
         lines.append(f"held-out data missing for {len(absent)} of {len(stems)} files; "
                      f"record with: {heldout_command(' '.join(absent), profile)}")
@@ -208,6 +212,34 @@ def misses(profile: str = "h200", below: float = 0.88) -> list[str]:
     return lines
 
 
+def common_table(profiles: list[str]) -> list[str]:
+    """Each profile's pick on its own GPU's held-out sweeps, restricted to the shapes every one of ``profiles``
+    has recorded, per dtype: the same shapes scored on two GPUs (how a profile retargeted by its YAML alone
+    compares with the one fitted there)."""
+    import math
+
+    import numpy as np
+
+    effs: dict = {}
+    for prof in profiles:
+        paths = [heldout_path(s, prof) for s in heldout_stems() if heldout_path(s, prof).exists()]
+        if not paths:
+            raise SystemExit(f"--common: no held-out data recorded for {prof} (benchmarks/data/{prof}_heldout/)")
+        _, s = score(paths, prof)
+        effs[prof] = dict(zip(s.problems, s.per_shape))
+    shared = set.intersection(*(set(e) for e in effs.values()))
+    lines = [f"held-out shapes recorded for every one of {', '.join(profiles)}: each profile's pick / best on its GPU",
+             f"{'dtype':<9} {'n':>4}  " + "  ".join(f"{p + ' geomean':>14} {'p10':>6} {'<0.75':>5}" for p in profiles)]
+    for dtype in sorted({p.a_dtype.value for p in shared}):
+        probs = sorted((p for p in shared if p.a_dtype.value == dtype), key=lambda p: (p.m, p.n, p.k))
+        cells = []
+        for prof in profiles:
+            e = np.array([float(effs[prof][p]) for p in probs])
+            cells.append(f"{math.exp(np.log(e).mean()):>14.3f} {np.percentile(e, 10):>6.3f} {int((e < 0.75).sum()):>5}")
+        lines.append(f"{dtype:<9} {len(probs):>4}  " + "  ".join(cells))
+    return lines
+
+
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--profile", default="h200")
@@ -215,7 +247,12 @@ def main(argv=None) -> int:
     ap.add_argument("--misses", type=float, default=None, metavar="EFF",
                     help="only the held-out shapes whose pick scores under EFF, each with its pick's and the best "
                          "config's predicted and measured times (what explains the miss)")
+    ap.add_argument("--common", nargs="+", default=None, metavar="PROFILE",
+                    help="only the held-out shapes every PROFILE has recorded, each scored with its own pick")
     args = ap.parse_args(argv)
+    if args.common is not None:
+        print("\n".join(common_table(args.common)))
+        return 0
     if args.misses is not None:
         if not 0 < args.misses <= 1:
             ap.error(f"--misses: {args.misses} is not an efficiency in (0, 1]")

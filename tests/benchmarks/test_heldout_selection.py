@@ -227,3 +227,24 @@ def test_another_profiles_table_names_its_record_command():
     if absent:
         assert lines[-1].endswith(heldout_command(" ".join(absent), "h100"))
         assert lines[-1].endswith("--profile h100")
+
+
+def test_common_table_of_one_profile_is_its_pooled_rows_and_two_share_their_shapes():
+    from benchmarks.selection import common_table, heldout_table
+
+    pooled = {line.split()[3]: line.split()[4:7] for line in heldout_table("h200") if line.startswith("pooled")}
+    one = common_table(["h200"])
+    rows = {line.split()[0]: line.split()[1:4] for line in one[2:]}
+    assert rows and set(rows) == set(pooled)
+    for dtype, (n, geo, p10) in rows.items():
+        assert [n, geo, p10] == pooled[dtype], (dtype, rows[dtype], pooled[dtype])
+    import origami
+
+    others = [d.name[:-len("_heldout")] for d in sorted(DATA.glob("*_heldout"))
+              if d.name != "h200_heldout" and d.name[:-len("_heldout")] in origami.list_profiles()]
+    for other in others:  # the shapes both recorded: never more than either has
+        two = {line.split()[0]: int(line.split()[1]) for line in common_table(["h200", other])[2:]}
+        for dtype, n in two.items():
+            assert n <= int(rows[dtype][0]), (other, dtype)
+    with pytest.raises(SystemExit, match="no held-out data recorded for b200"):
+        common_table(["h200", "b200"])

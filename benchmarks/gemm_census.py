@@ -52,7 +52,7 @@ def gemm_flops(name: str, mode: str = "train", tiny: bool = False) -> list[tuple
     model, inputs, _ = models.build(name, torch.bfloat16, "meta", tiny=tiny)
     kw = inputs(mode)
     with Census(), torch.no_grad():
-        models._forward(model, kw)
+        models.model_forward(model, kw)
     return rows
 
 
@@ -123,12 +123,12 @@ def gemm_problems(name: str, mode: str = "train", tiny: bool = False) -> list[tu
     if mode == "train":
         model.train()
         with Census(), Attention():
-            loss = models._loss(model, kw, models._forward(model, kw))
+            loss = models.model_loss(model, kw, models.model_forward(model, kw))
             phase[0] = "backward"
             loss.backward()
     else:
         with Census(), Attention(), torch.no_grad():
-            models._forward(model, kw)
+            models.model_forward(model, kw)
     return rows
 
 

@@ -88,11 +88,11 @@ def inmodel_stub(name: str, rounds: int = 7, loop_n: int = 200) -> list[str]:
 
     def record() -> None:
         with torch.no_grad(), Recorder():
-            models._forward(model, kw)
+            models.model_forward(model, kw)
 
     def forward() -> tuple[float, int]:
         with torch.no_grad(), models.GemmShim() as shim:
-            models._forward(model, kw)
+            models.model_forward(model, kw)
         return shim.ns / 1e3, shim.calls
 
     def loop_us() -> float:  # the recorded calls back to back, each loop_n times, through what the owner holds now
@@ -173,7 +173,7 @@ def inmodel_grad(name: str, rounds: int = 9) -> list[str]:
     kw = inputs("train")
 
     def fwd():
-        return models._loss(model, kw, models._forward(model, kw))
+        return models.model_loss(model, kw, models.model_forward(model, kw))
 
     @contextlib.contextmanager
     def side(label: str):
@@ -397,7 +397,7 @@ def train_forward(name: str, rounds: int = 6, top: int = 12) -> list[str]:
             torch.cuda.synchronize()
             t0 = time.perf_counter()
             with contextlib.nullcontext() if grad else torch.no_grad():
-                loss = models._loss(model, kw, models._forward(model, kw))
+                loss = models.model_loss(model, kw, models.model_forward(model, kw))
             t1 = time.perf_counter()
             torch.cuda.synchronize()
             t2 = time.perf_counter()
@@ -422,7 +422,7 @@ def train_forward(name: str, rounds: int = 6, top: int = 12) -> list[str]:
         with side(label):
             torch.cuda.synchronize()
             with profile(activities=[ProfilerActivity.CPU, ProfilerActivity.CUDA]) as prof:
-                loss = models._loss(model, kw, models._forward(model, kw))
+                loss = models.model_loss(model, kw, models.model_forward(model, kw))
                 torch.cuda.synchronize()
             loss.backward()
             model.zero_grad(set_to_none=True)
@@ -910,7 +910,7 @@ def inmodel_split(name: str, iters: int = 10, rounds: int = 7) -> None:
 
     def step():
         with torch.inference_mode():
-            return models._forward(model, kw)
+            return models.model_forward(model, kw)
 
     def wall(k: int = iters) -> float:
         torch.cuda.synchronize()
@@ -1034,7 +1034,7 @@ def train_split(name: str, iters: int = 3, rounds: int = 5) -> None:
     kw = inputs("train")
 
     def fwd():
-        return models._loss(model, kw, models._forward(model, kw))
+        return models.model_loss(model, kw, models.model_forward(model, kw))
 
     def split() -> tuple:
         torch.cuda.synchronize()

@@ -99,7 +99,7 @@ class Spec:
     decode_tokens: int = 32
 
 
-def _llm_config(name: str, tiny: bool):
+def llm_config(name: str, tiny: bool):
     import transformers as tf
 
     if name == "gpt2-medium":  # GPT-2 medium's dimensions, all 24 layers
@@ -146,7 +146,7 @@ def build(name: str, dtype, device, *, tiny: bool = False):
     if name in LLMS:
         import transformers as tf
 
-        cfg = _llm_config(name, tiny)
+        cfg = llm_config(name, tiny)
         cfg._attn_implementation = "sdpa"
         model = tf.AutoModelForCausalLM.from_config(cfg, dtype=dtype)
         spec = Spec(name, batch=2 if tiny else 4, seq=8 if tiny else 512, decode_prompt=6 if tiny else 128,
@@ -196,7 +196,7 @@ def build(name: str, dtype, device, *, tiny: bool = False):
     return model, inputs, spec
 
 
-def _forward(model, kw: dict):
+def model_forward(model, kw: dict):
     if "x" in kw:
         return model(kw["x"])
     if "input" in kw:
@@ -204,7 +204,7 @@ def _forward(model, kw: dict):
     return model(**kw)
 
 
-def _primary(out):
+def primary_output(out):
     """The tensor to compare: logits / last hidden state / the output itself."""
     if hasattr(out, "logits") and out.logits is not None:
         return out.logits
@@ -213,10 +213,10 @@ def _primary(out):
     return out
 
 
-def _loss(model, kw: dict, out):
+def model_loss(model, kw: dict, out):
     import torch
 
-    t = _primary(out).float()
+    t = primary_output(out).float()
     if "input_ids" in kw and t.dim() == 3 and hasattr(out, "logits"):
         ids = kw["input_ids"]
         return torch.nn.functional.cross_entropy(t[:, :-1].reshape(-1, t.shape[-1]), ids[:, 1:].reshape(-1))
@@ -624,7 +624,7 @@ def _infer_steps(model, inputs, sides, compiled: bool):
     with torch.inference_mode():
         m32 = _fp32_copy(model)
         kw32 = {k: (v.float() if v.is_floating_point() else v) for k, v in kw.items()}
-        ref = _primary(_forward(m32, kw32)).float()
+        ref = primary_output(model_forward(m32, kw32)).float()
         del m32
     torch.cuda.empty_cache()
     outs = {}
@@ -634,12 +634,12 @@ def _infer_steps(model, inputs, sides, compiled: bool):
 
         def step(fn=fn):
             with torch.inference_mode():
-                return _forward(fn, kw)
+                return model_forward(fn, kw)
 
         with side.ctx():
             for _ in range(3):  # warm-up: plans, compiles, autotune caches
                 out = step()
-            outs[k] = _primary(out).float()
+            outs[k] = primary_output(out).float()
         steps[k] = (side, step)
     return steps, ref, outs
 
@@ -653,7 +653,7 @@ def _train_steps(name, model, inputs, sides):
     # the reference: one fp32 forward/backward from the same initial weights
     m32 = _fp32_copy(model)
     kw32 = {k: (v.float() if v.is_floating_point() else v) for k, v in kw.items()}
-    _loss(m32, kw32, _forward(m32, kw32)).backward()
+    model_loss(m32, kw32, model_forward(m32, kw32)).backward()
     ref = [p.grad.float() for p in m32.parameters() if p.grad is not None]
     del m32
     torch.cuda.empty_cache()
@@ -662,13 +662,13 @@ def _train_steps(name, model, inputs, sides):
         m = copy.deepcopy(model)
         m.train()
         with side.ctx():
-            _loss(m, kw, _forward(m, kw)).backward()
+            model_loss(m, kw, model_forward(m, kw)).backward()
             outs[k] = [p.grad.float().clone() for p in m.parameters() if p.grad is not None]
         m.zero_grad(set_to_none=True)
         opt = torch.optim.AdamW(m.parameters(), lr=1e-5, foreach=True)
 
         def step(m=m, opt=opt):
-            loss = _loss(m, kw, _forward(m, kw))
+            loss = model_loss(m, kw, model_forward(m, kw))
             loss.backward()
             opt.step()
             opt.zero_grad(set_to_none=True)

@@ -43,7 +43,7 @@ def test_decode_dimensions_are_the_models_models_py_builds():
     assert set(shapes_gen.DECODE_MODELS) == {m for m in models.LLMS if m != "gpt2-medium"}  # gpt2: Conv1D addmm
     got = {(e["m"], e["n"], e["k"]) for e in shapes_gen.decode()}
     for name, dims in shapes_gen.DECODE_MODELS.items():
-        cfg = models._llm_config(name, tiny=False)
+        cfg = models.llm_config(name, tiny=False)
         head = cfg.hidden_size // cfg.num_attention_heads
         assert dims == (cfg.hidden_size, cfg.num_key_value_heads * head, cfg.intermediate_size, cfg.vocab_size), name
         h, kv, mlp, vocab = dims

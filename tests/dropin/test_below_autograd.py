@@ -43,7 +43,7 @@ def test_training_gradients_match_torch_and_run_below_autograd(device, aten, nam
     model, inputs, _ = models.build(name, torch.float32, device, tiny=True)
     kw = inputs("train")
     ours = copy.deepcopy(model)
-    ref_loss = models._loss(model, kw, models._forward(model, kw))
+    ref_loss = models.model_loss(model, kw, models.model_forward(model, kw))
     ref_loss.backward()
     with tritonblas.enable():
         assert below_autograd.armed()
@@ -52,7 +52,7 @@ def test_training_gradients_match_torch_and_run_below_autograd(device, aten, nam
             dispatch.reset_stats()
             for k in aten:
                 aten[k] = 0
-            loss = models._loss(ours, kw, models._forward(ours, kw))
+            loss = models.model_loss(ours, kw, models.model_forward(ours, kw))
             assert loss.grad_fn is not None
             loss.backward()
     st = dispatch.stats()

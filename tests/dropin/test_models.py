@@ -60,7 +60,7 @@ def _gemm_calls(model, kw) -> int:
             return func(*args, **(kwargs or {}))
 
     with torch.inference_mode(), Count():
-        models._forward(model, kw)
+        models.model_forward(model, kw)
     return n[0]
 
 
@@ -74,15 +74,15 @@ def test_inference_matches_torch_and_routes_every_gemm(name, device):
     model, inputs, _ = models.build(name, torch.float32, device, tiny=True)
     kw = inputs("prefill")
     with torch.inference_mode():
-        ref = models._primary(models._forward(model, kw))
-        assert _aten_gemms(lambda: models._forward(model, kw)) > 0
+        ref = models.primary_output(models.model_forward(model, kw))
+        assert _aten_gemms(lambda: models.model_forward(model, kw)) > 0
         dispatch.reset_stats()
         with tritonblas.enable():
-            out = models._primary(models._forward(model, kw))
+            out = models.primary_output(models.model_forward(model, kw))
         first = dispatch.stats()
         dispatch.reset_stats()
         with tritonblas.enable():
-            again = models._primary(models._forward(model, kw))
+            again = models.primary_output(models.model_forward(model, kw))
         second = dispatch.stats()
     assert _rel(out, ref) < 1e-5 and _rel(again, ref) < 1e-5
     assert first["fallbacks"] == 0 and first["routed"] >= 1
@@ -100,12 +100,12 @@ def test_training_gradients_match_torch_in_the_weights_layout(device):
     import copy
 
     ours = copy.deepcopy(model)
-    models._loss(model, kw, models._forward(model, kw)).backward()
+    models.model_loss(model, kw, models.model_forward(model, kw)).backward()
     with tritonblas.enable():
         for _ in range(2):  # the second step runs warm
             ours.zero_grad(set_to_none=True)
             dispatch.reset_stats()
-            models._loss(ours, kw, models._forward(ours, kw)).backward()
+            models.model_loss(ours, kw, models.model_forward(ours, kw)).backward()
     st = dispatch.stats()
     assert st["fallbacks"] == 0 and st["routed"] > 0 and st["fast_hits"] > 0 and st["plans"] == 0
     for (n, p), q in zip(model.named_parameters(), ours.parameters()):
@@ -126,7 +126,7 @@ def test_training_step_adds_no_copies(device, name, count_copies):
 
     def step():
         model.zero_grad(set_to_none=True)
-        models._loss(model, kw, models._forward(model, kw)).backward()
+        models.model_loss(model, kw, models.model_forward(model, kw)).backward()
 
     step()
     theirs = count_copies(step)
@@ -144,13 +144,13 @@ def test_fall_through_touches_only_gemm_calls(device):
     kw = inputs("prefill")
     add, softmax, rms = torch.add, torch.nn.functional.softmax, torch.Tensor.pow
     with torch.inference_mode():
-        ref = models._primary(models._forward(model, kw))
+        ref = models.primary_output(models.model_forward(model, kw))
         dispatch.reset_stats()
         with tritonblas.enable():
             assert not torch._C._is_torch_function_mode_enabled()
             assert torch.add is add and torch.nn.functional.softmax is softmax and torch.Tensor.pow is rms
             assert torch.nn.functional.linear is not torch._C._nn.linear  # the GEMM entry point is wrapped
-            out = models._primary(models._forward(model, kw))
+            out = models.primary_output(models.model_forward(model, kw))
         st = dispatch.stats()
     calls = _gemm_calls(model, kw)
     assert torch.equal(out, ref)

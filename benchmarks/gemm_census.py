@@ -180,8 +180,15 @@ def main(argv=None) -> int:
     ap.add_argument("--write", type=Path, default=None, metavar="FILE",
                     help="with --problems: write them (all models, held-out shapes left out) as a shapes file")
     args = ap.parse_args(argv)
+    import models
+
+    unknown = [m for m in args.models if m not in models.MODELS]
+    if unknown:
+        ap.error(f"MODEL: unknown {', '.join(unknown)} (benchmarks/models.py has {', '.join(models.MODELS)})")
     if args.write is not None and not args.problems:
         ap.error("--write needs --problems")
+    if args.write is not None and not args.write.parent.is_dir():
+        ap.error(f"--write {args.write}: no such directory {args.write.parent}")
     if not args.problems:
         for name in args.models:
             print("\n".join(table(name, gemm_flops(name, args.mode), sorted(args.edges))))

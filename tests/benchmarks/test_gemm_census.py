@@ -113,3 +113,13 @@ def test_the_train_set_is_what_the_census_writes_for_its_models():
     assert not [p for p in shapes if (p.m, p.n, p.k) in held]
     bert = {p for p, _, _, _ in gemm_census.problem_table(gemm_census.gemm_problems("bert-large", "train"))}
     assert bert <= set(shapes)
+
+
+@pytest.mark.parametrize("argv,named", [(["nosuch", "--problems"], "MODEL: unknown nosuch"),
+                                        (["gpt2-medium", "--write", "x.yaml"], "--write needs --problems"),
+                                        (["gpt2-medium", "--problems", "--write", "/nonexistent/d/x.yaml"],
+                                         "--write /nonexistent/d/x.yaml: no such directory")])
+def test_bad_arguments_are_refused_naming_them(argv, named, capsys):
+    with pytest.raises(SystemExit):
+        gemm_census.main(argv)
+    assert named in capsys.readouterr().err

@@ -160,6 +160,12 @@ MUTATIONS = (
              "            below_autograd.carry(stack)",
              "            pass",
              ("tests/dropin/test_below_autograd.py",)),
+    Mutation("unaligned_out_stays_staged_loads", "a problem unaligned in out alone keeps the pointer kernel with "
+             "register-staged loads (the TMA plan of its aligned problem never chosen)",
+             "tritonblas/dispatch.py",
+             "    if not any(stage) and _plan.tma_reads_as_is(problem, hw, key.ab_align, key.orders[:2]):",
+             "    if False and not any(stage) and _plan.tma_reads_as_is(problem, hw, key.ab_align, key.orders[:2]):",
+             ("tests/api/test_align_staging.py",)),
     Mutation("small_eager_at_the_threshold", "TRITONBLAS_EAGER_MIN_GFLOP sends a GEMM of exactly G GFLOP to torch "
              "(the threshold is 'fewer than G')",
              "tritonblas/fastpath.py",

@@ -351,14 +351,18 @@ def _selection_profile(key: GemmKey, hw: HardwareProfile) -> HardwareProfile:
 def _align_staged(key: GemmKey, problem: GemmProblem, hw: HardwareProfile, unstaged_ns: float):
     """(aligned problem, its config, (stage A?, stage B?)) when copying the operands under 16-byte
     alignment into padded buffers (``plan.align_staging_for`` says which) pays by origami's cost
-    policy (``origami.staging.staged_pick``); else None. Model picks only: a forced config or a
-    tile-table entry runs as it is."""
-    from origami.staging import staged_pick
+    policy (``origami.staging.staged_pick``), or when only ``out`` is under 16 bytes and the TMA kernels
+    read A and B as they are (``plan.tma_reads_as_is``; ``origami.staging.unaligned_out_pick``, nothing
+    staged); else None. Model picks only: a forced config or a tile-table entry runs as it is."""
+    from origami.staging import staged_pick, unaligned_out_pick
 
     if key.align >= 16:
         return None
     stage = _plan.align_staging_for(problem, hw, key.ab_align, key.orders[:2])
-    picked = staged_pick(problem, hw, stage, unstaged_ns)
+    if not any(stage) and _plan.tma_reads_as_is(problem, hw, key.ab_align, key.orders[:2]):
+        picked = unaligned_out_pick(problem, hw, unstaged_ns)
+    else:
+        picked = staged_pick(problem, hw, stage, unstaged_ns)
     return None if picked is None else (picked[0], picked[1].config, stage)
 
 
@@ -730,12 +734,17 @@ def explain(a: torch.Tensor, b: torch.Tensor, *, profile: Any = None, config: Ti
     kernel = lp.kernel_name if lp.problem != problem else _plan.resolve_kernel_name(lp, a, b)
     lines.append(f"  config: {lp.config.short()} ({cached}) -> {kernel} grid {lp.grid[0]}")
     if lp.problem != problem:  # alignment staging (_align_staged): the kernel runs the aligned problem
-        which = " and ".join(n for n, s in (("a", lp.stage_a), ("b", lp.stage_b)) if s)
-        copy_us = _plan.staging_copy_ns(problem, hw, (lp.stage_a, lp.stage_b)) / 1e3
         unstaged = origami.select(problem, sel)
-        lines.append(f"  staging: {which} copied into 16-byte-aligned buffers before each launch (predicted "
-                     f"{copy_us:.2f} us; unstaged pick {unstaged.config.short()} predicted "
-                     f"{unstaged.latency_ns / 1e3:.2f} us)")
+        if lp.stage_a or lp.stage_b:
+            which = " and ".join(n for n, s in (("a", lp.stage_a), ("b", lp.stage_b)) if s)
+            copy_us = _plan.staging_copy_ns(problem, hw, (lp.stage_a, lp.stage_b)) / 1e3
+            lines.append(f"  staging: {which} copied into 16-byte-aligned buffers before each launch (predicted "
+                         f"{copy_us:.2f} us; unstaged pick {unstaged.config.short()} predicted "
+                         f"{unstaged.latency_ns / 1e3:.2f} us)")
+        else:
+            lines.append(f"  unaligned out only: a and b read through TMA as they are, out stored at its own "
+                         f"alignment; nothing copied (the unaligned problem's pick {unstaged.config.short()} "
+                         f"predicted {unstaged.latency_ns / 1e3:.2f} us)")
         problem = lp.problem
     if config is None:
         est = origami.select(problem, sel)

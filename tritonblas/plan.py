@@ -32,7 +32,7 @@ from tritonblas import _interpreter
 
 __all__ = [
     "LaunchPlan", "PreparedLaunch", "make_plan", "launch", "prepare_launch", "precompile", "clear_workspaces",
-    "resolve_kernel_name", "tma_supported", "staging_for", "align_staging_for", "staging_copy_ns", "STAGING_MIN_DIM",
+    "resolve_kernel_name", "tma_supported", "staging_for", "align_staging_for", "tma_reads_as_is", "staging_copy_ns", "STAGING_MIN_DIM",
     "TMA_KERNELS", "problem_from_tensors",
     "alignment_bytes", "edge_alignment_bytes", "operand_order", "layout_info", "staging_buffer",
     "workspace", "WORKSPACES", "MAX_WORKSPACES",
@@ -187,6 +187,18 @@ def align_staging_for(problem: GemmProblem, hw: HardwareProfile, ab_align: tuple
     if hw.is_amd or hw.arch not in TMA_ARCHS or problem.k == 0:
         return False, False
     return tuple(align < 16 and order in (0, 1) for align, order in zip(ab_align, orders))
+
+
+def tma_reads_as_is(problem: GemmProblem, hw: HardwareProfile, ab_align: tuple[int, int],
+                    orders: tuple[int, int]) -> bool:
+    """Whether a TMA launch reads A and B as they are: an NVIDIA TMA architecture, K > 0, and both operands
+    16-byte aligned (:func:`alignment_bytes`) and contiguous along one of their last two dims. Then a problem
+    under 16 bytes aligned is so for its ``out`` alone, which the TMA kernels store through pointers at its own
+    alignment class (:func:`prepare_launch`): its plan is the aligned problem's, nothing copied
+    (``origami.staging.unaligned_out_pick``, which the dispatcher calls)."""
+    if hw.is_amd or hw.arch not in TMA_ARCHS or problem.k == 0:
+        return False
+    return all(align >= 16 and order in (0, 1) for align, order in zip(ab_align, orders))
 
 
 def _flat_smem_ok(cfg: TileConfig, problem: GemmProblem, hw: HardwareProfile) -> bool:

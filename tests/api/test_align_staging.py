@@ -18,7 +18,7 @@ from _check import check_gemm, config, operand
 from tritonblas import dispatch
 from origami.staging import STAGED_HOST_NS, staging_copy_ns
 from tritonblas.plan import (TMA_KERNELS, operand_order, _tma_ok, align_staging_for, make_plan, prepare_launch,
-                             problem_from_tensors)
+                             problem_from_tensors, tma_reads_as_is)
 
 
 def _problem(m, n, k, dtype="bf16", align=2, **kw):
@@ -37,6 +37,17 @@ def test_align_staging_for_picks_the_unaligned_operands(h200, mi300x):
     assert align_staging_for(p, h200, (2, 2), (2, 0)) == (False, True)  # contiguous along neither dim: not staged
     assert align_staging_for(p, mi300x, (2, 2), (0, 0)) == (False, False)  # AMD: no TMA
     assert align_staging_for(dataclasses.replace(p, k=0), h200, (2, 2), (0, 0)) == (False, False)
+
+
+def test_tma_reads_as_is_only_aligned_contiguous_operands_on_tma_gpus(h200, mi300x):
+    p = _problem(2048, 50257, 1024, b_layout="T")
+    assert tma_reads_as_is(p, h200, (16, 16), (0, 1))
+    assert tma_reads_as_is(p, h200, (16, 16), (1, 0))
+    assert not tma_reads_as_is(p, h200, (16, 2), (0, 1))  # an unaligned operand: alignment staging's case
+    assert not tma_reads_as_is(p, h200, (4, 16), (0, 1))
+    assert not tma_reads_as_is(p, h200, (16, 16), (2, 1))  # contiguous along neither dim
+    assert not tma_reads_as_is(p, mi300x, (16, 16), (0, 1))  # AMD: no TMA
+    assert not tma_reads_as_is(dataclasses.replace(p, k=0), h200, (16, 16), (0, 1))
 
 
 # --- the dispatcher's decision (nothing is launched here: plan_for only plans) --------------------
@@ -90,6 +101,34 @@ def test_dispatcher_does_not_stage_short_or_aligned_problems(interpret, h200, mi
     assert not (lp.stage_a or lp.stage_b)
     lp, _, _ = _plan_for(4097, 4097, 4097, mi300x, interpret=interpret)  # AMD: no TMA, never staged
     assert not (lp.stage_a or lp.stage_b) and lp.kernel_name not in TMA_KERNELS
+
+
+@pytest.mark.parametrize("profile", ["h200", "h100"])
+def test_only_out_unaligned_plans_the_aligned_problem_with_nothing_copied(profile, interpret):
+    """GPT-2's lm_head: x (2048, 1024) @ W.T with W (50257, 1024): a and b aligned, the logits' rows ragged.
+    The plan is the aligned problem's TMA pick, nothing staged, where the unaligned problem's pick is the
+    pointer kernel with register-staged loads, predicted ~7x slower."""
+    import origami
+
+    hw = origami.load_profile(profile)
+    a = torch.empty(2048, 1024, dtype=torch.bfloat16, device=interpret)
+    b = torch.empty(50257, 1024, dtype=torch.bfloat16, device=interpret).t()
+    lp = dispatch.plan_for(a, b, profile=hw)
+    assert lp.kernel_name in TMA_KERNELS and lp.tma and not (lp.stage_a or lp.stage_b)
+    assert lp.problem.align_bytes == 16 and lp.config.kind.value != "ws"
+    key = dispatch.GemmKey.from_tensors(a, b, torch.empty(2048, 50257, dtype=torch.bfloat16, device=interpret),
+                                        profile=hw)
+    assert key.ab_align == (16, 16) and key.align < 16
+    unaligned = key.problem()
+    assert origami.select(lp.problem, origami.space.without_ws(hw)).latency_ns < origami.select(unaligned, hw).latency_ns
+    assert "unaligned out only" in dispatch.explain(a, b, profile=hw)
+
+
+def test_only_out_unaligned_on_amd_keeps_the_pointer_kernel(interpret, mi300x):
+    a = torch.empty(2048, 1024, dtype=torch.bfloat16, device=interpret)
+    b = torch.empty(50257, 1024, dtype=torch.bfloat16, device=interpret).t()
+    lp = dispatch.plan_for(a, b, profile=mi300x)
+    assert lp.kernel_name not in TMA_KERNELS and lp.problem.align_bytes < 16
 
 
 def test_forced_configs_are_not_staged(interpret, h200):
@@ -176,6 +215,31 @@ def test_staged_tf32_unaligned_b_is_copied_k_major(device, h200):
     check_gemm(out, a, b, tf32=True, what="aligned-staged tf32")
 
 
+@pytest.mark.timeout(180)
+@pytest.mark.parametrize("kind, kw", [("dp", {}), ("persistent", dict(grid=3)), ("streamk", dict(grid=3)),
+                                      ("splitk", dict(split_k=2))])
+@pytest.mark.parametrize("bias", [False, True])
+def test_aligned_operands_with_a_ragged_out_match_reference(kind, kw, bias, device, h200):
+    """The plan the dispatcher makes when only out is unaligned: the aligned problem's TMA kernel bound to the
+    caller's a and b (nothing staged) and to an out whose rows are 29 bf16 (58 bytes), stored at its own
+    alignment class; F.linear's layout (b = W.T) with and without its bias."""
+    m, n, k = 37, 29, 64
+    a = operand(m, k, torch.bfloat16, False, device)
+    w = operand(n, k, torch.bfloat16, False, device)
+    b = w.t()
+    out = torch.full((m, n), float("nan"), dtype=torch.bfloat16, device=device)
+    p = problem_from_tensors(a, b, out)
+    assert p.align_bytes < 16 and _tma_ok(a, operand_order(a)) and _tma_ok(b, operand_order(b))
+    lp = make_plan(config(kind, **kw), dataclasses.replace(p, align_bytes=16), h200, tma=True)
+    assert lp.tma and not (lp.stage_a or lp.stage_b)
+    vec = operand(1, n, torch.bfloat16, False, device).reshape(n) if bias else None
+    prepared = prepare_launch(lp, a, b, out, bias=vec)
+    assert prepared.kernel.fn.__name__ in TMA_KERNELS and not prepared.staged
+    assert prepared.args[0].base is a and prepared.args[1].base is b
+    prepared.run()
+    check_gemm(out, a, b, what=f"unaligned out, {kind}, bias {bias}", **({"bias": vec} if bias else {}))
+
+
 # --- GPU -------------------------------------------------------------------------------------
 @pytest.mark.gpu
 @pytest.mark.timeout(600)
@@ -197,3 +261,24 @@ def test_gpu_matmul_stages_unaligned_problems(shape):
         torch.cuda.synchronize()
         check_gemm(out, a, b, what=f"staged {m}x{n}x{k}")
     assert torch.equal(a, a0) and torch.equal(b, b0)
+
+
+@pytest.mark.gpu
+@pytest.mark.timeout(600)
+def test_gpu_linear_with_ragged_out_features_runs_the_tma_kernel():
+    """GPT-2's lm_head through F.linear under enable(): the aligned problem's TMA kernel, nothing staged,
+    the logits within the bf16 bound, twice (the second call warm)."""
+    import torch.nn.functional as F
+
+    import tritonblas
+
+    gen = torch.Generator(device="cuda").manual_seed(50257)
+    x = torch.randn(2048, 1024, device="cuda", generator=gen).bfloat16()
+    w = torch.randn(50257, 1024, device="cuda", generator=gen).bfloat16()
+    lp = dispatch.plan_for(x, w.t())
+    assert lp.kernel_name in TMA_KERNELS and not (lp.stage_a or lp.stage_b), lp
+    with tritonblas.enable():
+        for _ in range(2):
+            out = F.linear(x, w)
+            torch.cuda.synchronize()
+            check_gemm(out, x, w.t(), what="lm_head 2048x50257x1024")

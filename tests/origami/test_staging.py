@@ -89,3 +89,19 @@ def test_staged_pick_scores_the_copies_as_the_kernel_reads_them(h200):
     assert origami.select(aligned, cost).latency_ns > est.latency_ns  # priced as register reads, it would cost more
     _, est0 = staged_pick(p, h200, (False, True), 1e12)
     assert est0 == origami.select(aligned, h200)
+
+
+def test_unaligned_out_pick_runs_the_aligned_problems_non_ws_pick_with_no_copy(h200):
+    """GPT-2's lm_head (a, b aligned, 50257-wide logits): the aligned problem's pick, never 'ws', taken when its
+    estimate alone (nothing copied, no staged host floor) beats the unaligned problem's."""
+    from origami.space import without_ws
+    from origami.staging import unaligned_out_pick
+
+    p = _problem(2048, 50257, 1024, b_layout="T")
+    unaligned = origami.select(p, h200)
+    aligned, est = unaligned_out_pick(p, h200, unaligned.latency_ns)
+    assert aligned == dataclasses.replace(p, align_bytes=16)
+    assert est == origami.select(aligned, without_ws(h200)) and est.config.kind.value != "ws"
+    assert est.latency_ns < unaligned.latency_ns
+    assert unaligned_out_pick(p, h200, est.latency_ns) is None  # not faster: the problem runs as it is
+    assert unaligned_out_pick(aligned, h200, unaligned.latency_ns) is None  # aligned already

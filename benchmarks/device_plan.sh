@@ -12,6 +12,7 @@
 # Any other GPU otherwise: the whole suite, then real models with the device's own profile (the training rows with the
 #   TRITONBLAS_AUTOGRAD=aten side, session 22's experiment, and the TRITONBLAS_EAGER_MIN_GFLOP=$EAGER_GFLOP side,
 #   session 23's, default 20, in one alternation) (issue 16), with the seconds left.
+# SUITE=1 runs the whole suite first in the branches above that do not (the last one always does).
 # Every step is benchmarks/gpu_session.sh's; the results land in $OUT as they do there.
 set -u -o pipefail
 : "${GIT_SHA:?set GIT_SHA=<the commit of the tree you send>}"
@@ -25,6 +26,10 @@ echo "device_plan: $gpu, $TOTAL s"
 # sweeps: staged_load_exponent 1.15, unaligned_penalty 5.55): their picks the training sweeps have not timed
 CAND_A=k_iter_overhead_ns=3.7552,tile_overhead_ns=605.02,splitk_fixup_read_efficiency=0.7,staged_load_exponent=0.34
 CAND_B=k_iter_overhead_ns=3.7552,tile_overhead_ns=605.02,splitk_fixup_read_efficiency=0.7,staged_load_exponent=1.15,unaligned_penalty=5.5545
+if [ -n "${SUITE:-}" ] && { [[ "$gpu" == *H200* ]] || [ -n "${OTHER_HELDOUT:-}${MODEL_GEMMS:-}" ]; }; then
+  # SUITE=1: the whole suite first, in a branch that does not run it (tritonblas/ changed since the last GPU run)
+  STEPS=tests TESTS_TIMEOUT=${TESTS_TIMEOUT:-320} bash benchmarks/gpu_session.sh
+fi
 if [[ "$gpu" == *H200* ]]; then
   if [ "${REPICK_BUDGET:-80}" -gt 0 ]; then  # 0 skips it (session 22 timed A's and B's picks)
     STEPS=repick REPICK_BUDGET=${REPICK_BUDGET:-80} \

@@ -7,11 +7,11 @@
 #   seconds left (issue 19).
 #   H200 data is only ever written on an H200: sweep.py refuses another GPU.
 # Any other GPU with OTHER_HELDOUT=<its profile>: the held-out split's sweeps for that profile (bf16 files first).
-# Any other GPU with MODEL_GEMMS=1: the training steps' GEMMs, ours vs torch (gpu_session.sh's train_gemms), then the
-#   decode GEMMs' cold sweep and ours vs its best vs torch (its decode step).
-# Any other GPU otherwise: the whole suite, then real models with the device's own profile (the training rows with the
-#   TRITONBLAS_AUTOGRAD=aten side, session 22's experiment, and the TRITONBLAS_EAGER_MIN_GFLOP=$EAGER_GFLOP side,
-#   session 23's, default 20, in one alternation) (issue 16), with the seconds left.
+# Any GPU with MODEL_GEMMS=1 (before all of the branches below): the training steps' GEMMs, ours vs torch
+#   (gpu_session.sh's train_gemms), then the decode GEMMs' cold sweep and ours vs its best vs torch (its decode step).
+# Any other GPU otherwise: the whole suite, then real models with the device's own profile ($MODELS_ARGS; by default
+#   GPT-2 and DLRM first, where session 24's unaligned-out plans act, then BERT and Llama training) (issue 16), with
+#   the seconds left.
 # SUITE=1 runs the whole suite first in the branches above that do not (the last one always does).
 # Every step is benchmarks/gpu_session.sh's; the results land in $OUT as they do there.
 set -u -o pipefail
@@ -30,7 +30,16 @@ if [ -n "${SUITE:-}" ] && { [[ "$gpu" == *H200* ]] || [ -n "${OTHER_HELDOUT:-}${
   # SUITE=1: the whole suite first, in a branch that does not run it (tritonblas/ changed since the last GPU run)
   STEPS=tests TESTS_TIMEOUT=${TESTS_TIMEOUT:-320} bash benchmarks/gpu_session.sh
 fi
-if [[ "$gpu" == *H200* ]]; then
+if [ -n "${MODEL_GEMMS:-}" ]; then
+  # MODEL_GEMMS=1, for a call whose code the GPU suite has already passed: the models' own GEMMs per shape, where
+  # a model's GEMM time loses to cuBLAS's (issues 16 and 18): the training steps' GEMMs, ours vs torch
+  # (gpu_session.sh's train_gemms), then the decode GEMMs' cold sweep and compare (its decode step)
+  STEPS=train_gemms TRAIN_GEMMS_BUDGET=${TRAIN_GEMMS_BUDGET:-120} bash benchmarks/gpu_session.sh
+  b=$(( $(left) - 60 ))
+  if [ $b -gt 330 ]; then  # the sweep's timeout is its budget + 90 s, the compare's 60 + 90 s
+    STEPS=decode DECODE_SWEEP_BUDGET=$(( b - 250 )) DECODE_COMPARE_BUDGET=60 bash benchmarks/gpu_session.sh
+  fi
+elif [[ "$gpu" == *H200* ]]; then
   if [ "${REPICK_BUDGET:-80}" -gt 0 ]; then  # 0 skips it (session 22 timed A's and B's picks)
     STEPS=repick REPICK_BUDGET=${REPICK_BUDGET:-80} \
       REPICK_VARIANTS=${REPICK_VARIANTS:-$CAND_A $CAND_B} \
@@ -57,21 +66,13 @@ elif [ -n "${OTHER_HELDOUT:-}" ]; then
     STEPS=heldout HELDOUT_PROFILE=$OTHER_HELDOUT HELDOUT_BUDGET=$b \
       HELDOUT_ARGS=${HELDOUT_ARGS:---jobs llm skinny longk dlrm grid square} bash benchmarks/gpu_session.sh
   fi
-elif [ -n "${MODEL_GEMMS:-}" ]; then
-  # MODEL_GEMMS=1, for a call whose code the GPU suite has already passed: the models' own GEMMs per shape, where
-  # a model's GEMM time loses to cuBLAS's (issues 16 and 18): the training steps' GEMMs, ours vs torch
-  # (gpu_session.sh's train_gemms), then the decode GEMMs' cold sweep and compare (its decode step)
-  STEPS=train_gemms TRAIN_GEMMS_BUDGET=${TRAIN_GEMMS_BUDGET:-120} bash benchmarks/gpu_session.sh
-  b=$(( $(left) - 60 ))
-  if [ $b -gt 330 ]; then  # the sweep's timeout is its budget + 90 s, the compare's 60 + 90 s
-    STEPS=decode DECODE_SWEEP_BUDGET=$(( b - 250 )) DECODE_COMPARE_BUDGET=60 bash benchmarks/gpu_session.sh
-  fi
 else
   STEPS=tests TESTS_TIMEOUT=${TESTS_TIMEOUT:-320} bash benchmarks/gpu_session.sh
   b=$(( $(left) - 40 ))
-  if [ $b -gt 60 ]; then  # the aten side (session 22's experiment) and the eager side (session 23's) in one alternation
+  if [ $b -gt 60 ]; then  # the workloads session 24's unaligned-out plans touch first (GPT-2's lm_head, DLRM's
+    # ragged widths), then the training rows; the aten and eager experiments were decided off (sessions 23-24)
     STEPS=models MODELS_TIMEOUT=$(( b + 30 )) MODELS_BUDGET=$b \
-      MODELS_ARGS=${MODELS_ARGS:---aten --eager ${EAGER_GFLOP:-20} --jobs gpt2-medium:train:bf16 llama3.2-1b:train:bf16 llama3.2-1b:prefill:bf16} \
+      MODELS_ARGS=${MODELS_ARGS:---jobs gpt2-medium:prefill:bf16 gpt2-medium:train:bf16 dlrm-mlp:train:fp16 dlrm-mlp:prefill:fp16 bert-large:train:bf16 llama3.2-1b:train:bf16} \
       bash benchmarks/gpu_session.sh
   fi
   # (the training step's host split, train_host, ran in sessions 22-23: run it by hand when wanted)

@@ -23,7 +23,7 @@ import dataclasses
 from origami.hardware import HardwareProfile
 from origami.problem import DType, GemmProblem, Layout
 
-__all__ = ["KMAJOR_ONLY_DTYPES", "STAGING_MIN_DIM", "TMA_ARCHS", "tma_problem", "kmajor_copy_ok",
+__all__ = ["KMAJOR_ONLY_DTYPES", "STAGING_MIN_DIM", "TMA_ARCHS", "has_tma", "tma_problem", "kmajor_copy_ok",
            "kmajor_staging", "mma_reads_through_registers", "aligned_view"]
 
 # the dtypes whose Hopper wgmma reads its shared-memory operands K-major only
@@ -44,11 +44,17 @@ TMA_ARCHS = ("sm_90", "sm_100")
 STAGING_MIN_DIM = 384
 
 
+def has_tma(hw: HardwareProfile) -> bool:
+    """Whether the profile's GPU has the tensor memory accelerator: an NVIDIA architecture of TMA_ARCHS (the one
+    rule behind every TMA decision: :func:`tma_problem`, :func:`kmajor_staging` and tritonblas.plan's)."""
+    return not hw.is_amd and hw.arch in TMA_ARCHS
+
+
 def tma_problem(problem: GemmProblem, hw: HardwareProfile) -> bool:
     """Whether the problem's launches may use the TMA kernels: an NVIDIA TMA architecture, operands
     16-byte aligned, K > 0 (the problem part of ``tritonblas.plan.tma_supported``; the config part,
     block dims within a TMA box, holds for every candidate of the space)."""
-    return not hw.is_amd and hw.arch in TMA_ARCHS and problem.align_bytes >= 16 and problem.k > 0
+    return has_tma(hw) and problem.align_bytes >= 16 and problem.k > 0
 
 
 def kmajor_copy_ok(k: int, dtype: DType) -> bool:
@@ -62,7 +68,7 @@ def kmajor_staging(problem: GemmProblem, hw: HardwareProfile) -> tuple[bool, boo
     N-major and M >= STAGING_MIN_DIM, stage A when it is M-major and N >= STAGING_MIN_DIM, and only
     where the K-major copy is itself TMA-legal (:func:`kmajor_copy_ok`). Batched problems stage the
     whole (batch, ...) operand. A launch stages only when it runs a TMA kernel (:func:`tma_problem`)."""
-    if hw.is_amd or hw.arch not in TMA_ARCHS:
+    if not has_tma(hw):
         return False, False
     if problem.a_dtype not in KMAJOR_ONLY_DTYPES or problem.b_dtype not in KMAJOR_ONLY_DTYPES:
         return False, False

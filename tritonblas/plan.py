@@ -26,7 +26,7 @@ from origami.config import Kind, TileConfig
 from origami.hardware import HardwareProfile
 from origami.problem import DType, GemmProblem, Layout, layout_order, stride_align_bytes, tma_store_exact
 from origami.space import smem_bytes, violations
-from origami.kmajor import KMAJOR_ONLY_DTYPES, STAGING_MIN_DIM, TMA_ARCHS, kmajor_staging
+from origami.kmajor import KMAJOR_ONLY_DTYPES, STAGING_MIN_DIM, has_tma, kmajor_staging
 from origami.staging import staging_copy_ns  # the copy cost (origami's policy), named here for plan's callers
 from tritonblas import _interpreter
 
@@ -148,7 +148,7 @@ def _num_tiles(cfg: TileConfig, p: GemmProblem) -> int:
 
 def tma_supported(cfg: TileConfig, problem: GemmProblem, hw: HardwareProfile) -> str | None:
     """None if the TMA kernel may serve this config/problem, else why not."""
-    if hw.is_amd or hw.arch not in TMA_ARCHS:
+    if not has_tma(hw):
         return f"TMA: {hw.arch} has no tensor memory accelerator"
     if cfg.kind not in _KERNELS:
         return f"TMA: no TMA variant for kind {cfg.kind.value}"
@@ -184,7 +184,7 @@ def align_staging_for(problem: GemmProblem, hw: HardwareProfile, ab_align: tuple
     origami's policy (``origami.staging.staged_pick``, which the dispatcher calls). Only on NVIDIA TMA architectures,
     for operands contiguous along one of their last two dims (orders 0 and 1), with K > 0.
     """
-    if hw.is_amd or hw.arch not in TMA_ARCHS or problem.k == 0:
+    if not has_tma(hw) or problem.k == 0:
         return False, False
     return tuple(align < 16 and order in (0, 1) for align, order in zip(ab_align, orders))
 
@@ -196,7 +196,7 @@ def tma_reads_as_is(problem: GemmProblem, hw: HardwareProfile, ab_align: tuple[i
     under 16 bytes aligned is so for its ``out`` alone, which the TMA kernels store through pointers at its own
     alignment class (:func:`prepare_launch`): its plan is the aligned problem's, nothing copied
     (``origami.staging.unaligned_out_pick``, which the dispatcher calls)."""
-    if hw.is_amd or hw.arch not in TMA_ARCHS or problem.k == 0:
+    if not has_tma(hw) or problem.k == 0:
         return False
     return all(align >= 16 and order in (0, 1) for align, order in zip(ab_align, orders))
 

@@ -240,6 +240,30 @@ def test_aligned_operands_with_a_ragged_out_match_reference(kind, kw, bias, devi
     check_gemm(out, a, b, what=f"unaligned out, {kind}, bias {bias}", **({"bias": vec} if bias else {}))
 
 
+@pytest.mark.timeout(180)
+@pytest.mark.parametrize("bias", [False, True])
+def test_linear_with_ragged_out_features_runs_the_aligned_plan_and_its_warm_path(bias, interpret, monkeypatch):
+    """End to end through tritonblas.linear (what enable() routes F.linear to) on a 3-D activation, twice: the
+    plan is the aligned problem's TMA kernel with nothing staged, the second call is served warm, and both
+    results meet the bf16 bound."""
+    import tritonblas
+
+    monkeypatch.setenv("TRITONBLAS_PROFILE", "h200")
+    dispatch.clear_caches()
+    x = operand(2 * 19, 64, torch.bfloat16, False, interpret).reshape(2, 19, 64)
+    w = operand(29, 64, torch.bfloat16, False, interpret)
+    vec = operand(1, 29, torch.bfloat16, False, interpret).reshape(29) if bias else None
+    lp = dispatch.plan_for(x.reshape(-1, 64), w.t())
+    assert lp.kernel_name in TMA_KERNELS and not (lp.stage_a or lp.stage_b) and lp.problem.align_bytes == 16
+    dispatch.reset_stats()
+    for _ in range(2):
+        out = tritonblas.linear(x, w, vec)
+        assert out.shape == (2, 19, 29)
+        check_gemm(out.reshape(-1, 29), x.reshape(-1, 64), w.t(), what=f"linear, ragged out, bias {bias}",
+                   **({"bias": vec} if bias else {}))
+    assert dispatch.stats()["fast_hits"] >= 1 and dispatch.stats()["fallbacks"] == 0
+
+
 # --- GPU -------------------------------------------------------------------------------------
 @pytest.mark.gpu
 @pytest.mark.timeout(600)

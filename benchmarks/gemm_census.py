@@ -61,36 +61,25 @@ def gemm_problems(name: str, mode: str = "train", tiny: bool = False) -> list[tu
     ``mode`` on the meta device: ``forward``, then for ``train`` the ``backward`` of models.py's loss (what cuBLAS
     runs under torch, and our autograd Function's GEMMs compute: dX = dY·W, dW = dYᵀ·X). Read below autograd
     (a TorchDispatchMode), so F.linear's ``x @ W.T`` shows its K-major weight (b_layout T) and the backward its
-    transposed views. None: an operand neither row- nor column-major (torch copies it first). The alignment is
-    that of fresh contiguous storage (meta tensors have no address): ``origami.problem.stride_align_bytes``."""
+    transposed views. None: an operand neither row- nor column-major (torch copies it first). The problem is
+    ``tritonblas.plan.problem_from_tensors``' with a fresh contiguous out; a meta tensor's address is 0, so the
+    alignment is that of its strides."""
     import torch
     from torch.overrides import TorchFunctionMode
     from torch.utils._python_dispatch import TorchDispatchMode
 
     import models
-    from origami.problem import GemmProblem, Layout, layout_order, stride_align_bytes
-    from tritonblas.plan import FROM_TORCH
+    from tritonblas.plan import FROM_TORCH, operand_order, problem_from_tensors
 
     aten = torch.ops.aten
     ops = {aten.mm: (0, 1), aten.addmm: (1, 2), aten.bmm: (0, 1), aten.baddbmm: (1, 2)}
     rows: list[tuple[str, str, object]] = []
     phase = ["forward"]
 
-    def operand(t):
-        (n0, n1), (s0, s1) = t.shape[-2:], t.stride()[-2:]
-        order = layout_order(n0, n1, s0, s1)
-        bs = t.stride(0) if t.dim() == 3 and t.shape[0] > 1 else 0
-        return order, stride_align_bytes(n0, n1, s0, s1, bs, t.element_size())
-
     def problem(a, b):
-        (oa, aa), (ob, ab) = operand(a), operand(b)
-        if 2 in (oa, ob) or a.dtype not in FROM_TORCH:
+        if a.dtype not in FROM_TORCH or 2 in (operand_order(a), operand_order(b)):
             return None
-        dt = FROM_TORCH[a.dtype]
-        out_align = stride_align_bytes(a.shape[-2], b.shape[-1], b.shape[-1], 1, 0, a.element_size())
-        return GemmProblem(m=a.shape[-2], n=b.shape[-1], k=a.shape[-1], batch=a.shape[0] if a.dim() == 3 else 1,
-                           a_dtype=dt, b_dtype=dt, c_dtype=dt, a_layout=Layout.T if oa == 1 else Layout.N,
-                           b_layout=Layout.T if ob == 1 else Layout.N, align_bytes=min(aa, ab, out_align))
+        return problem_from_tensors(a, b, torch.empty(*a.shape[:-1], b.shape[-1], dtype=a.dtype, device="meta"))
 
     class Census(TorchDispatchMode):
         def __torch_dispatch__(self, func, types, args=(), kwargs=None):
@@ -206,10 +195,11 @@ def main(argv=None) -> int:
 
 def write_problems(path: Path, tables: dict, mode: str) -> None:
     """The problems of ``tables`` (model -> :func:`problem_table` rows) as one shapes file, each problem once
-    (in the first model's order), none of the held-out split; written atomically."""
+    (in the first model's order), none of the held-out split; written atomically (``tritonblas.tables.AtomicFile``)."""
     import yaml
 
     from tritonblas.heldout import heldout_dims
+    from tritonblas.tables import AtomicFile
 
     held = {d[:3] for d in heldout_dims()}
     seen, entries = set(), []
@@ -222,9 +212,8 @@ def write_problems(path: Path, tables: dict, mode: str) -> None:
     head = (f"# {path.stem}: written by benchmarks/gemm_census.py {' '.join(tables)} --mode {mode} --problems "
             f"--write {path.as_posix()}\n# ({len(entries)} problems: each GEMM of one {mode} step of those "
             f"benchmarks/models.py models, forward and backward, as the aten layer runs it; bf16 N unless stated)\n")
-    tmp = path.with_name(f".{path.name}.tmp")
-    tmp.write_text(head + yaml.safe_dump(entries, default_flow_style=None, sort_keys=False))
-    tmp.replace(path)
+    with AtomicFile(path) as f:
+        f.write(head + yaml.safe_dump(entries, default_flow_style=None, sort_keys=False))
 
 
 if __name__ == "__main__":

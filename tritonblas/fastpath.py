@@ -94,13 +94,12 @@ _min_gflop_raw = raw_getter(ENV_EAGER_MIN_GFLOP)  # per call, no Python frame; p
 _MIN_FLOP: dict = {}
 
 
-def small_eager(flop: int, t) -> bool:
+def small_eager(raw: str, flop: int, t) -> bool:
     """Whether an eager GEMM of ``flop`` (2·M·N·K) on ``t``'s device runs torch's op under
-    ``TRITONBLAS_EAGER_MIN_GFLOP`` (an experiment, unset: never). Not while ``t``'s stream captures a CUDA
+    ``TRITONBLAS_EAGER_MIN_GFLOP``, whose raw value the caller read as ``raw`` (an experiment, unset: never). Not while ``t``'s stream captures a CUDA
     graph, where the host's cost is paid once. Why: inside a host-bound model our warm call costs ~40 us more
     than torch's (H100, gpt2-medium's training forward: ``benchmarks/results/train_forward_h100_90ab230.txt``),
     more than our kernel saves on a small GEMM. The callers (``*_hot``) ask only with the variable set."""
-    raw = _min_gflop_raw()
     limit = _MIN_FLOP.get(raw)
     if limit is None:
         limit = _MIN_FLOP[raw] = eager_min_gflop() * 1e9  # a bad value raises here, naming the variable
@@ -390,7 +389,7 @@ def linear_hot(x, w, bias=None):
         return None
     if _fast_off() or _intercepting():
         return None
-    if _min_gflop_raw() is not None and w.dim() == 2 and small_eager(2 * x.numel() * w.shape[0], x):
+    if (raw := _min_gflop_raw()) is not None and w.dim() == 2 and small_eager(raw, 2 * x.numel() * w.shape[0], x):
         return TORCH
     if _any_autocast():  # the tensors torch's autocast would hand to aten::linear, as the route casts them
         x, w, bias = autocast.cast_inputs(x, w, bias, op="linear")
@@ -418,8 +417,8 @@ def matmul_hot(a, b):
         return None
     if _fast_off() or _intercepting():
         return None
-    if _min_gflop_raw() is not None and a.dim() >= 2 and b.dim() >= 2 and \
-            small_eager(2 * max(a.numel() * b.shape[-1], b.numel() * a.shape[-2]), a):
+    if (raw := _min_gflop_raw()) is not None and a.dim() >= 2 and b.dim() >= 2 and \
+            small_eager(raw, 2 * max(a.numel() * b.shape[-1], b.numel() * a.shape[-2]), a):
         return TORCH  # (2·K·output elements, a batch broadcast from either side)
     if _any_autocast():
         a, b = autocast.cast_inputs(a, b, op="matmul")
@@ -455,7 +454,7 @@ def addmm_hot(c, a, b):
         return None
     if _fast_off() or _intercepting():
         return None
-    if _min_gflop_raw() is not None and small_eager(2 * a.numel() * b.shape[1], a):
+    if (raw := _min_gflop_raw()) is not None and small_eager(raw, 2 * a.numel() * b.shape[1], a):
         return TORCH
     if _any_autocast():
         c, a, b = autocast.cast_inputs(c, a, b, op="addmm")
@@ -505,7 +504,7 @@ def bmm_hot(a, b):
         return None
     if _fast_off() or _intercepting():
         return None
-    if _min_gflop_raw() is not None and small_eager(2 * a.numel() * b.shape[2], a):
+    if (raw := _min_gflop_raw()) is not None and small_eager(raw, 2 * a.numel() * b.shape[2], a):
         return TORCH
     if _any_autocast():
         a, b = autocast.cast_inputs(a, b, op="bmm")

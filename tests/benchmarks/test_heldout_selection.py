@@ -186,15 +186,18 @@ def check_other_profile(stem: str, path: Path, profile: str) -> None:
         check_floors(name, path, s, got)
 
 
-def _other_cases():
+def _other_profiles() -> list[str]:
+    """The profiles other than h200 with a benchmarks/data/<profile>_heldout/ folder (not h200_vendor_heldout:
+    torch's times, vendor_times.py)."""
     import origami
 
     profiles = set(origami.list_profiles()) - {"h200"}
-    out = []
-    for d in sorted(DATA.glob("*_heldout")):
-        profile = d.name[:-len("_heldout")]
-        if profile in profiles:  # (not h200_vendor_heldout: torch's times, vendor_times.py)
-            out += [pytest.param(profile, f.stem, id=f"{profile}-{f.stem}") for f in sorted(d.glob("*.csv"))]
+    return [d.name[:-len("_heldout")] for d in sorted(DATA.glob("*_heldout")) if d.name[:-len("_heldout")] in profiles]
+
+
+def _other_cases():
+    out = [pytest.param(profile, f.stem, id=f"{profile}-{f.stem}") for profile in _other_profiles()
+           for f in sorted((DATA / f"{profile}_heldout").glob("*.csv"))]
     why = "no other profile's held-out data recorded yet (device_plan.sh with OTHER_HELDOUT=h100)"
     return out or [pytest.param(None, None, marks=pytest.mark.skip(reason=why))]
 
@@ -238,11 +241,7 @@ def test_common_table_of_one_profile_is_its_pooled_rows_and_two_share_their_shap
     assert rows and set(rows) == set(pooled)
     for dtype, (n, geo, p10) in rows.items():
         assert [n, geo, p10] == pooled[dtype], (dtype, rows[dtype], pooled[dtype])
-    import origami
-
-    others = [d.name[:-len("_heldout")] for d in sorted(DATA.glob("*_heldout"))
-              if d.name != "h200_heldout" and d.name[:-len("_heldout")] in origami.list_profiles()]
-    for other in others:  # the shapes both recorded: never more than either has
+    for other in _other_profiles():  # the shapes both recorded: never more than either has
         two = {line.split()[0]: int(line.split()[1]) for line in common_table(["h200", other])[2:]}
         for dtype, n in two.items():
             assert n <= int(rows[dtype][0]), (other, dtype)

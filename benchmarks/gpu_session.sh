@@ -166,7 +166,7 @@ for step in $STEPS; do
                  echo "compare rc=$?"
                } > "$log" 2>&1 ;;
     train_gemms)  # every GEMM of models.py's training steps as the aten layer runs it (benchmarks/shapes/train.yaml, forward
-               # and the backward's NT/TN layouts: benchmarks/gemm_census.py --problems): ours vs torch per shape, do_bench
+               # and backward layouts: benchmarks/gemm_census.py --problems): ours vs torch per shape, do_bench
                timeout $(( ${TRAIN_GEMMS_BUDGET:-150} + 120 )) python3 benchmarks/compare.py --set train --profile $GPU_TAG \
                  --sweep none --no-nvmmh --rep-ms ${TRAIN_GEMMS_REP_MS:-10} --budget-s ${TRAIN_GEMMS_BUDGET:-150} \
                  --out "$OUT/compare_train_$GPU_TAG.csv" > "$log" 2>&1 ;;

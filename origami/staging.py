@@ -67,17 +67,19 @@ def staged_pick(problem: GemmProblem, hw: HardwareProfile, stage: tuple[bool, bo
 
 def unaligned_out_pick(problem: GemmProblem, hw: HardwareProfile,
                        unaligned_ns: float) -> "tuple[GemmProblem, Estimate] | None":
-    """(aligned problem, the model's pick for it) for a problem whose operands A and B a TMA launch reads as
-    they are, its ``align_bytes`` under 16 from ``out`` alone (the caller's predicate:
-    ``tritonblas.plan.tma_reads_as_is``), when that pick is predicted faster than ``unaligned_ns``; else None.
+    """(aligned problem, the model's pick for it) for a problem whose operands A and B the kernels read as they
+    are, its ``align_bytes`` under 16 from ``out`` alone (the caller's predicate: ``tritonblas.plan.reads_as_is``),
+    when that pick is predicted faster than ``unaligned_ns``; else None.
 
-    The TMA kernels read A and B through descriptors and store ``out`` through pointers at out's own alignment
+    Each kernel operand keeps its own alignment class at launch (``tritonblas.plan.align_elements``): A and B
+    are read through TMA descriptors or 16-byte vector loads and ``out`` is stored through pointers at its own
     class, so the aligned problem's pick runs with nothing copied; out loses its vector stores, which the model
     does not charge (as for :func:`staged_pick`'s aligned problem). Never the warp-specialised kernel (kind
     'ws', :func:`origami.space.without_ws`): its TMA store needs an aligned out. Why: an ``F.linear`` whose
     out_features make its rows ragged (GPT-2's lm_head: 50257 bf16 logits a row, the weight K-major and aligned)
     otherwise ran the pointer kernel with every load register-staged: 2048x50257x1024 predicted 2161 us on the
-    h100 profile, against 294 us for the aligned problem's TMA pick (the dispatcher's plan, CPU, 2026-12-05)."""
+    h100 profile, against 294 us for the aligned problem's TMA pick (the dispatcher's plan, CPU, 2026-12-05).
+    On AMD the unaligned problem's space also drops every config whose register-staged loads would spill."""
     if problem.align_bytes >= 16:
         return None
     aligned = dataclasses.replace(problem, align_bytes=16)

@@ -351,15 +351,14 @@ def _selection_profile(key: GemmKey, hw: HardwareProfile) -> HardwareProfile:
 def _align_staged(key: GemmKey, problem: GemmProblem, hw: HardwareProfile, unstaged_ns: float):
     """(aligned problem, its config, (stage A?, stage B?)) when copying the operands under 16-byte
     alignment into padded buffers (``plan.align_staging_for`` says which) pays by origami's cost
-    policy (``origami.staging.staged_pick``), or when only ``out`` is under 16 bytes and the TMA kernels
-    read A and B as they are (``plan.tma_reads_as_is``; ``origami.staging.unaligned_out_pick``, nothing
-    staged); else None. Model picks only: a forced config or a tile-table entry runs as it is."""
+    policy (``origami.staging.staged_pick``), or when only ``out`` is under 16 bytes and the kernels read A
+    and B as they are (``plan.reads_as_is``; ``origami.staging.unaligned_out_pick``, nothing staged); else None. Model picks only: a forced config or a tile-table entry runs as it is."""
     from origami.staging import staged_pick, unaligned_out_pick
 
     if key.align >= 16:
         return None
     stage = _plan.align_staging_for(problem, hw, key.ab_align, key.orders[:2])
-    if not any(stage) and _plan.tma_reads_as_is(problem, hw, key.ab_align, key.orders[:2]):
+    if not any(stage) and _plan.reads_as_is(problem, hw, key.ab_align, key.orders[:2]):
         picked = unaligned_out_pick(problem, hw, unstaged_ns)
     else:
         picked = staged_pick(problem, hw, stage, unstaged_ns)

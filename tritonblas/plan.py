@@ -32,11 +32,11 @@ from tritonblas import _interpreter
 
 __all__ = [
     "LaunchPlan", "PreparedLaunch", "make_plan", "launch", "prepare_launch", "precompile", "clear_workspaces",
-    "resolve_kernel_name", "tma_supported", "staging_for", "align_staging_for", "tma_reads_as_is", "staging_copy_ns", "STAGING_MIN_DIM",
+    "resolve_kernel_name", "tma_supported", "staging_for", "align_staging_for", "reads_as_is", "staging_copy_ns", "STAGING_MIN_DIM",
     "TMA_KERNELS", "problem_from_tensors",
     "alignment_bytes", "edge_alignment_bytes", "operand_order", "layout_info", "staging_buffer",
     "workspace", "WORKSPACES", "MAX_WORKSPACES",
-    "align_class", "CONSTEXPR_FIELDS", "OPTION_FIELDS", "AMD_OPTION_FIELDS", "GRID_FIELDS", "TORCH_DTYPES", "FROM_TORCH",
+    "align_class", "align_elements", "CONSTEXPR_FIELDS", "OPTION_FIELDS", "AMD_OPTION_FIELDS", "GRID_FIELDS", "TORCH_DTYPES", "FROM_TORCH",
 ]
 
 # --- TileConfig field roles ------------------------------------------------------------------
@@ -189,14 +189,14 @@ def align_staging_for(problem: GemmProblem, hw: HardwareProfile, ab_align: tuple
     return tuple(align < 16 and order in (0, 1) for align, order in zip(ab_align, orders))
 
 
-def tma_reads_as_is(problem: GemmProblem, hw: HardwareProfile, ab_align: tuple[int, int],
-                    orders: tuple[int, int]) -> bool:
-    """Whether a TMA launch reads A and B as they are: an NVIDIA TMA architecture, K > 0, and both operands
+def reads_as_is(problem: GemmProblem, hw: HardwareProfile, ab_align: tuple[int, int], orders: tuple[int, int]) -> bool:
+    """Whether the kernels read A and B as they are at the aligned problem's rate: K > 0, and both operands
     16-byte aligned (:func:`alignment_bytes`) and contiguous along one of their last two dims. Then a problem
-    under 16 bytes aligned is so for its ``out`` alone, which the TMA kernels store through pointers at its own
-    alignment class (:func:`prepare_launch`): its plan is the aligned problem's, nothing copied
-    (``origami.staging.unaligned_out_pick``, which the dispatcher calls)."""
-    if not has_tma(hw) or problem.k == 0:
+    under 16 bytes aligned is so for its ``out`` alone. Every kernel reads each operand at that operand's own
+    alignment class (:func:`align_elements`: TMA descriptors on NVIDIA TMA architectures, 16-byte vector loads
+    in the pointer kernels, AMD's included) and stores ``out`` at out's, so such a call's plan is the aligned
+    problem's, nothing copied (``origami.staging.unaligned_out_pick``, which the dispatcher calls)."""
+    if problem.k == 0:
         return False
     return all(align >= 16 and order in (0, 1) for align, order in zip(ab_align, orders))
 
@@ -273,13 +273,22 @@ def make_plan(cfg: TileConfig, problem: GemmProblem, hw: HardwareProfile, *, tma
 
 # --- layouts and alignment -------------------------------------------------------------------
 def align_class(nbytes: int) -> int:
-    """Quantise an alignment in bytes to the kernels' three classes: 16 (vector / TMA), 4, 1.
-
-    One class covers all three tensors (the minimum), for strides (``*_ALIGN``) and, separately,
-    for edge masks (``*_EDGE``, also dividing the contiguous extents): per config and layout that
-    is at most 6 compiled variants, and 3 for contiguous tensors (their extents are their strides).
-    """
+    """Quantise an alignment in bytes to the kernels' three classes: 16 (vector / TMA), 4, 1."""
     return 16 if nbytes >= 16 else 4 if nbytes >= 4 else 1
+
+
+def align_elements(nbytes: int, t: torch.Tensor) -> int:
+    """The ``*_ALIGN`` / ``*_EDGE`` hint of one kernel operand: its own :func:`align_class` in elements of
+    ``t`` (at least 1), from ``nbytes`` (:func:`alignment_bytes` or :func:`edge_alignment_bytes` of ``t``).
+
+    Each tensor keeps its own class (strides, and separately edge masks), so an operand the kernel can
+    read with 16-byte vectors does so whatever the others' alignment: a ragged ``out`` (an ``F.linear``
+    whose out_features make its rows odd, e.g. GPT-2's lm_head, 50257 bf16 logits a row) once took the
+    minimum class of all three and sent every load of an aligned ``a`` and ``b`` to scalar 2-byte loads
+    (sm_90: 512 scalar loads, no cp.async, in the pointer kernel of 4096x1001x7168 N·T; gfx942: short
+    loads; tests/kernels/test_aot_compile.py). Three classes per tensor bound the compiled variants of a
+    config and layout: contiguous tensors have one class each (their extents are their strides)."""
+    return max(1, align_class(nbytes) // t.element_size())
 
 
 def operand_order(t: torch.Tensor) -> int:
@@ -677,8 +686,6 @@ def prepare_launch(plan: LaunchPlan, a: torch.Tensor, b: torch.Tensor, out: torc
     a, b, staged = _stage_operands(plan, a, b)
     (oa, la, ea), (ob, lb, eb), (oo, lo, eo) = layout_info(a), layout_info(b), layout_info(out)
     orders = {"a": oa, "b": ob, "out": oo}
-    cls = align_class(min(la, lb, lo))
-    edge = align_class(min(ea, eb, eo))
     kernel_name = resolve_kernel_name(plan, a, b, (oa, ob))
     a_arg, b_arg, out_arg = a, b, out
     sab, sbb = _batch_stride(a), _batch_stride(b)
@@ -711,10 +718,8 @@ def prepare_launch(plan: LaunchPlan, a: torch.Tensor, b: torch.Tensor, out: torc
     fp8 = a.dtype in _FP8
     meta = dict(
         A_ORDER=orders["a"], B_ORDER=orders["b"], OUT_ORDER=orders["out"],
-        A_ALIGN=max(1, cls // a.element_size()), B_ALIGN=max(1, cls // b.element_size()),
-        OUT_ALIGN=max(1, cls // out.element_size()),
-        A_EDGE=max(1, edge // a.element_size()), B_EDGE=max(1, edge // b.element_size()),
-        OUT_EDGE=max(1, edge // out.element_size()),
+        A_ALIGN=align_elements(la, a), B_ALIGN=align_elements(lb, b), OUT_ALIGN=align_elements(lo, out),
+        A_EDGE=align_elements(ea, a), B_EDGE=align_elements(eb, b), OUT_EDGE=align_elements(eo, out),
         HAS_C=has_c, HAS_BIAS=bias is not None, SCALE_A=sa_mode, SCALE_B=sb_mode,
         ACTIVATION=_ACTIVATIONS[activation],
         INPUT_PRECISION="tf32" if (allow_tf32 and a.dtype == torch.float32) else "ieee",

@@ -18,7 +18,7 @@ from _check import check_gemm, config, operand
 from tritonblas import dispatch
 from origami.staging import STAGED_HOST_NS, staging_copy_ns
 from tritonblas.plan import (TMA_KERNELS, operand_order, _tma_ok, align_staging_for, make_plan, prepare_launch,
-                             problem_from_tensors, tma_reads_as_is)
+                             problem_from_tensors, reads_as_is)
 
 
 def _problem(m, n, k, dtype="bf16", align=2, **kw):
@@ -39,15 +39,15 @@ def test_align_staging_for_picks_the_unaligned_operands(h200, mi300x):
     assert align_staging_for(dataclasses.replace(p, k=0), h200, (2, 2), (0, 0)) == (False, False)
 
 
-def test_tma_reads_as_is_only_aligned_contiguous_operands_on_tma_gpus(h200, mi300x):
+def test_reads_as_is_only_aligned_contiguous_operands(h200, mi300x):
     p = _problem(2048, 50257, 1024, b_layout="T")
-    assert tma_reads_as_is(p, h200, (16, 16), (0, 1))
-    assert tma_reads_as_is(p, h200, (16, 16), (1, 0))
-    assert not tma_reads_as_is(p, h200, (16, 2), (0, 1))  # an unaligned operand: alignment staging's case
-    assert not tma_reads_as_is(p, h200, (4, 16), (0, 1))
-    assert not tma_reads_as_is(p, h200, (16, 16), (2, 1))  # contiguous along neither dim
-    assert not tma_reads_as_is(p, mi300x, (16, 16), (0, 1))  # AMD: no TMA
-    assert not tma_reads_as_is(dataclasses.replace(p, k=0), h200, (16, 16), (0, 1))
+    for hw in (h200, mi300x):  # TMA descriptors on the H200, 16-byte vector loads in AMD's pointer kernels
+        assert reads_as_is(p, hw, (16, 16), (0, 1))
+        assert reads_as_is(p, hw, (16, 16), (1, 0))
+        assert not reads_as_is(p, hw, (16, 2), (0, 1))  # an unaligned operand: alignment staging's case
+        assert not reads_as_is(p, hw, (4, 16), (0, 1))
+        assert not reads_as_is(p, hw, (16, 16), (2, 1))  # contiguous along neither dim
+        assert not reads_as_is(dataclasses.replace(p, k=0), hw, (16, 16), (0, 1))
 
 
 # --- the dispatcher's decision (nothing is launched here: plan_for only plans) --------------------
@@ -124,11 +124,22 @@ def test_only_out_unaligned_plans_the_aligned_problem_with_nothing_copied(profil
     assert "unaligned out only" in dispatch.explain(a, b, profile=hw)
 
 
-def test_only_out_unaligned_on_amd_keeps_the_pointer_kernel(interpret, mi300x):
+def test_only_out_unaligned_on_amd_plans_the_aligned_problem(interpret, mi300x):
+    """AMD's pointer kernels read a and b at their own alignment class (plan.align_elements): the plan is the
+    aligned problem's pick, nothing staged, and the launch hints 16-byte vectors for a and b, 1 element for out."""
+    import origami
+
     a = torch.empty(2048, 1024, dtype=torch.bfloat16, device=interpret)
     b = torch.empty(50257, 1024, dtype=torch.bfloat16, device=interpret).t()
+    out = torch.empty(2048, 50257, dtype=torch.bfloat16, device=interpret)
     lp = dispatch.plan_for(a, b, profile=mi300x)
-    assert lp.kernel_name not in TMA_KERNELS and lp.problem.align_bytes < 16
+    assert lp.kernel_name not in TMA_KERNELS and not (lp.stage_a or lp.stage_b)
+    assert lp.problem.align_bytes == 16
+    unaligned = dispatch.GemmKey.from_tensors(a, b, out, profile=mi300x).problem()
+    assert origami.select(lp.problem, mi300x).latency_ns < origami.select(unaligned, mi300x).latency_ns
+    kw = prepare_launch(lp, a, b, out).kwargs
+    assert (kw["A_ALIGN"], kw["B_ALIGN"], kw["OUT_ALIGN"]) == (8, 8, 1)
+    assert (kw["A_EDGE"], kw["B_EDGE"], kw["OUT_EDGE"]) == (8, 8, 1)
 
 
 def test_forced_configs_are_not_staged(interpret, h200):
@@ -238,6 +249,30 @@ def test_aligned_operands_with_a_ragged_out_match_reference(kind, kw, bias, devi
     assert prepared.args[0].base is a and prepared.args[1].base is b
     prepared.run()
     check_gemm(out, a, b, what=f"unaligned out, {kind}, bias {bias}", **({"bias": vec} if bias else {}))
+
+
+@pytest.mark.timeout(180)
+@pytest.mark.parametrize("kind, kw", [("dp", {}), ("persistent", dict(grid=3)), ("streamk", dict(grid=3)),
+                                      ("splitk", dict(split_k=2))])
+@pytest.mark.parametrize("ragged", ["out", "a", "b"])
+def test_pointer_kernels_hint_each_operand_by_its_own_class(kind, kw, ragged, device, h200):
+    """The pointer kernels (no TMA, as on AMD) with one operand's rows ragged (odd leading stride, 2-byte aligned) and
+    the others 16-byte aligned: each operand's ``*_ALIGN`` / ``*_EDGE`` is its own class (plan.align_elements), and
+    the result meets the bf16 bound (on a GPU the aligned operands' loads are 16-byte vectors; a hint wider than
+    its tensor's alignment would read the wrong elements there)."""
+    m, n, k = 37, 29, 72
+    a = _unaligned(m, k, torch.bfloat16, False, device) if ragged == "a" else operand(m, k, torch.bfloat16, False, device)
+    # b's rows: 31 bf16 (62 bytes, 2-byte aligned) when ragged, else 32 (aligned, the extent 29 ragged)
+    b = operand(k, n + (2 if ragged == "b" else 3), torch.bfloat16, False, device)[:, :n]
+    out_n = n if ragged == "out" else n + 3
+    out = torch.full((m, out_n), float("nan"), dtype=torch.bfloat16, device=device)[:, :n]
+    lp = make_plan(config(kind, **kw), problem_from_tensors(a, b, out), h200, tma=False)
+    prepared = prepare_launch(lp, a, b, out)
+    assert prepared.kernel.fn.__name__ not in TMA_KERNELS
+    hints = {t: (prepared.kwargs[f"{t.upper()}_ALIGN"], prepared.kwargs[f"{t.upper()}_EDGE"]) for t in ("a", "b", "out")}
+    assert hints == {t: ((1, 1) if t == ragged else (8, 8) if t == "a" else (8, 1)) for t in hints}, hints
+    prepared.run()
+    check_gemm(out, a, b, what=f"pointer {kind}, ragged {ragged}")
 
 
 @pytest.mark.timeout(180)

@@ -11,6 +11,7 @@ launching. Prints one JSON line per case: compiled or the error, ``metadata.shar
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import os
 import re
@@ -41,6 +42,8 @@ CASES = {
     "dp-n1000-hints-off": _case("dp", 128, 128, 64, 4, 3, 4096, 1000, 7000, hints=False),
     "dp-n511": _case("dp", 128, 128, 64, 4, 3, 4096, 511, 4099),
     "dp-padded-ld-odd-n": _case("dp", 128, 128, 64, 4, 3, 4096, 1001, 7000, ld=1008),
+    # F.linear with ragged out_features: a and the K-major weight 16-byte aligned, out's rows (1001 bf16) not
+    "dp-unaligned-out-only-NT": _case("dp", 128, 128, 64, 4, 3, 4096, 1001, 7168, BF16, "NT"),
     "dp-256x128-w8-s3-TT": _case("dp", 256, 128, 64, 8, 3, 4096, 4096, 4096, FP16, "TT"),
     "persistent-128x256-w8-s3-TN": _case("persistent", 128, 256, 64, 8, 3, 4096, 4096, 4096, BF16, "TN"),
     "streamk-128x128-NT-epilogue": _case("streamk", 128, 128, 64, 4, 4, 1536, 1536, 4096, BF16, "NT",
@@ -76,6 +79,7 @@ AMD_CASES = {  # gfx942, chiplet remap over 8 XCDs, AMD launch options (configs 
     # 256x256x64 w8 s2 and a 256x128x64 w8 s2 Stream-K spill on gfx942, benchmarks/data/amd_aot/)
     "amd-dp-n1000": _case("dp", 256, 128, 64, 8, 2, 4096, 1000, 7000, chunk=4),
     "amd-dp-n1000-hints-off": _case("dp", 256, 128, 64, 8, 2, 4096, 1000, 7000, chunk=4, hints=False),
+    "amd-dp-unaligned-out-only-NT": _case("dp", 128, 128, 64, 8, 2, 4096, 1001, 7168, BF16, "NT", chunk=4),
     "amd-streamk-NT": _case("streamk", 128, 128, 64, 8, 2, 4096, 4096, 4096, BF16, "NT", grid=304, chunk=4),
     "amd-splitk-fp16": _case("splitk", 64, 256, 64, 8, 2, 64, 4096, 4096, FP16, split=2),
 }
@@ -118,7 +122,11 @@ def compile_case(name: str, hw) -> dict:
         kw.update(scale_a=torch.empty(c["m"]), scale_b=torch.empty(c["n"]))
     elif scales == "tensor":
         kw.update(scale_a=torch.empty(()), scale_b=torch.empty(()))
-    plan = P.make_plan(cfg, P.problem_from_tensors(a, b, out), hw, tma=c["tma"], flat=c["flat"])
+    problem = P.problem_from_tensors(a, b, out)
+    ab_align = (P.alignment_bytes(a), P.alignment_bytes(b))
+    if problem.align_bytes < 16 and P.reads_as_is(problem, hw, ab_align, (P.operand_order(a), P.operand_order(b))):
+        problem = dataclasses.replace(problem, align_bytes=16)  # out alone unaligned: planned as the dispatcher does
+    plan = P.make_plan(cfg, problem, hw, tma=c["tma"], flat=c["flat"])
     prepared = prepare_on_cpu(plan, a, b, out, **kw)
     if not c["hints"]:
         for key in ("A_ALIGN", "B_ALIGN", "OUT_ALIGN", "A_EDGE", "B_EDGE", "OUT_EDGE"):

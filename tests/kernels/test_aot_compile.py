@@ -60,6 +60,21 @@ def test_amd_n1000_uses_dwordx4_loads(compiled):
 
 
 @pytest.mark.timeout(600)
+def test_unaligned_out_alone_keeps_vector_loads(compiled):
+    """F.linear with ragged out_features (N = 1001 bf16 rows, a and the K-major weight 16-byte aligned): each
+    operand keeps its own alignment class (plan.align_elements), so a and b load as 16-byte vectors and only
+    out's stores are narrow. With one class for all three (the minimum, before 2026-12-05) the same kernels
+    compiled to 512 scalar 2-byte loads and no cp.async (sm_90) and 128 short loads, no dwordx4 (gfx942)."""
+    for name in ("dp-unaligned-out-only-NT", "amd-dp-unaligned-out-only-NT"):
+        r = compiled[name]
+        assert (r["align"]["A_ALIGN"], r["align"]["B_ALIGN"], r["align"]["OUT_ALIGN"]) == (8, 8, 1), r
+    nv, amd = compiled["dp-unaligned-out-only-NT"], compiled["amd-dp-unaligned-out-only-NT"]
+    assert nv["cp_async_16"] > 0 and nv["scalar_b16_loads"] == 0
+    assert (nv["cp_async_16"], nv["shared"]) == (compiled["dp-n1000"]["cp_async_16"], compiled["dp-n1000"]["shared"])
+    assert amd["dwordx4_loads"] > 0 and amd["short_loads"] == 0
+
+
+@pytest.mark.timeout(600)
 def test_smem_predicate_covers_compiled_kernels(compiled):
     """Pointer kernels: Triton allocates ≤ num_stages·(A + B) tiles on NVIDIA and exactly
     (num_stages − 1)·(A + B) LDS on AMD (the predicate). TMA kernels allocate 8 bytes of mbarrier

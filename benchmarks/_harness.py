@@ -99,25 +99,21 @@ def write_csv(path: "str | os.PathLike[str]", rows, fields, prov: dict, *, digit
     written on its one line (line breaks become spaces), so it cannot add a line that is not a
     ``#`` comment."""
     import csv
+    import io
 
+    from tritonblas.tables import AtomicFile
+
+    buf = io.StringIO()
+    for key, v in prov.items():
+        buf.write(f"# {key}: {' '.join(str(v).splitlines())}\n")
+    w = csv.DictWriter(buf, fieldnames=list(fields))
+    w.writeheader()
+    for r in rows:
+        w.writerow({f: (f"{r[f]:.{digits}g}" if isinstance(r.get(f), float) else r.get(f, "")) for f in fields})
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_suffix(path.suffix + ".tmp")
-    try:
-        with open(tmp, "w", newline="") as fh:
-            for key, v in prov.items():
-                fh.write(f"# {key}: {' '.join(str(v).splitlines())}\n")
-            w = csv.DictWriter(fh, fieldnames=list(fields))
-            w.writeheader()
-            for r in rows:
-                w.writerow({f: (f"{r[f]:.{digits}g}" if isinstance(r.get(f), float) else r.get(f, ""))
-                            for f in fields})
-            fh.flush()
-            os.fsync(fh.fileno())
-        os.replace(tmp, path)
-    except BaseException:
-        tmp.unlink(missing_ok=True)
-        raise
+    with AtomicFile(path) as f:
+        f.write(buf.getvalue())
 
 
 def watch_child(cmd: list, *, timeout_s: float, first_timeout_s: float | None = None, env: dict | None = None):

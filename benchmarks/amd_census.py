@@ -414,9 +414,10 @@ def write_csv(path: Path, rows: list[dict]) -> None:
     for r in sorted(rows, key=lambda r: (order.get(r["source"], 9), r["id"])):
         w.writerow(r)
     path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_suffix(path.suffix + ".tmp")
-    tmp.write_text(buf.getvalue())
-    tmp.replace(path)
+    from tritonblas.tables import AtomicFile
+
+    with AtomicFile(path) as f:
+        f.write(buf.getvalue())
 
 
 def run(specs: list[dict], out_dir: Path, workers: int, log=print, refresh: bool = False) -> dict[str, list[dict]]:

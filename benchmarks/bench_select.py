@@ -253,15 +253,20 @@ def print_table(rows: list[Row]) -> None:
 
 
 def write_csv(rows: list[Row], path: Path) -> None:
+    """Write the rows atomically (``tritonblas.tables.AtomicFile``)."""
+    import io
+
+    from tritonblas.tables import AtomicFile
+
+    buf = io.StringIO()
+    w = csv.DictWriter(buf, fieldnames=[fl.name for fl in fields(Row)])
+    w.writeheader()
+    for r in rows:
+        w.writerow({k: ("" if v is None else round(v, 3) if isinstance(v, float) else v)
+                    for k, v in asdict(r).items()})
     path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_suffix(".csv.tmp")
-    with tmp.open("w", newline="") as f:
-        w = csv.DictWriter(f, fieldnames=[fl.name for fl in fields(Row)])
-        w.writeheader()
-        for r in rows:
-            w.writerow({k: ("" if v is None else round(v, 3) if isinstance(v, float) else v)
-                        for k, v in asdict(r).items()})
-    tmp.replace(path)
+    with AtomicFile(path) as f:
+        f.write(buf.getvalue())
 
 
 def main(argv: list[str] | None = None) -> int:

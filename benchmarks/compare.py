@@ -131,13 +131,18 @@ def resume_rows(path: Path, fresh: bool = False) -> list[dict]:
 
 
 def write_csv_atomic(path: Path, rows: list[dict]) -> None:
+    """Write the rows atomically (``tritonblas.tables.AtomicFile``)."""
+    import io
+
+    from tritonblas.tables import AtomicFile
+
+    buf = io.StringIO()
+    w = csv.DictWriter(buf, fieldnames=COLUMNS, extrasaction="ignore")
+    w.writeheader()
+    w.writerows(rows)
     path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_name(path.name + ".tmp")
-    with tmp.open("w", newline="") as f:
-        w = csv.DictWriter(f, fieldnames=COLUMNS, extrasaction="ignore")
-        w.writeheader()
-        w.writerows(rows)
-    os.replace(tmp, path)
+    with AtomicFile(path) as f:
+        f.write(buf.getvalue())
 
 
 def fnum(x) -> float | None:

@@ -29,6 +29,7 @@ sys.path.insert(0, str(ROOT))
 
 from benchmarks.shapes_gen import LLAMA  # noqa: E402
 from origami.problem import DType, GemmProblem  # noqa: E402
+from tritonblas.tables import AtomicFile  # noqa: E402
 
 SEED = 20261201
 OUT = ROOT / "benchmarks" / "shapes" / "heldout"
@@ -165,9 +166,8 @@ def main(argv=None) -> int:
         raise SystemExit(f"{OUT} already holds the split; it is drawn once and never re-drawn")
     OUT.mkdir(parents=True, exist_ok=True)
     for stem, text in texts.items():
-        tmp = OUT / f".{stem}.yaml.tmp"
-        tmp.write_text(text)
-        tmp.replace(OUT / f"{stem}.yaml")
+        with AtomicFile(OUT / f"{stem}.yaml") as f:
+            f.write(text)
         print(f"wrote {OUT / f'{stem}.yaml'}")
     return 0
 

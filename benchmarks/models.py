@@ -467,7 +467,7 @@ def make_sides(gluon: bool, aten: bool = False, eager: float | None = None) -> d
     return sides
 
 
-def _timeit(step_by_side: dict, reps: int) -> dict:
+def timeit_sides(step_by_side: dict, reps: int) -> dict:
     """Interleaved timing of each side's ``step()`` (wall ms with a device sync), medians; peak memory
     per side over its repetitions. Repetition r runs the sides in their order rotated by r, so every
     side takes every position equally often (two sides: ABAB)."""
@@ -560,7 +560,7 @@ def run_workload(name: str, mode: str, dtype_name: str, reps: int, device: str =
             steps.update(v_steps)
             if outs is not None and v_outs is not None:
                 outs.update(v_outs)
-        timed = _timeit(steps, reps)
+        timed = timeit_sides(steps, reps)
         for k in sides:
             setattr(row, f"{k}_ms", timed[k][0])
             setattr(row, f"{k}_peak_mb", timed[k][1])
@@ -887,7 +887,7 @@ def plot(path: Path) -> Path:
     return out
 
 
-def _isolated(model: str, mode: str, dtype: str, reps: int, timeout_s: float, gluon: bool = False,
+def run_isolated(model: str, mode: str, dtype: str, reps: int, timeout_s: float, gluon: bool = False,
               versus: bool = False, aten: bool = False, eager: float | None = None) -> Row:
     """One workload in its own process: a device-side assert, a hang or a leak ends only its row."""
     import json
@@ -968,7 +968,7 @@ def main(argv=None) -> int:
             print(f"budget reached: skipping {m} {mo} {d}")
             continue
         t0 = time.time()
-        r = _isolated(m, mo, d, args.reps, min(args.job_timeout_s, max(30.0, args.budget_s - (t0 - start) + 30)),
+        r = run_isolated(m, mo, d, args.reps, min(args.job_timeout_s, max(30.0, args.budget_s - (t0 - start) + 30)),
                       gluon=args.gluon, versus=args.versus, aten=args.aten, eager=args.eager)
         rows.append(r)
         print(f"{m} {mo} {d}: torch {r.torch_ms:.3f} ms ours {r.ours_ms:.3f} ms x{r.speedup:.3f} "

@@ -30,7 +30,7 @@ import yaml
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from origami.fit import PickScore, read_sweep, pick_efficiency  # noqa: E402
+from origami.fit import PickScore, efficiency_summary, read_sweep, pick_efficiency  # noqa: E402
 
 DATA = ROOT / "benchmarks" / "data"
 FLOORS_FILE = DATA / "floors.yaml"
@@ -216,10 +216,6 @@ def common_table(profiles: list[str]) -> list[str]:
     """Each profile's pick on its own GPU's held-out sweeps, restricted to the shapes every one of ``profiles``
     has recorded, per dtype: the same shapes scored on two GPUs (how a profile retargeted by its YAML alone
     compares with the one fitted there)."""
-    import math
-
-    import numpy as np
-
     effs: dict = {}
     for prof in profiles:
         paths = [heldout_path(s, prof) for s in heldout_stems() if heldout_path(s, prof).exists()]
@@ -234,8 +230,9 @@ def common_table(profiles: list[str]) -> list[str]:
         probs = sorted((p for p in shared if p.a_dtype.value == dtype), key=lambda p: (p.m, p.n, p.k))
         cells = []
         for prof in profiles:
-            e = np.array([float(effs[prof][p]) for p in probs])
-            cells.append(f"{math.exp(np.log(e).mean()):>14.3f} {np.percentile(e, 10):>6.3f} {int((e < 0.75).sum()):>5}")
+            e = [float(effs[prof][p]) for p in probs]
+            geo, p10 = efficiency_summary(e)
+            cells.append(f"{geo:>14.3f} {p10:>6.3f} {sum(x < 0.75 for x in e):>5}")
         lines.append(f"{dtype:<9} {len(probs):>4}  " + "  ".join(cells))
     return lines
 

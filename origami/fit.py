@@ -29,7 +29,7 @@ from origami.problem import GemmProblem
 from origami.enumerate import row_to_config
 from origami.select import score_problem, select
 
-__all__ = ["Measured", "read_sweep", "selection_efficiency", "pick_efficiency", "PickScore", "heldout_score", "accepts",
+__all__ = ["Measured", "read_sweep", "efficiency_summary", "selection_efficiency", "pick_efficiency", "PickScore", "heldout_score", "accepts",
            "fit", "FitReport"]
 
 _PROBLEM = ("m", "n", "k", "batch", "a_dtype", "b_dtype", "c_dtype", "a_layout", "b_layout")
@@ -98,6 +98,15 @@ class Score:
     log_error: float  # median |log(pred / measured)| over measured configs the model scores
 
 
+def efficiency_summary(effs: Sequence[float]) -> tuple[float, float]:
+    """(geometric mean, 10th percentile) of per-shape selection efficiencies (best measured / pick's
+    measured time); (nan, nan) for none. The one definition every selection report uses."""
+    e = np.asarray(effs, dtype=np.float64)
+    if not e.size:
+        return float("nan"), float("nan")
+    return float(np.exp(np.mean(np.log(e)))), float(np.percentile(e, 10))
+
+
 def selection_efficiency(data: Sequence[Measured], hw: "HardwareProfile | str") -> Score:
     hw = load_profile(hw)
     effs, errs = [], []
@@ -110,9 +119,8 @@ def selection_efficiency(data: Sequence[Measured], hw: "HardwareProfile | str") 
         pick = int(np.argmin(np.where(ok, pred, np.inf)))
         effs.append(ms.min() / ms[pick])
         errs.extend(np.abs(np.log(pred[ok] / 1e6 / ms[ok])))
-    e = np.array(effs)
-    return Score(float(np.exp(np.mean(np.log(e)))) if e.size else float("nan"),
-                 float(np.percentile(e, 10)) if e.size else float("nan"), tuple(e), float(np.median(errs)) if errs else float("nan"))
+    geo, p10 = efficiency_summary(effs)
+    return Score(geo, p10, tuple(effs), float(np.median(errs)) if errs else float("nan"))
 
 
 @dataclass(frozen=True)
@@ -149,9 +157,8 @@ def pick_efficiency(data: Sequence[Measured], hw: "HardwareProfile | str") -> Pi
             continue
         effs.append(min(meas.ms) / times[pick])
         probs.append(meas.problem)
-    e = np.array(effs)
-    return PickScore(float(np.exp(np.mean(np.log(e)))) if e.size else float("nan"),
-                     float(np.percentile(e, 10)) if e.size else float("nan"), tuple(e), tuple(probs), tuple(missing))
+    geo, p10 = efficiency_summary(effs)
+    return PickScore(geo, p10, tuple(effs), tuple(probs), tuple(missing))
 
 
 def heldout_score(data: Sequence[Measured], hw: "HardwareProfile | str") -> "tuple[float, float, int] | None":

@@ -153,7 +153,7 @@ def test_the_eager_side_sets_its_threshold_only_inside_and_its_columns_round_tri
         raise models.subprocess.TimeoutExpired(cmd, 1)
 
     monkeypatch.setattr(models.subprocess, "run", fake_run)
-    row = models._isolated("m", "train", "bf16", 3, 1.0, eager=20.0)
+    row = models.run_isolated("m", "train", "bf16", 3, 1.0, eager=20.0)
     assert seen["cmd"][-2:] == ["--eager", "20"] and row.error.startswith("timeout")
 
 
@@ -167,7 +167,7 @@ def test_parity_fails_when_the_gluon_side_gives_nan(monkeypatch):
     monkeypatch.setattr(models, "build", lambda name, dtype, device: (None, lambda mode: {}, None))
     monkeypatch.setattr(models, "_infer_steps", lambda model, inputs, sides, compiled: (
         {k: (s, lambda: None) for k, s in sides.items()}, ref, outs))
-    monkeypatch.setattr(models, "_timeit", lambda steps, reps: {k: (1.0, 0.0) for k in steps})
+    monkeypatch.setattr(models, "timeit_sides", lambda steps, reps: {k: (1.0, 0.0) for k in steps})
     monkeypatch.setattr(models, "_profile_side", lambda side, step: (0.0, 0.0, 1.0, 1, 1, 0, 0))
     monkeypatch.setattr(torch._dynamo, "reset", lambda: None)
     row = models.run_workload("m", "prefill", "bf16", 2, device="cpu", gluon=True)
@@ -179,7 +179,7 @@ def test_parity_fails_when_the_gluon_side_gives_nan(monkeypatch):
 
 
 def test_timing_puts_every_side_in_every_position(monkeypatch):
-    """_timeit rotates the sides' order by one each repetition: with three sides each runs first,
+    """timeit_sides rotates the sides' order by one each repetition: with three sides each runs first,
     second and third equally often (the ABAB/BABA reversal kept the middle side in the middle), with
     two it alternates as before."""
     import torch
@@ -195,7 +195,7 @@ def test_timing_puts_every_side_in_every_position(monkeypatch):
     for names, reps in ((("torch", "ours", "gluon"), 6), (("torch", "ours"), 4)):
         ran = []
         steps = {n: (Quiet(), (lambda n=n: ran.append(n))) for n in names}
-        models._timeit(steps, reps)
+        models.timeit_sides(steps, reps)
         rounds = [tuple(ran[i:i + len(names)]) for i in range(0, len(ran), len(names))]
         assert len(rounds) == reps and all(sorted(r) == sorted(names) for r in rounds)
         for n in names:

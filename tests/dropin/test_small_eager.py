@@ -41,6 +41,17 @@ CALLS = [
 ]
 
 
+# each call's float64 reference (tests/_check.reference: operands, then the epilogue), K = 16 for all
+REFERENCES = {
+    "linear": lambda: reference(_BASE["x"], _BASE["w"].t(), bias=_BASE["b"]),
+    "linear_3d": lambda: reference(_BASE["x3"], _BASE["w"].t()),
+    "matmul": lambda: reference(_BASE["x"], _BASE["w"].t()),
+    "matmul_broadcast": lambda: reference(_BASE["x"], _BASE["w3"]),
+    "addmm": lambda: reference(_BASE["x"], _BASE["w"].t(), bias=_BASE["b"]),
+    "bmm": lambda: reference(_BASE["x3"], _BASE["w3"]),
+}
+
+
 # every op under no_grad and under autograd, but bmm under autograd: it has no warm path (the route serves it)
 CASES = [pytest.param(name, call, flop, grad, id=f"{name}-{'grad' if grad else 'no_grad'}")
          for name, call, flop in CALLS for grad in (False, True) if not (grad and name == "bmm")]
@@ -65,7 +76,9 @@ def test_the_threshold_sends_smaller_gemms_to_torch_and_keeps_larger_ones(device
         out = call(device, grad)
         st = dispatch.stats()
         assert st["routed"] == 1 and st["launches"] >= 1, st
-        assert torch.allclose(out, ref, rtol=1e-4, atol=1e-4) and (out.grad_fn is not None) == grad
+        ref64, mag, _ = REFERENCES[name]()
+        assert_gemm_close(out, ref64, mag, k=16, what=f"{name} at the threshold (ours)")
+        assert (out.grad_fn is not None) == grad
 
 
 def test_unset_or_empty_changes_nothing(device, monkeypatch):

@@ -741,7 +741,8 @@ def explain(a: torch.Tensor, b: torch.Tensor, *, profile: Any = None, config: Ti
                          f"{copy_us:.2f} us; unstaged pick {unstaged.config.short()} predicted "
                          f"{unstaged.latency_ns / 1e3:.2f} us)")
         else:
-            lines.append(f"  unaligned out only: a and b read through TMA as they are, out stored at its own "
+            how = "through TMA" if lp.tma else "with 16-byte vector loads"
+            lines.append(f"  unaligned out only: a and b read {how} as they are, out stored at its own "
                          f"alignment; nothing copied (the unaligned problem's pick {unstaged.config.short()} "
                          f"predicted {unstaged.latency_ns / 1e3:.2f} us)")
         problem = lp.problem

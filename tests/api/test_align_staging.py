@@ -121,7 +121,7 @@ def test_only_out_unaligned_plans_the_aligned_problem_with_nothing_copied(profil
     assert key.ab_align == (16, 16) and key.align < 16
     unaligned = key.problem()
     assert origami.select(lp.problem, origami.space.without_ws(hw)).latency_ns < origami.select(unaligned, hw).latency_ns
-    assert "unaligned out only" in dispatch.explain(a, b, profile=hw)
+    assert "unaligned out only: a and b read through TMA as they are" in dispatch.explain(a, b, profile=hw)
 
 
 def test_only_out_unaligned_on_amd_plans_the_aligned_problem(interpret, mi300x):
@@ -137,6 +137,8 @@ def test_only_out_unaligned_on_amd_plans_the_aligned_problem(interpret, mi300x):
     assert lp.problem.align_bytes == 16
     unaligned = dispatch.GemmKey.from_tensors(a, b, out, profile=mi300x).problem()
     assert origami.select(lp.problem, mi300x).latency_ns < origami.select(unaligned, mi300x).latency_ns
+    text = dispatch.explain(a, b, profile=mi300x)
+    assert "unaligned out only: a and b read with 16-byte vector loads" in text and "TMA" not in text
     kw = prepare_launch(lp, a, b, out).kwargs
     assert (kw["A_ALIGN"], kw["B_ALIGN"], kw["OUT_ALIGN"]) == (8, 8, 1)
     assert (kw["A_EDGE"], kw["B_EDGE"], kw["OUT_EDGE"]) == (8, 8, 1)

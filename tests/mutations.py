@@ -173,6 +173,12 @@ MUTATIONS = (
              "        A_ALIGN=align_elements(min(la, lb, lo), a), B_ALIGN=align_elements(min(la, lb, lo), b), "
              "OUT_ALIGN=align_elements(lo, out),",
              ("tests/api/test_align_staging.py",)),
+    Mutation("pointer_plans_never_staged", "alignment staging binds its buffers to TMA kernels only (an AMD "
+             "plan of the aligned problem reads the caller's unaligned operands)",
+             "tritonblas/plan.py",
+             "    if not (plan.stage_a or plan.stage_b):\n        return a, b, ()",
+             "    if not (plan.stage_a or plan.stage_b) or plan.kernel_name not in TMA_KERNELS:\n        return a, b, ()",
+             ("tests/api/test_align_staging.py",)),
     Mutation("small_eager_at_the_threshold", "TRITONBLAS_EAGER_MIN_GFLOP sends a GEMM of exactly G GFLOP to torch "
              "(the threshold is 'fewer than G')",
              "tritonblas/fastpath.py",

@@ -172,19 +172,22 @@ def staging_for(problem: GemmProblem, hw: HardwareProfile) -> tuple[bool, bool]:
 
 def align_staging_for(problem: GemmProblem, hw: HardwareProfile, ab_align: tuple[int, int],
                       orders: tuple[int, int]) -> tuple[bool, bool]:
-    """(stage A?, stage B?): which operands a TMA launch could bind to a 16-byte-aligned copy.
+    """(stage A?, stage B?): which operands a launch could bind to a 16-byte-aligned copy.
 
     ``ab_align``: the operands' alignment in bytes (:func:`alignment_bytes`), ``orders``: their
-    :func:`operand_order`. An operand under 16 bytes rules out TMA (and under 4 bytes, cp.async: origami's
-    ``register_staged``), and such problems ran at 100-130 TFLOP/s bf16 on the H200 for torch and
-    for our pointer kernels alike (benchmarks/results/compare_dlrm.csv, 2026-11-30), against 500+
-    for the aligned TMA kernels. A copy whose leading dimension is padded to 16 bytes (same major,
-    or K-major for the dtypes :func:`staging_for` stages) makes the operand TMA-legal at the cost of
-    one read and one write of it (``origami.staging.staging_copy_ns``); whether that pays is
-    origami's policy (``origami.staging.staged_pick``, which the dispatcher calls). Only on NVIDIA TMA architectures,
-    for operands contiguous along one of their last two dims (orders 0 and 1), with K > 0.
+    :func:`operand_order`. An operand under 16 bytes rules out TMA and 16-byte vector loads (and under 4
+    bytes, cp.async: origami's ``register_staged``), and such problems ran at 100-130 TFLOP/s bf16 on the
+    H200 for torch and for our pointer kernels alike (benchmarks/results/compare_dlrm.csv, 2026-11-30),
+    against 500+ for the aligned TMA kernels; AMD's pointer kernels compile such operands to short loads
+    instead of dwordx4 (gfx942, tests/kernels/test_aot_compile.py). A copy whose leading dimension is padded
+    to 16 bytes (same major, or K-major for the dtypes :func:`staging_for` stages) makes the operand
+    TMA-legal and vector-loadable at the cost of one read and one write of it
+    (``origami.staging.staging_copy_ns``); whether that pays is origami's policy
+    (``origami.staging.staged_pick``, which the dispatcher calls). Every GPU (TMA descriptors on NVIDIA
+    TMA architectures, the pointer kernels elsewhere), for operands contiguous along one of their last two
+    dims (orders 0 and 1), with K > 0.
     """
-    if not has_tma(hw) or problem.k == 0:
+    if problem.k == 0:
         return False, False
     return tuple(align < 16 and order in (0, 1) for align, order in zip(ab_align, orders))
 
@@ -225,9 +228,9 @@ def make_plan(cfg: TileConfig, problem: GemmProblem, hw: HardwareProfile, *, tma
     config that ``origami.select`` just chose for this problem and profile.
 
     A TMA plan (``plan.tma``) also says which operands the launch copies to K-major first
-    (``stage_a`` / ``stage_b``, from :func:`staging_for`); a pointer plan stages nothing.
-    ``stage`` = (A?, B?) adds operands to stage (alignment staging, :func:`align_staging_for`):
-    ``problem`` is then the problem as the kernel sees it (16-byte aligned), not the caller's.
+    (``stage_a`` / ``stage_b``, from :func:`staging_for`). ``stage`` = (A?, B?) adds operands to stage
+    (alignment staging, :func:`align_staging_for`; TMA and pointer plans alike): ``problem`` is then the
+    problem as the kernel sees it (16-byte aligned), not the caller's.
     """
     if not isinstance(cfg, TileConfig):
         raise TypeError(f"make_plan: cfg must be a TileConfig, got {type(cfg).__name__}")
@@ -265,8 +268,9 @@ def make_plan(cfg: TileConfig, problem: GemmProblem, hw: HardwareProfile, *, tma
     else:  # Kind.SPLITK
         grid = tiles * cfg.split_k
         ws_tiles, counters = tiles * cfg.split_k, tiles
+    # K-major staging (tf32/fp8 wgmma) is the TMA kernels'; alignment staging (``stage``) is every kernel's
     stage_a, stage_b = staging_for(problem, hw) if use_tma else (False, False)
-    stage_a, stage_b = use_tma and (stage_a or bool(stage[0])), use_tma and (stage_b or bool(stage[1]))
+    stage_a, stage_b = stage_a or bool(stage[0]), stage_b or bool(stage[1])
     return LaunchPlan(config=cfg, problem=problem, kernel_name=name, grid=(grid,), workspace_tiles=ws_tiles,
                       counters=counters, tma=use_tma, is_amd=hw.is_amd, stage_a=stage_a, stage_b=stage_b)
 
@@ -784,10 +788,10 @@ def _transpose(kernels, tiles: int, src: torch.Tensor, dst: torch.Tensor, rows: 
 def _stage_operands(plan: LaunchPlan, a: torch.Tensor, b: torch.Tensor) -> tuple:
     """(a, b, staged): the operands to bind, the caller's or staging buffers for those the plan
     stages, and the (buffer, source) copies that fill the buffers. An operand is staged unless it
-    already is what its buffer would be (its target major, :func:`_stage_order`, and TMA-legal).
-    Stages nothing unless the launch keeps its TMA kernel with the buffers bound (and every buffer
-    passes :func:`_tma_ok`)."""
-    if not (plan.stage_a or plan.stage_b) or plan.kernel_name not in TMA_KERNELS:
+    already is what its buffer would be (its target major, :func:`_stage_order`, and 16-byte aligned:
+    :func:`_tma_ok`). A TMA plan stages nothing unless the launch keeps its TMA kernel with the buffers
+    bound; a pointer plan (alignment staging without TMA: AMD) binds the buffers to its pointer kernel."""
+    if not (plan.stage_a or plan.stage_b):
         return a, b, ()
     staged = []
     a_op, b_op = a, b
@@ -795,7 +799,7 @@ def _stage_operands(plan: LaunchPlan, a: torch.Tensor, b: torch.Tensor) -> tuple
         a_op = staging_buffer(a, oa, staged)
     if plan.stage_b and not ((ob := _stage_order(plan, b, 1)) == operand_order(b) and _tma_ok(b, ob)):
         b_op = staging_buffer(b, ob, staged)
-    if not staged or resolve_kernel_name(plan, a_op, b_op) not in TMA_KERNELS:
+    if not staged or (plan.kernel_name in TMA_KERNELS and resolve_kernel_name(plan, a_op, b_op) not in TMA_KERNELS):
         return a, b, ()
     return a_op, b_op, tuple(staged)
 

@@ -35,7 +35,8 @@ def test_align_staging_for_picks_the_unaligned_operands(h200, mi300x):
     assert align_staging_for(p, h200, (16, 4), (1, 0)) == (False, True)
     assert align_staging_for(p, h200, (16, 16), (0, 0)) == (False, False)
     assert align_staging_for(p, h200, (2, 2), (2, 0)) == (False, True)  # contiguous along neither dim: not staged
-    assert align_staging_for(p, mi300x, (2, 2), (0, 0)) == (False, False)  # AMD: no TMA
+    assert align_staging_for(p, mi300x, (2, 2), (0, 0)) == (True, True)  # AMD: for its pointer kernels' vector loads
+    assert align_staging_for(p, mi300x, (16, 2), (0, 1)) == (False, True)
     assert align_staging_for(dataclasses.replace(p, k=0), h200, (2, 2), (0, 0)) == (False, False)
 
 
@@ -99,8 +100,27 @@ def test_dispatcher_does_not_stage_short_or_aligned_problems(interpret, h200, mi
     assert not (lp.stage_a or lp.stage_b)
     lp, _, _ = _plan_for(4096, 4096, 4096, h200, interpret=interpret)  # aligned: nothing to stage
     assert not (lp.stage_a or lp.stage_b)
-    lp, _, _ = _plan_for(4097, 4097, 4097, mi300x, interpret=interpret)  # AMD: no TMA, never staged
-    assert not (lp.stage_a or lp.stage_b) and lp.kernel_name not in TMA_KERNELS
+
+
+@pytest.mark.parametrize("profile", ["mi300x", "mi355x"])
+def test_dispatcher_stages_large_unaligned_problems_on_amd(profile, interpret):
+    """AMD has no TMA, but its pointer kernels load a 2-byte-aligned operand with short loads (gfx942: no dwordx4,
+    tests/kernels/test_aot_compile.py): the plan copies both operands into padded buffers and runs the aligned
+    problem's pointer kernel when origami predicts that pays (the AMD profiles' unaligned_penalty is an estimate);
+    a problem predicted under the staged launch's host time stays unstaged."""
+    import origami
+
+    hw = origami.load_profile(profile)
+    lp, a, b = _plan_for(4097, 4097, 4097, hw, interpret=interpret)
+    assert (lp.stage_a, lp.stage_b) == (True, True) and lp.kernel_name not in TMA_KERNELS and not lp.tma
+    assert lp.problem.align_bytes == 16
+    unaligned = dispatch.GemmKey.from_tensors(a, b, torch.empty(4097, 4097, dtype=torch.bfloat16, device=interpret),
+                                              profile=hw).problem()
+    staged_ns = origami.select(lp.problem, hw).latency_ns + staging_copy_ns(unaligned, hw, (True, True))
+    assert max(staged_ns, STAGED_HOST_NS) < origami.select(unaligned, hw).latency_ns
+    assert "staging: a and b copied into 16-byte-aligned buffers" in dispatch.explain(a, b, profile=hw)
+    lp, _, _ = _plan_for(255, 255, 255, hw, interpret=interpret)
+    assert not (lp.stage_a or lp.stage_b) and lp.problem.align_bytes < 16
 
 
 @pytest.mark.parametrize("profile", ["h200", "h100"])
@@ -194,6 +214,39 @@ def test_staged_unaligned_operands_match_reference(kind, kw, layouts, device, h2
     a.mul_(-1.5)
     prepared.run()
     check_gemm(out, a, b, what=f"aligned-staged {kind} {layouts}, re-run")
+
+
+@pytest.mark.timeout(180)
+@pytest.mark.parametrize("kind, kw", [("dp", {}), ("persistent", dict(grid=3)), ("streamk", dict(grid=3)),
+                                      ("splitk", dict(split_k=2))])
+@pytest.mark.parametrize("layouts", ["NN", "TN"])
+def test_staged_pointer_kernels_match_reference(kind, kw, layouts, device, mi300x):
+    """Alignment staging without TMA (AMD's plans): both operands copied into padded buffers of their own major
+    and bound to the pointer kernel, whose hints are then 16-byte vectors for a and b; the caller's tensors are
+    read, never written, and a re-run copies their current values (on a GPU this runs on NVIDIA's pointer
+    kernels: the launch drops the AMD-only options)."""
+    m, n, k = 37, 29, 75
+    a = _unaligned(m, k, torch.bfloat16, layouts[0] == "T", device)
+    b = _unaligned(k, n, torch.bfloat16, layouts[1] == "T", device)
+    a_before, b_before = a.clone(), b.clone()
+    out = torch.full((m, n), float("nan"), dtype=torch.bfloat16, device=device)
+    p = problem_from_tensors(a, b, out)
+    lp = make_plan(config(kind, amd=True, **kw), dataclasses.replace(p, align_bytes=16), mi300x, tma=True,
+                   stage=(True, True))
+    assert not lp.tma and (lp.stage_a, lp.stage_b) == (True, True)
+    prepared = prepare_launch(lp, a, b, out)
+    assert prepared.kernel.fn.__name__ == lp.kernel_name not in TMA_KERNELS and len(prepared.staged) == 2
+    for pos, user in ((0, a), (1, b)):
+        bound = prepared.args[pos]
+        assert bound.data_ptr() != user.data_ptr() and operand_order(bound) == operand_order(user)
+        assert (max(bound.stride()) * bound.element_size()) % 16 == 0  # the padded leading dimension
+    assert (prepared.kwargs["A_ALIGN"], prepared.kwargs["B_ALIGN"]) == (8, 8)
+    prepared.run()
+    assert torch.equal(a, a_before) and torch.equal(b, b_before)
+    check_gemm(out, a, b, what=f"aligned-staged pointer {kind} {layouts}")
+    a.mul_(-1.5)
+    prepared.run()
+    check_gemm(out, a, b, what=f"aligned-staged pointer {kind} {layouts}, re-run")
 
 
 @pytest.mark.timeout(120)

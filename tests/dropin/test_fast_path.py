@@ -229,10 +229,14 @@ def test_warm_out_and_config_calls_skip_the_ops_layer(device, fast_launches, mon
     torch.testing.assert_close(out_cfg, first, rtol=1e-5, atol=1e-5)
 
 
-def test_staged_launch_gets_a_fast_entry(device, fast_launches, monkeypatch):
+@pytest.mark.parametrize("profile", ["default", "mi300x"])
+def test_staged_launch_gets_a_fast_entry(profile, device, fast_launches, monkeypatch):
     """An alignment-staged launch (operands under 16-byte alignment copied into padded buffers, then
-    the TMA kernel) is recorded as a fast entry; warm calls re-stage the operands' current values
-    into fresh buffers and launch on them, never writing the caller's tensors."""
+    the TMA kernel, or on an AMD profile the pointer kernel) is recorded as a fast entry; warm calls re-stage
+    the operands' current values into fresh buffers and launch on them, never writing the caller's tensors."""
+    if profile != "default":  # (on an NVIDIA GPU an AMD profile keeps its tiles, not its AMD-only options)
+        monkeypatch.setenv("TRITONBLAS_PROFILE", profile)
+        tritonblas.clear_caches()
     monkeypatch.setattr(staging, "STAGED_HOST_NS", 0.0)  # a tiny problem: make origami's rule stage it
     monkeypatch.setattr(staging, "staging_copy_ns", lambda *args: 0.0)
     g = torch.Generator().manual_seed(5)
@@ -241,6 +245,7 @@ def test_staged_launch_gets_a_fast_entry(device, fast_launches, monkeypatch):
     a, b = wide_a[:, :75], wide_b[:, :29]  # leading strides 76 and 30 elements: 8- and 4-byte aligned rows
     lp = dispatch.plan_for(a, b)
     assert lp.stage_a or lp.stage_b, "the model is expected to stage this unaligned problem"
+    assert lp.tma == (profile == "default")
     a_before, b_before = a.clone(), b.clone()
     first = tritonblas.matmul(a, b)
     assert not fast_launches

@@ -28,11 +28,11 @@ from tritonblas._aot import prepare_on_cpu, use_target  # noqa: E402
 
 
 def _case(kind, bm, bn, bk, warps, stages, m, n, k, dtype=torch.bfloat16, layout="NN", tma=False, batch=None,
-          ld=None, hints=True, grid=132, split=2, flat=False, out_t=False,
+          ld=None, hints=True, grid=132, split=2, flat=False, out_t=False, stage=(False, False),
           **launch_kwargs):
     return dict(kind=kind, bm=bm, bn=bn, bk=bk, warps=warps, stages=stages, m=m, n=n, k=k, dtype=dtype,
                 layout=layout, tma=tma, batch=batch, ld=ld, hints=hints, grid=grid, split=split, flat=flat, out_t=out_t,
-                kw=launch_kwargs)
+                stage=stage, kw=launch_kwargs)
 
 
 BF16, FP16, FP32, E4M3 = torch.bfloat16, torch.float16, torch.float32, torch.float8_e4m3fn
@@ -80,6 +80,11 @@ AMD_CASES = {  # gfx942, chiplet remap over 8 XCDs, AMD launch options (configs 
     "amd-dp-n1000": _case("dp", 256, 128, 64, 8, 2, 4096, 1000, 7000, chunk=4),
     "amd-dp-n1000-hints-off": _case("dp", 256, 128, 64, 8, 2, 4096, 1000, 7000, chunk=4, hints=False),
     "amd-dp-unaligned-out-only-NT": _case("dp", 128, 128, 64, 8, 2, 4096, 1001, 7168, BF16, "NT", chunk=4),
+    # b's and out's rows 1001 bf16 apart (2-byte aligned; extents 1000), a aligned: unstaged, and b alignment-staged
+    # (waves_per_eu 0: the VGPR budget under which origami's register rule admits this tile unaligned)
+    "amd-dp-unaligned-b": _case("dp", 64, 128, 32, 4, 2, 4096, 1000, 1000, BF16, ld=1001, chunk=4, wpe=0),
+    "amd-dp-unaligned-b-staged": _case("dp", 64, 128, 32, 4, 2, 4096, 1000, 1000, BF16, ld=1001, chunk=4, wpe=0,
+                                       stage=(False, True)),
     "amd-streamk-NT": _case("streamk", 128, 128, 64, 8, 2, 4096, 4096, 4096, BF16, "NT", grid=304, chunk=4),
     "amd-splitk-fp16": _case("splitk", 64, 256, 64, 8, 2, 64, 4096, 4096, FP16, split=2),
 }
@@ -110,7 +115,8 @@ def compile_case(name: str, hw) -> dict:
     kw = dict(c["kw"])
     if hw.is_amd:
         chunk = kw.pop("chunk", 1)
-        extra.update(num_chiplets=hw.chiplets, chunk=chunk, waves_per_eu=2, matrix_instr_nonkdim=16, kpack=1)
+        extra.update(num_chiplets=hw.chiplets, chunk=chunk, waves_per_eu=kw.pop("wpe", 2), matrix_instr_nonkdim=16,
+                     kpack=1)
     cfg = origami.TileConfig(kind=c["kind"], block_m=c["bm"], block_n=c["bn"], block_k=c["bk"], num_warps=c["warps"],
                              num_stages=c["stages"], **extra)
     if kw.pop("bias", False):
@@ -124,9 +130,11 @@ def compile_case(name: str, hw) -> dict:
         kw.update(scale_a=torch.empty(()), scale_b=torch.empty(()))
     problem = P.problem_from_tensors(a, b, out)
     ab_align = (P.alignment_bytes(a), P.alignment_bytes(b))
-    if problem.align_bytes < 16 and P.reads_as_is(problem, hw, ab_align, (P.operand_order(a), P.operand_order(b))):
-        problem = dataclasses.replace(problem, align_bytes=16)  # out alone unaligned: planned as the dispatcher does
-    plan = P.make_plan(cfg, problem, hw, tma=c["tma"], flat=c["flat"])
+    if problem.align_bytes < 16 and (any(c["stage"]) or P.reads_as_is(problem, hw, ab_align,
+                                                                      (P.operand_order(a), P.operand_order(b)))):
+        # out alone unaligned, or operands staged: the aligned problem, as the dispatcher plans it
+        problem = dataclasses.replace(problem, align_bytes=16)
+    plan = P.make_plan(cfg, problem, hw, tma=c["tma"], flat=c["flat"], stage=c["stage"])
     prepared = prepare_on_cpu(plan, a, b, out, **kw)
     if not c["hints"]:
         for key in ("A_ALIGN", "B_ALIGN", "OUT_ALIGN", "A_EDGE", "B_EDGE", "OUT_EDGE"):

@@ -75,6 +75,16 @@ def test_unaligned_out_alone_keeps_vector_loads(compiled):
 
 
 @pytest.mark.timeout(600)
+def test_amd_alignment_staging_turns_short_loads_into_dwordx4(compiled):
+    """A 2-byte-aligned B (rows 1001 bf16 apart) loads with short loads on gfx942; the staged plan binds a padded
+    copy (plan.staging_buffer) to the same pointer kernel, whose loads are then all dwordx4."""
+    plain, staged = compiled["amd-dp-unaligned-b"], compiled["amd-dp-unaligned-b-staged"]
+    assert plain["align"]["B_ALIGN"] == 1 and plain["short_loads"] > 0
+    assert staged["align"]["B_ALIGN"] == 8 and staged["short_loads"] == 0 and staged["dwordx4_loads"] > plain["dwordx4_loads"]
+    assert staged["kernel"] == plain["kernel"] == "gemm_kernel"
+
+
+@pytest.mark.timeout(600)
 def test_smem_predicate_covers_compiled_kernels(compiled):
     """Pointer kernels: Triton allocates ≤ num_stages·(A + B) tiles on NVIDIA and exactly
     (num_stages − 1)·(A + B) LDS on AMD (the predicate). TMA kernels allocate 8 bytes of mbarrier

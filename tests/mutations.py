@@ -101,8 +101,8 @@ MUTATIONS = (
     Mutation("weight_grad_transposed_layout", "the weight gradient produced as (x.T @ grad).T, which "
              "AccumulateGrad then copies into the weight's layout",
              "tritonblas/fastpath.py",
-             "            gw = mm(g2.t(), x.flatten(0, -2))",
-             "            gw = mm(x.flatten(0, -2).t(), g2).t()",
+             "            gw = mm(g2s.t(), x2)",
+             "            gw = mm(x2.t(), g2s).t()",
              ("tests/dropin/test_models.py",)),
     Mutation("deterministic_filter_ignored", "deterministic mode keeps a non-deterministic model pick",
              "tritonblas/dispatch.py",
@@ -179,6 +179,12 @@ MUTATIONS = (
              "    if not (plan.stage_a or plan.stage_b):\n        return a, b, ()",
              "    if not (plan.stage_a or plan.stage_b) or plan.kernel_name not in TMA_KERNELS:\n        return a, b, ()",
              ("tests/api/test_align_staging.py",)),
+    Mutation("ragged_grad_staged_per_gemm", "F.linear's backward lets each GEMM copy a ragged gradient (two staging "
+             "copies of an lm_head's logits gradient a step)",
+             "tritonblas/fastpath.py",
+             "            g2s = stage_shared(g2, w, x2)",
+             "            g2s = g2",
+             ("tests/dropin/test_fast_path.py",)),
     Mutation("small_eager_at_the_threshold", "TRITONBLAS_EAGER_MIN_GFLOP sends a GEMM of exactly G GFLOP to torch "
              "(the threshold is 'fewer than G')",
              "tritonblas/fastpath.py",

@@ -263,6 +263,48 @@ def test_staged_launch_gets_a_fast_entry(profile, device, fast_launches, monkeyp
                                atol=4e-2 * ref.abs().max().item())
 
 
+@pytest.mark.parametrize("profile", ["default", "mi300x"])
+def test_linear_backward_stages_a_ragged_grad_once(profile, device, monkeypatch):
+    """F.linear's two backward GEMMs both read the output gradient as their A; when its rows are ragged (an
+    lm_head's logits) and both warm entries would copy it into an aligned buffer, the backward copies it once
+    (fastpath.stage_shared) and both GEMMs read that copy: one staging copy of the gradient per warm backward
+    instead of two, the gradients within the bf16 bound of a float64 reference."""
+    import sys
+    from pathlib import Path
+
+    sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+    from _check import check_gemm
+
+    if profile != "default":
+        monkeypatch.setenv("TRITONBLAS_PROFILE", profile)
+        tritonblas.clear_caches()
+    monkeypatch.setattr(staging, "STAGED_HOST_NS", 0.0)  # tiny problems: make origami's rule stage them
+    monkeypatch.setattr(staging, "staging_copy_ns", lambda *args: 0.0)
+    g = torch.Generator().manual_seed(11)
+    x = torch.randn(2, 19, 64, generator=g).to(torch.bfloat16).to(device).requires_grad_()
+    w = torch.nn.Parameter(torch.randn(29, 64, generator=g).to(torch.bfloat16).to(device))
+    gy = torch.randn(2, 19, 29, generator=g).to(torch.bfloat16).to(device)  # rows of 29 bf16: 2-byte aligned
+    copies = []
+    real_copy = _plan.stage_copy
+
+    def counted(buffer, source):
+        copies.append(tuple(source.shape))
+        return real_copy(buffer, source)
+
+    monkeypatch.setattr(_plan, "stage_copy", counted)
+    with tritonblas.enable():
+        for step in range(3):  # cold, then warm twice
+            x.grad = w.grad = None
+            copies.clear()
+            torch.nn.functional.linear(x, w).backward(gy)
+            grads = (x.grad.clone(), w.grad.clone())
+    grad_copies = sum(1 for shape in copies if sorted(shape) == [29, 38])
+    assert grad_copies == 1, copies
+    g2 = gy.reshape(38, 29)
+    check_gemm(grads[0].reshape(38, 64), g2, w.detach(), what="dX with a ragged grad")
+    check_gemm(grads[1], g2.t(), x.detach().reshape(38, 64), what="dW with a ragged grad")
+
+
 # --- the direct call (no torch.library dispatch) ------------------------------------------------
 def test_direct_call_conditions(device):
     a, b = _rand(4, 4, device=device), _rand(4, 4, device=device)

@@ -185,6 +185,12 @@ MUTATIONS = (
              "            g2s = stage_shared(g2, w, x2)",
              "            g2s = g2",
              ("tests/dropin/test_fast_path.py",)),
+    Mutation("size_one_stride_hinted", "a size-1 dim's real stride reaches the kernel under its operand's alignment "
+             "hint (a false tl.multiple_of fact)",
+             "tritonblas/plan.py",
+             "    return (0 if n0 == 1 else s0), (0 if n1 == 1 else s1)",
+             "    return s0, s1",
+             ("tests/api/test_launch_hints.py",)),
     Mutation("small_eager_at_the_threshold", "TRITONBLAS_EAGER_MIN_GFLOP sends a GEMM of exactly G GFLOP to torch "
              "(the threshold is 'fewer than G')",
              "tritonblas/fastpath.py",

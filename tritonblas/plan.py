@@ -306,6 +306,15 @@ def _batch_stride(t: torch.Tensor) -> int:
     return t.stride(0) if t.dim() == 3 and t.shape[0] > 1 else 0
 
 
+def _hinted_strides(t: torch.Tensor) -> tuple[int, int]:
+    """The strides of ``t``'s last two dims as the kernels receive them: 0 for a dim of size 1, whose stride no
+    valid element multiplies, so that the ``*_ALIGN`` hint on it (:func:`align_elements`, from
+    :func:`alignment_bytes`, which leaves size-1 dims out) is a true fact about the value it is placed on
+    (e.g. a (1, 2) bf16 view with strides (2, 1) under an 8-element hint)."""
+    (n0, n1), (s0, s1) = t.shape[-2:], t.stride()[-2:]
+    return (0 if n0 == 1 else s0), (0 if n1 == 1 else s1)
+
+
 def _pow2_dividing(values, cap: int = 16) -> int:
     a = cap
     for v in values:
@@ -733,15 +742,13 @@ def prepare_launch(plan: LaunchPlan, a: torch.Tensor, b: torch.Tensor, out: torc
     cs = c.stride() if has_c else (0, 0, 0)
     if has_c and c.dim() == 2:
         cs = (0, *cs)
-    os_ = out.stride() if out.dim() == 3 else (0, *out.stride())
-    if out.dim() == 3 and batch == 1:
-        os_ = (0, *os_[1:])
+    os_ = (0, *_hinted_strides(out)) if out.dim() == 2 or batch == 1 else (out.stride(0), *_hinted_strides(out))
     meta.update(extra_meta)
     args = (
         a_arg, b_arg, c if has_c else out, out_arg, bias if bias is not None else out,
         scale_a if scale_a is not None else out, scale_b if scale_b is not None else out, ws, cnt,
         m, n, k, batch, cfg.split_k,
-        sab, a.stride(-2), a.stride(-1), sbb, b.stride(-2), b.stride(-1),
+        sab, *_hinted_strides(a), sbb, *_hinted_strides(b),
         cs[0], cs[1], cs[2], os_[0], os_[1], os_[2], bias.stride(0) if bias is not None else 0,
         float(alpha), float(beta),
     )

@@ -260,11 +260,17 @@ def main() -> None:
                 date=datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"))
     out = Path(args.out)
     out.parent.mkdir(parents=True, exist_ok=True)
-    with out.open("w", newline="") as fh:
-        w = csv.DictWriter(fh, fieldnames=FIELDS)
-        w.writeheader()
-        for r in rows:
-            w.writerow({**r, **prov})
+    import io
+
+    from tritonblas.tables import AtomicFile
+
+    fh = io.StringIO()
+    w = csv.DictWriter(fh, fieldnames=FIELDS)
+    w.writeheader()
+    for r in rows:
+        w.writerow({**r, **prov})
+    with AtomicFile(out) as f:
+        f.write(fh.getvalue())
     for r in rows:
         print(f"{r['mode']:8s} {r['case']:16s} {r['m']}x{r['n']}x{r['k']} b{r['batch']} grad={r['grad']!s:5s} "
               f"cpu {r['cpu_us']:9.2f} us  wall {r['wall_us'] or float('nan'):9.2f} us  {r['note']}")

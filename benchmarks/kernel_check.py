@@ -250,15 +250,21 @@ def main(argv=None) -> int:
     out_dir = Path(args.out)
     out_dir.mkdir(parents=True, exist_ok=True)
     path = out_dir / "kernel_check.csv"
-    with open(path, "w", newline="") as f:
-        for key, value in prov.items():
-            f.write(f"# {key}: {value}\n")
-        f.write(f"# timing: triton.testing.do_bench(warmup=25, rep=100, return_mode='median'), random bf16 inputs; "
-                f"ratio_vs_torch = torch_ms / median_ms (> 1: faster than torch); wall {time.time() - t_start:.0f}s\n")
-        w = csv.DictWriter(f, fieldnames=COLUMNS, extrasaction="ignore")
-        w.writeheader()
-        for row in rows:
-            w.writerow({c: _fmt(row.get(c, "")) for c in COLUMNS})
+    import io
+
+    from tritonblas.tables import AtomicFile
+
+    f = io.StringIO()
+    for key, value in prov.items():
+        f.write(f"# {key}: {value}\n")
+    f.write(f"# timing: triton.testing.do_bench(warmup=25, rep=100, return_mode='median'), random bf16 inputs; "
+            f"ratio_vs_torch = torch_ms / median_ms (> 1: faster than torch); wall {time.time() - t_start:.0f}s\n")
+    w = csv.DictWriter(f, fieldnames=COLUMNS, extrasaction="ignore")
+    w.writeheader()
+    for row in rows:
+        w.writerow({c: _fmt(row.get(c, "")) for c in COLUMNS})
+    with AtomicFile(path) as out:
+        out.write(f.getvalue())
 
     print(f"\n{'shape':<14}{'M x N x K':>22}{'torch ms':>11}{'TFLOP/s':>9}{'ours ms':>11}{'ratio':>7}  best config")
     for name, m, n, k, torch_ms, best in summary:

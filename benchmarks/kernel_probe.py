@@ -177,17 +177,21 @@ def main(argv=None) -> int:
 def write(out_dir: Path, prov: dict, rows: list[dict]) -> Path:
     out_dir.mkdir(parents=True, exist_ok=True)
     path = out_dir / "kernel_probe.csv"
-    tmp = path.with_suffix(".tmp")
-    with open(tmp, "w", newline="") as f:
-        for key, value in prov.items():
-            f.write(f"# {key}: {value}\n")
-        f.write("# timing: triton.testing.do_bench(warmup=10, rep=40, return_mode='median'), random bf16 inputs; "
-                "ratio_vs_torch = torch_ms / median_ms\n")
-        w = csv.DictWriter(f, fieldnames=COLUMNS, extrasaction="ignore")
-        w.writeheader()
-        for row in rows:
-            w.writerow({c: _fmt(row.get(c, "")) for c in COLUMNS})
-    os.replace(tmp, path)
+    import io
+
+    from tritonblas.tables import AtomicFile
+
+    f = io.StringIO()
+    for key, value in prov.items():
+        f.write(f"# {key}: {value}\n")
+    f.write("# timing: triton.testing.do_bench(warmup=10, rep=40, return_mode='median'), random bf16 inputs; "
+            "ratio_vs_torch = torch_ms / median_ms\n")
+    w = csv.DictWriter(f, fieldnames=COLUMNS, extrasaction="ignore")
+    w.writeheader()
+    for row in rows:
+        w.writerow({c: _fmt(row.get(c, "")) for c in COLUMNS})
+    with AtomicFile(path) as out:
+        out.write(f.getvalue())
     return path
 
 

@@ -852,16 +852,20 @@ def merge(paths: list, out: Path) -> None:
             r = {**r, "git_sha": prov.get("git_sha", "unknown"), "date": prov.get("date", "")}
             if key not in best or not r["error"] or best[key]["error"]:
                 best[key] = r
-    tmp = out.with_suffix(out.suffix + ".tmp")
-    with open(tmp, "w", newline="") as fh:
-        fh.write("# merged from: " + ", ".join(p.name for p in paths) + "\n")
-        for k in ("gpu", "torch", "triton", "transformers", "timm", "python"):
-            fh.write(f"# {k}: {provs[-1].get(k, '')}\n")
-        w = csv.DictWriter(fh, fieldnames=(*FIELDS, "git_sha", "date"))
-        w.writeheader()
-        for r in best.values():
-            w.writerow({k: r.get(k, "") for k in (*FIELDS, "git_sha", "date")})
-    os.replace(tmp, out)
+    import io
+
+    from tritonblas.tables import AtomicFile
+
+    fh = io.StringIO()
+    fh.write("# merged from: " + ", ".join(p.name for p in paths) + "\n")
+    for k in ("gpu", "torch", "triton", "transformers", "timm", "python"):
+        fh.write(f"# {k}: {provs[-1].get(k, '')}\n")
+    w = csv.DictWriter(fh, fieldnames=(*FIELDS, "git_sha", "date"))
+    w.writeheader()
+    for r in best.values():
+        w.writerow({k: r.get(k, "") for k in (*FIELDS, "git_sha", "date")})
+    with AtomicFile(out) as f:
+        f.write(fh.getvalue())
 
 
 def plot(path: Path) -> Path:

@@ -778,16 +778,20 @@ def merge_rows(out: Path, parts: list[tuple[list[str], list[str], list[dict]]], 
 
 
 def write_rows(path: Path, header: list[str], cols: list[str], rows: list[dict]) -> None:
-    """Replace ``path`` atomically (a temporary file, then ``os.replace``): the ``#`` ``header`` lines,
-    the column line, ``rows`` under ``cols`` (cells of other columns dropped)."""
-    tmp = path.with_suffix(".tmp")
-    with tmp.open("w", newline="") as f:
-        for line in header:
-            f.write(line + "\n")
-        w = csv.DictWriter(f, fieldnames=cols, extrasaction="ignore")
-        w.writeheader()
-        w.writerows(rows)
-    os.replace(tmp, path)
+    """Replace ``path`` atomically (``tritonblas.tables.AtomicFile``): the ``#`` ``header`` lines, the column
+    line, ``rows`` under ``cols`` (cells of other columns dropped)."""
+    import io
+
+    from tritonblas.tables import AtomicFile
+
+    buf = io.StringIO()
+    for line in header:
+        buf.write(line + "\n")
+    w = csv.DictWriter(buf, fieldnames=cols, extrasaction="ignore")
+    w.writeheader()
+    w.writerows(rows)
+    with AtomicFile(path) as f:
+        f.write(buf.getvalue())
 
 
 JOB_COLS = PROBLEM_COLS + CONFIG_COLS + ["out"]  # a --rows job file's columns (row_jobs reads them)

@@ -30,7 +30,6 @@ The sweep needs a profile with the kernel in its space (the shipped h200 has it 
 from __future__ import annotations
 
 import argparse
-import os
 import sys
 from pathlib import Path
 
@@ -127,10 +126,11 @@ def main(argv=None) -> int:
     rows, notes = jobs(args.anchors, hw, args.cold)
     print("\n".join(notes))
     OUT_DIR.mkdir(parents=True, exist_ok=True)
-    tmp = PROBE.with_suffix(".tmp")
-    tmp.write_text(render_profile(hw.to_yaml_dict(), ["h200 with model.ws_efficiency 1: the probe profile of "
-                                                      "benchmarks/ws_jobs.py (not fitted; decides nothing timed)"]))
-    os.replace(tmp, PROBE)
+    from tritonblas.tables import AtomicFile
+
+    with AtomicFile(PROBE) as f:
+        f.write(render_profile(hw.to_yaml_dict(), ["h200 with model.ws_efficiency 1: the probe profile of "
+                                                   "benchmarks/ws_jobs.py (not fitted; decides nothing timed)"]))
     out = Path(args.output)
     write_rows(out, [], JOB_COLS, rows)
     print(f"wrote {out.relative_to(ROOT) if out.is_relative_to(ROOT) else out} ({len(rows)} rows) and "

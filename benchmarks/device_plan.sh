@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # One device call, whatever GPU the device tool gives (sessions 20-21 asked for an H200 and got H100s):
 #   GIT_SHA=<sha> bash benchmarks/device_plan.sh          (TOTAL=<s> the seconds the call may take, default 555)
-# H200: the repick of the candidate profile terms ($REPICK_VARIANTS, default candidates A and B below;
+# H200: the repick of the candidate profile terms ($REPICK_VARIANTS, default candidate C below;
 #   REPICK_BUDGET=0 skips it), the ragged training set's sampled sweep ($RAGGED_BUDGET s, 0 skips it), then the
 #   held-out split's exhaustive sweeps ($HELDOUT_ARGS, default the unfinished tf32, fp8 and square files) with the
 #   seconds left (issue 19).
@@ -26,6 +26,11 @@ echo "device_plan: $gpu, $TOTAL s"
 # sweeps: staged_load_exponent 1.15, unaligned_penalty 5.55): their picks the training sweeps have not timed
 CAND_A=k_iter_overhead_ns=3.7552,tile_overhead_ns=605.02,splitk_fixup_read_efficiency=0.7,staged_load_exponent=0.34
 CAND_B=k_iter_overhead_ns=3.7552,tile_overhead_ns=605.02,splitk_fixup_read_efficiency=0.7,staged_load_exponent=1.15,unaligned_penalty=5.5545
+# candidate C (session 25): split-K's operand bytes counted per K range (model.splitk_range_reads 1) alone. The
+# decode-sized picks hinge on it: under it the model ties them at the HBM floor and keeps split-K 64x256x32 for
+# 1x28672x8192 (128 us measured against the best 109); with it they move to 16-row dp / Stream-K tiles, 72 training
+# picks no sweep has timed (`python benchmarks/term_eval.py --set splitk_range_reads=1 --training-only`)
+CAND_C=splitk_range_reads=1
 if [ -n "${SUITE:-}" ] && { [[ "$gpu" == *H200* ]] || [ -n "${OTHER_HELDOUT:-}${MODEL_GEMMS:-}" ]; }; then
   # SUITE=1: the whole suite first, in a branch that does not run it (tritonblas/ changed since the last GPU run)
   STEPS=tests TESTS_TIMEOUT=${TESTS_TIMEOUT:-320} bash benchmarks/gpu_session.sh
@@ -40,9 +45,9 @@ if [ -n "${MODEL_GEMMS:-}" ]; then
     STEPS=decode DECODE_SWEEP_BUDGET=$(( b - 250 )) DECODE_COMPARE_BUDGET=60 bash benchmarks/gpu_session.sh
   fi
 elif [[ "$gpu" == *H200* ]]; then
-  if [ "${REPICK_BUDGET:-80}" -gt 0 ]; then  # 0 skips it (session 22 timed A's and B's picks)
+  if [ "${REPICK_BUDGET:-80}" -gt 0 ]; then  # 0 skips it (session 22 timed A's and B's picks; C's are untimed)
     STEPS=repick REPICK_BUDGET=${REPICK_BUDGET:-80} \
-      REPICK_VARIANTS=${REPICK_VARIANTS:-$CAND_A $CAND_B} \
+      REPICK_VARIANTS=${REPICK_VARIANTS:-$CAND_C} \
       bash benchmarks/gpu_session.sh
   fi
   # the training sweep of the ragged set (unaligned skinny and long-K shapes: the regime of the held-out split's

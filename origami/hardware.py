@@ -203,6 +203,30 @@ class HardwareProfile:
         lname = device_name.lower()
         return max((len(s) for s in self.device_names if s.lower() in lname), default=0)
 
+    def rate_key(self, dtype) -> "str | None":
+        """The ``matrix.peak_flops`` key of the rate this GPU's kernels run input type ``dtype`` (an
+        ``origami.problem.DType``) at; None when its compiler takes no such operand. The fp8 encodings by
+        architecture, as Triton 3.6 compiles ``tl.dot`` (sm_90 and gfx942/gfx950 builds on a CPU, 2026-12-05):
+
+        - gfx942 (MI300X/MI325X): the fnuz encodings run on fp8 MFMA (``v_mfma_f32_32x32x16_fp8_fp8``); OCP
+          e4m3fn/e5m2 are upcast to fp16 (``v_mfma_f32_32x32x8_f16``): fp16's rate;
+        - gfx950 (MI350X/MI355X): OCP runs on fp8 MFMA (``v_mfma_f32_32x32x64_f8f6f4``); fnuz is upcast to fp16
+          (Triton warns);
+        - NVIDIA: OCP only; fnuz does not compile ("type fp8e4b8 not supported in this architecture").
+        """
+        key = dtype.rate_key
+        if key != "fp8":
+            return key
+        if dtype.fnuz:
+            return "fp8" if self.arch == "gfx942" else "fp16" if self.is_amd else None
+        return "fp16" if self.arch == "gfx942" else "fp8"
+
+    def matrix_rate(self, dtype) -> float:
+        """``matrix.peak_flops`` of :meth:`rate_key` (FLOP/s at the boost clock); 0.0 when the kernels take no
+        such operand here."""
+        key = self.rate_key(dtype)
+        return 0.0 if key is None else self.matrix_peak_flops.get(key, 0.0)
+
     def sustained_peak_flops(self, rate_key: str) -> float:
         """Matrix peak scaled from the boost clock to the sustained clock under dense load."""
         c = self.compute

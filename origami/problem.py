@@ -23,6 +23,10 @@ class DType(str, enum.Enum):
     BF16 = "bf16"
     FP8_E4M3 = "fp8_e4m3"
     FP8_E5M2 = "fp8_e5m2"
+    # AMD gfx942's fp8 encodings (torch.float8_e4m3fnuz / e5m2fnuz: no negative zero, no infinity, bias one
+    # higher than OCP's): the only fp8 its matrix cores take (HardwareProfile.rate_key)
+    FP8_E4M3_FNUZ = "fp8_e4m3fnuz"
+    FP8_E5M2_FNUZ = "fp8_e5m2fnuz"
     INT8 = "int8"
 
     @property
@@ -35,14 +39,21 @@ class DType(str, enum.Enum):
         fp32/tf32, bf16 for fp8, otherwise the input type itself."""
         if self in (DType.FP32, DType.TF32):
             return DType.FP32
-        if self in (DType.FP8_E4M3, DType.FP8_E5M2):
+        if self in FP8_DTYPES:
             return DType.BF16
         return self
 
     @property
     def rate_key(self) -> str:
-        """The key of the profile's ``matrix.peak_flops`` table giving this input type's rate."""
+        """The key of the profile's ``matrix.peak_flops`` table naming this input type's class (fp8 for every
+        fp8 encoding). The rate the kernels run it at on a given GPU is ``HardwareProfile.rate_key(dtype)``'s,
+        which knows the encodings each architecture's matrix cores take."""
         return _RATE_KEY[self]
+
+    @property
+    def fnuz(self) -> bool:
+        """Whether this is one of AMD gfx942's fp8 encodings (``*_FNUZ``)."""
+        return self in (DType.FP8_E4M3_FNUZ, DType.FP8_E5M2_FNUZ)
 
     @classmethod
     def parse(cls, value: "DType | str", what: str = "dtype") -> "DType":
@@ -57,12 +68,14 @@ class DType(str, enum.Enum):
 
 _BYTES = {
     DType.FP32: 4, DType.TF32: 4, DType.FP16: 2, DType.BF16: 2,
-    DType.FP8_E4M3: 1, DType.FP8_E5M2: 1, DType.INT8: 1,
+    DType.FP8_E4M3: 1, DType.FP8_E5M2: 1, DType.FP8_E4M3_FNUZ: 1, DType.FP8_E5M2_FNUZ: 1, DType.INT8: 1,
 }
 _RATE_KEY = {
     DType.FP32: "fp32", DType.TF32: "tf32", DType.FP16: "fp16", DType.BF16: "bf16",
-    DType.FP8_E4M3: "fp8", DType.FP8_E5M2: "fp8", DType.INT8: "int8",
+    DType.FP8_E4M3: "fp8", DType.FP8_E5M2: "fp8", DType.FP8_E4M3_FNUZ: "fp8", DType.FP8_E5M2_FNUZ: "fp8",
+    DType.INT8: "int8",
 }
+FP8_DTYPES = frozenset({DType.FP8_E4M3, DType.FP8_E5M2, DType.FP8_E4M3_FNUZ, DType.FP8_E5M2_FNUZ})
 
 
 class Layout(str, enum.Enum):

@@ -110,7 +110,7 @@ class _Space:
                  mn_regs: bool = False):
         self.hw = hw
         self.base = base_array(hw, a_dtype, b_dtype, a_layout, b_layout, staged)
-        self.hv = _hw_vector(hw, a_dtype.rate_key, mn_regs)
+        self.hv = _hw_vector(hw, hw.rate_key(a_dtype), mn_regs)
         self.effs = _core.tile_efficiencies(self.base, self.hv)
         self.effs.setflags(write=False)
         self.fams, self.fam_rows = search_plan(hw, a_dtype, b_dtype, a_layout, b_layout, staged)
@@ -150,7 +150,10 @@ def _mn_priced(hw: HardwareProfile, problem: GemmProblem) -> bool:
 
 
 def _space(problem: GemmProblem, hw: HardwareProfile) -> _Space:
-    key = problem.a_dtype.rate_key
+    key = hw.rate_key(problem.a_dtype)
+    if key is None:
+        raise ValueError(f"a_dtype: {problem.a_dtype.value} is not an operand type {hw.name}'s ({hw.arch}) compiler "
+                         "takes; no kernel configuration exists")
     if hw.matrix_peak_flops.get(key, 0.0) <= 0:
         raise ValueError(f"a_dtype: {problem.a_dtype.value} has no matrix rate on {hw.name} "
                          f"(matrix.peak_flops.{key} is 0 in {hw.path}); no kernel configuration exists")
@@ -443,7 +446,7 @@ def explain(problem: GemmProblem, hw: "HardwareProfile | str", k: int = 3) -> st
     _check_problem(problem)
     hw = load_profile(hw)
     ests = rank(problem, hw, k)
-    peak = hw.matrix_peak_flops[problem.a_dtype.rate_key]
+    peak = hw.matrix_rate(problem.a_dtype)
     floor_ns = max(problem.flops / peak * 1e9, problem.min_bytes / hw.memory["hbm_bytes_per_s"] * 1e9)
     lines = [f"{problem.describe()} on {hw.name} ({hw.arch}, {hw.compute_units} CUs): "
              f"roofline floor {floor_ns / 1e3:.1f} us"]

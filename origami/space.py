@@ -292,9 +292,9 @@ def check_staged_registers(cfg: TileConfig, problem: GemmProblem, hw: HardwarePr
 def check_instr(cfg: TileConfig, problem: GemmProblem, hw: HardwareProfile) -> str | None:
     """Matrix-instruction divisibility: Triton's tl.dot needs every block dim ≥ 16 and BK a multiple
     of the instruction K (and ≥ 32 bytes of K per row for 8-bit types)."""
-    key = problem.a_dtype.rate_key
-    if hw.matrix_peak_flops.get(key, 0.0) <= 0:
-        return f"dtype: {problem.a_dtype.value} has no matrix rate on {hw.name}"
+    key = hw.rate_key(problem.a_dtype)
+    if key is None or hw.matrix_peak_flops.get(key, 0.0) <= 0:
+        return f"dtype: {problem.a_dtype.value} has no matrix rate on {hw.name} ({hw.arch})"
     im, in_, ik = hw.matrix_instr_shape[key]
     if cfg.block_k % ik or cfg.block_k * problem.a_dtype.bytes < 32:
         return f"instruction: BLOCK_K={cfg.block_k} is not a multiple of the {key} instruction K={ik} (>= 32 bytes)"

@@ -191,6 +191,12 @@ MUTATIONS = (
              "    return (0 if n0 == 1 else s0), (0 if n1 == 1 else s1)",
              "    return s0, s1",
              ("tests/api/test_launch_hints.py",)),
+    Mutation("ocp_fp8_priced_native_on_gfx942", "origami prices OCP fp8 at the fp8 MFMA rate on gfx942, where Triton "
+             "upcasts it to fp16 MFMA",
+             "origami/hardware.py",
+             '        return "fp16" if self.arch == "gfx942" else "fp8"',
+             '        return "fp8"',
+             ("tests/origami/test_profiles.py",)),
     Mutation("small_eager_at_the_threshold", "TRITONBLAS_EAGER_MIN_GFLOP sends a GEMM of exactly G GFLOP to torch "
              "(the threshold is 'fewer than G')",
              "tritonblas/fastpath.py",

@@ -18,6 +18,9 @@
   output cast (``kernels._epilogue.to_out``) adds on top. Triton's ``.to()`` from fp8 to a wider float also takes this route (not
   ``cast_impl``): an fp8 C or bias read NaN as 480 (e4m3fn) or 114688 and inf as 65536 (e5m2); it
   goes through the table too.
+- **AMD's fnuz fp8 types** (``tl.float8e4b8`` / ``float8e5b16``, torch's ``float8_e4m3fnuz`` / ``e5m2fnuz``): the
+  interpreter's ``dtype.to_ir`` names no fnuz type ("fail to convert fp8e4b8 to ir type") though its builder has
+  them; the patched ``to_ir`` asks the builder for them (the values then go through the fp8 tables above).
 - **numpy ≥ 2.4 with Triton 3.6**: ``int(handle.data)`` on a 1-element array raises
   ``TypeError: only 0-dimensional arrays can be converted to Python scalars`` (every loop with a
   runtime bound fails). Backport of Triton 3.9's fix: convert the single element explicitly.
@@ -254,6 +257,21 @@ def apply() -> bool:
         scope.set_attr(tensor, "__index__", tensor_index)
 
     interp._patch_lang_tensor = _patch_lang_tensor
+
+    original_core = interp._patch_lang_core
+    fnuz_ty = {name: getter for name, getter in (("fp8e4b8", "get_fp8e4b8_ty"), ("fp8e5b16", "get_fp8e5b16_ty"))}
+
+    def _patch_lang_core(lang, scope):
+        original_core(lang, scope)
+        to_ir = lang.dtype.to_ir  # the interpreter's, which names no fnuz fp8 type
+
+        def fnuz_to_ir(self, builder):
+            getter = fnuz_ty.get(self.name)
+            return getattr(builder, getter)() if getter is not None else to_ir(self, builder)
+
+        scope.set_attr(lang.dtype, "to_ir", fnuz_to_ir)
+
+    interp._patch_lang_core = _patch_lang_core
     _APPLIED = True
     return True
 

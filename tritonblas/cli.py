@@ -142,7 +142,7 @@ def cmd_select(args) -> int:
     if args.json:
         floor = None
         if args.command == "explain":
-            peak = hw.matrix_peak_flops[p.a_dtype.rate_key]
+            peak = hw.matrix_rate(p.a_dtype)
             floor = max(p.flops / peak * 1e9, p.min_bytes / hw.memory["hbm_bytes_per_s"] * 1e9)
         doc = {"problem": _problem_json(p), "profile": {"name": hw.name, "arch": hw.arch,
                                                         "content_hash": hw.content_hash},

@@ -51,10 +51,12 @@ GRID_FIELDS = ("kind", "grid", "split_k")                        # → kernel ch
 TORCH_DTYPES: Mapping[DType, torch.dtype] = {
     DType.FP32: torch.float32, DType.TF32: torch.float32, DType.FP16: torch.float16, DType.BF16: torch.bfloat16,
     DType.FP8_E4M3: torch.float8_e4m3fn, DType.FP8_E5M2: torch.float8_e5m2,
+    DType.FP8_E4M3_FNUZ: torch.float8_e4m3fnuz, DType.FP8_E5M2_FNUZ: torch.float8_e5m2fnuz,
 }
 FROM_TORCH: Mapping[torch.dtype, DType] = {t: d for d, t in TORCH_DTYPES.items() if d is not DType.TF32}
-_FP8 = (torch.float8_e4m3fn, torch.float8_e5m2)
-_OUT_DTYPES = (torch.float32, torch.float16, torch.bfloat16, *_FP8)
+_FNUZ = (torch.float8_e4m3fnuz, torch.float8_e5m2fnuz)  # AMD gfx942's fp8 encodings (HardwareProfile.rate_key)
+_FP8 = (torch.float8_e4m3fn, torch.float8_e5m2, *_FNUZ)
+_OUT_DTYPES = (torch.float32, torch.float16, torch.bfloat16, torch.float8_e4m3fn, torch.float8_e5m2)
 _ACTIVATIONS = {None: 0, "none": 0, "relu": 1, "gelu": 2, "gelu_tanh": 2}
 _TMA_MAX_BLOCK = 256  # TMA box dims are at most 256 elements
 # kind → (TMA kernel, pointer kernel it falls back to when the operands are not 16-byte aligned)
@@ -641,9 +643,12 @@ def prepare_launch(plan: LaunchPlan, a: torch.Tensor, b: torch.Tensor, out: torc
                            f"{_interpreter.cpu_refusal()}")
     for name, t in (("a", a), ("b", b)):
         if t.dtype not in FROM_TORCH:
-            raise ValueError(f"{name}: unsupported dtype {t.dtype} (supported: fp32, fp16, bf16, fp8 e4m3/e5m2)")
-    if (a.dtype in _FP8) != (b.dtype in _FP8) or (a.dtype not in _FP8 and a.dtype != b.dtype):
-        raise ValueError(f"a and b: dtypes must match (or both be fp8), got {a.dtype} and {b.dtype}")
+            raise ValueError(f"{name}: unsupported dtype {t.dtype} (supported: fp32, fp16, bf16, fp8 e4m3/e5m2 "
+                             "and their fnuz encodings)")
+    if (a.dtype in _FP8) != (b.dtype in _FP8) or (a.dtype not in _FP8 and a.dtype != b.dtype) \
+            or (a.dtype in _FNUZ) != (b.dtype in _FNUZ):
+        raise ValueError(f"a and b: dtypes must match (or both be fp8 of one encoding, OCP or fnuz), got {a.dtype} "
+                         f"and {b.dtype}")
     if out.dtype not in _OUT_DTYPES:
         raise ValueError(f"out: unsupported dtype {out.dtype}")
 

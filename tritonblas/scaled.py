@@ -7,7 +7,8 @@ epilogue. Contract, checked in this order (the checks and messages of torch 2.13
 ``_scaled_mm``; the exception types are torch's):
 
 - ``a`` (M, K) and ``b`` (K, N) are 2-D (RuntimeError "mat1 must be a matrix"), fp8 e4m3fn or
-  e5m2 each (ScaledMMError: a RuntimeError and a ValueError), their inner dims agree (RuntimeError);
+  e5m2 each, or both of AMD gfx942's fnuz encodings (e4m3fnuz / e5m2fnuz; ScaledMMError: a RuntimeError and a
+  ValueError), their inner dims agree (RuntimeError);
 - scales are float32 and either both one element (tensor-wise) or ``scale_a`` (M, 1) and
   ``scale_b`` (1, N), contiguous (row-wise). torch's block-wise recipes (1x128, 128x128) are valid
   calls we do not run: NotImplementedError names them, so a caller can tell "not here" from
@@ -35,7 +36,7 @@ from origami.hardware import HardwareProfile
 
 from tritonblas import dispatch
 
-__all__ = ["scaled_mm", "route", "routable", "FP8_DTYPES", "OUT_DTYPES", "ScaledMMError"]
+__all__ = ["scaled_mm", "route", "routable", "FP8_DTYPES", "FNUZ_DTYPES", "OUT_DTYPES", "ScaledMMError", "native_fnuz"]
 
 
 class ScaledMMError(RuntimeError, ValueError):
@@ -45,7 +46,11 @@ class ScaledMMError(RuntimeError, ValueError):
     and ValueError from its CPU checks in 2.13-2.15, so code catching either still catches ours."""
 
 Tensor = torch.Tensor
-FP8_DTYPES = (torch.float8_e4m3fn, torch.float8_e5m2)
+# OCP e4m3fn/e5m2, and AMD gfx942's fnuz encodings (torch._scaled_mm's on MI300X/MI325X): one family per call
+FNUZ_DTYPES = (torch.float8_e4m3fnuz, torch.float8_e5m2fnuz)
+FP8_DTYPES = (torch.float8_e4m3fn, torch.float8_e5m2, *FNUZ_DTYPES)
+_E4M3 = (torch.float8_e4m3fn, torch.float8_e4m3fnuz)
+_E5M2 = (torch.float8_e5m2, torch.float8_e5m2fnuz)
 OUT_DTYPES = (torch.bfloat16, torch.float16, torch.float32)
 
 
@@ -85,7 +90,11 @@ def _check(a: Any, b: Any, scale_a: Any, scale_b: Any, bias: Any, out_dtype: Any
         raise RuntimeError(f"mat2 must be a matrix (scaled_mm: b is {b.dim()}-D)")
     for name, t in (("a", a), ("b", b)):
         if t.dtype not in FP8_DTYPES:
-            raise ScaledMMError(f"scaled_mm: {name} must be float8_e4m3fn or float8_e5m2, got {t.dtype}")
+            raise ScaledMMError(f"scaled_mm: {name} must be float8_e4m3fn or float8_e5m2 (or, for AMD gfx942, "
+                                f"float8_e4m3fnuz or float8_e5m2fnuz), got {t.dtype}")
+    if (a.dtype in FNUZ_DTYPES) != (b.dtype in FNUZ_DTYPES):
+        raise ScaledMMError(f"scaled_mm: a and b must be fp8 of one encoding (OCP or fnuz), got {a.dtype} and "
+                            f"{b.dtype}")
     if a.shape[1] != b.shape[0]:
         raise RuntimeError(f"mat_a and mat_b shapes cannot be multiplied ({a.shape[0]}x{a.shape[1]} and "
                            f"{b.shape[0]}x{b.shape[1]})")
@@ -160,12 +169,29 @@ def _torch_cuda_accepts(a, b, recipe: str, bias, out_dtype) -> bool:
     b_col = b.stride(0) == 1 and (b.stride(1) > 1 or n <= 1)
     if not (a_row and b_col) or k % 16 or n % 16:
         return False
-    if a.dtype == b.dtype == torch.float8_e5m2:
+    if (a.dtype in FNUZ_DTYPES) != native_fnuz(a.device):  # each GPU takes its own fp8 encoding only
         return False
-    if recipe == "row" and (out_dtype != torch.bfloat16 or a.dtype != torch.float8_e4m3fn
-                            or b.dtype != torch.float8_e4m3fn):
+    if a.dtype in _E5M2 and b.dtype in _E5M2:
+        return False
+    if recipe == "row" and (out_dtype != torch.bfloat16 or a.dtype not in _E4M3 or b.dtype not in _E4M3):
         return False
     return bias is None or (out_dtype != torch.float32 and bias.dtype == out_dtype)
+
+
+_NATIVE_FNUZ: dict = {}
+
+
+def native_fnuz(device: torch.device) -> bool:
+    """Whether ``device``'s fp8 is the fnuz encoding: a ROCm gfx942 GPU (MI300X/MI325X), whose torch._scaled_mm
+    takes float8_e4m3fnuz / e5m2fnuz and whose matrix cores run them natively (origami.hardware
+    HardwareProfile.rate_key); OCP e4m3fn/e5m2 everywhere else. Asked once per device."""
+    if device.type != "cuda" or not getattr(torch.version, "hip", None):
+        return False
+    index = device.index if device.index is not None else torch.cuda.current_device()
+    known = _NATIVE_FNUZ.get(index)
+    if known is None:
+        known = _NATIVE_FNUZ[index] = "gfx942" in getattr(torch.cuda.get_device_properties(index), "gcnArchName", "")
+    return known
 
 
 def route(profile: Any, a: Any, b: Any, scale_a: Any, scale_b: Any, bias: Any, scale_result: Any, out_dtype: Any,

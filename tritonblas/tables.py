@@ -290,7 +290,7 @@ def make_table(problems: Sequence[GemmProblem], profile: "HardwareProfile | str"
         try:
             idx, _, groups = select_many_arrays(chunk, hw)
         except ValueError as e:
-            bad = next((p for p in chunk if hw.matrix_peak_flops.get(p.a_dtype.rate_key, 0.0) <= 0), None)
+            bad = next((p for p in chunk if hw.matrix_rate(p.a_dtype) <= 0), None)
             if bad is None:
                 raise
             raise ValueError(f"entry {first[bad]} ({bad.describe()}): {e}") from None

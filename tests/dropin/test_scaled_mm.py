@@ -7,6 +7,8 @@ type, and where torch (on this device) rejects the same call, torch is checked t
 
 from __future__ import annotations
 
+import warnings
+
 import pytest
 import torch
 
@@ -299,3 +301,36 @@ def test_a_call_our_kernels_cannot_run_still_gets_its_result(recipe, out_dtype, 
     ref, mag, _ = reference(a, b, bias=bias, scale_a=sa, scale_b=sb)
     assert_gemm_close(out, ref, mag, k, fp8_mma=True, what=f"scaled_mm fallback {recipe} {out_dtype} {dtypes}")
     tritonblas.clear_caches()
+
+
+E4M3FNUZ, E5M2FNUZ = torch.float8_e4m3fnuz, torch.float8_e5m2fnuz
+
+
+@pytest.mark.parametrize("recipe", ["tensor", "row"])
+@pytest.mark.parametrize("dtypes", [(E4M3FNUZ, E4M3FNUZ), (E5M2FNUZ, E4M3FNUZ)])
+def test_fnuz_runs_on_our_kernels_for_gfx942_and_gets_its_result_elsewhere(recipe, dtypes, device, monkeypatch):
+    """AMD gfx942's fp8 encodings (torch._scaled_mm's on MI300X): on the mi300x profile our kernels run them (fp8
+    MFMA there: origami's HardwareProfile.rate_key); on the h200 profile the compiler takes no fnuz operand, so the
+    plan falls back and the call still gets its result. Both within the fp8 bound of a float64 product."""
+    m, k, n = 33, 64, 40
+    a = _fp8(m, k, dtypes[0], False, device, 5)
+    b = _fp8(k, n, dtypes[1], True, device, 6)
+    sa, sb = _scales(recipe, m, n, device)
+    ref, mag, _ = reference(a, b, scale_a=sa, scale_b=sb)
+    for profile, ours in (("mi300x", True), ("h200", False)):
+        dispatch.reset_stats()
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", dispatch.FallbackWarning)  # h200: "fp8_e4m3fnuz is not an operand type..."
+            out = tritonblas.scaled_mm(a, b, sa, sb, out_dtype=torch.bfloat16, profile=profile)
+        assert_gemm_close(out, ref, mag, k, fp8_mma=True, what=f"fnuz {dtypes} {recipe} on {profile}")
+        st = dispatch.stats()
+        assert (st["launches"], st["fallbacks"]) == ((1, 0) if ours else (0, 1)), (profile, st)
+
+
+def test_fp8_encodings_do_not_mix(device):
+    a = _fp8(16, 32, E4M3FNUZ, False, device, 7)
+    b = _fp8(32, 16, E4M3, True, device, 8)
+    one = torch.ones((), device=device)
+    with pytest.raises(tritonblas.scaled.ScaledMMError, match="one encoding"):
+        tritonblas.scaled_mm(a, b, one, one, out_dtype=torch.bfloat16)
+

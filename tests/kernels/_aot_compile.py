@@ -36,6 +36,7 @@ def _case(kind, bm, bn, bk, warps, stages, m, n, k, dtype=torch.bfloat16, layout
 
 
 BF16, FP16, FP32, E4M3 = torch.bfloat16, torch.float16, torch.float32, torch.float8_e4m3fn
+E4M3FNUZ = torch.float8_e4m3fnuz
 CASES = {
     "dp-n1000": _case("dp", 128, 128, 64, 4, 3, 4096, 1000, 7000),
     "dp-n1024": _case("dp", 128, 128, 64, 4, 3, 4096, 1024, 7168),
@@ -87,6 +88,11 @@ AMD_CASES = {  # gfx942, chiplet remap over 8 XCDs, AMD launch options (configs 
                                        stage=(False, True)),
     "amd-streamk-NT": _case("streamk", 128, 128, 64, 8, 2, 4096, 4096, 4096, BF16, "NT", grid=304, chunk=4),
     "amd-splitk-fp16": _case("splitk", 64, 256, 64, 8, 2, 64, 4096, 4096, FP16, split=2),
+    # fp8 on gfx942: its own fnuz encoding on fp8 MFMA; OCP e4m3fn upcast to fp16 MFMA (origami.hardware rate_key)
+    "amd-fp8-fnuz-NT-rowcol": _case("dp", 128, 128, 128, 8, 2, 4096, 4096, 4096, E4M3FNUZ, "NT", scales="rowcol",
+                                    chunk=4, wpe=0),
+    "amd-fp8-ocp-NT-rowcol": _case("dp", 128, 128, 128, 8, 2, 4096, 4096, 4096, E4M3, "NT", scales="rowcol",
+                                   chunk=4, wpe=0),
 }
 
 
@@ -108,7 +114,7 @@ def compile_case(name: str, hw) -> dict:
     c = {**CASES, **AMD_CASES}[name]
     a = _operand(c["m"], c["k"], c["dtype"], c["layout"][0] == "T", c["batch"], None)
     b = _operand(c["k"], c["n"], c["dtype"], c["layout"][1] == "T", None, c["ld"])
-    out_dtype = BF16 if c["dtype"] == E4M3 else c["dtype"]
+    out_dtype = BF16 if c["dtype"] in (E4M3, E4M3FNUZ) else c["dtype"]
     out = _operand(c["m"], c["n"], out_dtype, c["out_t"], c["batch"], c["ld"])
     extra = dict(grid=c["grid"]) if c["kind"] in ("persistent", "streamk") else \
         dict(split_k=c["split"]) if c["kind"] == "splitk" else {}
@@ -148,6 +154,8 @@ def compile_case(name: str, hw) -> dict:
             dwordx4_loads=len(re.findall(r"(?:global|buffer)_load_dwordx4", gcn)),
             short_loads=len(re.findall(r"(?:global|buffer)_load_(?:short|ushort|sshort|ubyte|sbyte)\w*", gcn)),
             mfma=len(re.findall(r"v_mfma", gcn)),
+            mfma_fp8=len(re.findall(r"v_mfma_\w*_(?:fp8|bf8)_(?:fp8|bf8)", gcn)),
+            mfma_f16=len(re.findall(r"v_mfma_\w*_f16\b", gcn)),
             align={k: prepared.kwargs[k] for k in ("A_ALIGN", "B_ALIGN", "OUT_ALIGN", "A_EDGE", "B_EDGE", "OUT_EDGE")},
         )
     ptx = compiled.asm["ptx"]

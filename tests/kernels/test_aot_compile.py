@@ -85,6 +85,20 @@ def test_amd_alignment_staging_turns_short_loads_into_dwordx4(compiled):
 
 
 @pytest.mark.timeout(600)
+def test_gfx942_runs_fnuz_fp8_on_fp8_mfma_and_ocp_on_fp16(compiled):
+    """The fact origami.hardware.HardwareProfile.rate_key encodes: on gfx942 our scaled fp8 kernel compiles the fnuz
+    encoding to fp8 MFMAs and OCP e4m3fn to fp16 MFMAs (an upcast: twice the instructions, fp16's rate)."""
+    import origami
+    from origami.problem import DType
+
+    fnuz, ocp = compiled["amd-fp8-fnuz-NT-rowcol"], compiled["amd-fp8-ocp-NT-rowcol"]
+    assert fnuz["mfma_fp8"] > 0 and fnuz["mfma_f16"] == 0
+    assert ocp["mfma_fp8"] == 0 and ocp["mfma_f16"] == 2 * fnuz["mfma_fp8"]
+    hw = origami.load_profile("mi300x")
+    assert (hw.rate_key(DType.FP8_E4M3_FNUZ), hw.rate_key(DType.FP8_E4M3)) == ("fp8", "fp16")
+
+
+@pytest.mark.timeout(600)
 def test_smem_predicate_covers_compiled_kernels(compiled):
     """Pointer kernels: Triton allocates ≤ num_stages·(A + B) tiles on NVIDIA and exactly
     (num_stages − 1)·(A + B) LDS on AMD (the predicate). TMA kernels allocate 8 bytes of mbarrier

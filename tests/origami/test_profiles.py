@@ -434,3 +434,32 @@ def test_ws_efficiency_at_its_default_does_not_change_the_content_hash():
     assert dataclasses.replace(explicit) == explicit
     # a fitted value is part of the contents
     assert hw.content_hash != zero.content_hash
+
+
+def test_fp8_encodings_run_at_the_rate_each_architecture_compiles_them_to():
+    """HardwareProfile.rate_key: gfx942 takes fnuz on fp8 MFMA and upcasts OCP to fp16; gfx950 the reverse;
+    NVIDIA takes OCP only (fnuz does not compile); other dtypes keep their own key. select() prices and refuses
+    accordingly."""
+    import origami
+    from origami import GemmProblem
+    from origami.problem import DType
+
+    want = {"mi300x": ("fp16", "fp8"), "mi325x": ("fp16", "fp8"), "mi350x": ("fp8", "fp16"),
+            "mi355x": ("fp8", "fp16"), "h100": ("fp8", None), "h200": ("fp8", None), "b200": ("fp8", None)}
+    for name, (ocp, fnuz) in want.items():
+        hw = origami.load_profile(name)
+        assert (hw.rate_key(DType.FP8_E4M3), hw.rate_key(DType.FP8_E4M3_FNUZ)) == (ocp, fnuz), name
+        assert (hw.rate_key(DType.FP8_E5M2), hw.rate_key(DType.FP8_E5M2_FNUZ)) == (ocp, fnuz), name
+        assert hw.rate_key(DType.BF16) == "bf16" and hw.rate_key(DType.TF32) == "tf32"
+    mi300x = origami.load_profile("mi300x")
+
+    def fp8(dtype):
+        return GemmProblem(8192, 8192, 8192, a_dtype=dtype, b_dtype=dtype, c_dtype="bf16")
+
+    t_fnuz = origami.select(fp8("fp8_e4m3fnuz"), mi300x).latency_ns
+    t_ocp = origami.select(fp8("fp8_e4m3"), mi300x).latency_ns
+    t_fp16 = origami.select(GemmProblem(8192, 8192, 8192, a_dtype="fp16", b_dtype="fp16", c_dtype="fp16"),
+                            mi300x).latency_ns
+    assert t_fnuz < 0.7 * t_ocp and t_ocp <= 1.05 * t_fp16  # OCP fp8 on gfx942 is fp16 work with half the bytes
+    with pytest.raises(ValueError, match="fp8_e4m3fnuz is not an operand type"):
+        origami.select(fp8("fp8_e4m3fnuz"), origami.load_profile("h200"))

@@ -246,7 +246,7 @@ def plot(sweeps, compares, hw, out_dir: Path) -> list[Path]:
         lo, hi = min(xs) / 2, max(xs) * 2
         grid = [lo * (hi / lo) ** (i / 200) for i in range(201)]
         for j, d in enumerate(sorted(dtypes, key=lambda d: d.value)):
-            peak = hw.matrix_peak_flops.get(d.rate_key, 0.0)
+            peak = hw.matrix_rate(d)
             if peak > 0:
                 ax.plot(grid, [min(peak, x * bw) / 1e12 for x in grid], linewidth=1, color="0.3",
                         linestyle=LINESTYLES[j % len(LINESTYLES)],

@@ -524,7 +524,9 @@ def _gemm_fns(torch, key: str, size: int, device, base: HardwareProfile, ours: b
 
     gen = torch.Generator(device=device).manual_seed(0)
     if key == "fp8":
-        e4m3 = torch.float8_e4m3fn
+        from tritonblas.scaled import native_fnuz
+
+        e4m3 = torch.float8_e4m3fnuz if native_fnuz(device) else torch.float8_e4m3fn  # the GPU's own encoding
         a = torch.randn(size, size, device=device, generator=gen).to(e4m3)
         b = torch.randn(size, size, device=device, generator=gen).to(e4m3).t()  # column-major, as _scaled_mm wants
         one = torch.ones((), dtype=torch.float32, device=device)

@@ -334,3 +334,28 @@ def test_fp8_encodings_do_not_mix(device):
     with pytest.raises(tritonblas.scaled.ScaledMMError, match="one encoding"):
         tritonblas.scaled_mm(a, b, one, one, out_dtype=torch.bfloat16)
 
+
+
+def test_native_fnuz_is_rocm_gfx942_only(monkeypatch):
+    """scaled.native_fnuz: the fp8 encoding torch._scaled_mm and the matrix cores take is fnuz on a ROCm gfx942
+    device only (asked once per device index), OCP on NVIDIA, gfx950 and CPU."""
+    from types import SimpleNamespace
+
+    from tritonblas import scaled
+
+    assert not scaled.native_fnuz(torch.device("cpu"))
+    asked = []
+
+    def props(index):
+        asked.append(index)
+        return SimpleNamespace(gcnArchName={0: "gfx942:sramecc+:xnack-", 1: "gfx950"}[index])
+
+    monkeypatch.setattr(scaled, "_NATIVE_FNUZ", {})
+    monkeypatch.setattr(torch.version, "hip", "6.4", raising=False)
+    monkeypatch.setattr(torch.cuda, "get_device_properties", props)
+    assert scaled.native_fnuz(torch.device("cuda", 0)) and scaled.native_fnuz(torch.device("cuda", 0))
+    assert not scaled.native_fnuz(torch.device("cuda", 1))
+    assert asked == [0, 1]
+    monkeypatch.setattr(scaled, "_NATIVE_FNUZ", {})
+    monkeypatch.setattr(torch.version, "hip", None, raising=False)
+    assert not scaled.native_fnuz(torch.device("cuda", 0))

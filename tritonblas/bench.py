@@ -18,14 +18,15 @@ from tritonblas.console import table
 
 __all__ = ["CalibrationError", "BENCH_DTYPES", "bench", "bench_command"]
 
-BENCH_DTYPES = (DType.FP32, DType.TF32, DType.FP16, DType.BF16, DType.FP8_E4M3)
+BENCH_DTYPES = (DType.FP32, DType.TF32, DType.FP16, DType.BF16, DType.FP8_E4M3, DType.FP8_E4M3_FNUZ)
+_FP8_BENCH = (DType.FP8_E4M3, DType.FP8_E4M3_FNUZ)  # through torch._scaled_mm (fnuz: ROCm gfx942's own)
 
 
 def _operand(torch, rows: int, cols: int, batch: int, transposed: bool, dtype, device, gen):
     shape = (cols, rows) if transposed else (rows, cols)
     if batch != 1:
         shape = (batch, *shape)
-    src_dtype = torch.float32 if dtype in (torch.float8_e4m3fn,) else dtype
+    src_dtype = torch.float32 if dtype in (torch.float8_e4m3fn, torch.float8_e4m3fnuz) else dtype
     t = torch.randn(shape, device=device, dtype=src_dtype, generator=gen).to(dtype)
     return t.transpose(-1, -2) if transposed else t
 
@@ -42,7 +43,7 @@ def _bench_one(torch, p: GemmProblem, hw: HardwareProfile, profile: Any, device,
     dtype = _plan.TORCH_DTYPES[p.a_dtype]
     a = _operand(torch, p.m, p.k, p.batch, p.a_layout is Layout.T, dtype, device, gen)
     b = _operand(torch, p.k, p.n, p.batch, p.b_layout is Layout.T, dtype, device, gen)
-    if p.a_dtype is DType.FP8_E4M3:
+    if p.a_dtype in _FP8_BENCH:
         out = torch.empty(p.m, p.n, dtype=_plan.TORCH_DTYPES[p.c_dtype], device=device)
         problem = _plan.problem_from_tensors(a, b, out)
         cfg = origami.select(problem, hw).config
@@ -82,7 +83,7 @@ def bench(problems: Sequence[GemmProblem], *, profile: Any = None, rep_ms: int =
         if p.a_dtype not in BENCH_DTYPES or p.b_dtype != p.a_dtype:
             raise CalibrationError(f"bench: {p.describe()}: supported input dtypes are "
                                    f"{', '.join(d.value for d in BENCH_DTYPES)} (a and b alike)")
-        if p.a_dtype is DType.FP8_E4M3:
+        if p.a_dtype in _FP8_BENCH:
             if p.batch != 1:
                 raise CalibrationError(f"bench: {p.describe()}: fp8 runs unbatched only (torch._scaled_mm)")
             if p.c_dtype not in (DType.BF16, DType.FP16, DType.FP32):

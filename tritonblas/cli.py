@@ -389,8 +389,8 @@ def _add_problem_args(p: argparse.ArgumentParser, *, bench: bool = False) -> Non
             p.add_argument(dim.lower(), metavar=dim, nargs="?", help=f"problem size {dim} (or --shapes)")
         else:
             p.add_argument(dim.lower(), metavar=dim, help=f"problem size {dim}")
-    p.add_argument("--dtype", default="bf16", help="input dtype: fp32 tf32 fp16 bf16 fp8_e4m3 fp8_e5m2"
-                   + (" (bench: fp32 tf32 fp16 bf16 fp8_e4m3)" if bench else ""))
+    p.add_argument("--dtype", default="bf16", help="input dtype: fp32 tf32 fp16 bf16 fp8_e4m3 fp8_e5m2 (fp8_e4m3fnuz fp8_e5m2fnuz: AMD gfx942)"
+                   + (" (bench: fp32 tf32 fp16 bf16 fp8_e4m3 fp8_e4m3fnuz)" if bench else ""))
     p.add_argument("--out-dtype", default=None, choices=OUT_DTYPES,
                    help="output dtype (default: the input's; fp32 for fp32/tf32, bf16 for fp8)")
     p.add_argument("--a-layout", default="N", choices=("N", "T"))

@@ -317,7 +317,8 @@ def test_fnuz_runs_on_our_kernels_for_gfx942_and_gets_its_result_elsewhere(recip
     b = _fp8(k, n, dtypes[1], True, device, 6)
     sa, sb = _scales(recipe, m, n, device)
     ref, mag, _ = reference(a, b, scale_a=sa, scale_b=sb)
-    for profile, ours in (("mi300x", True), ("h200", False)):
+    # (on an NVIDIA GPU the mi300x plan would compile for sm_90, whose compiler refuses fnuz: interpreter only)
+    for profile, ours in ((("mi300x", True),) if device == "cpu" else ()) + (("h200", False),):
         dispatch.reset_stats()
         with warnings.catch_warnings():
             warnings.simplefilter("ignore", dispatch.FallbackWarning)  # h200: "fp8_e4m3fnuz is not an operand type..."

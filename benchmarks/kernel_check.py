@@ -250,21 +250,10 @@ def main(argv=None) -> int:
     out_dir = Path(args.out)
     out_dir.mkdir(parents=True, exist_ok=True)
     path = out_dir / "kernel_check.csv"
-    import io
-
-    from tritonblas.tables import AtomicFile
-
-    f = io.StringIO()
-    for key, value in prov.items():
-        f.write(f"# {key}: {value}\n")
-    f.write(f"# timing: triton.testing.do_bench(warmup=25, rep=100, return_mode='median'), random bf16 inputs; "
-            f"ratio_vs_torch = torch_ms / median_ms (> 1: faster than torch); wall {time.time() - t_start:.0f}s\n")
-    w = csv.DictWriter(f, fieldnames=COLUMNS, extrasaction="ignore")
-    w.writeheader()
-    for row in rows:
-        w.writerow({c: _fmt(row.get(c, "")) for c in COLUMNS})
-    with AtomicFile(path) as out:
-        out.write(f.getvalue())
+    write_rows(path, prov,
+               f"triton.testing.do_bench(warmup=25, rep=100, return_mode='median'), random bf16 inputs; "
+               f"ratio_vs_torch = torch_ms / median_ms (> 1: faster than torch); wall {time.time() - t_start:.0f}s",
+               COLUMNS, rows)
 
     print(f"\n{'shape':<14}{'M x N x K':>22}{'torch ms':>11}{'TFLOP/s':>9}{'ours ms':>11}{'ratio':>7}  best config")
     for name, m, n, k, torch_ms, best in summary:
@@ -283,6 +272,25 @@ def _fmt(v):
     if isinstance(v, float):
         return f"{v:.6g}"
     return v
+
+
+def write_rows(path: Path, prov: dict, timing: str, columns, rows: list[dict]) -> None:
+    """``rows`` under ``columns`` (floats to 6 significant digits), after one ``# key: value`` line per provenance
+    item and a ``# timing:`` line, written atomically (``tritonblas.tables.AtomicFile``); kernel_probe.py's too."""
+    import io
+
+    from tritonblas.tables import AtomicFile
+
+    f = io.StringIO()
+    for key, value in prov.items():
+        f.write(f"# {key}: {value}\n")
+    f.write(f"# timing: {timing}\n")
+    w = csv.DictWriter(f, fieldnames=columns, extrasaction="ignore")
+    w.writeheader()
+    for row in rows:
+        w.writerow({c: _fmt(row.get(c, "")) for c in columns})
+    with AtomicFile(path) as out:
+        out.write(f.getvalue())
 
 
 if __name__ == "__main__":

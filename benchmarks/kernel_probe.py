@@ -33,7 +33,7 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "benchmarks"))
 
-from kernel_check import Variant, _fmt, _provenance, _v  # noqa: E402
+from kernel_check import Variant, _provenance, _v, write_rows  # noqa: E402
 
 VARIANTS: list[Variant] = [
     _v("dp", 128, 128, 64, 4, 4, tma=True), _v("dp", 128, 256, 64, 8, 3, tma=True),
@@ -177,21 +177,8 @@ def main(argv=None) -> int:
 def write(out_dir: Path, prov: dict, rows: list[dict]) -> Path:
     out_dir.mkdir(parents=True, exist_ok=True)
     path = out_dir / "kernel_probe.csv"
-    import io
-
-    from tritonblas.tables import AtomicFile
-
-    f = io.StringIO()
-    for key, value in prov.items():
-        f.write(f"# {key}: {value}\n")
-    f.write("# timing: triton.testing.do_bench(warmup=10, rep=40, return_mode='median'), random bf16 inputs; "
-            "ratio_vs_torch = torch_ms / median_ms\n")
-    w = csv.DictWriter(f, fieldnames=COLUMNS, extrasaction="ignore")
-    w.writeheader()
-    for row in rows:
-        w.writerow({c: _fmt(row.get(c, "")) for c in COLUMNS})
-    with AtomicFile(path) as out:
-        out.write(f.getvalue())
+    write_rows(path, prov, "triton.testing.do_bench(warmup=10, rep=40, return_mode='median'), random bf16 inputs; "
+               "ratio_vs_torch = torch_ms / median_ms", COLUMNS, rows)
     return path
 
 

@@ -199,21 +199,30 @@ def test_staged_unaligned_operands_match_reference(kind, kw, layouts, device, h2
     m, n, k = 37, 29, 75
     a = _unaligned(m, k, torch.bfloat16, layouts[0] == "T", device)
     b = _unaligned(k, n, torch.bfloat16, layouts[1] == "T", device)
-    a_before, b_before = a.clone(), b.clone()
     out = torch.full((m, n), float("nan"), dtype=torch.bfloat16, device=device)
     lp = _staged_plan(config(kind, **kw), a, b, out, h200, (True, True))
+    _check_both_staged(lp, a, b, out, f"aligned-staged {kind} {layouts}")
+
+
+def _check_both_staged(lp, a, b, out, what: str):
+    """Launch ``lp`` with a and b both staged: each bound (to the kernel, or as its TMA descriptor's base) to a
+    padded 16-byte-aligned copy of its own major, the caller's tensors read, never written, and a re-run copying
+    their current values; both results against the float64 reference. Returns the prepared launch."""
+    a_before, b_before = a.clone(), b.clone()
     prepared = prepare_launch(lp, a, b, out)
     assert prepared.kernel.fn.__name__ == lp.kernel_name and len(prepared.staged) == 2
     for pos, user in ((0, a), (1, b)):
-        bound = prepared.args[pos].base
+        arg = prepared.args[pos]
+        bound = arg if isinstance(arg, torch.Tensor) else arg.base
         assert bound.data_ptr() != user.data_ptr() and operand_order(bound) == operand_order(user) and _tma_ok(bound, operand_order(bound))
         assert (max(bound.stride()) * bound.element_size()) % 16 == 0  # the padded leading dimension
     prepared.run()
     assert torch.equal(a, a_before) and torch.equal(b, b_before)
-    check_gemm(out, a, b, what=f"aligned-staged {kind} {layouts}")
+    check_gemm(out, a, b, what=what)
     a.mul_(-1.5)
     prepared.run()
-    check_gemm(out, a, b, what=f"aligned-staged {kind} {layouts}, re-run")
+    check_gemm(out, a, b, what=f"{what}, re-run")
+    return prepared
 
 
 @pytest.mark.timeout(180)
@@ -228,25 +237,13 @@ def test_staged_pointer_kernels_match_reference(kind, kw, layouts, device, mi300
     m, n, k = 37, 29, 75
     a = _unaligned(m, k, torch.bfloat16, layouts[0] == "T", device)
     b = _unaligned(k, n, torch.bfloat16, layouts[1] == "T", device)
-    a_before, b_before = a.clone(), b.clone()
     out = torch.full((m, n), float("nan"), dtype=torch.bfloat16, device=device)
     p = problem_from_tensors(a, b, out)
     lp = make_plan(config(kind, amd=True, **kw), dataclasses.replace(p, align_bytes=16), mi300x, tma=True,
                    stage=(True, True))
-    assert not lp.tma and (lp.stage_a, lp.stage_b) == (True, True)
-    prepared = prepare_launch(lp, a, b, out)
-    assert prepared.kernel.fn.__name__ == lp.kernel_name not in TMA_KERNELS and len(prepared.staged) == 2
-    for pos, user in ((0, a), (1, b)):
-        bound = prepared.args[pos]
-        assert bound.data_ptr() != user.data_ptr() and operand_order(bound) == operand_order(user)
-        assert (max(bound.stride()) * bound.element_size()) % 16 == 0  # the padded leading dimension
+    assert not lp.tma and (lp.stage_a, lp.stage_b) == (True, True) and lp.kernel_name not in TMA_KERNELS
+    prepared = _check_both_staged(lp, a, b, out, f"aligned-staged pointer {kind} {layouts}")
     assert (prepared.kwargs["A_ALIGN"], prepared.kwargs["B_ALIGN"]) == (8, 8)
-    prepared.run()
-    assert torch.equal(a, a_before) and torch.equal(b, b_before)
-    check_gemm(out, a, b, what=f"aligned-staged pointer {kind} {layouts}")
-    a.mul_(-1.5)
-    prepared.run()
-    check_gemm(out, a, b, what=f"aligned-staged pointer {kind} {layouts}, re-run")
 
 
 @pytest.mark.timeout(120)

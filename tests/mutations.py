@@ -163,8 +163,8 @@ MUTATIONS = (
     Mutation("unaligned_out_stays_staged_loads", "a problem unaligned in out alone keeps the pointer kernel with "
              "register-staged loads (the TMA plan of its aligned problem never chosen)",
              "tritonblas/dispatch.py",
-             "    if not any(stage) and _plan.reads_as_is(problem, hw, key.ab_align, key.orders[:2]):",
-             "    if False and not any(stage) and _plan.reads_as_is(problem, hw, key.ab_align, key.orders[:2]):",
+             "    if not any(stage) and _plan.reads_as_is(problem, key.ab_align, key.orders[:2]):",
+             "    if False and not any(stage) and _plan.reads_as_is(problem, key.ab_align, key.orders[:2]):",
              ("tests/api/test_align_staging.py",)),
     Mutation("one_align_class_for_all_operands", "a launch hints every operand with the minimum alignment class "
              "of a, b and out (a ragged out sends aligned operands to scalar loads)",

@@ -259,7 +259,7 @@ def apply() -> bool:
     interp._patch_lang_tensor = _patch_lang_tensor
 
     original_core = interp._patch_lang_core
-    fnuz_ty = {name: getter for name, getter in (("fp8e4b8", "get_fp8e4b8_ty"), ("fp8e5b16", "get_fp8e5b16_ty"))}
+    fnuz_ty = {"fp8e4b8": "get_fp8e4b8_ty", "fp8e5b16": "get_fp8e5b16_ty"}
 
     def _patch_lang_core(lang, scope):
         original_core(lang, scope)

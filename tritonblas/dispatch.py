@@ -357,8 +357,8 @@ def _align_staged(key: GemmKey, problem: GemmProblem, hw: HardwareProfile, unsta
 
     if key.align >= 16:
         return None
-    stage = _plan.align_staging_for(problem, hw, key.ab_align, key.orders[:2])
-    if not any(stage) and _plan.reads_as_is(problem, hw, key.ab_align, key.orders[:2]):
+    stage = _plan.align_staging_for(problem, key.ab_align, key.orders[:2])
+    if not any(stage) and _plan.reads_as_is(problem, key.ab_align, key.orders[:2]):
         picked = unaligned_out_pick(problem, hw, unstaged_ns)
     else:
         picked = staged_pick(problem, hw, stage, unstaged_ns)

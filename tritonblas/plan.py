@@ -172,8 +172,7 @@ def staging_for(problem: GemmProblem, hw: HardwareProfile) -> tuple[bool, bool]:
     return kmajor_staging(problem, hw)
 
 
-def align_staging_for(problem: GemmProblem, hw: HardwareProfile, ab_align: tuple[int, int],
-                      orders: tuple[int, int]) -> tuple[bool, bool]:
+def align_staging_for(problem: GemmProblem, ab_align: tuple[int, int], orders: tuple[int, int]) -> tuple[bool, bool]:
     """(stage A?, stage B?): which operands a launch could bind to a 16-byte-aligned copy.
 
     ``ab_align``: the operands' alignment in bytes (:func:`alignment_bytes`), ``orders``: their
@@ -194,7 +193,7 @@ def align_staging_for(problem: GemmProblem, hw: HardwareProfile, ab_align: tuple
     return tuple(align < 16 and order in (0, 1) for align, order in zip(ab_align, orders))
 
 
-def reads_as_is(problem: GemmProblem, hw: HardwareProfile, ab_align: tuple[int, int], orders: tuple[int, int]) -> bool:
+def reads_as_is(problem: GemmProblem, ab_align: tuple[int, int], orders: tuple[int, int]) -> bool:
     """Whether the kernels read A and B as they are at the aligned problem's rate: K > 0, and both operands
     16-byte aligned (:func:`alignment_bytes`) and contiguous along one of their last two dims. Then a problem
     under 16 bytes aligned is so for its ``out`` alone. Every kernel reads each operand at that operand's own

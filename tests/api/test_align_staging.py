@@ -28,27 +28,26 @@ def _problem(m, n, k, dtype="bf16", align=2, **kw):
 
 
 # --- the predicate --------------------------------------------------------------------------
-def test_align_staging_for_picks_the_unaligned_operands(h200, mi300x):
+def test_align_staging_for_picks_the_unaligned_operands():
+    """Every GPU (TMA descriptors on NVIDIA, the pointer kernels' vector loads on AMD): the dispatcher's plans on
+    both vendors are tested below."""
     p = _problem(4097, 4097, 4097)
-    assert align_staging_for(p, h200, (2, 2), (0, 0)) == (True, True)
-    assert align_staging_for(p, h200, (2, 16), (0, 1)) == (True, False)
-    assert align_staging_for(p, h200, (16, 4), (1, 0)) == (False, True)
-    assert align_staging_for(p, h200, (16, 16), (0, 0)) == (False, False)
-    assert align_staging_for(p, h200, (2, 2), (2, 0)) == (False, True)  # contiguous along neither dim: not staged
-    assert align_staging_for(p, mi300x, (2, 2), (0, 0)) == (True, True)  # AMD: for its pointer kernels' vector loads
-    assert align_staging_for(p, mi300x, (16, 2), (0, 1)) == (False, True)
-    assert align_staging_for(dataclasses.replace(p, k=0), h200, (2, 2), (0, 0)) == (False, False)
+    assert align_staging_for(p, (2, 2), (0, 0)) == (True, True)
+    assert align_staging_for(p, (2, 16), (0, 1)) == (True, False)
+    assert align_staging_for(p, (16, 4), (1, 0)) == (False, True)
+    assert align_staging_for(p, (16, 16), (0, 0)) == (False, False)
+    assert align_staging_for(p, (2, 2), (2, 0)) == (False, True)  # contiguous along neither dim: not staged
+    assert align_staging_for(dataclasses.replace(p, k=0), (2, 2), (0, 0)) == (False, False)
 
 
-def test_reads_as_is_only_aligned_contiguous_operands(h200, mi300x):
+def test_reads_as_is_only_aligned_contiguous_operands():
     p = _problem(2048, 50257, 1024, b_layout="T")
-    for hw in (h200, mi300x):  # TMA descriptors on the H200, 16-byte vector loads in AMD's pointer kernels
-        assert reads_as_is(p, hw, (16, 16), (0, 1))
-        assert reads_as_is(p, hw, (16, 16), (1, 0))
-        assert not reads_as_is(p, hw, (16, 2), (0, 1))  # an unaligned operand: alignment staging's case
-        assert not reads_as_is(p, hw, (4, 16), (0, 1))
-        assert not reads_as_is(p, hw, (16, 16), (2, 1))  # contiguous along neither dim
-        assert not reads_as_is(dataclasses.replace(p, k=0), hw, (16, 16), (0, 1))
+    assert reads_as_is(p, (16, 16), (0, 1))
+    assert reads_as_is(p, (16, 16), (1, 0))
+    assert not reads_as_is(p, (16, 2), (0, 1))  # an unaligned operand: alignment staging's case
+    assert not reads_as_is(p, (4, 16), (0, 1))
+    assert not reads_as_is(p, (16, 16), (2, 1))  # contiguous along neither dim
+    assert not reads_as_is(dataclasses.replace(p, k=0), (16, 16), (0, 1))
 
 
 # --- the dispatcher's decision (nothing is launched here: plan_for only plans) --------------------

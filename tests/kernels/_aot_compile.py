@@ -136,7 +136,7 @@ def compile_case(name: str, hw) -> dict:
         kw.update(scale_a=torch.empty(()), scale_b=torch.empty(()))
     problem = P.problem_from_tensors(a, b, out)
     ab_align = (P.alignment_bytes(a), P.alignment_bytes(b))
-    if problem.align_bytes < 16 and (any(c["stage"]) or P.reads_as_is(problem, hw, ab_align,
+    if problem.align_bytes < 16 and (any(c["stage"]) or P.reads_as_is(problem, ab_align,
                                                                       (P.operand_order(a), P.operand_order(b)))):
         # out alone unaligned, or operands staged: the aligned problem, as the dispatcher plans it
         problem = dataclasses.replace(problem, align_bytes=16)

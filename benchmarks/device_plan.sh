@@ -12,6 +12,7 @@
 # Any other GPU otherwise: the whole suite, then real models with the device's own profile ($MODELS_ARGS; by default
 #   GPT-2 and DLRM first, where session 24's unaligned-out plans act, then BERT and Llama training) (issue 16), with
 #   the seconds left.
+# MODELS=1 takes that last branch (suite, then real models) on an H200 too (issue 16's targets are the H200's).
 # SUITE=1 runs the whole suite first in the branches above that do not (the last one always does).
 # Every step is benchmarks/gpu_session.sh's; the results land in $OUT as they do there.
 set -u -o pipefail
@@ -44,7 +45,7 @@ if [ -n "${MODEL_GEMMS:-}" ]; then
   if [ $b -gt 330 ]; then  # the sweep's timeout is its budget + 90 s, the compare's 60 + 90 s
     STEPS=decode DECODE_SWEEP_BUDGET=$(( b - 250 )) DECODE_COMPARE_BUDGET=60 bash benchmarks/gpu_session.sh
   fi
-elif [[ "$gpu" == *H200* ]]; then
+elif [[ "$gpu" == *H200* ]] && [ -z "${MODELS:-}" ]; then
   if [ "${REPICK_BUDGET:-80}" -gt 0 ]; then  # 0 skips it (session 22 timed A's and B's picks; C's are untimed)
     STEPS=repick REPICK_BUDGET=${REPICK_BUDGET:-80} \
       REPICK_VARIANTS=${REPICK_VARIANTS:-$CAND_C} \

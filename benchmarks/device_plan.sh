@@ -21,7 +21,8 @@ export GIT_SHA
 TOTAL=${TOTAL:-555}
 start=$(date +%s)
 left() { echo $(( TOTAL - ($(date +%s) - start) )); }
-gpu=$(nvidia-smi --query-gpu=name --format=csv,noheader | head -1)
+source benchmarks/_gpu.sh
+gpu=$(gpu_name)
 echo "device_plan: $gpu, $TOTAL s"
 # candidate A (session 19's term search) and B (A with the register-staged residency term fitted on training
 # sweeps: staged_load_exponent 1.15, unaligned_penalty 5.55): their picks the training sweeps have not timed

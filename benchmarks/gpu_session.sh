@@ -84,10 +84,11 @@ STEPS=${STEPS:-"tests serial"}
 SERIAL="tests/dropin/test_multi_gpu.py tests/cli/test_calibrate_gpu.py::test_calibrate_quick_writes_a_plausible_profile"
 # the device gets the tree without .git: the floors-history test needs the history (CI has it)
 IGNORE="--ignore=tests/benchmarks/test_floors_history.py --ignore=tests/dropin/test_multi_gpu.py --deselect=tests/cli/test_calibrate_gpu.py::test_calibrate_quick_writes_a_plausible_profile"
-nvidia-smi --query-gpu=index,name,clocks.sm,clocks.max.sm,power.draw,temperature.gpu --format=csv | tee "$OUT/gpu.txt"
+source benchmarks/_gpu.sh
+: > "$OUT/gpu.txt"; gpu_report "$OUT/gpu.txt"
 # the part in result names (the device tool may answer an H200 call with an H100); the steps that write
 # benchmarks/data/h200* (sweep, heldout, repick, vendor) refuse another part themselves (sweep.py --any-gpu)
-GPU_TAG=$(nvidia-smi --query-gpu=name --format=csv,noheader 2>/dev/null | head -1 | grep -o -i -E "[HB][0-9]00|MI[0-9]{3}X?" | head -1 | tr 'A-Z' 'a-z')
+GPU_TAG=$(gpu_name | grep -o -i -E "[HB][0-9]00|MI[0-9]{3}X?" | head -1 | tr 'A-Z' 'a-z')
 GPU_TAG=${GPU_TAG:-gpu}
 python3 -c "import torch, triton, numba, numpy; print('torch', torch.__version__, 'triton', triton.__version__, 'numba', numba.__version__, 'numpy', numpy.__version__, 'gpus', torch.cuda.device_count())" | tee -a "$OUT/gpu.txt"
 for step in $STEPS; do

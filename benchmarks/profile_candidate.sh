@@ -19,7 +19,8 @@ mkdir -p "$OUT"
 export PYTHONPATH=$PWD${PYTHONPATH:+:$PYTHONPATH} PYTHONUNBUFFERED=1 TRITONBLAS_SYSTEM=1
 export NUMBA_CACHE_DIR=/tmp/numba_cache TRITON_CACHE_DIR=/tmp/triton_cache
 SHIPPED=${SHIPPED:-h100}
-nvidia-smi --query-gpu=index,name,clocks.sm,clocks.max.sm,power.draw,temperature.gpu --format=csv | tee -a "$OUT/gpu.txt"
+source benchmarks/_gpu.sh
+gpu_report "$OUT/gpu.txt"
 cal="$OUT/candidate_calibrated.yaml"
 start=$(date +%s)
 timeout ${CALIBRATE_TIMEOUT:-180} python3 -m tritonblas calibrate --quick --base "$CAND" -o "$cal" > "$OUT/calibrate.log" 2>&1

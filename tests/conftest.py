@@ -18,6 +18,10 @@ except ImportError:  # origami-only environments
 
 if not HAS_CUDA:
     os.environ.setdefault("TRITON_INTERPRET", "1")
+# the tests run tiny GEMMs through our kernels under autograd; by default the drop-in sends small aligned ones to
+# torch (TRITONBLAS_GRAD_MIN_GFLOP, tritonblas.fastpath.small_grad), so it is off here: tests/dropin/test_small_grad.py
+# checks the default and the threshold themselves
+os.environ.setdefault("TRITONBLAS_GRAD_MIN_GFLOP", "0")
 os.environ.setdefault("NUMBA_CACHE_DIR", os.path.join(os.path.dirname(__file__), "..", ".numba_cache"))
 
 

@@ -41,9 +41,10 @@ from tritonblas import plan as _plan
 
 __all__ = ["ENV_FAST", "enabled", "direct", "linear", "matmul", "linear_hot", "matmul_hot", "clear", "MAX_ENTRIES",
            "TORCH", "record_unroutable_linear", "record_unroutable_matmul", "addmm_hot", "bmm_hot",
-           "refused_class", "record_refused_class", "REFUSED_CLASSES", "small_eager", "stage_shared"]
+           "refused_class", "record_refused_class", "REFUSED_CLASSES", "small_eager", "small_grad", "stage_shared"]
 
-from tritonblas.settings import ENV_EAGER_MIN_GFLOP, ENV_FAST, eager_min_gflop, raw_equals, raw_getter  # noqa: E402
+from tritonblas.settings import (ENV_EAGER_MIN_GFLOP, ENV_FAST, ENV_GRAD_MIN_GFLOP, eager_min_gflop,  # noqa: E402
+                                 grad_min_gflop, raw_equals, raw_getter)
 MAX_ENTRIES = 4096
 
 _PLAIN = (torch.Tensor, torch.nn.Parameter)
@@ -105,6 +106,35 @@ def small_eager(raw: str, flop: int, t) -> bool:
     if limit is None:
         limit = _MIN_FLOP[raw] = eager_min_gflop() * 1e9  # a bad value raises here, naming the variable
     if flop >= limit:
+        return False
+    return not (t.is_cuda and dispatch.capturing())
+
+
+_grad_min_raw = raw_getter(ENV_GRAD_MIN_GFLOP)  # per call; parsed once per raw value, unset included (_GRAD_FLOP)
+_GRAD_FLOP: dict = {}
+
+
+def small_grad(raw, t, flop: int, m: int, n: int, k: int) -> bool:
+    """Whether an eager GEMM that autograd records, of ``flop`` (2·M·N·K, batch included) and sizes m, n, k, runs
+    torch's op (forward, and so its backward) under ``TRITONBLAS_GRAD_MIN_GFLOP``, whose raw value the caller
+    read as ``raw`` (None: unset, the default threshold; "0": never). Only where m, n and k are all multiples of
+    16 bytes' elements, and not while ``t``'s stream captures a CUDA graph (the host's cost is paid once there).
+
+    Why, measured (H100, ``benchmarks/models.py``, bf16 training steps, eager): a small training step is
+    host-bound, and our warm call under autograd costs about twice torch's host time in the model (gpt2-medium:
+    58 against 30 us a forward GEMM, backward host 29.5 against 25.3 ms; ``results/models_h100_a9897a8.csv``),
+    more than our kernel can save on a GEMM of a few GFLOP, where cuBLAS's aligned kernels are at their best.
+    ``TRITONBLAS_EAGER_MIN_GFLOP=20`` on every eager GEMM moved gpt2-medium training 0.978x -> 1.037x and
+    bert-large 0.909x -> 0.927x, but cost eager decode 2% (no autograd there: this rule leaves it alone) and
+    DLRM training 3% (1.277x -> 1.234x; its unaligned widths are where cuBLAS is slow and we are not: this
+    rule leaves them to us) (``results/models_h100_eager_6368e34.csv``)."""
+    limit = _GRAD_FLOP.get(raw)
+    if limit is None:
+        limit = _GRAD_FLOP[raw] = grad_min_gflop() * 1e9  # a bad value raises here, naming the variable
+    if flop >= limit:
+        return False
+    e = 16 // t.element_size()
+    if m % e or n % e or k % e:
         return False
     return not (t.is_cuda and dispatch.capturing())
 
@@ -422,6 +452,10 @@ def linear_hot(x, w, bias=None):
         return None
     if (raw := _min_gflop_raw()) is not None and w.dim() == 2 and small_eager(raw, 2 * x.numel() * w.shape[0], x):
         return TORCH
+    grad = _grad_enabled() and (x.requires_grad or w.requires_grad or (bias is not None and bias.requires_grad))
+    if grad and w.dim() == 2 and x.dim() >= 1 and small_grad(
+            _grad_min_raw(), x, 2 * x.numel() * w.shape[0], x.numel() // max(w.shape[1], 1), w.shape[0], w.shape[1]):
+        return TORCH
     if _any_autocast():  # the tensors torch's autocast would hand to aten::linear, as the route casts them
         x, w, bias = autocast.cast_inputs(x, w, bias, op="linear")
     try:
@@ -433,7 +467,7 @@ def linear_hot(x, w, bias=None):
         if vendor is not None:
             return _to_torch() if vendor else TORCH
     hit = _LINEAR.get(key)
-    if _grad_enabled() and (x.requires_grad or w.requires_grad or (bias is not None and bias.requires_grad)):
+    if grad:
         # under autograd: a known signature goes straight to the autograd Function (an unknown one
         # takes the route, whose fastpath.linear checks it first)
         if hit is None or not dispatch.fast_valid(hit[0]):  # the checked path runs inside the route
@@ -451,6 +485,11 @@ def matmul_hot(a, b):
     if (raw := _min_gflop_raw()) is not None and a.dim() >= 2 and b.dim() >= 2 and \
             small_eager(raw, 2 * max(a.numel() * b.shape[-1], b.numel() * a.shape[-2]), a):
         return TORCH  # (2·K·output elements, a batch broadcast from either side)
+    grad = _grad_enabled() and (a.requires_grad or b.requires_grad)
+    if grad and a.dim() >= 2 and b.dim() >= 2 and small_grad(
+            _grad_min_raw(), a, 2 * max(a.numel() * b.shape[-1], b.numel() * a.shape[-2]), a.shape[-2], b.shape[-1],
+            a.shape[-1]):
+        return TORCH
     if _any_autocast():
         a, b = autocast.cast_inputs(a, b, op="matmul")
     try:
@@ -462,7 +501,7 @@ def matmul_hot(a, b):
         if vendor is not None:
             return _to_torch() if vendor else TORCH
     hit = _MATMUL.get(key)
-    if _grad_enabled() and (a.requires_grad or b.requires_grad):
+    if grad:
         if not _matmul_autograd_case(a, b):
             return None
         if hit is None or not dispatch.fast_valid(hit[0]):  # the checked path runs inside the route
@@ -487,10 +526,13 @@ def addmm_hot(c, a, b):
         return None
     if (raw := _min_gflop_raw()) is not None and small_eager(raw, 2 * a.numel() * b.shape[1], a):
         return TORCH
+    grad = _grad_enabled() and (c.requires_grad or a.requires_grad or b.requires_grad)
+    if grad and small_grad(_grad_min_raw(), a, 2 * a.numel() * b.shape[1], a.shape[0], b.shape[1], a.shape[1]):
+        return TORCH
     if _any_autocast():
         c, a, b = autocast.cast_inputs(c, a, b, op="addmm")
     f = dispatch.fast_lookup(a, b, None, c)
-    if _grad_enabled() and (c.requires_grad or a.requires_grad or b.requires_grad):
+    if grad:
         if f is None or not dispatch.fast_valid(f):  # the route's checked call records the entry first
             return None
         return _addmm_apply(_unwrap_dead(c), _unwrap_dead(a), _unwrap_dead(b), f)
@@ -537,10 +579,12 @@ def bmm_hot(a, b):
         return None
     if (raw := _min_gflop_raw()) is not None and small_eager(raw, 2 * a.numel() * b.shape[2], a):
         return TORCH
+    if _grad_enabled() and (a.requires_grad or b.requires_grad):
+        if small_grad(_grad_min_raw(), a, 2 * a.numel() * b.shape[2], a.shape[1], b.shape[2], a.shape[2]):
+            return TORCH
+        return None
     if _any_autocast():
         a, b = autocast.cast_inputs(a, b, op="bmm")
-    if _grad_enabled() and (a.requires_grad or b.requires_grad):
-        return None
     return _run_entry(dispatch.fast_lookup(a, b), a, b, None, 0.0)
 
 

@@ -13,6 +13,7 @@ not import tritonblas) and re-exported here.
 | ``TRITONBLAS_GLUON`` | ``0``: the warp-specialised Gluon kernel (kind ``ws``, :mod:`tritonblas.kernels.gluon_hopper`) is never run, origami selects without it; unset: it runs where origami picks it (profiles with ``model.ws_efficiency`` > 0); ``1`` (an experiment): plain 2-D bf16/fp16 GEMMs (and F.linear's bias add; fp8 scaled_mm) of at least 128x128x64 whose output tiles reach 90% of the SMs run it whatever origami picks |
 | ``TRITONBLAS_AUTOGRAD`` | ``aten`` (an experiment): under ``enable()``, GEMMs with autograd recording run our kernels below torch's C++ autograd (:mod:`tritonblas.below_autograd`) instead of through our Python autograd Function; read when the first block opens |
 | ``TRITONBLAS_EAGER_MIN_GFLOP`` | ``G`` (an experiment, unset by default): in eager mode, a warm-path GEMM (``F.linear``, ``matmul``/``@``, ``bmm``, positional ``addmm``) of fewer than G GFLOP (2·M·N·K) runs torch's own op; CUDA graph capture and ``torch.compile`` keep ours. Host-bound eager workloads pay our Python call (:mod:`tritonblas.fastpath`) |
+| ``TRITONBLAS_GRAD_MIN_GFLOP`` | ``G`` (default 20; ``0`` turns it off): under ``enable()``, an eager GEMM that autograd records (``F.linear``, ``matmul``/``@``, ``bmm``, positional ``addmm`` with an input that requires grad) of fewer than G GFLOP whose M, N and K are all multiples of 16 bytes' elements runs torch's own op, forward and backward; CUDA graph capture and ``torch.compile`` keep ours. Why: :func:`tritonblas.fastpath.small_grad` |
 | ``TRITON_INTERPRET`` | ``1`` (or ``true``/``yes``/``on``, as Triton reads it) runs the kernels on CPU tensors through Triton's interpreter |
 
 Hot paths read them through :func:`raw_reader` (``dispatch``'s fast key), :func:`raw_equals`
@@ -31,7 +32,8 @@ from origami.toolchain import ENV_TRITON_VERSION
 
 __all__ = ["ENV_PROFILE", "ENV_TABLE", "ENV_FAST", "ENV_PROFILE_DIR", "ENV_INTERPRET", "ENV_GLUON", "ENV_AUTOGRAD",
            "ENV_TRITON_VERSION", "ALL", "profile", "table", "fast", "profile_dir", "interpret", "gluon", "gluon_off",
-           "autograd_aten", "ENV_EAGER_MIN_GFLOP", "eager_min_gflop", "raw_reader", "raw_getter", "raw_equals"]
+           "autograd_aten", "ENV_EAGER_MIN_GFLOP", "eager_min_gflop", "ENV_GRAD_MIN_GFLOP", "GRAD_MIN_GFLOP",
+           "grad_min_gflop", "raw_reader", "raw_getter", "raw_equals"]
 
 ENV_PROFILE = "TRITONBLAS_PROFILE"
 ENV_TABLE = "TRITONBLAS_TABLE"
@@ -40,8 +42,10 @@ ENV_INTERPRET = "TRITON_INTERPRET"
 ENV_GLUON = "TRITONBLAS_GLUON"
 ENV_AUTOGRAD = "TRITONBLAS_AUTOGRAD"
 ENV_EAGER_MIN_GFLOP = "TRITONBLAS_EAGER_MIN_GFLOP"
+ENV_GRAD_MIN_GFLOP = "TRITONBLAS_GRAD_MIN_GFLOP"
+GRAD_MIN_GFLOP = 20.0  # the default of TRITONBLAS_GRAD_MIN_GFLOP (fastpath.small_grad says why)
 ALL = (ENV_PROFILE, ENV_TABLE, ENV_FAST, ENV_PROFILE_DIR, ENV_TRITON_VERSION, ENV_INTERPRET, ENV_GLUON, ENV_AUTOGRAD,
-       ENV_EAGER_MIN_GFLOP)
+       ENV_EAGER_MIN_GFLOP, ENV_GRAD_MIN_GFLOP)
 
 
 def profile() -> str | None:
@@ -70,19 +74,32 @@ def autograd_aten() -> bool:
     return os.environ.get(ENV_AUTOGRAD) == "aten"
 
 
-def eager_min_gflop() -> float:
-    """``TRITONBLAS_EAGER_MIN_GFLOP``: the GFLOP under which an eager warm-path GEMM runs torch's op; 0 when
-    unset or empty. A ValueError naming the variable for anything but a finite number >= 0."""
-    text = os.environ.get(ENV_EAGER_MIN_GFLOP, "").strip()
+def _gflop(name: str, default: float) -> float:
+    """A GFLOP threshold from the variable ``name``: ``default`` when unset or empty. A ValueError naming the
+    variable for anything but a finite number >= 0."""
+    text = os.environ.get(name, "").strip()
     if not text:
-        return 0.0
+        return default
     try:
         value = float(text)
     except ValueError:
         value = math.nan
     if not math.isfinite(value) or value < 0:
-        raise ValueError(f"{ENV_EAGER_MIN_GFLOP}={text!r}: expected a number of GFLOP >= 0 (e.g. 20), or unset")
+        raise ValueError(f"{name}={text!r}: expected a number of GFLOP >= 0 (e.g. 20), or unset")
     return value
+
+
+def eager_min_gflop() -> float:
+    """``TRITONBLAS_EAGER_MIN_GFLOP``: the GFLOP under which an eager warm-path GEMM runs torch's op; 0 when
+    unset or empty. A ValueError naming the variable for anything but a finite number >= 0."""
+    return _gflop(ENV_EAGER_MIN_GFLOP, 0.0)
+
+
+def grad_min_gflop() -> float:
+    """``TRITONBLAS_GRAD_MIN_GFLOP``: the GFLOP under which an eager, autograd-recorded GEMM of 16-byte-aligned
+    sizes runs torch's op; :data:`GRAD_MIN_GFLOP` when unset or empty, 0 (off) when set to 0. A ValueError naming
+    the variable for anything but a finite number >= 0."""
+    return _gflop(ENV_GRAD_MIN_GFLOP, GRAD_MIN_GFLOP)
 
 
 def profile_dir() -> str | None:

@@ -52,10 +52,15 @@ def test_a_training_step_runs_three_gemms_per_projection_in_their_layouts(name):
 
     from origami.problem import Layout
 
-    rows = gemm_census.gemm_problems(name, "train", tiny=True)
+    every = gemm_census.gemm_problems(name, "train", tiny=True)
     model, inputs, _ = models.build(name, torch.bfloat16, "meta", tiny=True)
     tokens = inputs("train")["input_ids"].numel()
     projections = _linears(model)
+    # some transformers versions (5.17) compute Llama's rotary angles as an fp32 bmm with K = 1 (inv_freq times
+    # positions, forward only); it is a GEMM the model runs, so the census keeps it, but it is no projection's
+    rows = [r for r in every if r[2] is None or r[2].a_dtype.value != "fp32"]
+    rotary = [r for r in every if r not in rows]
+    assert len(rotary) <= 1 and all(ph == "forward" and p.k == 1 for ph, _, p in rotary), rotary
     assert len(rows) == 3 * len(projections)
     assert all(p is not None and p.batch == 1 and p.a_dtype.value == "bf16" for _, _, p in rows)
     got = {}

@@ -6,6 +6,9 @@
 #   held-out split's exhaustive sweeps ($HELDOUT_ARGS, default the unfinished tf32, fp8 and square files) with the
 #   seconds left (issue 19).
 #   H200 data is only ever written on an H200: sweep.py refuses another GPU.
+# GIT_SHA: the literal sha, pasted from this machine (`git rev-parse HEAD` here): the device copy's .git is the
+#   last landing, not the tree sent, so $(git rev-parse HEAD) inside the device command records the wrong commit
+#   (session 26's first run did).
 # Any other GPU with OTHER_HELDOUT=<its profile>: the held-out split's sweeps for that profile (bf16 files first).
 # Any GPU with MODEL_GEMMS=1 (before all of the branches below): the training steps' GEMMs, ours vs torch
 #   (gpu_session.sh's train_gemms), then the decode GEMMs' cold sweep and ours vs its best vs torch (its decode step).

@@ -203,6 +203,18 @@ MUTATIONS = (
              "    if flop >= limit:\n        return False",
              "    if flop > limit:\n        return False",
              ("tests/dropin/test_small_eager.py",)),
+    Mutation("small_grad_ignores_alignment", "TRITONBLAS_GRAD_MIN_GFLOP sends unaligned training GEMMs to torch too "
+             "(DLRM's ragged widths, where our kernels beat cuBLAS)",
+             "tritonblas/fastpath.py",
+             "    if flop >= limit or m % e or n % e or k % e:",
+             "    if flop >= limit:",
+             ("tests/dropin/test_small_grad.py",)),
+    Mutation("small_grad_without_autograd", "the training rule also defers GEMMs autograd does not record (decode, "
+             "inference: session 24's 2% decode loss)",
+             "tritonblas/fastpath.py",
+             "    if grad and w.dim() == 2 and x.dim() >= 1 and small_grad(",
+             "    if w.dim() == 2 and x.dim() >= 1 and small_grad(",
+             ("tests/dropin/test_small_grad.py",)),
     Mutation("below_autograd_unchecked_shapes", "the kernels below autograd take shapes torch rejects (our error, "
              "not torch's, for a mismatched K or an addmm c that does not broadcast)",
              "tritonblas/below_autograd.py",

@@ -131,10 +131,8 @@ def small_grad(raw, t, flop: int, m: int, n: int, k: int) -> bool:
     limit = _GRAD_FLOP.get(raw)
     if limit is None:
         limit = _GRAD_FLOP[raw] = grad_min_gflop() * 1e9  # a bad value raises here, naming the variable
-    if flop >= limit:
-        return False
-    e = 16 // t.element_size()
-    if m % e or n % e or k % e:
+    e = 16 // t.element_size()  # elements in 16 bytes
+    if flop >= limit or m % e or n % e or k % e:
         return False
     return not (t.is_cuda and dispatch.capturing())
 

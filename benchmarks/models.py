@@ -36,7 +36,9 @@ Function), in the ``aten_*`` columns, in the same alternation (for the train row
 
 ``--eager GFLOP`` adds the side ``eager``: ``enable()`` with ``TRITONBLAS_EAGER_MIN_GFLOP=GFLOP`` (eager GEMMs
 under it run torch's op, :func:`tritonblas.fastpath.small_eager`; session 23's experiment), in the ``eager_*``
-columns, in the same alternation (``eager_gflop`` records the threshold).
+columns, in the same alternation (``eager_gflop`` records the threshold). ``--grad GFLOP`` adds the side ``grad``:
+``enable()`` with ``TRITONBLAS_GRAD_MIN_GFLOP=GFLOP`` (:func:`tritonblas.fastpath.small_grad`; ``0`` is the drop-in
+without that rule, the ``ours`` side its default), in the ``grad_*`` columns (``grad_gflop``).
 
 ``--versus`` adds the side ``versus``: ``enable()`` with the tile table :mod:`tritonblas.versus`
 measures in the same process for the problems the ``ours`` side planned (every GEMM the workload ran
@@ -81,6 +83,8 @@ FIELDS = ("model", "mode", "dtype", "torch_ms", "ours_ms", "speedup", "torch_gem
           "aten_bwd_host_ms", "aten_peak_mb", "aten_err",
           "eager_ms", "eager_speedup", "eager_gemm_gpu_ms", "eager_other_gpu_ms", "eager_host_us_per_gemm",
           "eager_bwd_host_ms", "eager_peak_mb", "eager_err", "eager_gflop",
+          "grad_ms", "grad_speedup", "grad_gemm_gpu_ms", "grad_other_gpu_ms", "grad_host_us_per_gemm",
+          "grad_bwd_host_ms", "grad_peak_mb", "grad_err", "grad_gflop",
           "versus_ms", "versus_speedup", "versus_gemm_gpu_ms", "versus_other_gpu_ms", "versus_host_us_per_gemm",
           "versus_bwd_host_ms", "versus_peak_mb", "versus_err", "vendor_entries", "versus_problems",
           "parity", "shape", "reps", "error")
@@ -385,6 +389,15 @@ class Row:
     eager_peak_mb: float = math.nan
     eager_err: float = math.nan
     eager_gflop: float = math.nan
+    grad_ms: float = math.nan
+    grad_speedup: float = math.nan
+    grad_gemm_gpu_ms: float = math.nan
+    grad_other_gpu_ms: float = math.nan
+    grad_host_us_per_gemm: float = math.nan
+    grad_bwd_host_ms: float = math.nan
+    grad_peak_mb: float = math.nan
+    grad_err: float = math.nan
+    grad_gflop: float = math.nan
     versus_ms: float = math.nan
     versus_speedup: float = math.nan
     versus_gemm_gpu_ms: float = math.nan
@@ -452,9 +465,10 @@ def _environ(env: dict):
                 os.environ[k] = v
 
 
-def make_sides(gluon: bool, aten: bool = False, eager: float | None = None) -> dict:
+def make_sides(gluon: bool, aten: bool = False, eager: float | None = None, grad: float | None = None) -> dict:
     """torch, ours (origami's picks) and, with ``gluon``, ours with TRITONBLAS_GLUON=1; with ``aten``, ours
-    with TRITONBLAS_AUTOGRAD=aten; with ``eager`` (GFLOP), ours with TRITONBLAS_EAGER_MIN_GFLOP=eager."""
+    with TRITONBLAS_AUTOGRAD=aten; with ``eager`` (GFLOP), ours with TRITONBLAS_EAGER_MIN_GFLOP=eager; with
+    ``grad`` (GFLOP), ours with TRITONBLAS_GRAD_MIN_GFLOP=grad."""
     from tritonblas import settings
 
     sides = {"torch": Side("torch"), "ours": Side("ours")}
@@ -464,6 +478,8 @@ def make_sides(gluon: bool, aten: bool = False, eager: float | None = None) -> d
         sides["aten"] = Side("aten", env={settings.ENV_AUTOGRAD: "aten"})
     if eager is not None:
         sides["eager"] = Side("eager", env={settings.ENV_EAGER_MIN_GFLOP: f"{eager:g}"})
+    if grad is not None:
+        sides["grad"] = Side("grad", env={settings.ENV_GRAD_MIN_GFLOP: f"{grad:g}"})
     return sides
 
 
@@ -536,14 +552,17 @@ def _versus_side(row: Row) -> "Side":
 
 
 def run_workload(name: str, mode: str, dtype_name: str, reps: int, device: str = "cuda", gluon: bool = False,
-                 versus: bool = False, aten: bool = False, eager: float | None = None) -> Row:
+                 versus: bool = False, aten: bool = False, eager: float | None = None,
+                 grad: float | None = None) -> Row:
     import torch
 
     dtype = {"bf16": torch.bfloat16, "fp16": torch.float16}[dtype_name]
     row = Row(name, mode, dtype_name, reps=reps)
-    sides = make_sides(gluon, aten, eager)
+    sides = make_sides(gluon, aten, eager, grad)
     if eager is not None:
         row.eager_gflop = eager
+    if grad is not None:
+        row.grad_gflop = grad
     model, inputs, spec = build(name, dtype, device)
     try:
         steps, ref_out, outs = _build_steps(name, mode, model, inputs, spec, sides)
@@ -571,6 +590,8 @@ def run_workload(name: str, mode: str, dtype_name: str, reps: int, device: str =
             row.aten_speedup = row.torch_ms / row.aten_ms
         if "eager" in sides:
             row.eager_speedup = row.torch_ms / row.eager_ms
+        if "grad" in sides:
+            row.grad_speedup = row.torch_ms / row.grad_ms
         if "versus" in sides:
             row.versus_speedup = row.torch_ms / row.versus_ms
         for k in sides:
@@ -809,7 +830,10 @@ def summary(rows: list[dict]) -> str:
                         if r.get("aten_ms") not in (None, "", "nan") else "")
                      + (f"  eager<{float(r['eager_gflop']):g}GF {float(r['eager_ms']):.3f} ms x{float(r['eager_speedup']):.3f} "
                         f"host us {float(r['eager_host_us_per_gemm']):.1f}"
-                        if r.get("eager_ms") not in (None, "", "nan") else ""))
+                        if r.get("eager_ms") not in (None, "", "nan") else "")
+                     + (f"  grad<{float(r['grad_gflop']):g}GF {float(r['grad_ms']):.3f} ms x{float(r['grad_speedup']):.3f} "
+                        f"host us {float(r['grad_host_us_per_gemm']):.1f}"
+                        if r.get("grad_ms") not in (None, "", "nan") else ""))
     if ok:
         gm = math.exp(statistics.fmean(math.log(float(r["speedup"])) for r in ok))
         lines.append(f"geomean speedup over {len(ok)} workloads: {gm:.3f}; min {min(float(r['speedup']) for r in ok):.3f}")
@@ -825,6 +849,10 @@ def summary(rows: list[dict]) -> str:
         if ea:
             lines.append(f"with TRITONBLAS_EAGER_MIN_GFLOP: geomean {math.exp(statistics.fmean(math.log(x) for x in ea)):.3f} "
                          f"over {len(ea)}; min {min(ea):.3f}")
+        gr = [float(r["grad_speedup"]) for r in ok if r.get("grad_speedup") not in (None, "", "nan")]
+        if gr:
+            lines.append(f"with the grad side's TRITONBLAS_GRAD_MIN_GFLOP: geomean "
+                         f"{math.exp(statistics.fmean(math.log(x) for x in gr)):.3f} over {len(gr)}; min {min(gr):.3f}")
     return "\n".join(lines)
 
 
@@ -892,13 +920,14 @@ def plot(path: Path) -> Path:
 
 
 def run_isolated(model: str, mode: str, dtype: str, reps: int, timeout_s: float, gluon: bool = False,
-              versus: bool = False, aten: bool = False, eager: float | None = None) -> Row:
+              versus: bool = False, aten: bool = False, eager: float | None = None, grad: float | None = None) -> Row:
     """One workload in its own process: a device-side assert, a hang or a leak ends only its row."""
     import json
 
     cmd = [sys.executable, __file__, "--one", model, mode, dtype, "--reps", str(reps), *(["--gluon"] if gluon else []),
            *(["--versus"] if versus else []), *(["--aten"] if aten else []),
-           *(["--eager", f"{eager:g}"] if eager is not None else [])]
+           *(["--eager", f"{eager:g}"] if eager is not None else []),
+           *(["--grad", f"{grad:g}"] if grad is not None else [])]
     try:
         p = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout_s, cwd=ROOT)
     except subprocess.TimeoutExpired:
@@ -934,6 +963,9 @@ def main(argv=None) -> int:
     ap.add_argument("--eager", type=float, default=None, metavar="GFLOP",
                     help="a side: enable() with TRITONBLAS_EAGER_MIN_GFLOP=GFLOP (eager GEMMs under it on torch's op; "
                          "the eager_* columns), in the same alternation")
+    ap.add_argument("--grad", type=float, default=None, metavar="GFLOP",
+                    help="a side: enable() with TRITONBLAS_GRAD_MIN_GFLOP=GFLOP (0: without the training rule; the "
+                         "grad_* columns), in the same alternation")
     ap.add_argument("--versus", action="store_true",
                     help="a side with the ours-or-torch table tritonblas.versus measures (the versus_* columns)")
     args = ap.parse_args(argv)
@@ -946,7 +978,8 @@ def main(argv=None) -> int:
     if args.one:
         import json
 
-        r = run_workload(*args.one, args.reps, gluon=args.gluon, versus=args.versus, aten=args.aten, eager=args.eager)
+        r = run_workload(*args.one, args.reps, gluon=args.gluon, versus=args.versus, aten=args.aten, eager=args.eager,
+                         grad=args.grad)
         print("ROW " + json.dumps(asdict(r)), flush=True)
         return 0
     if args.plot is not None:
@@ -973,7 +1006,7 @@ def main(argv=None) -> int:
             continue
         t0 = time.time()
         r = run_isolated(m, mo, d, args.reps, min(args.job_timeout_s, max(30.0, args.budget_s - (t0 - start) + 30)),
-                      gluon=args.gluon, versus=args.versus, aten=args.aten, eager=args.eager)
+                      gluon=args.gluon, versus=args.versus, aten=args.aten, eager=args.eager, grad=args.grad)
         rows.append(r)
         print(f"{m} {mo} {d}: torch {r.torch_ms:.3f} ms ours {r.ours_ms:.3f} ms x{r.speedup:.3f} "
               f"versus {r.versus_ms:.3f} ms x{r.versus_speedup:.3f} "

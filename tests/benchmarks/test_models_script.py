@@ -157,6 +157,40 @@ def test_the_eager_side_sets_its_threshold_only_inside_and_its_columns_round_tri
     assert seen["cmd"][-2:] == ["--eager", "20"] and row.error.startswith("timeout")
 
 
+def test_the_grad_side_sets_its_threshold_only_inside_and_its_columns_round_trip(tmp_path, monkeypatch):
+    """``--grad G``'s side: ``TRITONBLAS_GRAD_MIN_GFLOP=G`` inside its ``ctx()`` only (``ours`` keeps the process's
+    value); its columns are written, merged and summarised; the per-workload subprocess gets the flag."""
+    import os
+
+    from tritonblas import settings
+
+    monkeypatch.setenv(settings.ENV_GRAD_MIN_GFLOP, "7")
+    sides = models.make_sides(gluon=False, grad=0.0)
+    assert list(sides) == ["torch", "ours", "grad"]
+    with sides["grad"].ctx():
+        assert os.environ[settings.ENV_GRAD_MIN_GFLOP] == "0"
+    assert os.environ[settings.ENV_GRAD_MIN_GFLOP] == "7"
+    with sides["ours"].ctx():
+        assert os.environ[settings.ENV_GRAD_MIN_GFLOP] == "7"
+
+    m, text = _merged_and_summary(tmp_path, models.Row(
+        "m", "train", "bf16", torch_ms=2.0, ours_ms=2.0, speedup=1.0, grad_ms=2.5, grad_speedup=0.8,
+        grad_host_us_per_gemm=55.0, grad_gflop=0.0))
+    assert float(m["grad_ms"]) == 2.5 and float(m["grad_gflop"]) == 0.0
+    assert "grad<0GF 2.500 ms x0.800 host us 55.0" in text
+    assert "with the grad side's TRITONBLAS_GRAD_MIN_GFLOP: geomean 0.800 over 1" in text
+
+    seen = {}
+
+    def fake_run(cmd, **kw):
+        seen["cmd"] = cmd
+        raise models.subprocess.TimeoutExpired(cmd, 1)
+
+    monkeypatch.setattr(models.subprocess, "run", fake_run)
+    row = models.run_isolated("m", "train", "bf16", 3, 1.0, grad=0.0)
+    assert seen["cmd"][-2:] == ["--grad", "0"] and row.error.startswith("timeout")
+
+
 def test_parity_fails_when_the_gluon_side_gives_nan(monkeypatch):
     """``--gluon``'s parity covers every non-torch side: a NaN output on the Gluon side (a broken
     kernel) is a FAIL, not hidden by ``max()`` keeping the finite ``ours_err`` before it."""

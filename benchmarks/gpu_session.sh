@@ -70,6 +70,14 @@ if ! [[ "${GIT_SHA:-}" =~ ^[0-9a-f]{7,40}$ ]]; then
        "benchmarks/_harness.git_sha reads it)" >&2
   exit 2
 fi
+# the device copy's .git is the last landing, not the tree sent: GIT_SHA=$(git rev-parse HEAD) evaluated there names
+# that commit (session 26's first run recorded b85bee9 for a9897a8's tree); a sha equal to this copy's HEAD while the
+# tracked files differ from it is that mistake
+if head=$(git rev-parse HEAD 2>/dev/null) && [[ "$head" == "$GIT_SHA"* ]] && ! git diff --quiet HEAD -- . 2>/dev/null; then
+  echo "gpu_session.sh: GIT_SHA=$GIT_SHA is this copy's git HEAD, but the tracked files differ from it: this is not" \
+       "the commit of the tree sent; paste the sha from the machine that sent it (git rev-parse HEAD there)" >&2
+  exit 2
+fi
 export GIT_SHA
 OUT=${OUT:-benchmarks/results}
 mkdir -p "$OUT"

@@ -117,6 +117,35 @@ def test_training_gradients_match_torch_in_the_weights_layout(device):
 
 
 @pytest.mark.parametrize("name", ["llama3-8b", "gpt2-medium"])
+def test_by_default_a_tiny_training_step_runs_torch_gemms_and_its_exact_gradients(device, monkeypatch, name):
+    """The drop-in's default (``TRITONBLAS_GRAD_MIN_GFLOP`` unset: 20 GFLOP, ``fastpath.small_grad``) sends the tiny
+    twin's training GEMMs (aligned sizes, a few MFLOP) to torch: nothing routed, every call intercepted, and the
+    gradients are torch's (bit for bit on CPU); its inference forward still routes (no autograd there)."""
+    from tritonblas import settings
+
+    monkeypatch.delenv(settings.ENV_GRAD_MIN_GFLOP, raising=False)
+    model, inputs, _ = models.build(name, torch.float32, device, tiny=True)
+    kw = inputs("train")
+    import copy
+
+    ours = copy.deepcopy(model)
+    models.model_loss(model, kw, models.model_forward(model, kw)).backward()
+    with tritonblas.enable():
+        dispatch.reset_stats()
+        models.model_loss(ours, kw, models.model_forward(ours, kw)).backward()
+        st = dispatch.stats()
+        assert st["routed"] == st["launches"] == 0 and st["intercepted"] > 0, st
+        with torch.no_grad():
+            dispatch.reset_stats()
+            models.model_forward(ours, kw)
+            assert dispatch.stats()["routed"] > 0
+    for (n, p), q in zip(model.named_parameters(), ours.parameters()):
+        assert (p.grad is None) == (q.grad is None), n
+        if p.grad is not None:  # a GPU's attention backward may accumulate in another order run to run
+            assert torch.equal(q.grad, p.grad) if device == "cpu" else _rel(q.grad, p.grad) < 1e-5, n
+
+
+@pytest.mark.parametrize("name", ["llama3-8b", "gpt2-medium"])
 def test_training_step_adds_no_copies(device, name, count_copies):
     """Backward GEMMs take their operands in place and write each gradient in its input's layout:
     a training step of ours makes no more copies than torch's (the custom op's backward made one

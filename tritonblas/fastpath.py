@@ -118,7 +118,7 @@ def small_grad(raw, t, flop: int, m: int, n: int, k: int) -> bool:
     """Whether an eager GEMM that autograd records, of ``flop`` (2·M·N·K, batch included) and sizes m, n, k, runs
     torch's op (forward, and so its backward) under ``TRITONBLAS_GRAD_MIN_GFLOP``, whose raw value the caller
     read as ``raw`` (None: unset, the default threshold; "0": never). Only where m, n and k are all multiples of
-    16 bytes' elements, and not while ``t``'s stream captures a CUDA graph (the host's cost is paid once there).
+    16 bytes' elements (under autocast, of the 2-byte type the GEMM will run in), and not while ``t``'s stream captures a CUDA graph (the host's cost is paid once there).
 
     Why, measured (H100, ``benchmarks/models.py``, bf16 training steps, eager): a small training step is
     host-bound, and our warm call under autograd costs about twice torch's host time in the model (gpt2-medium:
@@ -131,7 +131,7 @@ def small_grad(raw, t, flop: int, m: int, n: int, k: int) -> bool:
     limit = _GRAD_FLOP.get(raw)
     if limit is None:
         limit = _GRAD_FLOP[raw] = grad_min_gflop() * 1e9  # a bad value raises here, naming the variable
-    e = 16 // t.element_size()  # elements in 16 bytes
+    e = 8 if _any_autocast() else 16 // t.element_size()  # elements in 16 bytes (autocast: of its 2-byte type)
     if flop >= limit or m % e or n % e or k % e:
         return False
     return not (t.is_cuda and dispatch.capturing())

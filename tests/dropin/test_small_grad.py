@@ -142,3 +142,18 @@ def test_the_default_and_the_reader(monkeypatch):
     for text, want in (("", 20.0), (" 5 ", 5.0), ("0", 0.0)):
         monkeypatch.setenv(settings.ENV_GRAD_MIN_GFLOP, text)
         assert settings.grad_min_gflop() == want
+
+
+def test_under_autocast_alignment_is_that_of_the_2_byte_type(device, monkeypatch):
+    """fp32 operands under autocast run a 2-byte GEMM: 16 bytes are 8 elements there, so K = 12 (4 fp32 elements
+    would do) is unaligned and stays ours, K = 16 goes to torch."""
+    monkeypatch.delenv(settings.ENV_GRAD_MIN_GFLOP, raising=False)
+    with tritonblas.enable(), torch.autocast(device_type=device, dtype=torch.bfloat16):
+        for k, routed in ((12, 1), (16, 0)):
+            ops = _operands(24, 8, k)
+            x, w = _t(ops, "x", device, True), _t(ops, "w", device, True)
+            dispatch.reset_stats()
+            out = F.linear(x, w)
+            st = dispatch.stats()
+            assert st["routed"] == routed and st["intercepted"] == 1, (k, st)
+            assert out.dtype == torch.bfloat16 and out.grad_fn is not None

@@ -15,6 +15,7 @@ host never waits on a full launch queue). Prints a table; ``--profile`` adds a c
     python3 benchmarks/host_linear.py --cpu-stub [--n 20000] [--profile]     # no GPU: our host work alone
     python3 benchmarks/host_linear.py --fallthrough [--rounds 7]             # no GPU: enable()'s toll, nothing routed
     python3 benchmarks/host_linear.py --fallthrough-ops [--rounds 7]         # the same per call of every routed op
+    python3 benchmarks/host_linear.py --grad-toll [--rounds 7]               # no GPU: the grad rule's fall-through toll
     python3 benchmarks/host_linear.py --inmodel-grad [MODEL ...] [--rounds 9]  # no GPU: autograd's cost a call in a model
 
 ``--cpu-stub`` (no GPU needed; sets ``TRITON_INTERPRET=1`` and ``TRITONBLAS_PROFILE=h200``): the warm
@@ -312,6 +313,70 @@ def _fallthrough(rounds: int, tokens: int) -> list[str]:
     return out
 
 
+def grad_toll(rounds: int = 7, n: int = 4000) -> list[str]:
+    """CPU (the interpreter, h200 profile): the toll of ``TRITONBLAS_GRAD_MIN_GFLOP``'s fall-through
+    (:func:`tritonblas.fastpath.small_grad`), the path small aligned training GEMMs take by default: F.linear,
+    addmm and matmul of 32x64x64 fp32 operands that require grad, forward only (autograd records torch's op),
+    ``n`` calls in a loop, torch alone and under ``enable()`` alternating per round, one torch thread; medians of
+    the per-call times and of the paired differences. Each enable() call is checked to have routed nothing."""
+    import os
+
+    keys = ("TRITON_INTERPRET", "TRITONBLAS_PROFILE", "TRITONBLAS_GRAD_MIN_GFLOP")
+    saved = {k: os.environ.get(k) for k in keys}
+    os.environ.setdefault("TRITON_INTERPRET", "1")
+    os.environ.setdefault("TRITONBLAS_PROFILE", "h200")
+    os.environ.pop("TRITONBLAS_GRAD_MIN_GFLOP", None)  # the default
+    try:
+        return _grad_toll(rounds, n)
+    finally:
+        for k, v in saved.items():
+            if v is None:
+                os.environ.pop(k, None)
+            else:
+                os.environ[k] = v
+
+
+def _grad_toll(rounds: int, n: int) -> list[str]:
+    import torch
+    import torch.nn.functional as F
+
+    import tritonblas
+    from tritonblas import dispatch
+
+    torch.set_num_threads(1)
+    g = torch.Generator().manual_seed(0)
+    x, w, c = (torch.randn(*s, generator=g).requires_grad_() for s in ((32, 64), (64, 64), (64,)))
+    cases = {"F.linear": lambda: F.linear(x, w, c), "addmm": lambda: torch.addmm(c, x, w), "matmul": lambda: x @ w}
+    out = [f"the grad rule's fall-through toll per call ({rounds} rounds of {n} calls, medians, this CPU, "
+           f"torch {torch.__version__}):", f"  {'op':9s} {'torch us':>9s} {'enable() us':>12s} {'toll us':>8s}"]
+
+    def loop(f) -> float:
+        t0 = time.perf_counter()
+        for _ in range(n):
+            f()
+        return (time.perf_counter() - t0) / n * 1e6
+
+    for op, f in cases.items():
+        base, ours = [], []
+        for i in range(rounds):
+            pair = {}
+            for side in (("torch", "ours") if i % 2 else ("ours", "torch")):
+                if side == "torch":
+                    pair[side] = loop(f)
+                else:
+                    with tritonblas.enable():
+                        dispatch.reset_stats()
+                        pair[side] = loop(f)
+                        st = dispatch.stats()
+                    if st["routed"] or st["intercepted"] != n:
+                        raise RuntimeError(f"grad_toll: {op} did not fall through on every call: {st}")
+            base.append(pair["torch"])
+            ours.append(pair["ours"])
+        toll = statistics.median(o - t for o, t in zip(ours, base))
+        out.append(f"  {op:9s} {statistics.median(base):9.2f} {statistics.median(ours):12.2f} {toll:+8.2f}")
+    return out
+
+
 def fallthrough_ops(rounds: int = 5, n: int = 4000, dtypes=("fp32", "fp64")) -> list[str]:
     """enable()'s toll per call of every routed op where nothing is routed (CPU, no profile; fp32: a device
     without a profile; fp64: a dtype no kernel takes): ``n`` calls of tiny operands in a loop, torch alone and
@@ -456,6 +521,8 @@ def main(argv=None) -> int:
     ap.add_argument("--inmodel-grad", nargs="*", default=None, metavar="MODEL",
                     help="only what autograd recording adds per GEMM call inside these models' tiny twins, ours vs "
                          "torch (CPU, launches stubbed; see inmodel_grad)")
+    ap.add_argument("--grad-toll", action="store_true",
+                    help="only the grad rule's fall-through toll per call (CPU, see grad_toll)")
     ap.add_argument("--fallthrough-ops", action="store_true",
                     help="only enable()'s toll per call of every routed op with nothing routed (CPU, see fallthrough_ops)")
     ap.add_argument("--rounds", type=int, default=7,
@@ -472,7 +539,7 @@ def main(argv=None) -> int:
             print(line)
         return 0
     if (args.inmodel_stub is not None or args.inmodel_grad is not None or args.fallthrough_ops
-            or args.fallthrough) and args.rounds < 1:
+            or args.fallthrough or args.grad_toll) and args.rounds < 1:
         ap.error(f"--rounds {args.rounds}: expected at least 1")
     if args.inmodel_stub is not None:
         for name in args.inmodel_stub or ("gpt2-medium", "bert-large"):
@@ -483,6 +550,10 @@ def main(argv=None) -> int:
         for name in args.inmodel_grad or ("gpt2-medium", "llama3.2-1b"):
             for line in inmodel_grad(name, args.rounds):
                 print(line)
+        return 0
+    if args.grad_toll:
+        for line in grad_toll(args.rounds, args.n or 4000):
+            print(line)
         return 0
     if args.fallthrough_ops:
         for line in fallthrough_ops(args.rounds):

@@ -119,3 +119,15 @@ def test_inmodel_grad_reports_three_sides_and_restores_the_environment(monkeypat
     for line in lines[1:]:
         assert "grad" in line and "no_grad" in line and "backward" in line
     assert settings.ENV_AUTOGRAD not in os.environ and not below_autograd.armed()
+
+
+@pytest.mark.skipif(torch.cuda.is_available(), reason="CPU-only: CPU tensors under the interpreter's kernels")
+def test_grad_toll_falls_through_every_call_and_restores_the_environment(monkeypatch):
+    """--grad-toll: one row per op, each enable() call intercepted and none routed (grad_toll raises otherwise);
+    the variables it sets are put back. Structure only: not a timed test."""
+    import os
+
+    monkeypatch.setenv("TRITONBLAS_GRAD_MIN_GFLOP", "0")
+    lines = host_linear.grad_toll(rounds=1, n=10)
+    assert [line.split()[0] for line in lines[2:]] == ["F.linear", "addmm", "matmul"]
+    assert os.environ["TRITONBLAS_GRAD_MIN_GFLOP"] == "0"

@@ -118,7 +118,8 @@ def small_grad(raw, t, flop: int, m: int, n: int, k: int) -> bool:
     """Whether an eager GEMM that autograd records, of ``flop`` (2·M·N·K, batch included) and sizes m, n, k, runs
     torch's op (forward, and so its backward) under ``TRITONBLAS_GRAD_MIN_GFLOP``, whose raw value the caller
     read as ``raw`` (None: unset, the default threshold; "0": never). Only where m, n and k are all multiples of
-    16 bytes' elements (under autocast, of the 2-byte type the GEMM will run in), and not while ``t``'s stream captures a CUDA graph (the host's cost is paid once there).
+    16 bytes' elements (under autocast, of the 2-byte type the GEMM will run in), and not while ``t``'s stream
+    captures a CUDA graph (the host's cost is paid once there).
 
     Why, measured (H100, ``benchmarks/models.py``, bf16 training steps, eager): a small training step is
     host-bound, and our warm call under autograd costs about twice torch's host time in the model (gpt2-medium:
@@ -127,7 +128,10 @@ def small_grad(raw, t, flop: int, m: int, n: int, k: int) -> bool:
     ``TRITONBLAS_EAGER_MIN_GFLOP=20`` on every eager GEMM moved gpt2-medium training 0.978x -> 1.037x and
     bert-large 0.909x -> 0.927x, but cost eager decode 2% (no autograd there: this rule leaves it alone) and
     DLRM training 3% (1.277x -> 1.234x; its unaligned widths are where cuBLAS is slow and we are not: this
-    rule leaves them to us) (``results/models_h100_eager_6368e34.csv``)."""
+    rule leaves them to us) (``results/models_h100_eager_6368e34.csv``). This rule, measured the same way
+    (``results/models_h100_499b5b3.csv`` against a9897a8's run): gpt2-medium training 0.870x -> 0.982x,
+    bert-large 0.865x -> 0.877x, the rest within host noise. Its own toll, a call it sends to torch, is ~3 us on a
+    CPU in a loop (``python benchmarks/host_linear.py --grad-toll``)."""
     limit = _GRAD_FLOP.get(raw)
     if limit is None:
         limit = _GRAD_FLOP[raw] = grad_min_gflop() * 1e9  # a bad value raises here, naming the variable

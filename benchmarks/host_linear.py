@@ -340,9 +340,6 @@ def _grad_toll(rounds: int, n: int) -> list[str]:
     import torch
     import torch.nn.functional as F
 
-    import tritonblas
-    from tritonblas import dispatch
-
     torch.set_num_threads(1)
     g = torch.Generator().manual_seed(0)
     x, w, c = (torch.randn(*s, generator=g).requires_grad_() for s in ((32, 64), (64, 64), (64,)))
@@ -350,31 +347,48 @@ def _grad_toll(rounds: int, n: int) -> list[str]:
     out = [f"the grad rule's fall-through toll per call ({rounds} rounds of {n} calls, medians, this CPU, "
            f"torch {torch.__version__}):", f"  {'op':9s} {'torch us':>9s} {'enable() us':>12s} {'toll us':>8s}"]
 
-    def loop(f) -> float:
-        t0 = time.perf_counter()
-        for _ in range(n):
-            f()
-        return (time.perf_counter() - t0) / n * 1e6
-
     for op, f in cases.items():
-        base, ours = [], []
-        for i in range(rounds):
-            pair = {}
-            for side in (("torch", "ours") if i % 2 else ("ours", "torch")):
-                if side == "torch":
-                    pair[side] = loop(f)
-                else:
-                    with tritonblas.enable():
-                        dispatch.reset_stats()
-                        pair[side] = loop(f)
-                        st = dispatch.stats()
-                    if st["routed"] or st["intercepted"] != n:
-                        raise RuntimeError(f"grad_toll: {op} did not fall through on every call: {st}")
+        def check(st, op=op):
+            if st["routed"] or st["intercepted"] != n:
+                raise RuntimeError(f"grad_toll: {op} did not fall through on every call: {st}")
+
+        base, ours, toll = _paired_toll(f, rounds, n, check=check)
+        out.append(f"  {op:9s} {base:9.2f} {ours:12.2f} {toll:+8.2f}")
+    return out
+
+
+def _loop_us(f, n: int) -> float:
+    """Mean host us per call over ``n`` back-to-back calls of ``f`` (CPU tensors: no GPU queue to drain)."""
+    t0 = time.perf_counter()
+    for _ in range(n):
+        f()
+    return (time.perf_counter() - t0) / n * 1e6
+
+
+def _paired_toll(f, rounds: int, n: int, warm_up: bool = False, check=None) -> tuple[float, float, float]:
+    """``f`` torch alone and under ``enable()``, ``n`` calls a side, the order flipped every round (``warm_up``: a
+    first round not counted); medians of each side's us per call and of the paired differences. ``check``, if
+    given, gets the dispatcher's stats of each enable() side (reset before it)."""
+    import tritonblas
+    from tritonblas import dispatch
+
+    base, ours = [], []
+    for i in range(rounds + warm_up):
+        pair = {}
+        for side in (("torch", "ours") if i % 2 else ("ours", "torch")):
+            if side == "torch":
+                pair[side] = _loop_us(f, n)
+                continue
+            with tritonblas.enable():
+                if check is not None:
+                    dispatch.reset_stats()
+                pair[side] = _loop_us(f, n)
+                if check is not None:
+                    check(dispatch.stats())
+        if i or not warm_up:
             base.append(pair["torch"])
             ours.append(pair["ours"])
-        toll = statistics.median(o - t for o, t in zip(ours, base))
-        out.append(f"  {op:9s} {statistics.median(base):9.2f} {statistics.median(ours):12.2f} {toll:+8.2f}")
-    return out
+    return statistics.median(base), statistics.median(ours), statistics.median(o - t for o, t in zip(ours, base))
 
 
 def fallthrough_ops(rounds: int = 5, n: int = 4000, dtypes=("fp32", "fp64")) -> list[str]:
@@ -413,28 +427,10 @@ def _fallthrough_ops(rounds: int, n: int, dtypes) -> list[str]:
             "addbmm": lambda: torch.addbmm(c, a3, b3), "mv": lambda: torch.mv(a, v), "addmv": lambda: torch.addmv(cv, a, v),
         }
 
-        def loop(f) -> float:
-            t0 = time.perf_counter()
-            for _ in range(n):
-                f()
-            return (time.perf_counter() - t0) / n * 1e6
-
         for op, f in cases.items():
-            tritonblas.clear_caches()
-            base, ours = [], []
-            for i in range(rounds + 1):  # round 0: warm-up (the first refusal teaches the memory)
-                pair = {}
-                for side in (("torch", "ours") if i % 2 else ("ours", "torch")):
-                    if side == "torch":
-                        pair[side] = loop(f)
-                    else:
-                        with tritonblas.enable():
-                            pair[side] = loop(f)
-                if i:
-                    base.append(pair["torch"])
-                    ours.append(pair["ours"])
-            toll = statistics.median(o - t for o, t in zip(ours, base))
-            out.append(f"  {name:5s} {op:13s} {statistics.median(base):9.2f} {statistics.median(ours):12.2f} {toll:+8.2f}")
+            tritonblas.clear_caches()  # round 0: warm-up (the first refusal teaches the memory)
+            base, ours, toll = _paired_toll(f, rounds, n, warm_up=True)
+            out.append(f"  {name:5s} {op:13s} {base:9.2f} {ours:12.2f} {toll:+8.2f}")
     return out
 
 

@@ -99,6 +99,20 @@ def _merged_and_summary(tmp_path, row) -> tuple[dict, str]:
     return m, models.summary(rows)
 
 
+def _isolated_command(monkeypatch, **side) -> tuple[list, "models.Row"]:
+    """The command ``run_isolated`` starts for a workload with the side option ``side`` (its subprocess stubbed to
+    time out at once), and the row it returns for that."""
+    seen = {}
+
+    def fake_run(cmd, **kw):
+        seen["cmd"] = cmd
+        raise models.subprocess.TimeoutExpired(cmd, 1)
+
+    monkeypatch.setattr(models.subprocess, "run", fake_run)
+    row = models.run_isolated("m", "train", "bf16", 3, 1.0, **side)
+    return seen["cmd"], row
+
+
 def test_the_aten_side_sets_its_switch_only_inside_and_its_columns_round_trip(tmp_path, monkeypatch):
     """``--aten``'s side: ``TRITONBLAS_AUTOGRAD=aten`` inside its ``ctx()`` (enable() on, so the kernels below
     autograd are armed there and only there); its columns are written, merged and summarised."""
@@ -146,15 +160,8 @@ def test_the_eager_side_sets_its_threshold_only_inside_and_its_columns_round_tri
     assert "eager<20GF 2.050 ms x0.976 host us 31.0" in text
     assert "with TRITONBLAS_EAGER_MIN_GFLOP: geomean 0.976 over 1" in text
 
-    seen = {}
-
-    def fake_run(cmd, **kw):
-        seen["cmd"] = cmd
-        raise models.subprocess.TimeoutExpired(cmd, 1)
-
-    monkeypatch.setattr(models.subprocess, "run", fake_run)
-    row = models.run_isolated("m", "train", "bf16", 3, 1.0, eager=20.0)
-    assert seen["cmd"][-2:] == ["--eager", "20"] and row.error.startswith("timeout")
+    cmd, row = _isolated_command(monkeypatch, eager=20.0)
+    assert cmd[-2:] == ["--eager", "20"] and row.error.startswith("timeout")
 
 
 def test_the_grad_side_sets_its_threshold_only_inside_and_its_columns_round_trip(tmp_path, monkeypatch):
@@ -180,15 +187,8 @@ def test_the_grad_side_sets_its_threshold_only_inside_and_its_columns_round_trip
     assert "grad<0GF 2.500 ms x0.800 host us 55.0" in text
     assert "with the grad side's TRITONBLAS_GRAD_MIN_GFLOP: geomean 0.800 over 1" in text
 
-    seen = {}
-
-    def fake_run(cmd, **kw):
-        seen["cmd"] = cmd
-        raise models.subprocess.TimeoutExpired(cmd, 1)
-
-    monkeypatch.setattr(models.subprocess, "run", fake_run)
-    row = models.run_isolated("m", "train", "bf16", 3, 1.0, grad=0.0)
-    assert seen["cmd"][-2:] == ["--grad", "0"] and row.error.startswith("timeout")
+    cmd, row = _isolated_command(monkeypatch, grad=0.0)
+    assert cmd[-2:] == ["--grad", "0"] and row.error.startswith("timeout")
 
 
 def test_parity_fails_when_the_gluon_side_gives_nan(monkeypatch):

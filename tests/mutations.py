@@ -197,17 +197,17 @@ MUTATIONS = (
              '        return "fp16" if self.arch == "gfx942" else "fp8"',
              '        return "fp8"',
              ("tests/origami/test_profiles.py",)),
-    Mutation("small_eager_at_the_threshold", "TRITONBLAS_EAGER_MIN_GFLOP sends a GEMM of exactly G GFLOP to torch "
-             "(the threshold is 'fewer than G')",
+    Mutation("small_eager_at_the_threshold", "TRITONBLAS_EAGER_MIN_GFLOP and TRITONBLAS_GRAD_MIN_GFLOP send a GEMM of "
+             "exactly G GFLOP to torch (the threshold is 'fewer than G')",
              "tritonblas/fastpath.py",
-             "    if flop >= limit:\n        return False",
-             "    if flop > limit:\n        return False",
-             ("tests/dropin/test_small_eager.py",)),
+             "    return flop < limit",
+             "    return flop <= limit",
+             ("tests/dropin/test_small_eager.py", "tests/dropin/test_small_grad.py")),
     Mutation("small_grad_ignores_alignment", "TRITONBLAS_GRAD_MIN_GFLOP sends unaligned training GEMMs to torch too "
              "(DLRM's ragged widths, where our kernels beat cuBLAS)",
              "tritonblas/fastpath.py",
-             "    if flop >= limit or m % e or n % e or k % e:",
-             "    if flop >= limit:",
+             "    if m % e or n % e or k % e:",
+             "    if False:",
              ("tests/dropin/test_small_grad.py",)),
     Mutation("small_grad_without_autograd", "the training rule also defers GEMMs autograd does not record (decode, "
              "inference: session 24's 2% decode loss)",

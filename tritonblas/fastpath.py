@@ -102,12 +102,18 @@ def small_eager(raw: str, flop: int, t) -> bool:
     graph, where the host's cost is paid once. Why: inside a host-bound model our warm call costs ~40 us more
     than torch's (H100, gpt2-medium's training forward: ``benchmarks/results/train_forward_h100_90ab230.txt``),
     more than our kernel saves on a small GEMM. The callers (``*_hot``) ask only with the variable set."""
-    limit = _MIN_FLOP.get(raw)
-    if limit is None:
-        limit = _MIN_FLOP[raw] = eager_min_gflop() * 1e9  # a bad value raises here, naming the variable
-    if flop >= limit:
+    if not _under(_MIN_FLOP, raw, eager_min_gflop, flop):
         return False
     return not (t.is_cuda and dispatch.capturing())
+
+
+def _under(cache: dict, raw, reader, flop: int) -> bool:
+    """Whether ``flop`` is under the GFLOP threshold ``reader()`` (a :mod:`tritonblas.settings` reader) gives for
+    its variable's raw value ``raw``, parsed once per raw value into ``cache``."""
+    limit = cache.get(raw)
+    if limit is None:
+        limit = cache[raw] = reader() * 1e9  # a bad value raises here, naming the variable
+    return flop < limit
 
 
 _grad_min_raw = raw_getter(ENV_GRAD_MIN_GFLOP)  # per call; parsed once per raw value, unset included (_GRAD_FLOP)
@@ -132,11 +138,10 @@ def small_grad(raw, t, flop: int, m: int, n: int, k: int) -> bool:
     (``results/models_h100_499b5b3.csv`` against a9897a8's run): gpt2-medium training 0.870x -> 0.982x,
     bert-large 0.865x -> 0.877x, the rest within host noise. Its own toll, a call it sends to torch, is ~3 us on a
     CPU in a loop (``python benchmarks/host_linear.py --grad-toll``)."""
-    limit = _GRAD_FLOP.get(raw)
-    if limit is None:
-        limit = _GRAD_FLOP[raw] = grad_min_gflop() * 1e9  # a bad value raises here, naming the variable
+    if not _under(_GRAD_FLOP, raw, grad_min_gflop, flop):
+        return False
     e = 8 if _any_autocast() else 16 // t.element_size()  # elements in 16 bytes (autocast: of its 2-byte type)
-    if flop >= limit or m % e or n % e or k % e:
+    if m % e or n % e or k % e:
         return False
     return not (t.is_cuda and dispatch.capturing())
 

@@ -321,13 +321,21 @@ def grad_toll(rounds: int = 7, n: int = 4000) -> list[str]:
     the per-call times and of the paired differences. Each enable() call is checked to have routed nothing."""
     import os
 
-    keys = ("TRITON_INTERPRET", "TRITONBLAS_PROFILE", "TRITONBLAS_GRAD_MIN_GFLOP")
-    saved = {k: os.environ.get(k) for k in keys}
-    os.environ.setdefault("TRITON_INTERPRET", "1")
-    os.environ.setdefault("TRITONBLAS_PROFILE", "h200")
-    os.environ.pop("TRITONBLAS_GRAD_MIN_GFLOP", None)  # the default
-    try:
+    with _restored_env("TRITON_INTERPRET", "TRITONBLAS_PROFILE", "TRITONBLAS_GRAD_MIN_GFLOP"):
+        os.environ.setdefault("TRITON_INTERPRET", "1")
+        os.environ.setdefault("TRITONBLAS_PROFILE", "h200")
+        os.environ.pop("TRITONBLAS_GRAD_MIN_GFLOP", None)  # the default
         return _grad_toll(rounds, n)
+
+
+@contextlib.contextmanager
+def _restored_env(*keys: str):
+    """Inside, change these environment variables at will; on leaving, each is as it was (set or not)."""
+    import os
+
+    saved = {k: os.environ.get(k) for k in keys}
+    try:
+        yield
     finally:
         for k, v in saved.items():
             if v is None:
@@ -647,10 +655,14 @@ _noop_c = "".format  # a C callable taking any positional arguments and doing no
 @contextlib.contextmanager
 def stubbed_launches():
     """Inside: every tritonblas kernel a no-op (cold calls record their fast entries without running the
-    interpreter); on leaving, the kernels, the dispatcher's device stand-ins and every cache are restored."""
+    interpreter), and every GEMM routed (``TRITONBLAS_GRAD_MIN_GFLOP=0``: the stubs time our path, and the
+    default rule would send their small autograd GEMMs to torch's op); on leaving, the kernels, the
+    dispatcher's device stand-ins, every cache and the variable are restored."""
+    import os
+
     import tritonblas
     import tritonblas.kernels as kernels
-    from tritonblas import launchcache
+    from tritonblas import launchcache, settings
 
     saved = {name: getattr(kernels, name) for name in kernels.__all__}
     saved_dev = launchcache.get_device, launchcache.raw_stream
@@ -658,7 +670,9 @@ def stubbed_launches():
         setattr(kernels, name, _NoKernel())
     tritonblas.clear_caches()
     try:
-        yield
+        with _restored_env(settings.ENV_GRAD_MIN_GFLOP):
+            os.environ[settings.ENV_GRAD_MIN_GFLOP] = "0"
+            yield
     finally:
         for name, k in saved.items():
             setattr(kernels, name, k)

@@ -49,14 +49,18 @@ def test_no_kernels_gives_zeros():
 @pytest.mark.skipif(torch.cuda.is_available(), reason="CPU-only: the stubbed launches run the interpreter's "
                     "kernels, and a GPU process built them for the GPU (CPU tensors are refused there)")
 def test_cpu_stub_times_warm_routed_calls_and_restores_everything(monkeypatch):
-    """``--cpu-stub``: every selected case is served warm under enable() with the raw launch emulated,
+    """``--cpu-stub``: every selected case is served warm under enable() with the raw launch emulated (the
+    small-training-GEMM rule's default included: the stub times our path),
     each row has a time and call counts beside torch's, and the kernels, the dispatcher's device
     stand-ins and the caches are restored afterwards."""
     import tritonblas.kernels as kernels
     from tritonblas import fastpath, launchcache
 
+    import os
+
     monkeypatch.setenv("TRITON_INTERPRET", "1")
     monkeypatch.setenv("TRITONBLAS_PROFILE", "h200")
+    monkeypatch.delenv("TRITONBLAS_GRAD_MIN_GFLOP")  # the default, which would send the autograd cases to torch
     saved = {name: getattr(kernels, name) for name in kernels.__all__}
     saved_dev = launchcache.get_device, launchcache.raw_stream
     rows = host_linear.cpu_stub(50, only=("linear no_grad", "linear autograd fwd+bwd", "matmul no_grad 4x"))
@@ -70,6 +74,7 @@ def test_cpu_stub_times_warm_routed_calls_and_restores_everything(monkeypatch):
     assert {name: getattr(kernels, name) for name in kernels.__all__} == saved
     assert (launchcache.get_device, launchcache.raw_stream) == saved_dev
     assert not launchcache.FAST and not fastpath._LINEAR and not fastpath._MATMUL
+    assert "TRITONBLAS_GRAD_MIN_GFLOP" not in os.environ
 
 
 def test_fallthrough_reports_three_sides_and_routes_nothing():

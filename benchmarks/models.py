@@ -38,7 +38,9 @@ Function), in the ``aten_*`` columns, in the same alternation (for the train row
 under it run torch's op, :func:`tritonblas.fastpath.small_eager`; session 23's experiment), in the ``eager_*``
 columns, in the same alternation (``eager_gflop`` records the threshold). ``--grad GFLOP`` adds the side ``grad``:
 ``enable()`` with ``TRITONBLAS_GRAD_MIN_GFLOP=GFLOP`` (:func:`tritonblas.fastpath.small_grad`; ``0`` is the drop-in
-without that rule, the ``ours`` side its default), in the ``grad_*`` columns (``grad_gflop``).
+without that rule, the ``ours`` side its default), in the ``grad_*`` columns (``grad_gflop``). ``--aligned`` adds the
+side ``aligned``: ``enable()`` with ``TRITONBLAS_VENDOR_ALIGNED=1`` (aligned bf16/fp16 GEMMs larger than decode's
+run torch's op, :func:`tritonblas.fastpath.vendor_aligned`), in the ``aligned_*`` columns.
 
 ``--versus`` adds the side ``versus``: ``enable()`` with the tile table :mod:`tritonblas.versus`
 measures in the same process for the problems the ``ours`` side planned (every GEMM the workload ran
@@ -85,6 +87,8 @@ FIELDS = ("model", "mode", "dtype", "torch_ms", "ours_ms", "speedup", "torch_gem
           "eager_bwd_host_ms", "eager_peak_mb", "eager_err", "eager_gflop",
           "grad_ms", "grad_speedup", "grad_gemm_gpu_ms", "grad_other_gpu_ms", "grad_host_us_per_gemm",
           "grad_bwd_host_ms", "grad_peak_mb", "grad_err", "grad_gflop",
+          "aligned_ms", "aligned_speedup", "aligned_gemm_gpu_ms", "aligned_other_gpu_ms", "aligned_host_us_per_gemm",
+          "aligned_bwd_host_ms", "aligned_peak_mb", "aligned_err",
           "versus_ms", "versus_speedup", "versus_gemm_gpu_ms", "versus_other_gpu_ms", "versus_host_us_per_gemm",
           "versus_bwd_host_ms", "versus_peak_mb", "versus_err", "vendor_entries", "versus_problems",
           "parity", "shape", "reps", "error")
@@ -398,6 +402,14 @@ class Row:
     grad_peak_mb: float = math.nan
     grad_err: float = math.nan
     grad_gflop: float = math.nan
+    aligned_ms: float = math.nan
+    aligned_speedup: float = math.nan
+    aligned_gemm_gpu_ms: float = math.nan
+    aligned_other_gpu_ms: float = math.nan
+    aligned_host_us_per_gemm: float = math.nan
+    aligned_bwd_host_ms: float = math.nan
+    aligned_peak_mb: float = math.nan
+    aligned_err: float = math.nan
     versus_ms: float = math.nan
     versus_speedup: float = math.nan
     versus_gemm_gpu_ms: float = math.nan
@@ -465,7 +477,8 @@ def _environ(env: dict):
                 os.environ[k] = v
 
 
-def make_sides(gluon: bool, aten: bool = False, eager: float | None = None, grad: float | None = None) -> dict:
+def make_sides(gluon: bool, aten: bool = False, eager: float | None = None, grad: float | None = None,
+               aligned: bool = False) -> dict:
     """torch, ours (origami's picks) and, with ``gluon``, ours with TRITONBLAS_GLUON=1; with ``aten``, ours
     with TRITONBLAS_AUTOGRAD=aten; with ``eager`` (GFLOP), ours with TRITONBLAS_EAGER_MIN_GFLOP=eager; with
     ``grad`` (GFLOP), ours with TRITONBLAS_GRAD_MIN_GFLOP=grad."""
@@ -480,6 +493,8 @@ def make_sides(gluon: bool, aten: bool = False, eager: float | None = None, grad
         sides["eager"] = Side("eager", env={settings.ENV_EAGER_MIN_GFLOP: f"{eager:g}"})
     if grad is not None:
         sides["grad"] = Side("grad", env={settings.ENV_GRAD_MIN_GFLOP: f"{grad:g}"})
+    if aligned:
+        sides["aligned"] = Side("aligned", env={settings.ENV_VENDOR_ALIGNED: "1"})
     return sides
 
 
@@ -553,12 +568,12 @@ def _versus_side(row: Row) -> "Side":
 
 def run_workload(name: str, mode: str, dtype_name: str, reps: int, device: str = "cuda", gluon: bool = False,
                  versus: bool = False, aten: bool = False, eager: float | None = None,
-                 grad: float | None = None) -> Row:
+                 grad: float | None = None, aligned: bool = False) -> Row:
     import torch
 
     dtype = {"bf16": torch.bfloat16, "fp16": torch.float16}[dtype_name]
     row = Row(name, mode, dtype_name, reps=reps)
-    sides = make_sides(gluon, aten, eager, grad)
+    sides = make_sides(gluon, aten, eager, grad, aligned)
     if eager is not None:
         row.eager_gflop = eager
     if grad is not None:
@@ -592,6 +607,8 @@ def run_workload(name: str, mode: str, dtype_name: str, reps: int, device: str =
             row.eager_speedup = row.torch_ms / row.eager_ms
         if "grad" in sides:
             row.grad_speedup = row.torch_ms / row.grad_ms
+        if "aligned" in sides:
+            row.aligned_speedup = row.torch_ms / row.aligned_ms
         if "versus" in sides:
             row.versus_speedup = row.torch_ms / row.versus_ms
         for k in sides:
@@ -833,7 +850,10 @@ def summary(rows: list[dict]) -> str:
                         if r.get("eager_ms") not in (None, "", "nan") else "")
                      + (f"  grad<{float(r['grad_gflop']):g}GF {float(r['grad_ms']):.3f} ms x{float(r['grad_speedup']):.3f} "
                         f"host us {float(r['grad_host_us_per_gemm']):.1f}"
-                        if r.get("grad_ms") not in (None, "", "nan") else ""))
+                        if r.get("grad_ms") not in (None, "", "nan") else "")
+                     + (f"  aligned {float(r['aligned_ms']):.3f} ms x{float(r['aligned_speedup']):.3f} "
+                        f"gemm {float(r['aligned_gemm_gpu_ms']):.2f} host us {float(r['aligned_host_us_per_gemm']):.1f}"
+                        if r.get("aligned_ms") not in (None, "", "nan") else ""))
     if ok:
         gm = math.exp(statistics.fmean(math.log(float(r["speedup"])) for r in ok))
         lines.append(f"geomean speedup over {len(ok)} workloads: {gm:.3f}; min {min(float(r['speedup']) for r in ok):.3f}")
@@ -853,6 +873,10 @@ def summary(rows: list[dict]) -> str:
         if gr:
             lines.append(f"with the grad side's TRITONBLAS_GRAD_MIN_GFLOP: geomean "
                          f"{math.exp(statistics.fmean(math.log(x) for x in gr)):.3f} over {len(gr)}; min {min(gr):.3f}")
+        al = [float(r["aligned_speedup"]) for r in ok if r.get("aligned_speedup") not in (None, "", "nan")]
+        if al:
+            lines.append(f"with TRITONBLAS_VENDOR_ALIGNED=1: geomean "
+                         f"{math.exp(statistics.fmean(math.log(x) for x in al)):.3f} over {len(al)}; min {min(al):.3f}")
     return "\n".join(lines)
 
 
@@ -920,14 +944,15 @@ def plot(path: Path) -> Path:
 
 
 def run_isolated(model: str, mode: str, dtype: str, reps: int, timeout_s: float, gluon: bool = False,
-              versus: bool = False, aten: bool = False, eager: float | None = None, grad: float | None = None) -> Row:
+              versus: bool = False, aten: bool = False, eager: float | None = None, grad: float | None = None,
+              aligned: bool = False) -> Row:
     """One workload in its own process: a device-side assert, a hang or a leak ends only its row."""
     import json
 
     cmd = [sys.executable, __file__, "--one", model, mode, dtype, "--reps", str(reps), *(["--gluon"] if gluon else []),
            *(["--versus"] if versus else []), *(["--aten"] if aten else []),
            *(["--eager", f"{eager:g}"] if eager is not None else []),
-           *(["--grad", f"{grad:g}"] if grad is not None else [])]
+           *(["--grad", f"{grad:g}"] if grad is not None else []), *(["--aligned"] if aligned else [])]
     try:
         p = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout_s, cwd=ROOT)
     except subprocess.TimeoutExpired:
@@ -966,6 +991,9 @@ def main(argv=None) -> int:
     ap.add_argument("--grad", type=float, default=None, metavar="GFLOP",
                     help="a side: enable() with TRITONBLAS_GRAD_MIN_GFLOP=GFLOP (0: without the training rule; the "
                          "grad_* columns), in the same alternation")
+    ap.add_argument("--aligned", action="store_true",
+                    help="a side: enable() with TRITONBLAS_VENDOR_ALIGNED=1 (aligned bf16/fp16 GEMMs larger than "
+                         "decode's on torch's op; the aligned_* columns), in the same alternation")
     ap.add_argument("--versus", action="store_true",
                     help="a side with the ours-or-torch table tritonblas.versus measures (the versus_* columns)")
     args = ap.parse_args(argv)
@@ -979,7 +1007,7 @@ def main(argv=None) -> int:
         import json
 
         r = run_workload(*args.one, args.reps, gluon=args.gluon, versus=args.versus, aten=args.aten, eager=args.eager,
-                         grad=args.grad)
+                         grad=args.grad, aligned=args.aligned)
         print("ROW " + json.dumps(asdict(r)), flush=True)
         return 0
     if args.plot is not None:
@@ -1006,7 +1034,8 @@ def main(argv=None) -> int:
             continue
         t0 = time.time()
         r = run_isolated(m, mo, d, args.reps, min(args.job_timeout_s, max(30.0, args.budget_s - (t0 - start) + 30)),
-                      gluon=args.gluon, versus=args.versus, aten=args.aten, eager=args.eager, grad=args.grad)
+                      gluon=args.gluon, versus=args.versus, aten=args.aten, eager=args.eager, grad=args.grad,
+                      aligned=args.aligned)
         rows.append(r)
         print(f"{m} {mo} {d}: torch {r.torch_ms:.3f} ms ours {r.ours_ms:.3f} ms x{r.speedup:.3f} "
               f"versus {r.versus_ms:.3f} ms x{r.versus_speedup:.3f} "

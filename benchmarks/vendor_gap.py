@@ -14,6 +14,7 @@ arithmetic intensity, alignment, the pick's kind and predicted time) fitted on t
 only, choosing ours where it predicts more than ``--margin`` of gain.
 
     python benchmarks/vendor_gap.py --max-m 16     # instead: every shape with M <= 16 (decode, GEMV-like), one row each
+    python benchmarks/vendor_gap.py --classes      # instead: per split, the classes of tritonblas.fastpath.vendor_aligned
 
 ``--max-m M`` prints, per recorded shape with at most M rows, torch's time, our pick's and the best recorded
 config's (microseconds) and the two ratios, then their geometric means per split: whether a decode-sized
@@ -96,6 +97,31 @@ def skinny_table(rows: list[dict]) -> int:
     return 0
 
 
+def aligned_class(p) -> str:
+    """The class :func:`tritonblas.fastpath.vendor_aligned` decides by: a bf16/fp16 problem of 16-byte-aligned
+    rows, decode-sized (min(M, N) <= 16) or not; everything else "other"."""
+    if p.a_dtype.value not in ("bf16", "fp16") or p.align_bytes < 16:
+        return "other (unaligned, or not 2-byte)"
+    return "aligned, min(M,N) <= 16" if min(p.m, p.n) <= 16 else "aligned, min(M,N) > 16"
+
+
+def classes_table(rows: list[dict]) -> int:
+    """The ``--classes`` table: per split, :func:`aligned_class` and GFLOP bucket (under 100, or not), the
+    shapes, the geometric mean of torch_ms / pick_ms (above 1: our pick is faster) and how many picks win or
+    lose by more than 5%."""
+    by = defaultdict(list)
+    for r in rows:
+        p = r["p"]
+        gf = 2 * p.m * p.n * p.k * p.batch / 1e9
+        by[(r["split"], aligned_class(p), "< 100 GFLOP" if gf < 100 else ">= 100 GFLOP")].append(r["torch"] / r["pick"])
+    print(f"{'split':9s} {'class':34s} {'GFLOP':13s} {'n':>4s} {'torch/pick':>10s} {'win>5%':>7s} {'lose>5%':>7s}")
+    for key in sorted(by):
+        v = by[key]
+        print(f"{key[0]:9s} {key[1]:34s} {key[2]:13s} {len(v):4d} {geo(v):10.3f} {sum(x > 1.05 for x in v):7d} "
+              f"{sum(x < 0.95 for x in v):7d}")
+    return 0
+
+
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--profile", default="h200")
@@ -103,8 +129,12 @@ def main(argv=None) -> int:
     ap.add_argument("--ridge", type=float, default=1.0)
     ap.add_argument("--max-m", type=int, default=None, metavar="M",
                     help="only list the shapes with at most M rows: torch, pick and best, per shape")
+    ap.add_argument("--classes", action="store_true",
+                    help="torch/pick per split, alignment class (fastpath.vendor_aligned's) and GFLOP bucket")
     args = ap.parse_args(argv)
     rows = rows_of(args.profile)
+    if args.classes:
+        return classes_table(rows)
     if args.max_m is not None:
         return skinny_table([r for r in rows if r["p"].m <= args.max_m])
     by = defaultdict(list)

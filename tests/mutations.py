@@ -215,6 +215,17 @@ MUTATIONS = (
              "    if grad and w.dim() == 2 and x.dim() >= 1 and small_grad(",
              "    if w.dim() == 2 and x.dim() >= 1 and small_grad(",
              ("tests/dropin/test_small_grad.py",)),
+    Mutation("vendor_aligned_takes_decode", "TRITONBLAS_VENDOR_ALIGNED sends decode-sized GEMMs to torch too (M or N "
+             "<= 16, where our split-K picks beat cuBLAS)",
+             "tritonblas/fastpath.py",
+             "    if not on or m <= 16 or n <= 16 or n % 8 or k % 8 or (grad and m % 8):",
+             "    if not on or n % 8 or k % 8 or (grad and m % 8):",
+             ("tests/dropin/test_vendor_aligned.py",)),
+    Mutation("vendor_aligned_any_dtype", "TRITONBLAS_VENDOR_ALIGNED defers fp32 GEMMs too (no evidence there)",
+             "tritonblas/fastpath.py",
+             "    return t.dtype in _TWO_BYTE or _any_autocast()",
+             "    return True",
+             ("tests/dropin/test_vendor_aligned.py",)),
     Mutation("below_autograd_unchecked_shapes", "the kernels below autograd take shapes torch rejects (our error, "
              "not torch's, for a mismatched K or an addmm c that does not broadcast)",
              "tritonblas/below_autograd.py",

@@ -41,10 +41,12 @@ from tritonblas import plan as _plan
 
 __all__ = ["ENV_FAST", "enabled", "direct", "linear", "matmul", "linear_hot", "matmul_hot", "clear", "MAX_ENTRIES",
            "TORCH", "record_unroutable_linear", "record_unroutable_matmul", "addmm_hot", "bmm_hot",
-           "refused_class", "record_refused_class", "REFUSED_CLASSES", "small_eager", "small_grad", "stage_shared"]
+           "refused_class", "record_refused_class", "REFUSED_CLASSES", "small_eager", "small_grad", "vendor_aligned",
+           "stage_shared"]
 
-from tritonblas.settings import (ENV_EAGER_MIN_GFLOP, ENV_FAST, ENV_GRAD_MIN_GFLOP, eager_min_gflop,  # noqa: E402
-                                 grad_min_gflop, raw_equals, raw_getter)
+from tritonblas import settings  # noqa: E402
+from tritonblas.settings import (ENV_EAGER_MIN_GFLOP, ENV_FAST, ENV_GRAD_MIN_GFLOP, ENV_VENDOR_ALIGNED,  # noqa: E402
+                                 eager_min_gflop, grad_min_gflop, raw_equals, raw_getter)
 MAX_ENTRIES = 4096
 
 _PLAIN = (torch.Tensor, torch.nn.Parameter)
@@ -105,6 +107,37 @@ def small_eager(raw: str, flop: int, t) -> bool:
     if not _under(_MIN_FLOP, raw, eager_min_gflop, flop):
         return False
     return not (t.is_cuda and dispatch.capturing())
+
+
+_vendor_aligned_raw = raw_getter(ENV_VENDOR_ALIGNED)  # per call; parsed once per raw value (_VENDOR_ON)
+_VENDOR_ON: dict = {}
+_TWO_BYTE = (torch.bfloat16, torch.float16)
+
+
+def vendor_aligned(raw, t, m: int, n: int, k: int, grad: bool) -> bool:
+    """Whether an eager GEMM of sizes m, n, k on operands like ``t`` runs torch's op under
+    ``TRITONBLAS_VENDOR_ALIGNED``, whose raw value the caller read as ``raw`` (None: unset, off): a bf16/fp16
+    GEMM (under autocast, the 2-byte type it runs in) whose M and N both exceed 16 (not decode-sized) and whose
+    N and K are multiples of 8 elements (16 bytes), and M too when autograd records it (the backward GEMMs
+    lead with M). CUDA graph capture included: the evidence is GPU time, not host time.
+
+    Why, measured (H200, our pick against ``torch.matmul`` on the recorded shapes, CUDA graphs, warm L2;
+    ``python benchmarks/vendor_gap.py --classes``): on 16-byte-aligned bf16/fp16 shapes with min(M, N) > 16
+    our pick ran at a geometric mean of 0.911x cuBLAS's speed on 164 training shapes under 100 GFLOP (84 lost
+    by more than 5%, 29 won) and 0.996x on 110 at or over, 0.811x and 0.950x on the held-out shapes (31 and 20);
+    decode-sized aligned shapes (min(M, N) <= 16) 0.977x training (49), 1.041x held-out (3). In the models (H100, ``results/models_h100_499b5b3.csv``)
+    bert-large's and Llama-3.2-1B's routed training GEMMs (34-69 GFLOP, aligned) took 14.77 against 14.55 ms
+    and 12.86 against 12.63 ms of GPU time, and more host time. Where we win is elsewhere: unaligned widths
+    (GPT-2's 50257-wide lm_head, 1.4 against 5.2 ms a training step; DLRM's MLP) and decode, which this rule
+    leaves to us. An experiment until ``benchmarks/models.py --aligned`` measures it (off by default)."""
+    if raw is None:
+        return False
+    on = _VENDOR_ON.get(raw)
+    if on is None:
+        on = _VENDOR_ON[raw] = settings.vendor_aligned()  # a bad value raises here, naming the variable
+    if not on or m <= 16 or n <= 16 or n % 8 or k % 8 or (grad and m % 8):
+        return False
+    return t.dtype in _TWO_BYTE or _any_autocast()
 
 
 def _under(cache: dict, raw, reader, flop: int) -> bool:
@@ -460,6 +493,9 @@ def linear_hot(x, w, bias=None):
     if (raw := _min_gflop_raw()) is not None and w.dim() == 2 and small_eager(raw, 2 * x.numel() * w.shape[0], x):
         return TORCH
     grad = _grad_enabled() and (x.requires_grad or w.requires_grad or (bias is not None and bias.requires_grad))
+    if (raw := _vendor_aligned_raw()) is not None and w.dim() == 2 and x.dim() >= 1 and vendor_aligned(
+            raw, x, x.numel() // max(w.shape[1], 1), w.shape[0], w.shape[1], grad):
+        return TORCH
     if grad and w.dim() == 2 and x.dim() >= 1 and small_grad(
             _grad_min_raw(), x, 2 * x.numel() * w.shape[0], x.numel() // max(w.shape[1], 1), w.shape[0], w.shape[1]):
         return TORCH
@@ -493,6 +529,9 @@ def matmul_hot(a, b):
             small_eager(raw, 2 * max(a.numel() * b.shape[-1], b.numel() * a.shape[-2]), a):
         return TORCH  # (2·K·output elements, a batch broadcast from either side)
     grad = _grad_enabled() and (a.requires_grad or b.requires_grad)
+    if (raw := _vendor_aligned_raw()) is not None and a.dim() >= 2 and b.dim() >= 2 and vendor_aligned(
+            raw, a, a.shape[-2], b.shape[-1], a.shape[-1], grad):
+        return TORCH
     if grad and a.dim() >= 2 and b.dim() >= 2 and small_grad(
             _grad_min_raw(), a, 2 * max(a.numel() * b.shape[-1], b.numel() * a.shape[-2]), a.shape[-2], b.shape[-1],
             a.shape[-1]):
@@ -534,6 +573,8 @@ def addmm_hot(c, a, b):
     if (raw := _min_gflop_raw()) is not None and small_eager(raw, 2 * a.numel() * b.shape[1], a):
         return TORCH
     grad = _grad_enabled() and (c.requires_grad or a.requires_grad or b.requires_grad)
+    if (raw := _vendor_aligned_raw()) is not None and vendor_aligned(raw, a, a.shape[0], b.shape[1], a.shape[1], grad):
+        return TORCH
     if grad and small_grad(_grad_min_raw(), a, 2 * a.numel() * b.shape[1], a.shape[0], b.shape[1], a.shape[1]):
         return TORCH
     if _any_autocast():
@@ -586,7 +627,10 @@ def bmm_hot(a, b):
         return None
     if (raw := _min_gflop_raw()) is not None and small_eager(raw, 2 * a.numel() * b.shape[2], a):
         return TORCH
-    if _grad_enabled() and (a.requires_grad or b.requires_grad):
+    grad = _grad_enabled() and (a.requires_grad or b.requires_grad)
+    if (raw := _vendor_aligned_raw()) is not None and vendor_aligned(raw, a, a.shape[1], b.shape[2], a.shape[2], grad):
+        return TORCH
+    if grad:
         if small_grad(_grad_min_raw(), a, 2 * a.numel() * b.shape[2], a.shape[1], b.shape[2], a.shape[2]):
             return TORCH
         return None

@@ -191,6 +191,33 @@ def test_the_grad_side_sets_its_threshold_only_inside_and_its_columns_round_trip
     assert cmd[-2:] == ["--grad", "0"] and row.error.startswith("timeout")
 
 
+def test_the_aligned_side_sets_its_switch_only_inside_and_its_columns_round_trip(tmp_path, monkeypatch):
+    """``--aligned``'s side: ``TRITONBLAS_VENDOR_ALIGNED=1`` inside its ``ctx()`` only; its columns are written,
+    merged and summarised; the per-workload subprocess gets the flag."""
+    import os
+
+    from tritonblas import settings
+
+    monkeypatch.delenv(settings.ENV_VENDOR_ALIGNED, raising=False)
+    sides = models.make_sides(gluon=False, grad=100.0, aligned=True)
+    assert list(sides) == ["torch", "ours", "grad", "aligned"]
+    with sides["aligned"].ctx():
+        assert os.environ[settings.ENV_VENDOR_ALIGNED] == "1"
+    assert settings.ENV_VENDOR_ALIGNED not in os.environ
+    with sides["ours"].ctx():
+        assert settings.ENV_VENDOR_ALIGNED not in os.environ
+
+    m, text = _merged_and_summary(tmp_path, models.Row(
+        "m", "train", "bf16", torch_ms=2.0, ours_ms=2.5, speedup=0.8, aligned_ms=1.6, aligned_speedup=1.25,
+        aligned_gemm_gpu_ms=0.9, aligned_host_us_per_gemm=30.0))
+    assert float(m["aligned_ms"]) == 1.6 and float(m["aligned_gemm_gpu_ms"]) == 0.9
+    assert "aligned 1.600 ms x1.250 gemm 0.90 host us 30.0" in text
+    assert "with TRITONBLAS_VENDOR_ALIGNED=1: geomean 1.250 over 1" in text
+
+    cmd, row = _isolated_command(monkeypatch, aligned=True)
+    assert cmd[-1] == "--aligned" and row.error.startswith("timeout")
+
+
 def test_parity_fails_when_the_gluon_side_gives_nan(monkeypatch):
     """``--gluon``'s parity covers every non-torch side: a NaN output on the Gluon side (a broken
     kernel) is a FAIL, not hidden by ``max()`` keeping the finite ``ours_err`` before it."""

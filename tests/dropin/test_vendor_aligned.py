@@ -1,0 +1,166 @@
+"""``TRITONBLAS_VENDOR_ALIGNED=1`` (tritonblas.fastpath.vendor_aligned, an experiment, off by default): under
+enable(), an eager bf16/fp16 GEMM whose M and N exceed 16 and whose N and K (and M under autograd) are multiples of
+8 runs torch's op, forward and backward; decode-sized, unaligned, fp32 calls and the variable unset or ``0`` keep
+ours; a bad value is an error naming the variable. CPU (interpreter), counted, never timed."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+import pytest
+import torch
+import torch.nn.functional as F
+
+import tritonblas
+from tritonblas import dispatch, settings
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # tests/_check.py
+from _check import assert_gemm_close, reference  # noqa: E402  (the one comparator, RELIABILITY §4.2)
+
+pytestmark = pytest.mark.usefixtures("cpu_profile")  # tests/dropin/conftest.py
+
+BF = torch.bfloat16
+
+
+def _operands(m: int, n: int, k: int, dtype=BF, batch: int = 2) -> dict:
+    g = torch.Generator().manual_seed(m * 10007 + n * 101 + k)
+    return {name: torch.randn(*shape, generator=g).to(dtype) for name, shape in
+            {"x": (m, k), "w": (n, k), "b": (n,), "x3": (batch, m, k), "w3": (batch, k, n)}.items()}
+
+
+def _t(ops: dict, name: str, dev: str, grad: bool = False) -> torch.Tensor:
+    return ops[name].to(dev).clone().requires_grad_(grad)
+
+
+# (name, call(operands, device, grad), the float64 reference): each op with a warm path, M, N, K as the rule reads them
+CALLS = [
+    ("linear", lambda o, d, g: F.linear(_t(o, "x", d, g), _t(o, "w", d, g), _t(o, "b", d)),
+     lambda o: reference(o["x"], o["w"].t(), bias=o["b"])),
+    ("linear_3d", lambda o, d, g: F.linear(_t(o, "x3", d, g), _t(o, "w", d, g)),
+     lambda o: reference(o["x3"], o["w"].t())),
+    ("matmul", lambda o, d, g: torch.matmul(_t(o, "x", d, g), _t(o, "w", d, g).t()),
+     lambda o: reference(o["x"], o["w"].t())),
+    ("addmm", lambda o, d, g: torch.addmm(_t(o, "b", d), _t(o, "x", d, g), _t(o, "w", d, g).t()),
+     lambda o: reference(o["x"], o["w"].t(), bias=o["b"])),
+    ("bmm", lambda o, d, g: torch.bmm(_t(o, "x3", d, g), _t(o, "w3", d)),
+     lambda o: reference(o["x3"], o["w3"])),
+]
+IDS = [c[0] for c in CALLS]
+
+ALIGNED = _operands(24, 24, 16)  # M and N over 16, all multiples of 8
+# each keeps ours under the rule: (label, operands, grad)
+# (batch 1: F.linear's M counts the rows of every batch; bmm's is per batch)
+KEEP = [
+    ("decode-sized M", _operands(16, 24, 16, batch=1), False),
+    ("decode-sized N", _operands(24, 16, 16, batch=1), False),
+    ("unaligned K", _operands(24, 24, 20, batch=1), False),
+    ("unaligned N", _operands(24, 20, 16, batch=1), False),
+    ("unaligned M under autograd", _operands(20, 24, 16, batch=1), True),
+    ("fp32", _operands(24, 24, 16, torch.float32, batch=1), False),
+]
+
+
+def _grads(out, leaves):
+    weight = torch.linspace(-1, 1, out.numel(), dtype=out.dtype, device=out.device).reshape(out.shape)
+    (out * weight).sum().backward()
+    return [leaf.grad for leaf in leaves]
+
+
+def _run(call, ops, device, grad):
+    dispatch.reset_stats()
+    out = call(ops, device, grad)
+    return out, dispatch.stats()
+
+
+@pytest.mark.parametrize("grad", [False, True], ids=["no_grad", "autograd"])
+@pytest.mark.parametrize("name,call,ref", CALLS, ids=IDS)
+def test_on_an_aligned_2_byte_gemm_runs_torch_forward_and_backward(device, monkeypatch, name, call, ref, grad):
+    monkeypatch.setenv(settings.ENV_VENDOR_ALIGNED, "1")
+    want = call(ALIGNED, device, grad)  # torch alone
+    with tritonblas.enable():
+        for _ in range(2):  # the first call and the one a warm entry would serve
+            out, st = _run(call, ALIGNED, device, grad)
+            assert st["routed"] == st["launches"] == 0 and st["intercepted"] == 1, st
+    assert torch.equal(out, want)
+    assert (out.grad_fn is not None) == grad
+    if grad:
+        # the same graph: torch's own backward nodes (ours would be tritonblas' autograd Function)
+        assert type(out.grad_fn).__name__ == type(want.grad_fn).__name__
+
+
+def test_under_autograd_the_gradients_are_torchs(device, monkeypatch):
+    monkeypatch.setenv(settings.ENV_VENDOR_ALIGNED, "1")
+    x, w, b = (_t(ALIGNED, n, device, True) for n in ("x3", "w", "b"))
+    want = _grads(F.linear(x, w, b), (x, w, b))
+    x2, w2, b2 = (_t(ALIGNED, n, device, True) for n in ("x3", "w", "b"))
+    with tritonblas.enable():
+        dispatch.reset_stats()
+        got = _grads(F.linear(x2, w2, b2), (x2, w2, b2))
+        assert dispatch.stats()["launches"] == 0
+    assert all(torch.equal(g, h) for g, h in zip(got, want))
+
+
+@pytest.mark.parametrize("label,ops,grad", KEEP, ids=[k[0] for k in KEEP])
+@pytest.mark.parametrize("name,call,ref", CALLS, ids=IDS)
+def test_decode_sized_unaligned_and_fp32_keep_ours(device, monkeypatch, name, call, ref, label, ops, grad):
+    monkeypatch.setenv(settings.ENV_VENDOR_ALIGNED, "1")
+    with tritonblas.enable():
+        out, st = _run(call, ops, device, grad)
+    assert st["routed"] == 1 and st["launches"] >= 1, (label, st)
+    ref64, mag, _ = ref(ops)
+    assert_gemm_close(out, ref64, mag, k=ops["x"].shape[1], what=f"{name} {label}")
+
+
+@pytest.mark.parametrize("value", [None, "", "0"])
+def test_unset_empty_or_zero_keep_ours(device, monkeypatch, value):
+    if value is None:
+        monkeypatch.delenv(settings.ENV_VENDOR_ALIGNED, raising=False)
+    else:
+        monkeypatch.setenv(settings.ENV_VENDOR_ALIGNED, value)
+    with tritonblas.enable():
+        for name, call, ref in CALLS:
+            out, st = _run(call, ALIGNED, device, False)
+            assert st["routed"] == 1, (name, value, st)
+            ref64, mag, _ = ref(ALIGNED)
+            assert_gemm_close(out, ref64, mag, k=16, what=f"{name} {value!r}")
+
+
+def test_under_autocast_the_rule_reads_the_2_byte_type(device, monkeypatch):
+    """fp32 operands under autocast run a bf16 GEMM: aligned sizes go to torch (as torch's autocast casts them)."""
+    monkeypatch.setenv(settings.ENV_VENDOR_ALIGNED, "1")
+    ops = _operands(24, 24, 16, torch.float32)
+    with torch.autocast(device_type=device, dtype=BF):
+        want = F.linear(_t(ops, "x", device, True), _t(ops, "w", device, True))
+        with tritonblas.enable():
+            out, st = _run(lambda o, d, g: F.linear(_t(o, "x", d, g), _t(o, "w", d, g)), ops, device, True)
+    assert st["routed"] == 0 and st["intercepted"] == 1, st
+    assert out.dtype == BF and torch.equal(out, want)
+
+
+@pytest.mark.parametrize("value", ["yes", "2", "on", "-1"])
+def test_a_bad_value_is_an_error_naming_the_variable(device, monkeypatch, value):
+    monkeypatch.setenv(settings.ENV_VENDOR_ALIGNED, value)
+    with tritonblas.enable(), pytest.raises(ValueError, match=settings.ENV_VENDOR_ALIGNED):
+        F.linear(_t(ALIGNED, "x", device), _t(ALIGNED, "w", device))
+
+
+def test_the_reader(monkeypatch):
+    assert settings.ENV_VENDOR_ALIGNED in settings.ALL
+    for text, want in ((None, False), ("", False), ("0", False), (" 1 ", True)):
+        if text is None:
+            monkeypatch.delenv(settings.ENV_VENDOR_ALIGNED, raising=False)
+        else:
+            monkeypatch.setenv(settings.ENV_VENDOR_ALIGNED, text)
+        assert settings.vendor_aligned() is want
+
+
+def test_without_autograd_m_need_not_be_aligned(device, monkeypatch):
+    """Row-major operands lead with N and K only: M = 20 goes to torch without autograd, stays ours with it."""
+    monkeypatch.setenv(settings.ENV_VENDOR_ALIGNED, "1")
+    ops = _operands(20, 24, 16, batch=1)
+    call = CALLS[0][1]
+    with tritonblas.enable():
+        for grad, routed in ((False, 0), (True, 1)):
+            out, st = _run(call, ops, device, grad)
+            assert st["routed"] == routed and st["intercepted"] == 1, (grad, st)

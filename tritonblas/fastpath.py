@@ -114,12 +114,14 @@ _VENDOR_ON: dict = {}
 _TWO_BYTE = (torch.bfloat16, torch.float16)
 
 
-def vendor_aligned(raw, t, m: int, n: int, k: int, grad: bool) -> bool:
-    """Whether an eager GEMM of sizes m, n, k on operands like ``t`` runs torch's op under
+def vendor_aligned(raw, t, m: int, k: int, grad: bool, b, n_dim: int) -> bool:
+    """Whether an eager GEMM of sizes m, k and n = ``b.shape[n_dim]`` on operands like ``t`` runs torch's op under
     ``TRITONBLAS_VENDOR_ALIGNED``, whose raw value the caller read as ``raw`` (None: unset, off): a bf16/fp16
     GEMM (under autocast, the 2-byte type it runs in) whose M and N both exceed 16 (not decode-sized) and whose
     N and K are multiples of 8 elements (16 bytes), and M too when autograd records it (the backward GEMMs
-    lead with M). CUDA graph capture included: the evidence is GPU time, not host time.
+    lead with M). CUDA graph capture included: the evidence is GPU time, not host time. N is read only for a GEMM
+    over decode size: ``b`` is often an ``nn.Parameter``, whose ``shape`` costs ~0.3 us (its ``__torch_function__``
+    check), and decode calls pay every check (H100: the first version, which read N first, cost eager decode 2.5%).
 
     Why, measured (H200, our pick against ``torch.matmul`` on the recorded shapes, CUDA graphs, warm L2;
     ``python benchmarks/vendor_gap.py --classes``): on 16-byte-aligned bf16/fp16 shapes with min(M, N) > 16
@@ -135,7 +137,10 @@ def vendor_aligned(raw, t, m: int, n: int, k: int, grad: bool) -> bool:
     on = _VENDOR_ON.get(raw)
     if on is None:
         on = _VENDOR_ON[raw] = settings.vendor_aligned()  # a bad value raises here, naming the variable
-    if not on or m <= 16 or n <= 16 or n % 8 or k % 8 or (grad and m % 8):
+    if not on or m <= 16 or k % 8 or (grad and m % 8):
+        return False
+    n = b.shape[n_dim]
+    if n <= 16 or n % 8:
         return False
     return t.dtype in _TWO_BYTE or _any_autocast()
 
@@ -493,8 +498,8 @@ def linear_hot(x, w, bias=None):
     if (raw := _min_gflop_raw()) is not None and w.dim() == 2 and small_eager(raw, 2 * x.numel() * w.shape[0], x):
         return TORCH
     grad = _grad_enabled() and (x.requires_grad or w.requires_grad or (bias is not None and bias.requires_grad))
-    if (raw := _vendor_aligned_raw()) is not None and w.dim() == 2 and x.dim() >= 1 and vendor_aligned(
-            raw, x, x.numel() // max(w.shape[1], 1), w.shape[0], w.shape[1], grad):
+    if (raw := _vendor_aligned_raw()) is not None and x.dim() >= 1 and w.dim() == 2 and vendor_aligned(
+            raw, x, x.numel() // max((k := x.shape[-1]), 1), k, grad, w, 0):  # (K from x: torch checks w's)
         return TORCH
     if grad and w.dim() == 2 and x.dim() >= 1 and small_grad(
             _grad_min_raw(), x, 2 * x.numel() * w.shape[0], x.numel() // max(w.shape[1], 1), w.shape[0], w.shape[1]):
@@ -530,7 +535,7 @@ def matmul_hot(a, b):
         return TORCH  # (2·K·output elements, a batch broadcast from either side)
     grad = _grad_enabled() and (a.requires_grad or b.requires_grad)
     if (raw := _vendor_aligned_raw()) is not None and a.dim() >= 2 and b.dim() >= 2 and vendor_aligned(
-            raw, a, a.shape[-2], b.shape[-1], a.shape[-1], grad):
+            raw, a, (s := a.shape)[-2], s[-1], grad, b, -1):
         return TORCH
     if grad and a.dim() >= 2 and b.dim() >= 2 and small_grad(
             _grad_min_raw(), a, 2 * max(a.numel() * b.shape[-1], b.numel() * a.shape[-2]), a.shape[-2], b.shape[-1],
@@ -573,7 +578,7 @@ def addmm_hot(c, a, b):
     if (raw := _min_gflop_raw()) is not None and small_eager(raw, 2 * a.numel() * b.shape[1], a):
         return TORCH
     grad = _grad_enabled() and (c.requires_grad or a.requires_grad or b.requires_grad)
-    if (raw := _vendor_aligned_raw()) is not None and vendor_aligned(raw, a, a.shape[0], b.shape[1], a.shape[1], grad):
+    if (raw := _vendor_aligned_raw()) is not None and vendor_aligned(raw, a, (s := a.shape)[0], s[1], grad, b, 1):
         return TORCH
     if grad and small_grad(_grad_min_raw(), a, 2 * a.numel() * b.shape[1], a.shape[0], b.shape[1], a.shape[1]):
         return TORCH
@@ -628,7 +633,7 @@ def bmm_hot(a, b):
     if (raw := _min_gflop_raw()) is not None and small_eager(raw, 2 * a.numel() * b.shape[2], a):
         return TORCH
     grad = _grad_enabled() and (a.requires_grad or b.requires_grad)
-    if (raw := _vendor_aligned_raw()) is not None and vendor_aligned(raw, a, a.shape[1], b.shape[2], a.shape[2], grad):
+    if (raw := _vendor_aligned_raw()) is not None and vendor_aligned(raw, a, (s := a.shape)[1], s[2], grad, b, 2):
         return TORCH
     if grad:
         if small_grad(_grad_min_raw(), a, 2 * a.numel() * b.shape[2], a.shape[1], b.shape[2], a.shape[2]):

@@ -131,7 +131,12 @@ def vendor_aligned(raw, t, m: int, k: int, grad: bool, b, n_dim: int) -> bool:
     bert-large's and Llama-3.2-1B's routed training GEMMs (34-69 GFLOP, aligned) took 14.77 against 14.55 ms
     and 12.86 against 12.63 ms of GPU time, and more host time. Where we win is elsewhere: unaligned widths
     (GPT-2's 50257-wide lm_head, 1.4 against 5.2 ms a training step; DLRM's MLP) and decode, which this rule
-    leaves to us. An experiment until ``benchmarks/models.py --aligned`` measures it (off by default)."""
+    leaves to us. Measured on the models (H100, 9a771a7, each side in the same alternation as torch;
+    ``results/models_h100_aligned_9a771a7.csv``): bert-large training 0.861x -> 0.977x, Llama-3.2-1B training
+    0.965x -> 0.990x, gpt2-medium training 1.016x -> 1.036x and prefill 1.001x -> 1.062x, DLRM training 1.530x ->
+    1.533x, bert-large prefill 0.865x -> 0.881x (0.886x -> 0.878x on a rerun: host-bound, the fall-through toll
+    stays), eager decode 0.923x -> 0.896x (0.911x -> 0.889x): the check itself, ~2 us a decode call then, read N
+    first; geomean over the 7 1.005x -> 1.037x. Off by default until the cheaper check is measured on decode."""
     if raw is None:
         return False
     on = _VENDOR_ON.get(raw)

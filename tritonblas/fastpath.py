@@ -127,9 +127,9 @@ def vendor_aligned(raw, t, m: int, k: int, grad: bool, b, n_dim: int) -> bool:
     ``python benchmarks/vendor_gap.py --classes``): on 16-byte-aligned bf16/fp16 shapes with min(M, N) > 16
     our pick ran at a geometric mean of 0.911x cuBLAS's speed on 164 training shapes under 100 GFLOP (84 lost
     by more than 5%, 29 won) and 0.996x on 110 at or over, 0.811x and 0.950x on the held-out shapes (31 and 20);
-    decode-sized aligned shapes (min(M, N) <= 16) 0.977x training (49), 1.041x held-out (3). In the models (H100, ``results/models_h100_499b5b3.csv``)
-    bert-large's and Llama-3.2-1B's routed training GEMMs (34-69 GFLOP, aligned) took 14.77 against 14.55 ms
-    and 12.86 against 12.63 ms of GPU time, and more host time. Where we win is elsewhere: unaligned widths
+    decode-sized aligned shapes (min(M, N) <= 16) 0.977x training (49), 1.041x held-out (3). In the models (H100,
+    ``results/models_h100_499b5b3.csv``) bert-large's and Llama-3.2-1B's routed training GEMMs (34-69 GFLOP,
+    aligned) took 14.77 against 14.55 ms and 12.86 against 12.63 ms of GPU time, and more host time. Where we win is elsewhere: unaligned widths
     (GPT-2's 50257-wide lm_head, 1.4 against 5.2 ms a training step; DLRM's MLP) and decode, which this rule
     leaves to us. Measured on the models (H100, 9a771a7, each side in the same alternation as torch;
     ``results/models_h100_aligned_9a771a7.csv``): bert-large training 0.861x -> 0.977x, Llama-3.2-1B training
@@ -141,7 +141,7 @@ def vendor_aligned(raw, t, m: int, k: int, grad: bool, b, n_dim: int) -> bool:
         return False
     on = _VENDOR_ON.get(raw)
     if on is None:
-        on = _VENDOR_ON[raw] = settings.vendor_aligned()  # a bad value raises here, naming the variable
+        on = _VENDOR_ON[raw] = settings.vendor_aligned_on()  # a bad value raises here, naming the variable
     if not on or m <= 16 or k % 8 or (grad and m % 8):
         return False
     n = b.shape[n_dim]

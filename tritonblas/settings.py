@@ -34,7 +34,7 @@ from origami.toolchain import ENV_TRITON_VERSION
 __all__ = ["ENV_PROFILE", "ENV_TABLE", "ENV_FAST", "ENV_PROFILE_DIR", "ENV_INTERPRET", "ENV_GLUON", "ENV_AUTOGRAD",
            "ENV_TRITON_VERSION", "ALL", "profile", "table", "fast", "profile_dir", "interpret", "gluon", "gluon_off",
            "autograd_aten", "ENV_EAGER_MIN_GFLOP", "eager_min_gflop", "ENV_GRAD_MIN_GFLOP", "GRAD_MIN_GFLOP",
-           "grad_min_gflop", "ENV_VENDOR_ALIGNED", "vendor_aligned", "raw_reader", "raw_getter", "raw_equals"]
+           "grad_min_gflop", "ENV_VENDOR_ALIGNED", "vendor_aligned_on", "raw_reader", "raw_getter", "raw_equals"]
 
 ENV_PROFILE = "TRITONBLAS_PROFILE"
 ENV_TABLE = "TRITONBLAS_TABLE"
@@ -104,7 +104,7 @@ def grad_min_gflop() -> float:
     return _gflop(ENV_GRAD_MIN_GFLOP, GRAD_MIN_GFLOP)
 
 
-def vendor_aligned() -> bool:
+def vendor_aligned_on() -> bool:
     """``TRITONBLAS_VENDOR_ALIGNED``: whether aligned, larger-than-decode bf16/fp16 GEMMs under ``enable()`` run
     torch's op (:func:`tritonblas.fastpath.vendor_aligned`); ``1`` on, ``0``, empty or unset off. A ValueError
     naming the variable for any other value."""

@@ -152,7 +152,7 @@ def test_the_reader(monkeypatch):
             monkeypatch.delenv(settings.ENV_VENDOR_ALIGNED, raising=False)
         else:
             monkeypatch.setenv(settings.ENV_VENDOR_ALIGNED, text)
-        assert settings.vendor_aligned() is want
+        assert settings.vendor_aligned_on() is want
 
 
 def test_without_autograd_m_need_not_be_aligned(device, monkeypatch):

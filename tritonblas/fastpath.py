@@ -498,8 +498,10 @@ def linear_hot(x, w, bias=None):
     ``enable()`` against 64 through the route (cProfile, CPU host, launch stubbed out, 2026-12-01)."""
     if type(x) not in _PLAIN or type(w) not in _PLAIN or (bias is not None and type(bias) not in _PLAIN):
         return None
-    if _fast_off() or _intercepting():
+    if _fast_off():
         return None
+    # the rules that hand a call to torch's op come before _intercepting(): torch's own op is right under any mode
+    # or transform, and a call they hand over skips that check (~0.4 us of the fall-through's toll, CPU loop)
     if (raw := _min_gflop_raw()) is not None and w.dim() == 2 and small_eager(raw, 2 * x.numel() * w.shape[0], x):
         return TORCH
     grad = _grad_enabled() and (x.requires_grad or w.requires_grad or (bias is not None and bias.requires_grad))
@@ -509,6 +511,8 @@ def linear_hot(x, w, bias=None):
     if grad and w.dim() == 2 and x.dim() >= 1 and small_grad(
             _grad_min_raw(), x, 2 * x.numel() * w.shape[0], x.numel() // max(w.shape[1], 1), w.shape[0], w.shape[1]):
         return TORCH
+    if _intercepting():
+        return None
     if _any_autocast():  # the tensors torch's autocast would hand to aten::linear, as the route casts them
         x, w, bias = autocast.cast_inputs(x, w, bias, op="linear")
     try:
@@ -533,7 +537,7 @@ def matmul_hot(a, b):
     """:func:`linear_hot` for ``torch.matmul(a, b)`` / ``a @ b``."""
     if type(a) not in _PLAIN or type(b) not in _PLAIN:
         return None
-    if _fast_off() or _intercepting():
+    if _fast_off():
         return None
     if (raw := _min_gflop_raw()) is not None and a.dim() >= 2 and b.dim() >= 2 and \
             small_eager(raw, 2 * max(a.numel() * b.shape[-1], b.numel() * a.shape[-2]), a):
@@ -546,6 +550,8 @@ def matmul_hot(a, b):
             _grad_min_raw(), a, 2 * max(a.numel() * b.shape[-1], b.numel() * a.shape[-2]), a.shape[-2], b.shape[-1],
             a.shape[-1]):
         return TORCH
+    if _intercepting():  # (after the rules: see linear_hot)
+        return None
     if _any_autocast():
         a, b = autocast.cast_inputs(a, b, op="matmul")
     try:
@@ -578,7 +584,7 @@ def addmm_hot(c, a, b):
         return None
     if a.dim() != 2 or b.dim() != 2:  # an entry of a batched op with these operands: torch.addmm raises here
         return None
-    if _fast_off() or _intercepting():
+    if _fast_off():
         return None
     if (raw := _min_gflop_raw()) is not None and small_eager(raw, 2 * a.numel() * b.shape[1], a):
         return TORCH
@@ -587,6 +593,8 @@ def addmm_hot(c, a, b):
         return TORCH
     if grad and small_grad(_grad_min_raw(), a, 2 * a.numel() * b.shape[1], a.shape[0], b.shape[1], a.shape[1]):
         return TORCH
+    if _intercepting():  # (after the rules: see linear_hot)
+        return None
     if _any_autocast():
         c, a, b = autocast.cast_inputs(c, a, b, op="addmm")
     f = dispatch.fast_lookup(a, b, None, c)
@@ -633,7 +641,7 @@ def bmm_hot(a, b):
         return None
     if a.dim() != 3 or b.dim() != 3 or a.shape[0] != b.shape[0]:  # torch.bmm raises (a matmul entry may broadcast)
         return None
-    if _fast_off() or _intercepting():
+    if _fast_off():
         return None
     if (raw := _min_gflop_raw()) is not None and small_eager(raw, 2 * a.numel() * b.shape[2], a):
         return TORCH
@@ -643,6 +651,8 @@ def bmm_hot(a, b):
     if grad:
         if small_grad(_grad_min_raw(), a, 2 * a.numel() * b.shape[2], a.shape[1], b.shape[2], a.shape[2]):
             return TORCH
+        return None
+    if _intercepting():  # (after the rules: see linear_hot)
         return None
     if _any_autocast():
         a, b = autocast.cast_inputs(a, b, op="bmm")

@@ -164,3 +164,44 @@ def test_without_autograd_m_need_not_be_aligned(device, monkeypatch):
         for grad, routed in ((False, 0), (True, 1)):
             out, st = _run(call, ops, device, grad)
             assert st["routed"] == routed and st["intercepted"] == 1, (grad, st)
+
+
+def test_under_transforms_and_modes_the_call_is_torchs(device, monkeypatch):
+    """The rule hands a call to torch's op before the hot path's check for modes and transforms (torch's op is
+    right under any of them): under vmap, forward-mode AD and a TorchFunctionMode the results are torch's and
+    nothing of ours runs."""
+    import torch.autograd.forward_ad as fwAD
+    from torch.overrides import TorchFunctionMode
+
+    monkeypatch.setenv(settings.ENV_VENDOR_ALIGNED, "1")
+    x3, w = _t(ALIGNED, "x3", device), _t(ALIGNED, "w", device)
+    tangent = torch.ones_like(x3)
+
+    def forward_ad():
+        with fwAD.dual_level():
+            y = F.linear(fwAD.make_dual(x3, tangent), w)
+            return fwAD.unpack_dual(y).tangent
+
+    class Seen(TorchFunctionMode):
+        def __init__(self):
+            super().__init__()
+            self.funcs = []
+
+        def __torch_function__(self, func, types, args=(), kwargs=None):
+            self.funcs.append(getattr(func, "__name__", str(func)))
+            return func(*args, **(kwargs or {}))
+
+    def in_mode():
+        with Seen() as mode:
+            y = F.linear(x3, w)
+        assert "linear" in mode.funcs, mode.funcs
+        return y
+
+    for name, run in (("vmap", lambda: torch.func.vmap(lambda r: F.linear(r, w))(x3)),
+                      ("forward AD", forward_ad), ("TorchFunctionMode", in_mode)):
+        want = run()
+        with tritonblas.enable():
+            dispatch.reset_stats()
+            got = run()
+            assert dispatch.stats()["launches"] == 0, name
+        assert torch.equal(got, want), name

@@ -65,7 +65,7 @@ import subprocess
 import sys
 import time
 import traceback
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, fields
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -76,22 +76,6 @@ MODELS = ("llama3-8b", "qwen2.5-7b", "llama3.2-1b", "gpt2-medium", "bert-large",
 LLMS = ("llama3-8b", "qwen2.5-7b", "llama3.2-1b", "gpt2-medium")  # gpt2: Conv1D, torch.addmm instead of F.linear
 MODES = ("prefill", "decode", "decode_graph", "decode_compile", "train", "compile")
 GEMM_KERNEL = re.compile(r"gemm|gemv|nvjet|cutlass|xmma|cublas|splitk|sm90_|sm80_|ampere_|hopper", re.I)
-FIELDS = ("model", "mode", "dtype", "torch_ms", "ours_ms", "speedup", "torch_gemm_gpu_ms", "ours_gemm_gpu_ms",
-          "torch_other_gpu_ms", "ours_other_gpu_ms", "torch_host_us_per_gemm", "ours_host_us_per_gemm",
-          "torch_bwd_host_ms", "ours_bwd_host_ms", "gemm_calls", "fast_hits", "torch_peak_mb", "ours_peak_mb", "routed", "fallbacks", "torch_err", "ours_err",
-          "gluon_ms", "gluon_speedup", "gluon_gemm_gpu_ms", "gluon_other_gpu_ms", "gluon_host_us_per_gemm",
-          "gluon_bwd_host_ms", "gluon_peak_mb", "gluon_err",
-          "aten_ms", "aten_speedup", "aten_gemm_gpu_ms", "aten_other_gpu_ms", "aten_host_us_per_gemm",
-          "aten_bwd_host_ms", "aten_peak_mb", "aten_err",
-          "eager_ms", "eager_speedup", "eager_gemm_gpu_ms", "eager_other_gpu_ms", "eager_host_us_per_gemm",
-          "eager_bwd_host_ms", "eager_peak_mb", "eager_err", "eager_gflop",
-          "grad_ms", "grad_speedup", "grad_gemm_gpu_ms", "grad_other_gpu_ms", "grad_host_us_per_gemm",
-          "grad_bwd_host_ms", "grad_peak_mb", "grad_err", "grad_gflop",
-          "aligned_ms", "aligned_speedup", "aligned_gemm_gpu_ms", "aligned_other_gpu_ms", "aligned_host_us_per_gemm",
-          "aligned_bwd_host_ms", "aligned_peak_mb", "aligned_err",
-          "versus_ms", "versus_speedup", "versus_gemm_gpu_ms", "versus_other_gpu_ms", "versus_host_us_per_gemm",
-          "versus_bwd_host_ms", "versus_peak_mb", "versus_err", "vendor_entries", "versus_problems",
-          "parity", "shape", "reps", "error")
 
 
 # --- models ----------------------------------------------------------------------------------
@@ -426,6 +410,9 @@ class Row:
     error: str = ""
 
 
+FIELDS = tuple(f.name for f in fields(Row))  # the CSV's columns, in Row's order
+
+
 class Side:
     """One side of a comparison: ``ctx()`` enters torch-alone or tritonblas routing, with ``env``
     (environment variables, e.g. ``TRITONBLAS_GLUON=1``) set inside and restored after."""
@@ -442,7 +429,7 @@ class Side:
         import tritonblas
 
         stack = contextlib.ExitStack()
-        stack.enter_context(_environ(self.env))
+        stack.enter_context(environ(self.env))
         if self.table is not None:
             stack.enter_context(_table(self.table))
         stack.enter_context(tritonblas.enable(self.profile))
@@ -463,10 +450,15 @@ def _table(table):
 
 
 @contextlib.contextmanager
-def _environ(env: dict):
-    """``env`` set in os.environ for the block, the previous values restored after."""
+def environ(env: dict):
+    """``env`` set in os.environ for the block (a value of None: the variable unset), each variable as it was
+    (set or not) after. Also benchmarks/host_linear.py's."""
     old = {k: os.environ.get(k) for k in env}
-    os.environ.update(env)
+    for k, v in env.items():
+        if v is None:
+            os.environ.pop(k, None)
+        else:
+            os.environ[k] = v
     try:
         yield
     finally:
@@ -599,18 +591,9 @@ def run_workload(name: str, mode: str, dtype_name: str, reps: int, device: str =
             setattr(row, f"{k}_ms", timed[k][0])
             setattr(row, f"{k}_peak_mb", timed[k][1])
         row.speedup = row.torch_ms / row.ours_ms
-        if "gluon" in sides:
-            row.gluon_speedup = row.torch_ms / row.gluon_ms
-        if "aten" in sides:
-            row.aten_speedup = row.torch_ms / row.aten_ms
-        if "eager" in sides:
-            row.eager_speedup = row.torch_ms / row.eager_ms
-        if "grad" in sides:
-            row.grad_speedup = row.torch_ms / row.grad_ms
-        if "aligned" in sides:
-            row.aligned_speedup = row.torch_ms / row.aligned_ms
-        if "versus" in sides:
-            row.versus_speedup = row.torch_ms / row.versus_ms
+        for k in sides:
+            if k not in ("torch", "ours"):  # gluon, aten, eager, grad, aligned, versus
+                setattr(row, f"{k}_speedup", row.torch_ms / getattr(row, f"{k}_ms"))
         for k in sides:
             g, o, per, calls, routed, fb, hits = _profile_side(*steps[k])
             setattr(row, f"{k}_gemm_gpu_ms", g)
@@ -857,26 +840,14 @@ def summary(rows: list[dict]) -> str:
     if ok:
         gm = math.exp(statistics.fmean(math.log(float(r["speedup"])) for r in ok))
         lines.append(f"geomean speedup over {len(ok)} workloads: {gm:.3f}; min {min(float(r['speedup']) for r in ok):.3f}")
-        gl = [float(r["gluon_speedup"]) for r in ok if r.get("gluon_speedup") not in (None, "", "nan")]
-        if gl:
-            lines.append(f"with TRITONBLAS_GLUON=1: geomean {math.exp(statistics.fmean(math.log(x) for x in gl)):.3f} "
-                         f"over {len(gl)}; min {min(gl):.3f}")
-        at = [float(r["aten_speedup"]) for r in ok if r.get("aten_speedup") not in (None, "", "nan")]
-        if at:
-            lines.append(f"with TRITONBLAS_AUTOGRAD=aten: geomean {math.exp(statistics.fmean(math.log(x) for x in at)):.3f} "
-                         f"over {len(at)}; min {min(at):.3f}")
-        ea = [float(r["eager_speedup"]) for r in ok if r.get("eager_speedup") not in (None, "", "nan")]
-        if ea:
-            lines.append(f"with TRITONBLAS_EAGER_MIN_GFLOP: geomean {math.exp(statistics.fmean(math.log(x) for x in ea)):.3f} "
-                         f"over {len(ea)}; min {min(ea):.3f}")
-        gr = [float(r["grad_speedup"]) for r in ok if r.get("grad_speedup") not in (None, "", "nan")]
-        if gr:
-            lines.append(f"with the grad side's TRITONBLAS_GRAD_MIN_GFLOP: geomean "
-                         f"{math.exp(statistics.fmean(math.log(x) for x in gr)):.3f} over {len(gr)}; min {min(gr):.3f}")
-        al = [float(r["aligned_speedup"]) for r in ok if r.get("aligned_speedup") not in (None, "", "nan")]
-        if al:
-            lines.append(f"with TRITONBLAS_VENDOR_ALIGNED=1: geomean "
-                         f"{math.exp(statistics.fmean(math.log(x) for x in al)):.3f} over {len(al)}; min {min(al):.3f}")
+        for side, label in (("gluon", "with TRITONBLAS_GLUON=1:"), ("aten", "with TRITONBLAS_AUTOGRAD=aten:"),
+                            ("eager", "with TRITONBLAS_EAGER_MIN_GFLOP:"),
+                            ("grad", "with the grad side's TRITONBLAS_GRAD_MIN_GFLOP:"),
+                            ("aligned", "with TRITONBLAS_VENDOR_ALIGNED=1:")):
+            xs = [float(r[f"{side}_speedup"]) for r in ok if r.get(f"{side}_speedup") not in (None, "", "nan")]
+            if xs:
+                lines.append(f"{label} geomean {math.exp(statistics.fmean(math.log(x) for x in xs)):.3f} "
+                             f"over {len(xs)}; min {min(xs):.3f}")
     return "\n".join(lines)
 
 

@@ -181,16 +181,8 @@ def inmodel_grad(name: str, rounds: int = 9) -> list[str]:
         if label == "torch":
             yield
             return
-        saved = os.environ.pop(settings.ENV_AUTOGRAD, None)
-        if label == "ours aten":
-            os.environ[settings.ENV_AUTOGRAD] = "aten"
-        try:
-            with tritonblas.enable():
-                yield
-        finally:
-            os.environ.pop(settings.ENV_AUTOGRAD, None)
-            if saved is not None:
-                os.environ[settings.ENV_AUTOGRAD] = saved
+        with models.environ({settings.ENV_AUTOGRAD: "aten" if label == "ours aten" else None}), tritonblas.enable():
+            yield
 
     sides = ("torch", "ours", "ours aten")
     threads = torch.get_num_threads()
@@ -234,13 +226,10 @@ def inmodel_grad(name: str, rounds: int = 9) -> list[str]:
 def _nothing_routes():
     """Without a profile or the interpreter for the CPU, so every GEMM under enable() falls through to torch;
     the variables are restored on leaving."""
-    import os
+    import models
 
-    saved_env = {k: os.environ.pop(k) for k in ("TRITONBLAS_PROFILE", "TRITON_INTERPRET") if k in os.environ}
-    try:
+    with models.environ({"TRITONBLAS_PROFILE": None, "TRITON_INTERPRET": None}):
         yield
-    finally:
-        os.environ.update(saved_env)
 
 
 def fallthrough(rounds: int = 7, tokens: int = 24) -> list[str]:
@@ -321,27 +310,12 @@ def grad_toll(rounds: int = 7, n: int = 4000) -> list[str]:
     the per-call times and of the paired differences. Each enable() call is checked to have routed nothing."""
     import os
 
-    with _restored_env("TRITON_INTERPRET", "TRITONBLAS_PROFILE", "TRITONBLAS_GRAD_MIN_GFLOP"):
-        os.environ.setdefault("TRITON_INTERPRET", "1")
-        os.environ.setdefault("TRITONBLAS_PROFILE", "h200")
-        os.environ.pop("TRITONBLAS_GRAD_MIN_GFLOP", None)  # the default
+    import models
+
+    with models.environ({"TRITON_INTERPRET": os.environ.get("TRITON_INTERPRET", "1"),
+                         "TRITONBLAS_PROFILE": os.environ.get("TRITONBLAS_PROFILE", "h200"),
+                         "TRITONBLAS_GRAD_MIN_GFLOP": None}):  # (the default)
         return _grad_toll(rounds, n)
-
-
-@contextlib.contextmanager
-def _restored_env(*keys: str):
-    """Inside, change these environment variables at will; on leaving, each is as it was (set or not)."""
-    import os
-
-    saved = {k: os.environ.get(k) for k in keys}
-    try:
-        yield
-    finally:
-        for k, v in saved.items():
-            if v is None:
-                os.environ.pop(k, None)
-            else:
-                os.environ[k] = v
 
 
 def _grad_toll(rounds: int, n: int) -> list[str]:
@@ -658,8 +632,7 @@ def stubbed_launches():
     interpreter), and every GEMM routed (``TRITONBLAS_GRAD_MIN_GFLOP=0``: the stubs time our path, and the
     default rule would send their small autograd GEMMs to torch's op); on leaving, the kernels, the
     dispatcher's device stand-ins, every cache and the variable are restored."""
-    import os
-
+    import models
     import tritonblas
     import tritonblas.kernels as kernels
     from tritonblas import launchcache, settings
@@ -670,8 +643,7 @@ def stubbed_launches():
         setattr(kernels, name, _NoKernel())
     tritonblas.clear_caches()
     try:
-        with _restored_env(settings.ENV_GRAD_MIN_GFLOP):
-            os.environ[settings.ENV_GRAD_MIN_GFLOP] = "0"
+        with models.environ({settings.ENV_GRAD_MIN_GFLOP: "0"}):
             yield
     finally:
         for name, k in saved.items():

@@ -508,9 +508,10 @@ def linear_hot(x, w, bias=None):
     if (raw := _vendor_aligned_raw()) is not None and x.dim() >= 1 and w.dim() == 2 and vendor_aligned(
             raw, x, x.numel() // max((k := x.shape[-1]), 1), k, grad, w, 0):  # (K from x: torch checks w's)
         return TORCH
-    if grad and w.dim() == 2 and x.dim() >= 1 and small_grad(
-            _grad_min_raw(), x, 2 * x.numel() * w.shape[0], x.numel() // max(w.shape[1], 1), w.shape[0], w.shape[1]):
-        return TORCH
+    if grad and w.dim() == 2 and x.dim() >= 1:
+        (n, k), numel = w.shape, x.numel()  # (each read once: a Parameter's shape costs ~0.3 us)
+        if small_grad(_grad_min_raw(), x, 2 * numel * n, numel // max(k, 1), n, k):
+            return TORCH
     if _intercepting():
         return None
     if _any_autocast():  # the tensors torch's autocast would hand to aten::linear, as the route casts them
@@ -546,10 +547,10 @@ def matmul_hot(a, b):
     if (raw := _vendor_aligned_raw()) is not None and a.dim() >= 2 and b.dim() >= 2 and vendor_aligned(
             raw, a, (s := a.shape)[-2], s[-1], grad, b, -1):
         return TORCH
-    if grad and a.dim() >= 2 and b.dim() >= 2 and small_grad(
-            _grad_min_raw(), a, 2 * max(a.numel() * b.shape[-1], b.numel() * a.shape[-2]), a.shape[-2], b.shape[-1],
-            a.shape[-1]):
-        return TORCH
+    if grad and a.dim() >= 2 and b.dim() >= 2:
+        (m, k), n = a.shape[-2:], b.shape[-1]
+        if small_grad(_grad_min_raw(), a, 2 * max(a.numel() * n, b.numel() * m), m, n, k):
+            return TORCH
     if _intercepting():  # (after the rules: see linear_hot)
         return None
     if _any_autocast():
@@ -591,8 +592,10 @@ def addmm_hot(c, a, b):
     grad = _grad_enabled() and (c.requires_grad or a.requires_grad or b.requires_grad)
     if (raw := _vendor_aligned_raw()) is not None and vendor_aligned(raw, a, (s := a.shape)[0], s[1], grad, b, 1):
         return TORCH
-    if grad and small_grad(_grad_min_raw(), a, 2 * a.numel() * b.shape[1], a.shape[0], b.shape[1], a.shape[1]):
-        return TORCH
+    if grad:
+        (m, k), n = a.shape, b.shape[1]
+        if small_grad(_grad_min_raw(), a, 2 * m * n * k, m, n, k):
+            return TORCH
     if _intercepting():  # (after the rules: see linear_hot)
         return None
     if _any_autocast():
@@ -649,7 +652,8 @@ def bmm_hot(a, b):
     if (raw := _vendor_aligned_raw()) is not None and vendor_aligned(raw, a, (s := a.shape)[1], s[2], grad, b, 2):
         return TORCH
     if grad:
-        if small_grad(_grad_min_raw(), a, 2 * a.numel() * b.shape[2], a.shape[1], b.shape[2], a.shape[2]):
+        (_, m, k), n = a.shape, b.shape[2]
+        if small_grad(_grad_min_raw(), a, 2 * a.numel() * n, m, n, k):
             return TORCH
         return None
     if _intercepting():  # (after the rules: see linear_hot)

@@ -17,6 +17,7 @@ host never waits on a full launch queue). Prints a table; ``--profile`` adds a c
     python3 benchmarks/host_linear.py --fallthrough-ops [--rounds 7]         # the same per call of every routed op
     python3 benchmarks/host_linear.py --grad-toll [--rounds 7]               # no GPU: the grad rule's fall-through toll
     python3 benchmarks/host_linear.py --inmodel-grad [MODEL ...] [--rounds 9]  # no GPU: autograd's cost a call in a model
+    python3 benchmarks/host_linear.py --vendor-toll [--rounds 200]           # no GPU: VENDOR_ALIGNED's cost on decode
 
 ``--cpu-stub`` (no GPU needed; sets ``TRITON_INTERPRET=1`` and ``TRITONBLAS_PROFILE=h200``): the warm
 routed call's host cost with the launch stubbed out (:func:`cpu_stub`). ``--fallthrough`` (CPU, no
@@ -416,6 +417,75 @@ def _fallthrough_ops(rounds: int, n: int, dtypes) -> list[str]:
     return out
 
 
+def vendor_toll(rounds: int = 200, tokens: int = 16) -> list[str]:
+    """CPU: what ``TRITONBLAS_VENDOR_ALIGNED=1`` costs a decode whose every GEMM stays ours (decode-sized, so the rule
+    only reads their sizes): greedy decode with a KV cache of a 4-layer ``transformers`` Llama (hidden 64, bf16,
+    a 16-token prompt: decode-sized too) under ``enable()`` with every launch stubbed (:func:`stubbed_launches`,
+    :func:`emulate_raw_launch`: the warm path's Python as on a GPU), with the variable unset and set, beside torch
+    alone (its CPU GEMMs run). Sides rotated per round; the ratio is the median of per-round ratios. Raises when
+    a GEMM of either enable() side is not served warm by ours (then the toll would be something else)."""
+    import contextlib as _cl
+
+    import torch
+    import transformers as tf
+    from transformers import LlamaConfig, LlamaForCausalLM
+
+    import models
+    import tritonblas
+    from tritonblas import dispatch, settings
+
+    with models.environ({"TRITON_INTERPRET": "1", "TRITONBLAS_PROFILE": "h200"}):
+        torch.manual_seed(0)
+        cfg = LlamaConfig(hidden_size=64, intermediate_size=128, num_hidden_layers=4, num_attention_heads=4,
+                          num_key_value_heads=2, vocab_size=256)
+        model = LlamaForCausalLM(cfg).eval().to(torch.bfloat16)
+        prompt = torch.randint(0, 256, (1, 16))
+
+        def step():
+            with torch.inference_mode():
+                cache = tf.DynamicCache(config=model.config)
+                out = model(input_ids=prompt, past_key_values=cache, use_cache=True)
+                for _ in range(tokens - 1):
+                    out = model(input_ids=out.logits[:, -1:].argmax(-1), past_key_values=cache, use_cache=True)
+
+        sides = {"torch": (_cl.nullcontext, {}), "enable()": (tritonblas.enable, {}),
+                 "enable(), VENDOR_ALIGNED=1": (tritonblas.enable, {settings.ENV_VENDOR_ALIGNED: "1"})}
+        threads = torch.get_num_threads()
+        torch.set_num_threads(1)
+        res: dict = {k: [] for k in sides}
+        try:
+            with stubbed_launches():
+                for ctx, env in sides.values():
+                    with models.environ(env), ctx():
+                        for _ in range(3):
+                            step()  # the checked path records the warm entries
+                emulate_raw_launch()
+                for env in ({}, {settings.ENV_VENDOR_ALIGNED: "1"}):  # the rule must leave every call to us
+                    dispatch.reset_stats()
+                    with models.environ(env), tritonblas.enable():
+                        step()
+                    st = dispatch.stats()
+                    if not st["intercepted"] or st["fast_hits"] != st["intercepted"]:
+                        raise RuntimeError(f"vendor_toll: not every GEMM served warm with {env or 'nothing'} set: {st}")
+                names = list(sides)
+                for r in range(rounds):
+                    for k in names[r % 3:] + names[:r % 3]:
+                        ctx, env = sides[k]
+                        with models.environ(env), ctx():
+                            t0 = time.perf_counter()
+                            step()
+                            res[k].append(time.perf_counter() - t0)
+        finally:
+            torch.set_num_threads(threads)
+    base = res["enable()"]
+    out = [f"VENDOR_ALIGNED's toll on an all-ours decode: {st['intercepted']} GEMM calls a decode, {st['fast_hits']} "
+           f"served warm (tiny Llama, CPU, launches stubbed; {rounds} rounds):"]
+    for k in sides:
+        ratio = statistics.median(x / b for x, b in zip(res[k], base))
+        out.append(f"  {k:28s} {statistics.median(res[k]) * 1e3:8.3f} ms   x{ratio:.4f} of enable() (paired)")
+    return out
+
+
 def train_forward(name: str, rounds: int = 6, top: int = 12) -> list[str]:
     """A training step's forward alone, torch against ``enable()`` (GPU): with autograd recording and under
     no_grad, the host time to issue it and the time to a device sync (medians of ``rounds`` alternating
@@ -503,8 +573,11 @@ def main(argv=None) -> int:
                     help="only the grad rule's fall-through toll per call (CPU, see grad_toll)")
     ap.add_argument("--fallthrough-ops", action="store_true",
                     help="only enable()'s toll per call of every routed op with nothing routed (CPU, see fallthrough_ops)")
-    ap.add_argument("--rounds", type=int, default=7,
-                    help="--fallthrough, --fallthrough-ops, --inmodel-stub, --inmodel-grad: rounds (medians)")
+    ap.add_argument("--vendor-toll", action="store_true",
+                    help="only TRITONBLAS_VENDOR_ALIGNED's cost on a decode whose GEMMs stay ours (CPU, see vendor_toll)")
+    ap.add_argument("--rounds", type=int, default=None,
+                    help="--fallthrough, --fallthrough-ops, --inmodel-stub, --inmodel-grad (default 7), --vendor-toll "
+                         "(default 200): rounds (medians)")
     ap.add_argument("--only", nargs="*", default=(), metavar="TEXT",
                     help="--cpu-stub: only the cases whose name contains one of these")
     args = ap.parse_args(argv)
@@ -516,9 +589,13 @@ def main(argv=None) -> int:
         for line in cpu_stub_report(cpu_stub(args.n or 20000, profile=args.profile, only=tuple(args.only))):
             print(line)
         return 0
-    if (args.inmodel_stub is not None or args.inmodel_grad is not None or args.fallthrough_ops
-            or args.fallthrough or args.grad_toll) and args.rounds < 1:
+    if args.rounds is not None and args.rounds < 1:
         ap.error(f"--rounds {args.rounds}: expected at least 1")
+    if args.vendor_toll:
+        for line in vendor_toll(args.rounds or 200):
+            print(line)
+        return 0
+    args.rounds = args.rounds or 7
     if args.inmodel_stub is not None:
         for name in args.inmodel_stub or ("gpt2-medium", "bert-large"):
             for line in inmodel_stub(name, args.rounds):

@@ -218,8 +218,14 @@ MUTATIONS = (
     Mutation("vendor_aligned_takes_decode", "TRITONBLAS_VENDOR_ALIGNED sends decode-sized GEMMs to torch too (M or N "
              "<= 16, where our split-K picks beat cuBLAS)",
              "tritonblas/fastpath.py",
-             "    if not on or m <= 16 or k % 8 or (grad and m % 8):",
-             "    if not on or k % 8 or (grad and m % 8):",
+             "    if not on or m <= 16 or n <= 16 or k % 8 or n % 8 or (grad and m % 8):",
+             "    if not on or k % 8 or n % 8 or (grad and m % 8):",
+             ("tests/dropin/test_vendor_aligned.py",)),
+    Mutation("vendor_aligned_unguarded_weight", "TRITONBLAS_VENDOR_ALIGNED reads F.linear's weight as 2-D unchecked "
+             "(an IndexError, not torch's result or error, for a 1-D or 0-d weight)",
+             "tritonblas/fastpath.py",
+             "len(ws := w.shape) == 2 and vendor_aligned(",
+             "(ws := w.shape) is not None and vendor_aligned(",
              ("tests/dropin/test_vendor_aligned.py",)),
     Mutation("vendor_aligned_any_dtype", "TRITONBLAS_VENDOR_ALIGNED defers fp32 GEMMs too (no evidence there)",
              "tritonblas/fastpath.py",

@@ -114,14 +114,17 @@ _VENDOR_ON: dict = {}
 _TWO_BYTE = (torch.bfloat16, torch.float16)
 
 
-def vendor_aligned(raw, t, m: int, k: int, grad: bool, b, n_dim: int) -> bool:
-    """Whether an eager GEMM of sizes m, k and n = ``b.shape[n_dim]`` on operands like ``t`` runs torch's op under
+def vendor_aligned(raw, t, m: int, n: int, k: int, grad: bool) -> bool:
+    """Whether an eager GEMM of sizes m, n, k on operands like ``t`` runs torch's op under
     ``TRITONBLAS_VENDOR_ALIGNED``, whose raw value the caller read as ``raw`` (None: unset, off): a bf16/fp16
     GEMM (under autocast, the 2-byte type it runs in) whose M and N both exceed 16 (not decode-sized) and whose
     N and K are multiples of 8 elements (16 bytes), and M too when autograd records it (the backward GEMMs
-    lead with M). CUDA graph capture included: the evidence is GPU time, not host time. N is read only for a GEMM
-    over decode size: ``b`` is often an ``nn.Parameter``, whose ``shape`` costs ~0.3 us (its ``__torch_function__``
-    check), and decode calls pay every check (H100: the first version, which read N first, cost eager decode 2.5%).
+    lead with M). CUDA graph capture included: the evidence is GPU time, not host time. Every decode call pays the
+    caller's reads of the sizes, so they are the cheapest the op allows (``F.linear``: ``w.shape`` and
+    ``x.numel()``, 0.30 us in a CPU loop against 0.62 for the four reads before; a ``torch.Size`` slice alone
+    costs ~0.4 us). ``python benchmarks/host_linear.py --vendor-toll`` (a tiny Llama's eager decode on the CPU,
+    launches stubbed, every GEMM decode-sized and ours, 200 paired rounds): the variable costs the step 2.1%,
+    against 3.2% with the reads before (2026-12-06).
 
     Why, measured (H200, our pick against ``torch.matmul`` on the recorded shapes, CUDA graphs, warm L2;
     ``python benchmarks/vendor_gap.py --classes``): on 16-byte-aligned bf16/fp16 shapes with min(M, N) > 16
@@ -135,17 +138,18 @@ def vendor_aligned(raw, t, m: int, k: int, grad: bool, b, n_dim: int) -> bool:
     ``results/models_h100_aligned_9a771a7.csv``): bert-large training 0.861x -> 0.977x, Llama-3.2-1B training
     0.965x -> 0.990x, gpt2-medium training 1.016x -> 1.036x and prefill 1.001x -> 1.062x, DLRM training 1.530x ->
     1.533x, bert-large prefill 0.865x -> 0.881x (0.886x -> 0.878x on a rerun: host-bound, the fall-through toll
-    stays), eager decode 0.923x -> 0.896x (0.911x -> 0.889x): the check itself, ~2 us a decode call then, read N
-    first; geomean over the 7 1.005x -> 1.037x. Off by default until the cheaper check is measured on decode."""
+    stays), eager decode 0.923x -> 0.896x (0.911x -> 0.889x); geomean over the 7 1.005x -> 1.037x. Again at 3f1abd3
+    (H100, four calls, ``results/models_h100_aligned_3f1abd3_*.csv``; that host ran every side slower): over 12
+    workloads 0.964x -> 0.974x, training +1.2 to +3.6%, gpt2-medium prefill +5%, Llama-3.2-1B eager decode -5% in
+    all three runs (0.952x -> 0.903x), bert-large prefill -2% (host-bound: the fall-through's toll on top of
+    torch's own host time), the rest within 2%. Off by default: decode pays the rule's reads on every call, and
+    loses more than the training steps gain."""
     if raw is None:
         return False
     on = _VENDOR_ON.get(raw)
     if on is None:
         on = _VENDOR_ON[raw] = settings.vendor_aligned_on()  # a bad value raises here, naming the variable
-    if not on or m <= 16 or k % 8 or (grad and m % 8):
-        return False
-    n = b.shape[n_dim]
-    if n <= 16 or n % 8:
+    if not on or m <= 16 or n <= 16 or k % 8 or n % 8 or (grad and m % 8):
         return False
     return t.dtype in _TWO_BYTE or _any_autocast()
 
@@ -505,8 +509,8 @@ def linear_hot(x, w, bias=None):
     if (raw := _min_gflop_raw()) is not None and w.dim() == 2 and small_eager(raw, 2 * x.numel() * w.shape[0], x):
         return TORCH
     grad = _grad_enabled() and (x.requires_grad or w.requires_grad or (bias is not None and bias.requires_grad))
-    if (raw := _vendor_aligned_raw()) is not None and x.dim() >= 1 and w.dim() == 2 and vendor_aligned(
-            raw, x, x.numel() // max((k := x.shape[-1]), 1), k, grad, w, 0):  # (K from x: torch checks w's)
+    if (raw := _vendor_aligned_raw()) is not None and len(ws := w.shape) == 2 and vendor_aligned(
+            raw, x, x.numel() // k if (k := ws[1]) else 0, ws[0], k, grad):  # (torch raises where x's K differs)
         return TORCH
     if grad and w.dim() == 2 and x.dim() >= 1:
         (n, k), numel = w.shape, x.numel()  # (each read once: a Parameter's shape costs ~0.3 us)
@@ -544,8 +548,8 @@ def matmul_hot(a, b):
             small_eager(raw, 2 * max(a.numel() * b.shape[-1], b.numel() * a.shape[-2]), a):
         return TORCH  # (2·K·output elements, a batch broadcast from either side)
     grad = _grad_enabled() and (a.requires_grad or b.requires_grad)
-    if (raw := _vendor_aligned_raw()) is not None and a.dim() >= 2 and b.dim() >= 2 and vendor_aligned(
-            raw, a, (s := a.shape)[-2], s[-1], grad, b, -1):
+    if (raw := _vendor_aligned_raw()) is not None and len(sa := a.shape) >= 2 and len(sb := b.shape) >= 2 and \
+            vendor_aligned(raw, a, sa[-2], sb[-1], sa[-1], grad):
         return TORCH
     if grad and a.dim() >= 2 and b.dim() >= 2:
         (m, k), n = a.shape[-2:], b.shape[-1]
@@ -590,7 +594,7 @@ def addmm_hot(c, a, b):
     if (raw := _min_gflop_raw()) is not None and small_eager(raw, 2 * a.numel() * b.shape[1], a):
         return TORCH
     grad = _grad_enabled() and (c.requires_grad or a.requires_grad or b.requires_grad)
-    if (raw := _vendor_aligned_raw()) is not None and vendor_aligned(raw, a, (s := a.shape)[0], s[1], grad, b, 1):
+    if (raw := _vendor_aligned_raw()) is not None and vendor_aligned(raw, a, (s := a.shape)[0], b.shape[1], s[1], grad):
         return TORCH
     if grad:
         (m, k), n = a.shape, b.shape[1]
@@ -649,7 +653,7 @@ def bmm_hot(a, b):
     if (raw := _min_gflop_raw()) is not None and small_eager(raw, 2 * a.numel() * b.shape[2], a):
         return TORCH
     grad = _grad_enabled() and (a.requires_grad or b.requires_grad)
-    if (raw := _vendor_aligned_raw()) is not None and vendor_aligned(raw, a, (s := a.shape)[1], s[2], grad, b, 2):
+    if (raw := _vendor_aligned_raw()) is not None and vendor_aligned(raw, a, (s := a.shape)[1], b.shape[2], s[2], grad):
         return TORCH
     if grad:
         (_, m, k), n = a.shape, b.shape[2]

@@ -3,6 +3,7 @@ idle time, and which gaps count as *queued* (the next kernel was launched before
 
 from __future__ import annotations
 
+import re
 import sys
 from pathlib import Path
 
@@ -136,3 +137,22 @@ def test_grad_toll_falls_through_every_call_and_restores_the_environment(monkeyp
     lines = host_linear.grad_toll(rounds=1, n=10)
     assert [line.split()[0] for line in lines[2:]] == ["F.linear", "addmm", "matmul"]
     assert os.environ["TRITONBLAS_GRAD_MIN_GFLOP"] == "0"
+
+
+@pytest.mark.skipif(torch.cuda.is_available(), reason="CPU-only: CPU tensors under the interpreter's kernels")
+def test_vendor_toll_serves_every_gemm_warm_and_restores_the_environment(monkeypatch):
+    """--vendor-toll: three sides, every GEMM of the decode served warm by ours (the rule must leave decode-sized
+    calls to us, or the toll measured would be something else); the variables it sets are put back. Structure
+    only: not a timed test."""
+    import os
+
+    pytest.importorskip("transformers")
+    from tritonblas import settings
+
+    monkeypatch.delenv(settings.ENV_VENDOR_ALIGNED, raising=False)
+    monkeypatch.delenv("TRITON_INTERPRET", raising=False)
+    lines = host_linear.vendor_toll(rounds=1, tokens=2)
+    calls, warm = (int(x) for x in re.findall(r"(\d+) (?:GEMM calls|served warm)", lines[0]))
+    assert calls > 0 and warm == calls, lines[0]
+    assert [line.split()[0] for line in lines[1:]] == ["torch", "enable()", "enable(),"] and "x1.0000" in lines[2]
+    assert settings.ENV_VENDOR_ALIGNED not in os.environ and "TRITON_INTERPRET" not in os.environ

@@ -205,3 +205,54 @@ def test_under_transforms_and_modes_the_call_is_torchs(device, monkeypatch):
             got = run()
             assert dispatch.stats()["launches"] == 0, name
         assert torch.equal(got, want), name
+
+
+
+def _outcome(fn, *args):
+    """("ok", result) or ("error", (type, message)) of ``fn(*args)``."""
+    try:
+        return "ok", fn(*args)
+    except Exception as e:  # noqa: BLE001 (torch's error, whatever its type, is what ours must equal)
+        return "error", (type(e), str(e))
+
+
+# operands the rule's size reads must not trip over, (label, op's name, operand shapes, K): each call's outcome under the
+# rule is torch's
+ODD = [
+    ("1-D weight", "linear", [(24, 16), (16,)], 16),
+    ("0-d weight", "linear", [(24, 16), ()], None),
+    ("0-d input", "linear", [(), (24, 16)], None),
+    ("K differs", "linear", [(24, 16), (24, 32)], None),
+    ("K = 0", "linear", [(24, 0), (24, 0), (24,)], 0),
+    ("matmul 1-D a", "matmul", [(16,), (16, 24)], 16),
+    ("matmul 1-D b", "matmul", [(24, 16), (16,)], 16),
+    ("addmm K differs", "addmm", [(24,), (24, 16), (8, 24)], None),
+    ("bmm batch differs", "bmm", [(2, 24, 16), (3, 16, 24)], None),
+]
+
+
+def _call(name: str):
+    """torch's ``name`` (F.linear, torch.matmul, ...) as it is when called: enable()'s wrapper inside a block."""
+    return lambda *ts: getattr(F if name == "linear" else torch, name)(*ts)
+
+
+@pytest.mark.parametrize("label,name,shapes,k", ODD, ids=[o[0] for o in ODD])
+def test_odd_operands_get_torchs_result_or_torchs_error(device, monkeypatch, label, name, shapes, k):
+    op = _call(name)
+    """The rule reads each op's sizes (a weight's ``shape``, an input's ``numel()``) before anything checks them:
+    on operands torch rejects the error is torch's, type and message; where torch computes a result, ours (from
+    torch's op or our kernels) meets RELIABILITY §4.2 against the float64 result."""
+    monkeypatch.setenv(settings.ENV_VENDOR_ALIGNED, "1")
+    g = torch.Generator().manual_seed(7)
+    ops = [torch.randn(shape, generator=g).to(BF) for shape in shapes]
+    want = _outcome(op, *ops)
+    with tritonblas.enable():
+        got = _outcome(op, *(t.to(device) for t in ops))
+    assert got[0] == want[0], (label, got, want)
+    if want[0] == "error":
+        assert got[1] == want[1], label
+        return
+    ref64 = op(*(t.double() for t in ops))
+    mag = op(*(t.double().abs() for t in ops))
+    assert got[1].dtype == BF, label
+    assert_gemm_close(got[1], ref64, mag, k=k, what=label)

@@ -15,68 +15,40 @@ import torch.nn.functional as F
 import tritonblas
 from tritonblas import dispatch, settings
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # tests/_check.py
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # tests/_check.py, tests/_rule_calls.py
 from _check import assert_gemm_close, reference  # noqa: E402  (the one comparator, RELIABILITY §4.2)
+from _rule_calls import CALLS, flop, fresh, operands  # noqa: E402
 
 pytestmark = pytest.mark.usefixtures("cpu_profile")  # tests/dropin/conftest.py
 
-_BASE = {name: torch.randn(*shape, generator=torch.Generator().manual_seed(i))
-         for i, (name, shape) in enumerate({"x": (24, 16), "w": (8, 16), "b": (8,), "x3": (4, 24, 16),
-                                            "w3": (4, 16, 8)}.items())}
-
-
-def _t(name: str, dev: str, grad: bool = False) -> torch.Tensor:
-    """A fresh copy of one of the fixed operands (never the shared one: requires_grad_ would stick)."""
-    return _BASE[name].to(dev).clone().requires_grad_(grad)
-
-
-# (name, call, its 2·M·N·K) for each op with a warm path
-CALLS = [
-    ("linear", lambda d, g: F.linear(_t("x", d, g), _t("w", d), _t("b", d)), 2 * 24 * 16 * 8),
-    ("linear_3d", lambda d, g: F.linear(_t("x3", d, g), _t("w", d)), 2 * 4 * 24 * 16 * 8),
-    ("matmul", lambda d, g: torch.matmul(_t("x", d, g), _t("w", d).t()), 2 * 24 * 16 * 8),
-    ("matmul_broadcast", lambda d, g: _t("x", d, g) @ _t("w3", d), 2 * 4 * 24 * 16 * 8),
-    ("addmm", lambda d, g: torch.addmm(_t("b", d), _t("x", d, g), _t("w", d).t()), 2 * 24 * 16 * 8),
-    ("bmm", lambda d, g: torch.bmm(_t("x3", d, g), _t("w3", d)), 2 * 4 * 24 * 16 * 8),
-]
-
-
-# each call's float64 reference (tests/_check.reference: operands, then the epilogue), K = 16 for all
-REFERENCES = {
-    "linear": lambda: reference(_BASE["x"], _BASE["w"].t(), bias=_BASE["b"]),
-    "linear_3d": lambda: reference(_BASE["x3"], _BASE["w"].t()),
-    "matmul": lambda: reference(_BASE["x"], _BASE["w"].t()),
-    "matmul_broadcast": lambda: reference(_BASE["x"], _BASE["w3"]),
-    "addmm": lambda: reference(_BASE["x"], _BASE["w"].t(), bias=_BASE["b"]),
-    "bmm": lambda: reference(_BASE["x3"], _BASE["w3"]),
-}
+BASE = operands(24, 8, 16)  # K = 16 for every call
 
 
 # every op under no_grad and under autograd, but bmm under autograd: it has no warm path (the route serves it)
-CASES = [pytest.param(name, call, flop, grad, id=f"{name}-{'grad' if grad else 'no_grad'}")
-         for name, call, flop in CALLS for grad in (False, True) if not (grad and name == "bmm")]
+CASES = [pytest.param(name, call, flop(BASE, batches), ref, grad, id=f"{name}-{'grad' if grad else 'no_grad'}")
+         for name, call, batches, ref in CALLS for grad in (False, True) if not (grad and name == "bmm")]
 
 
-@pytest.mark.parametrize("name,call,flop,grad", CASES)
-def test_the_threshold_sends_smaller_gemms_to_torch_and_keeps_larger_ones(device, monkeypatch, name, call, flop,
-                                                                          grad):
-    ref = call(device, grad)  # torch alone
+@pytest.mark.parametrize("name,call,call_flop,ref,grad", CASES)
+def test_the_threshold_sends_smaller_gemms_to_torch_and_keeps_larger_ones(device, monkeypatch, name, call,
+                                                                          call_flop, ref, grad):
+    want = call(BASE, device, grad)  # torch alone
     with tritonblas.enable():
-        call(device, grad), call(device, grad)  # cold, then warm: the hot path's entries exist
+        call(BASE, device, grad), call(BASE, device, grad)  # cold, then warm: the hot path's entries exist
         # just over the call's FLOP: torch's op, exactly torch's result
-        monkeypatch.setenv(settings.ENV_EAGER_MIN_GFLOP, repr((flop + 1) / 1e9))
+        monkeypatch.setenv(settings.ENV_EAGER_MIN_GFLOP, repr((call_flop + 1) / 1e9))
         dispatch.reset_stats()
-        out = call(device, grad)
+        out = call(BASE, device, grad)
         st = dispatch.stats()
         assert st["routed"] == st["launches"] == 0 and st["intercepted"] == 1, st
-        assert torch.equal(out, ref) and (out.grad_fn is not None) == grad
+        assert torch.equal(out, want) and (out.grad_fn is not None) == grad
         # at the call's FLOP: ours
-        monkeypatch.setenv(settings.ENV_EAGER_MIN_GFLOP, repr(flop / 1e9))
+        monkeypatch.setenv(settings.ENV_EAGER_MIN_GFLOP, repr(call_flop / 1e9))
         dispatch.reset_stats()
-        out = call(device, grad)
+        out = call(BASE, device, grad)
         st = dispatch.stats()
         assert st["routed"] == 1 and st["launches"] >= 1, st
-        ref64, mag, _ = REFERENCES[name]()
+        ref64, mag, _ = ref(BASE)
         assert_gemm_close(out, ref64, mag, k=16, what=f"{name} at the threshold (ours)")
         assert (out.grad_fn is not None) == grad
 
@@ -88,9 +60,9 @@ def test_unset_or_empty_changes_nothing(device, monkeypatch):
         else:
             monkeypatch.setenv(settings.ENV_EAGER_MIN_GFLOP, value)
         with tritonblas.enable():
-            F.linear(_t("x", device), _t("w", device))
+            F.linear(fresh(BASE, "x", device), fresh(BASE, "w", device))
             dispatch.reset_stats()
-            F.linear(_t("x", device), _t("w", device))
+            F.linear(fresh(BASE, "x", device), fresh(BASE, "w", device))
         assert dispatch.stats()["fast_hits"] == 1, value
 
 
@@ -98,7 +70,7 @@ def test_unset_or_empty_changes_nothing(device, monkeypatch):
 def test_a_bad_value_is_an_error_naming_the_variable(device, monkeypatch, value):
     monkeypatch.setenv(settings.ENV_EAGER_MIN_GFLOP, value)  # (a bad value is never cached: it raises each call)
     with tritonblas.enable(), pytest.raises(ValueError, match=settings.ENV_EAGER_MIN_GFLOP):
-        F.linear(_t("x", device), _t("w", device))
+        F.linear(fresh(BASE, "x", device), fresh(BASE, "w", device))
 
 
 def test_the_variable_is_documented():

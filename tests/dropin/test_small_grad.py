@@ -16,53 +16,15 @@ import torch.nn.functional as F
 import tritonblas
 from tritonblas import dispatch, settings
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # tests/_check.py
-from _check import assert_gemm_close, reference  # noqa: E402  (the one comparator, RELIABILITY §4.2)
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # tests/_check.py, tests/_rule_calls.py
+from _check import assert_gemm_close  # noqa: E402  (the one comparator, RELIABILITY §4.2)
+from _rule_calls import CALLS, IDS, counted, flop, fresh, operands  # noqa: E402
 
 pytestmark = pytest.mark.usefixtures("cpu_profile")  # tests/dropin/conftest.py
 
 
-def _operands(m: int, n: int, k: int, batch: int = 4) -> dict:
-    g = torch.Generator().manual_seed(m * 10007 + n * 101 + k)
-    return {name: torch.randn(*shape, generator=g) for name, shape in
-            {"x": (m, k), "w": (n, k), "b": (n,), "x3": (batch, m, k), "w3": (batch, k, n)}.items()}
-
-
-ALIGNED = _operands(24, 8, 16)  # fp32: 16 bytes are 4 elements; 24, 8 and 16 are multiples
-UNALIGNED = _operands(24, 8, 15)  # K = 15
-
-
-def _t(ops: dict, name: str, dev: str, grad: bool = False) -> torch.Tensor:
-    return ops[name].to(dev).clone().requires_grad_(grad)
-
-
-# (name, call(operands, device, grad), 2·M·N·K, the float64 reference of the call): each op with a warm path
-CALLS = [
-    ("linear", lambda o, d, g: F.linear(_t(o, "x", d, g), _t(o, "w", d, g), _t(o, "b", d)), 1,
-     lambda o: reference(o["x"], o["w"].t(), bias=o["b"])),
-    ("linear_3d", lambda o, d, g: F.linear(_t(o, "x3", d, g), _t(o, "w", d, g)), 4,
-     lambda o: reference(o["x3"], o["w"].t())),
-    ("matmul", lambda o, d, g: torch.matmul(_t(o, "x", d, g), _t(o, "w", d, g).t()), 1,
-     lambda o: reference(o["x"], o["w"].t())),
-    ("matmul_broadcast", lambda o, d, g: _t(o, "x", d, g) @ _t(o, "w3", d), 4,
-     lambda o: reference(o["x"], o["w3"])),
-    ("addmm", lambda o, d, g: torch.addmm(_t(o, "b", d), _t(o, "x", d, g), _t(o, "w", d, g).t()), 1,
-     lambda o: reference(o["x"], o["w"].t(), bias=o["b"])),
-    ("bmm", lambda o, d, g: torch.bmm(_t(o, "x3", d, g), _t(o, "w3", d)), 4,
-     lambda o: reference(o["x3"], o["w3"])),
-]
-IDS = [c[0] for c in CALLS]
-
-
-def _flop(ops: dict, batch: int) -> int:
-    (m, k), n = ops["x"].shape, ops["w"].shape[0]
-    return 2 * batch * m * n * k
-
-
-def _counted(call, ops, device, grad):
-    dispatch.reset_stats()
-    out = call(ops, device, grad)
-    return out, dispatch.stats()
+ALIGNED = operands(24, 8, 16)  # fp32: 16 bytes are 4 elements; 24, 8 and 16 are multiples
+UNALIGNED = operands(24, 8, 15)  # K = 15
 
 
 def _grads(out):
@@ -87,11 +49,11 @@ def _grads(out):
 @pytest.mark.parametrize("name,call,batch,ref", CALLS, ids=IDS)
 def test_by_default_a_small_aligned_gemm_under_autograd_runs_torch(device, monkeypatch, name, call, batch, ref):
     monkeypatch.delenv(settings.ENV_GRAD_MIN_GFLOP, raising=False)
-    assert _flop(ALIGNED, batch) < settings.GRAD_MIN_GFLOP * 1e9
+    assert flop(ALIGNED, batch) < settings.GRAD_MIN_GFLOP * 1e9
     want = call(ALIGNED, device, True)  # torch alone
     want_grads = _grads(want)
     with tritonblas.enable():
-        out, st = _counted(call, ALIGNED, device, True)
+        out, st = counted(call, ALIGNED, device, True)
         assert st["routed"] == st["launches"] == 0 and st["intercepted"] == 1, st
         got_grads = _grads(out)
         assert dispatch.stats()["launches"] == 0  # the backward is torch's too
@@ -107,7 +69,7 @@ def test_no_grad_unaligned_and_zero_keep_ours(device, monkeypatch, name, call, b
         for ops, grad, value in ((ALIGNED, False, None), (UNALIGNED, True, None), (ALIGNED, True, "0")):
             if value is not None:
                 monkeypatch.setenv(settings.ENV_GRAD_MIN_GFLOP, value)
-            out, st = _counted(call, ops, device, grad)
+            out, st = counted(call, ops, device, grad)
             assert st["routed"] == 1 and st["launches"] >= 1, (grad, value, st)
             ref64, mag, _ = ref(ops)
             assert_gemm_close(out, ref64, mag, k=ops["x"].shape[1], what=f"{name} grad={grad} {value} (ours)")
@@ -117,14 +79,14 @@ def test_no_grad_unaligned_and_zero_keep_ours(device, monkeypatch, name, call, b
 @pytest.mark.parametrize("name,call,batch,ref", CALLS, ids=IDS)
 def test_the_threshold_is_strict(device, monkeypatch, name, call, batch, ref):
     """Just over the call's FLOP: torch; at it: ours (warm, after a cold call)."""
-    flop = _flop(ALIGNED, batch)
+    f = flop(ALIGNED, batch)
     with tritonblas.enable():
-        monkeypatch.setenv(settings.ENV_GRAD_MIN_GFLOP, repr(flop / 1e9))
+        monkeypatch.setenv(settings.ENV_GRAD_MIN_GFLOP, repr(f / 1e9))
         call(ALIGNED, device, True), call(ALIGNED, device, True)
-        out, st = _counted(call, ALIGNED, device, True)
+        out, st = counted(call, ALIGNED, device, True)
         assert st["routed"] == 1 and st["launches"] >= 1, st
-        monkeypatch.setenv(settings.ENV_GRAD_MIN_GFLOP, repr((flop + 1) / 1e9))
-        out, st = _counted(call, ALIGNED, device, True)
+        monkeypatch.setenv(settings.ENV_GRAD_MIN_GFLOP, repr((f + 1) / 1e9))
+        out, st = counted(call, ALIGNED, device, True)
         assert st["routed"] == st["launches"] == 0 and st["intercepted"] == 1, st
 
 
@@ -132,7 +94,7 @@ def test_the_threshold_is_strict(device, monkeypatch, name, call, batch, ref):
 def test_a_bad_value_is_an_error_naming_the_variable(device, monkeypatch, value):
     monkeypatch.setenv(settings.ENV_GRAD_MIN_GFLOP, value)
     with tritonblas.enable(), pytest.raises(ValueError, match=settings.ENV_GRAD_MIN_GFLOP):
-        F.linear(_t(ALIGNED, "x", device, True), _t(ALIGNED, "w", device))
+        F.linear(fresh(ALIGNED, "x", device, True), fresh(ALIGNED, "w", device))
 
 
 def test_the_default_and_the_reader(monkeypatch):
@@ -150,8 +112,8 @@ def test_under_autocast_alignment_is_that_of_the_2_byte_type(device, monkeypatch
     monkeypatch.delenv(settings.ENV_GRAD_MIN_GFLOP, raising=False)
     with tritonblas.enable(), torch.autocast(device_type=device, dtype=torch.bfloat16):
         for k, routed in ((12, 1), (16, 0)):
-            ops = _operands(24, 8, k)
-            x, w = _t(ops, "x", device, True), _t(ops, "w", device, True)
+            ops = operands(24, 8, k)
+            x, w = fresh(ops, "x", device, True), fresh(ops, "w", device, True)
             dispatch.reset_stats()
             out = F.linear(x, w)
             st = dispatch.stats()

@@ -15,49 +15,23 @@ import torch.nn.functional as F
 import tritonblas
 from tritonblas import dispatch, settings
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # tests/_check.py
-from _check import assert_gemm_close, reference  # noqa: E402  (the one comparator, RELIABILITY §4.2)
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # tests/_check.py, tests/_rule_calls.py
+from _check import assert_gemm_close  # noqa: E402  (the one comparator, RELIABILITY §4.2)
+from _rule_calls import CALLS, IDS, counted, fresh, operands  # noqa: E402
 
 pytestmark = pytest.mark.usefixtures("cpu_profile")  # tests/dropin/conftest.py
 
 BF = torch.bfloat16
-
-
-def _operands(m: int, n: int, k: int, dtype=BF, batch: int = 2) -> dict:
-    g = torch.Generator().manual_seed(m * 10007 + n * 101 + k)
-    return {name: torch.randn(*shape, generator=g).to(dtype) for name, shape in
-            {"x": (m, k), "w": (n, k), "b": (n,), "x3": (batch, m, k), "w3": (batch, k, n)}.items()}
-
-
-def _t(ops: dict, name: str, dev: str, grad: bool = False) -> torch.Tensor:
-    return ops[name].to(dev).clone().requires_grad_(grad)
-
-
-# (name, call(operands, device, grad), the float64 reference): each op with a warm path, M, N, K as the rule reads them
-CALLS = [
-    ("linear", lambda o, d, g: F.linear(_t(o, "x", d, g), _t(o, "w", d, g), _t(o, "b", d)),
-     lambda o: reference(o["x"], o["w"].t(), bias=o["b"])),
-    ("linear_3d", lambda o, d, g: F.linear(_t(o, "x3", d, g), _t(o, "w", d, g)),
-     lambda o: reference(o["x3"], o["w"].t())),
-    ("matmul", lambda o, d, g: torch.matmul(_t(o, "x", d, g), _t(o, "w", d, g).t()),
-     lambda o: reference(o["x"], o["w"].t())),
-    ("addmm", lambda o, d, g: torch.addmm(_t(o, "b", d), _t(o, "x", d, g), _t(o, "w", d, g).t()),
-     lambda o: reference(o["x"], o["w"].t(), bias=o["b"])),
-    ("bmm", lambda o, d, g: torch.bmm(_t(o, "x3", d, g), _t(o, "w3", d)),
-     lambda o: reference(o["x3"], o["w3"])),
-]
-IDS = [c[0] for c in CALLS]
-
-ALIGNED = _operands(24, 24, 16)  # M and N over 16, all multiples of 8
+ALIGNED = operands(24, 24, 16, BF, batch=2)  # M and N over 16, all multiples of 8
 # each keeps ours under the rule: (label, operands, grad)
 # (batch 1: F.linear's M counts the rows of every batch; bmm's is per batch)
 KEEP = [
-    ("decode-sized M", _operands(16, 24, 16, batch=1), False),
-    ("decode-sized N", _operands(24, 16, 16, batch=1), False),
-    ("unaligned K", _operands(24, 24, 20, batch=1), False),
-    ("unaligned N", _operands(24, 20, 16, batch=1), False),
-    ("unaligned M under autograd", _operands(20, 24, 16, batch=1), True),
-    ("fp32", _operands(24, 24, 16, torch.float32, batch=1), False),
+    ("decode-sized M", operands(16, 24, 16, BF, batch=1), False),
+    ("decode-sized N", operands(24, 16, 16, BF, batch=1), False),
+    ("unaligned K", operands(24, 24, 20, BF, batch=1), False),
+    ("unaligned N", operands(24, 20, 16, BF, batch=1), False),
+    ("unaligned M under autograd", operands(20, 24, 16, BF, batch=1), True),
+    ("fp32", operands(24, 24, 16, batch=1), False),
 ]
 
 
@@ -67,20 +41,15 @@ def _grads(out, leaves):
     return [leaf.grad for leaf in leaves]
 
 
-def _run(call, ops, device, grad):
-    dispatch.reset_stats()
-    out = call(ops, device, grad)
-    return out, dispatch.stats()
-
-
 @pytest.mark.parametrize("grad", [False, True], ids=["no_grad", "autograd"])
-@pytest.mark.parametrize("name,call,ref", CALLS, ids=IDS)
-def test_on_an_aligned_2_byte_gemm_runs_torch_forward_and_backward(device, monkeypatch, name, call, ref, grad):
+@pytest.mark.parametrize("name,call,batches,ref", CALLS, ids=IDS)
+def test_on_an_aligned_2_byte_gemm_runs_torch_forward_and_backward(device, monkeypatch, name, call, batches, ref,
+                                                                   grad):
     monkeypatch.setenv(settings.ENV_VENDOR_ALIGNED, "1")
     want = call(ALIGNED, device, grad)  # torch alone
     with tritonblas.enable():
         for _ in range(2):  # the first call and the one a warm entry would serve
-            out, st = _run(call, ALIGNED, device, grad)
+            out, st = counted(call, ALIGNED, device, grad)
             assert st["routed"] == st["launches"] == 0 and st["intercepted"] == 1, st
     assert torch.equal(out, want)
     assert (out.grad_fn is not None) == grad
@@ -91,9 +60,9 @@ def test_on_an_aligned_2_byte_gemm_runs_torch_forward_and_backward(device, monke
 
 def test_under_autograd_the_gradients_are_torchs(device, monkeypatch):
     monkeypatch.setenv(settings.ENV_VENDOR_ALIGNED, "1")
-    x, w, b = (_t(ALIGNED, n, device, True) for n in ("x3", "w", "b"))
+    x, w, b = (fresh(ALIGNED, n, device, True) for n in ("x3", "w", "b"))
     want = _grads(F.linear(x, w, b), (x, w, b))
-    x2, w2, b2 = (_t(ALIGNED, n, device, True) for n in ("x3", "w", "b"))
+    x2, w2, b2 = (fresh(ALIGNED, n, device, True) for n in ("x3", "w", "b"))
     with tritonblas.enable():
         dispatch.reset_stats()
         got = _grads(F.linear(x2, w2, b2), (x2, w2, b2))
@@ -102,11 +71,11 @@ def test_under_autograd_the_gradients_are_torchs(device, monkeypatch):
 
 
 @pytest.mark.parametrize("label,ops,grad", KEEP, ids=[k[0] for k in KEEP])
-@pytest.mark.parametrize("name,call,ref", CALLS, ids=IDS)
-def test_decode_sized_unaligned_and_fp32_keep_ours(device, monkeypatch, name, call, ref, label, ops, grad):
+@pytest.mark.parametrize("name,call,batches,ref", CALLS, ids=IDS)
+def test_decode_sized_unaligned_and_fp32_keep_ours(device, monkeypatch, name, call, batches, ref, label, ops, grad):
     monkeypatch.setenv(settings.ENV_VENDOR_ALIGNED, "1")
     with tritonblas.enable():
-        out, st = _run(call, ops, device, grad)
+        out, st = counted(call, ops, device, grad)
     assert st["routed"] == 1 and st["launches"] >= 1, (label, st)
     ref64, mag, _ = ref(ops)
     assert_gemm_close(out, ref64, mag, k=ops["x"].shape[1], what=f"{name} {label}")
@@ -119,8 +88,8 @@ def test_unset_empty_or_zero_keep_ours(device, monkeypatch, value):
     else:
         monkeypatch.setenv(settings.ENV_VENDOR_ALIGNED, value)
     with tritonblas.enable():
-        for name, call, ref in CALLS:
-            out, st = _run(call, ALIGNED, device, False)
+        for name, call, _, ref in CALLS:
+            out, st = counted(call, ALIGNED, device, False)
             assert st["routed"] == 1, (name, value, st)
             ref64, mag, _ = ref(ALIGNED)
             assert_gemm_close(out, ref64, mag, k=16, what=f"{name} {value!r}")
@@ -129,11 +98,11 @@ def test_unset_empty_or_zero_keep_ours(device, monkeypatch, value):
 def test_under_autocast_the_rule_reads_the_2_byte_type(device, monkeypatch):
     """fp32 operands under autocast run a bf16 GEMM: aligned sizes go to torch (as torch's autocast casts them)."""
     monkeypatch.setenv(settings.ENV_VENDOR_ALIGNED, "1")
-    ops = _operands(24, 24, 16, torch.float32)
+    ops = operands(24, 24, 16)
     with torch.autocast(device_type=device, dtype=BF):
-        want = F.linear(_t(ops, "x", device, True), _t(ops, "w", device, True))
+        want = F.linear(fresh(ops, "x", device, True), fresh(ops, "w", device, True))
         with tritonblas.enable():
-            out, st = _run(lambda o, d, g: F.linear(_t(o, "x", d, g), _t(o, "w", d, g)), ops, device, True)
+            out, st = counted(lambda o, d, g: F.linear(fresh(o, "x", d, g), fresh(o, "w", d, g)), ops, device, True)
     assert st["routed"] == 0 and st["intercepted"] == 1, st
     assert out.dtype == BF and torch.equal(out, want)
 
@@ -142,7 +111,7 @@ def test_under_autocast_the_rule_reads_the_2_byte_type(device, monkeypatch):
 def test_a_bad_value_is_an_error_naming_the_variable(device, monkeypatch, value):
     monkeypatch.setenv(settings.ENV_VENDOR_ALIGNED, value)
     with tritonblas.enable(), pytest.raises(ValueError, match=settings.ENV_VENDOR_ALIGNED):
-        F.linear(_t(ALIGNED, "x", device), _t(ALIGNED, "w", device))
+        F.linear(fresh(ALIGNED, "x", device), fresh(ALIGNED, "w", device))
 
 
 def test_the_reader(monkeypatch):
@@ -158,11 +127,11 @@ def test_the_reader(monkeypatch):
 def test_without_autograd_m_need_not_be_aligned(device, monkeypatch):
     """Row-major operands lead with N and K only: M = 20 goes to torch without autograd, stays ours with it."""
     monkeypatch.setenv(settings.ENV_VENDOR_ALIGNED, "1")
-    ops = _operands(20, 24, 16, batch=1)
+    ops = operands(20, 24, 16, BF, batch=1)
     call = CALLS[0][1]
     with tritonblas.enable():
         for grad, routed in ((False, 0), (True, 1)):
-            out, st = _run(call, ops, device, grad)
+            out, st = counted(call, ops, device, grad)
             assert st["routed"] == routed and st["intercepted"] == 1, (grad, st)
 
 
@@ -174,7 +143,7 @@ def test_under_transforms_and_modes_the_call_is_torchs(device, monkeypatch):
     from torch.overrides import TorchFunctionMode
 
     monkeypatch.setenv(settings.ENV_VENDOR_ALIGNED, "1")
-    x3, w = _t(ALIGNED, "x3", device), _t(ALIGNED, "w", device)
+    x3, w = fresh(ALIGNED, "x3", device), fresh(ALIGNED, "w", device)
     tangent = torch.ones_like(x3)
 
     def forward_ad():

@@ -473,7 +473,8 @@ def make_sides(gluon: bool, aten: bool = False, eager: float | None = None, grad
                aligned: bool = False) -> dict:
     """torch, ours (origami's picks) and, with ``gluon``, ours with TRITONBLAS_GLUON=1; with ``aten``, ours
     with TRITONBLAS_AUTOGRAD=aten; with ``eager`` (GFLOP), ours with TRITONBLAS_EAGER_MIN_GFLOP=eager; with
-    ``grad`` (GFLOP), ours with TRITONBLAS_GRAD_MIN_GFLOP=grad."""
+    ``grad`` (GFLOP), ours with TRITONBLAS_GRAD_MIN_GFLOP=grad; with ``aligned``, ours with
+    TRITONBLAS_VENDOR_ALIGNED=1."""
     from tritonblas import settings
 
     sides = {"torch": Side("torch"), "ours": Side("ours")}

@@ -5,6 +5,8 @@ from __future__ import annotations
 import sys
 from pathlib import Path
 
+import pytest
+
 sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "benchmarks"))
 import models  # noqa: E402
 
@@ -59,35 +61,6 @@ def test_backward_host_ms_sums_the_autograd_nodes_of_a_real_profile():
     assert models.backward_host_ms(prof.events()) == sum(e.cpu_time_total for e in nodes) / 1e3 > 0
 
 
-def test_the_gluon_side_sets_its_switch_only_inside_and_its_columns_round_trip(tmp_path, monkeypatch):
-    """``--gluon``'s third side: ``TRITONBLAS_GLUON=1`` inside its ``ctx()`` (with enable() on), the
-    previous value back after; its columns are written, merged and summarised beside the others."""
-    import os
-
-    from tritonblas import routing, settings
-
-    monkeypatch.setenv(settings.ENV_GLUON, "0")
-    sides = models.make_sides(gluon=True)
-    assert list(sides) == ["torch", "ours", "gluon"] and list(models.make_sides(gluon=False)) == ["torch", "ours"]
-    with sides["gluon"].ctx():
-        assert os.environ[settings.ENV_GLUON] == "1" and routing.active()
-    assert os.environ[settings.ENV_GLUON] == "0" and not routing.active()
-    with sides["ours"].ctx():
-        assert os.environ[settings.ENV_GLUON] == "0" and routing.active()
-
-    p = tmp_path / "g.csv"
-    _write(p, "ddd", [models.Row("m", "prefill", "bf16", torch_ms=2.0, ours_ms=2.5, speedup=0.8, gluon_ms=1.6,
-                                 gluon_speedup=1.25, gluon_gemm_gpu_ms=1.0, gluon_host_us_per_gemm=20.0)])
-    (r,) = models.read_rows(p)
-    assert float(r["gluon_speedup"]) == 1.25 and float(r["gluon_ms"]) == 1.6
-    out = tmp_path / "merged.csv"
-    models.merge([p], out)
-    (m,) = models.read_rows(out)
-    assert float(m["gluon_speedup"]) == 1.25
-    text = models.summary(models.read_rows(out))
-    assert "gluon 1.600 ms x1.250" in text and "with TRITONBLAS_GLUON=1: geomean 1.250 over 1" in text
-
-
 def _merged_and_summary(tmp_path, row) -> tuple[dict, str]:
     """``row`` written as one run's CSV, merged into a second, read back: (its merged row, the summary text)."""
     p = tmp_path / "run.csv"
@@ -113,109 +86,63 @@ def _isolated_command(monkeypatch, **side) -> tuple[list, "models.Row"]:
     return seen["cmd"], row
 
 
-def test_the_aten_side_sets_its_switch_only_inside_and_its_columns_round_trip(tmp_path, monkeypatch):
-    """``--aten``'s side: ``TRITONBLAS_AUTOGRAD=aten`` inside its ``ctx()`` (enable() on, so the kernels below
-    autograd are armed there and only there); its columns are written, merged and summarised."""
+# Each side besides torch and ours: (make_sides' option, the side, its variable, the variable's value inside the side,
+# the process's value around it (None: unset), a row with the side's columns, what the summary prints for it, the
+# flag run_isolated hands the workload's process)
+SIDES = [
+    ({"gluon": True}, "gluon", "TRITONBLAS_GLUON", "1", "0",
+     {"gluon_ms": 1.6, "gluon_speedup": 1.25, "gluon_gemm_gpu_ms": 1.0, "gluon_host_us_per_gemm": 20.0},
+     ["gluon 1.600 ms x1.250", "with TRITONBLAS_GLUON=1: geomean 1.250 over 1"], "--gluon"),
+    ({"aten": True}, "aten", "TRITONBLAS_AUTOGRAD", "aten", None,
+     {"aten_ms": 2.2, "aten_speedup": 2.0 / 2.2, "aten_host_us_per_gemm": 30.0, "aten_bwd_host_ms": 1.5},
+     ["aten 2.200 ms x0.909 host us 30.0 backward host ms 1.50", "with TRITONBLAS_AUTOGRAD=aten: geomean 0.909 over 1"],
+     "--aten"),
+    ({"eager": 20.0}, "eager", "TRITONBLAS_EAGER_MIN_GFLOP", "20", None,
+     {"eager_ms": 2.05, "eager_speedup": 2.0 / 2.05, "eager_host_us_per_gemm": 31.0, "eager_gflop": 20.0},
+     ["eager<20GF 2.050 ms x0.976 host us 31.0", "with TRITONBLAS_EAGER_MIN_GFLOP: geomean 0.976 over 1"],
+     "--eager 20"),
+    ({"grad": 0.0}, "grad", "TRITONBLAS_GRAD_MIN_GFLOP", "0", "7",
+     {"grad_ms": 2.5, "grad_speedup": 0.8, "grad_host_us_per_gemm": 55.0, "grad_gflop": 0.0},
+     ["grad<0GF 2.500 ms x0.800 host us 55.0", "with the grad side's TRITONBLAS_GRAD_MIN_GFLOP: geomean 0.800 over 1"],
+     "--grad 0"),
+    ({"aligned": True}, "aligned", "TRITONBLAS_VENDOR_ALIGNED", "1", None,
+     {"aligned_ms": 1.6, "aligned_speedup": 1.25, "aligned_gemm_gpu_ms": 0.9, "aligned_host_us_per_gemm": 30.0},
+     ["aligned 1.600 ms x1.250 gemm 0.90 host us 30.0", "with TRITONBLAS_VENDOR_ALIGNED=1: geomean 1.250 over 1"],
+     "--aligned"),
+]
+
+
+@pytest.mark.parametrize("option,name,var,inside,around,columns,printed,flag", SIDES, ids=[s[1] for s in SIDES])
+def test_a_side_sets_its_variable_only_inside_and_its_columns_round_trip(tmp_path, monkeypatch, option, name, var,
+                                                                         inside, around, columns, printed, flag):
+    """A side's variable holds its value inside the side's ``ctx()`` (enable() on; for ``aten``, the kernels below
+    autograd armed there and only there) and the process's value before and after, ``ours`` included; its columns
+    are written, merged and summarised beside the others; the per-workload subprocess gets its flag."""
     import os
 
-    from tritonblas import below_autograd, routing, settings
+    from tritonblas import below_autograd, routing
 
-    monkeypatch.delenv(settings.ENV_AUTOGRAD, raising=False)
-    sides = models.make_sides(gluon=False, aten=True)
-    assert list(sides) == ["torch", "ours", "aten"]
-    with sides["aten"].ctx():
-        assert os.environ[settings.ENV_AUTOGRAD] == "aten" and routing.active() and below_autograd.armed()
-    assert settings.ENV_AUTOGRAD not in os.environ and not routing.active() and not below_autograd.armed()
+    if around is None:
+        monkeypatch.delenv(var, raising=False)
+    else:
+        monkeypatch.setenv(var, around)
+    sides = models.make_sides(**{"gluon": False, **option})
+    assert list(sides) == ["torch", "ours", name] and list(models.make_sides(gluon=False)) == ["torch", "ours"]
+    with sides[name].ctx():
+        assert os.environ[var] == inside and routing.active() and below_autograd.armed() == (name == "aten")
+    assert os.environ.get(var) == around and not routing.active() and not below_autograd.armed()
     with sides["ours"].ctx():
-        assert not below_autograd.armed()
+        assert os.environ.get(var) == around and routing.active() and not below_autograd.armed()
 
-    m, text = _merged_and_summary(tmp_path, models.Row(
-        "m", "train", "bf16", torch_ms=2.0, ours_ms=2.5, speedup=0.8, aten_ms=2.2, aten_speedup=2.0 / 2.2,
-        aten_host_us_per_gemm=30.0, aten_bwd_host_ms=1.5))
-    assert float(m["aten_ms"]) == 2.2
-    assert "aten 2.200 ms x0.909 host us 30.0 backward host ms 1.50" in text
-    assert "with TRITONBLAS_AUTOGRAD=aten: geomean 0.909 over 1" in text
+    m, text = _merged_and_summary(tmp_path, models.Row("m", "train", "bf16", torch_ms=2.0, ours_ms=2.5, speedup=0.8,
+                                                       **columns))
+    for column, value in columns.items():
+        assert float(m[column]) == pytest.approx(value, rel=1e-3), column  # (the CSV keeps 4 significant digits)
+    for line in printed:
+        assert line in text, (line, text)
 
-
-def test_the_eager_side_sets_its_threshold_only_inside_and_its_columns_round_trip(tmp_path, monkeypatch):
-    """``--eager G``'s side: ``TRITONBLAS_EAGER_MIN_GFLOP=G`` inside its ``ctx()`` only; its columns (with the
-    threshold) are written, merged and summarised; the per-workload subprocess gets the flag."""
-    import os
-
-    from tritonblas import routing, settings
-
-    monkeypatch.delenv(settings.ENV_EAGER_MIN_GFLOP, raising=False)
-    sides = models.make_sides(gluon=False, aten=True, eager=20.0)
-    assert list(sides) == ["torch", "ours", "aten", "eager"]
-    with sides["eager"].ctx():
-        assert os.environ[settings.ENV_EAGER_MIN_GFLOP] == "20" and routing.active()
-    assert settings.ENV_EAGER_MIN_GFLOP not in os.environ and not routing.active()
-    with sides["ours"].ctx():
-        assert settings.ENV_EAGER_MIN_GFLOP not in os.environ
-
-    m, text = _merged_and_summary(tmp_path, models.Row(
-        "m", "train", "bf16", torch_ms=2.0, ours_ms=2.5, speedup=0.8, eager_ms=2.05, eager_speedup=2.0 / 2.05,
-        eager_host_us_per_gemm=31.0, eager_gflop=20.0))
-    assert float(m["eager_ms"]) == 2.05 and float(m["eager_gflop"]) == 20.0
-    assert "eager<20GF 2.050 ms x0.976 host us 31.0" in text
-    assert "with TRITONBLAS_EAGER_MIN_GFLOP: geomean 0.976 over 1" in text
-
-    cmd, row = _isolated_command(monkeypatch, eager=20.0)
-    assert cmd[-2:] == ["--eager", "20"] and row.error.startswith("timeout")
-
-
-def test_the_grad_side_sets_its_threshold_only_inside_and_its_columns_round_trip(tmp_path, monkeypatch):
-    """``--grad G``'s side: ``TRITONBLAS_GRAD_MIN_GFLOP=G`` inside its ``ctx()`` only (``ours`` keeps the process's
-    value); its columns are written, merged and summarised; the per-workload subprocess gets the flag."""
-    import os
-
-    from tritonblas import settings
-
-    monkeypatch.setenv(settings.ENV_GRAD_MIN_GFLOP, "7")
-    sides = models.make_sides(gluon=False, grad=0.0)
-    assert list(sides) == ["torch", "ours", "grad"]
-    with sides["grad"].ctx():
-        assert os.environ[settings.ENV_GRAD_MIN_GFLOP] == "0"
-    assert os.environ[settings.ENV_GRAD_MIN_GFLOP] == "7"
-    with sides["ours"].ctx():
-        assert os.environ[settings.ENV_GRAD_MIN_GFLOP] == "7"
-
-    m, text = _merged_and_summary(tmp_path, models.Row(
-        "m", "train", "bf16", torch_ms=2.0, ours_ms=2.0, speedup=1.0, grad_ms=2.5, grad_speedup=0.8,
-        grad_host_us_per_gemm=55.0, grad_gflop=0.0))
-    assert float(m["grad_ms"]) == 2.5 and float(m["grad_gflop"]) == 0.0
-    assert "grad<0GF 2.500 ms x0.800 host us 55.0" in text
-    assert "with the grad side's TRITONBLAS_GRAD_MIN_GFLOP: geomean 0.800 over 1" in text
-
-    cmd, row = _isolated_command(monkeypatch, grad=0.0)
-    assert cmd[-2:] == ["--grad", "0"] and row.error.startswith("timeout")
-
-
-def test_the_aligned_side_sets_its_switch_only_inside_and_its_columns_round_trip(tmp_path, monkeypatch):
-    """``--aligned``'s side: ``TRITONBLAS_VENDOR_ALIGNED=1`` inside its ``ctx()`` only; its columns are written,
-    merged and summarised; the per-workload subprocess gets the flag."""
-    import os
-
-    from tritonblas import settings
-
-    monkeypatch.delenv(settings.ENV_VENDOR_ALIGNED, raising=False)
-    sides = models.make_sides(gluon=False, grad=100.0, aligned=True)
-    assert list(sides) == ["torch", "ours", "grad", "aligned"]
-    with sides["aligned"].ctx():
-        assert os.environ[settings.ENV_VENDOR_ALIGNED] == "1"
-    assert settings.ENV_VENDOR_ALIGNED not in os.environ
-    with sides["ours"].ctx():
-        assert settings.ENV_VENDOR_ALIGNED not in os.environ
-
-    m, text = _merged_and_summary(tmp_path, models.Row(
-        "m", "train", "bf16", torch_ms=2.0, ours_ms=2.5, speedup=0.8, aligned_ms=1.6, aligned_speedup=1.25,
-        aligned_gemm_gpu_ms=0.9, aligned_host_us_per_gemm=30.0))
-    assert float(m["aligned_ms"]) == 1.6 and float(m["aligned_gemm_gpu_ms"]) == 0.9
-    assert "aligned 1.600 ms x1.250 gemm 0.90 host us 30.0" in text
-    assert "with TRITONBLAS_VENDOR_ALIGNED=1: geomean 1.250 over 1" in text
-
-    cmd, row = _isolated_command(monkeypatch, aligned=True)
-    assert cmd[-1] == "--aligned" and row.error.startswith("timeout")
+    cmd, row = _isolated_command(monkeypatch, **option)
+    assert f" {flag} " in f" {' '.join(cmd)} " and row.error.startswith("timeout"), cmd
 
 
 def test_parity_fails_when_the_gluon_side_gives_nan(monkeypatch):

@@ -81,7 +81,8 @@ _environ_get = os.environ.get
 # the environment that picks the profile, the table or the Gluon experiment, read per call (settings.raw_reader)
 _env_now = settings.raw_reader(ENV_PROFILE, _ENV_PROFILE_DIR, _ENV_INTERPRET, tables.ENV_TABLE, settings.ENV_GLUON)
 environment = _env_now  # public: the values of the variables above, as one tuple (fastpath's refused classes)
-_deterministic = torch.are_deterministic_algorithms_enabled
+# torch.are_deterministic_algorithms_enabled is a Python wrapper of this C query: the warm key reads it per call
+_deterministic = getattr(torch._C, "_get_deterministic_algorithms", None) or torch.are_deterministic_algorithms_enabled
 _N_FIXED = 9  # prepare_launch's args: 9 tensors, then the integers, then alpha and beta
 
 

@@ -14,9 +14,10 @@
 #   (gpu_session.sh's train_gemms), then the decode GEMMs' cold sweep and ours vs its best vs torch (its decode step).
 # Any other GPU otherwise: the whole suite, then real models with the device's own profile ($MODELS_ARGS; by default
 #   eager decode first, then the training rows and the prefills, all with the side `aligned`
-#   (TRITONBLAS_VENDOR_ALIGNED=1: aligned bf16/fp16 GEMMs larger than decode's on torch's op; session 27 measured it
-#   on the H100 at 1.037 against 1.005 geomean, but 2.5% slower on decode from its own check, since made cheaper:
-#   decode decides whether it becomes the default) (issue 16), with the seconds left.
+#   (TRITONBLAS_VENDOR_ALIGNED=1: aligned bf16/fp16 GEMMs larger than decode's on torch's op; off by default since
+#   session 28 measured eager decode 5% slower under it on the H100, from the size reads each decode call pays, made
+#   cheaper since on the CPU only: decode still decides whether it becomes the default) (issue 16), with the
+#   seconds left.
 # MODELS=1 takes that last branch (suite, then real models) on an H200 too (issue 16's targets are the H200's).
 # SUITE=1 runs the whole suite first in the branches above that do not; SUITE=0 skips it in the last one.
 # Every step is benchmarks/gpu_session.sh's; the results land in $OUT as they do there.

@@ -244,6 +244,18 @@ def fallthrough(rounds: int = 7, tokens: int = 24) -> list[str]:
         return _fallthrough(rounds, tokens)
 
 
+def _rotated(sides, rounds: int, timed) -> dict:
+    """``timed(side)`` of every side each round, the sides in their order rotated by the round (each takes every
+    position equally often): side -> its times, in round order (so paired by index)."""
+    sides = tuple(sides)
+    res: dict = {side: [] for side in sides}
+    for r in range(rounds):
+        shift = r % len(sides)
+        for side in sides[shift:] + sides[:shift]:
+            res[side].append(timed(side))
+    return res
+
+
 def _fallthrough(rounds: int, tokens: int) -> list[str]:
     import torch
     from transformers import LlamaConfig, LlamaForCausalLM
@@ -290,10 +302,7 @@ def _fallthrough(rounds: int, tokens: int) -> list[str]:
     with tritonblas.enable():
         decode()
     calls = dispatch.stats()["intercepted"]
-    res: dict[str, list[float]] = {s: [] for s in sides}
-    for r in range(rounds):
-        for side in sides[r % 3:] + sides[:r % 3]:
-            res[side].append(timed(side))
+    res = _rotated(sides, rounds, timed)
     med = {s: statistics.median(v) for s, v in res.items()}
     out = [f"fall-through decode, {calls} GEMM calls a run ({rounds} rounds, medians, this CPU):"]
     for s in sides:
@@ -424,8 +433,6 @@ def vendor_toll(rounds: int = 200, tokens: int = 16) -> list[str]:
     :func:`emulate_raw_launch`: the warm path's Python as on a GPU), with the variable unset and set, beside torch
     alone (its CPU GEMMs run). Sides rotated per round; the ratio is the median of per-round ratios. Raises when
     a GEMM of either enable() side is not served warm by ours (then the toll would be something else)."""
-    import contextlib as _cl
-
     import torch
     import transformers as tf
     from transformers import LlamaConfig, LlamaForCausalLM
@@ -448,17 +455,23 @@ def vendor_toll(rounds: int = 200, tokens: int = 16) -> list[str]:
                 for _ in range(tokens - 1):
                     out = model(input_ids=out.logits[:, -1:].argmax(-1), past_key_values=cache, use_cache=True)
 
-        sides = {"torch": (_cl.nullcontext, {}), "enable()": (tritonblas.enable, {}),
+        sides = {"torch": (contextlib.nullcontext, {}), "enable()": (tritonblas.enable, {}),
                  "enable(), VENDOR_ALIGNED=1": (tritonblas.enable, {settings.ENV_VENDOR_ALIGNED: "1"})}
+
+        def timed(name: str) -> float:
+            ctx, env = sides[name]
+            with models.environ(env), ctx():
+                t0 = time.perf_counter()
+                step()
+                return time.perf_counter() - t0
+
         threads = torch.get_num_threads()
         torch.set_num_threads(1)
-        res: dict = {k: [] for k in sides}
         try:
             with stubbed_launches():
-                for ctx, env in sides.values():
-                    with models.environ(env), ctx():
-                        for _ in range(3):
-                            step()  # the checked path records the warm entries
+                for name in sides:
+                    for _ in range(3):
+                        timed(name)  # the checked path records the warm entries
                 emulate_raw_launch()
                 for env in ({}, {settings.ENV_VENDOR_ALIGNED: "1"}):  # the rule must leave every call to us
                     dispatch.reset_stats()
@@ -467,14 +480,7 @@ def vendor_toll(rounds: int = 200, tokens: int = 16) -> list[str]:
                     st = dispatch.stats()
                     if not st["intercepted"] or st["fast_hits"] != st["intercepted"]:
                         raise RuntimeError(f"vendor_toll: not every GEMM served warm with {env or 'nothing'} set: {st}")
-                names = list(sides)
-                for r in range(rounds):
-                    for k in names[r % 3:] + names[:r % 3]:
-                        ctx, env = sides[k]
-                        with models.environ(env), ctx():
-                            t0 = time.perf_counter()
-                            step()
-                            res[k].append(time.perf_counter() - t0)
+                res = _rotated(sides, rounds, timed)
         finally:
             torch.set_num_threads(threads)
     base = res["enable()"]

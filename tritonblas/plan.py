@@ -880,9 +880,28 @@ def _example_scales(problem: GemmProblem, device: str, scales: str | None) -> di
     return dict(scale_a=torch.ones(problem.m, device=device), scale_b=torch.ones(problem.n, device=device))
 
 
+def _compile_tensors(problem: GemmProblem, device: str):
+    """Uninitialised operands (a, b) and output with :func:`example_tensors`' sizes, dtypes, layouts and
+    strides: what a compile binds (its specialisations read shapes, strides and alignment, never data).
+    No float32 draft either: a compile worker of a 152064 x 3584 GEMM held 5.7 GiB with random operands
+    and 16 of them ran an H100 out of memory (session 29's decode sweep)."""
+    def make(rows, cols, dtype, layout):
+        lead = (problem.batch,) if problem.batch > 1 else ()
+        dt = TORCH_DTYPES[dtype]
+        if layout is Layout.T:
+            return torch.empty(*lead, cols, rows, device=device, dtype=dt).transpose(-1, -2)
+        return torch.empty(*lead, rows, cols, device=device, dtype=dt)
+    return (make(problem.m, problem.k, problem.a_dtype, problem.a_layout),
+            make(problem.k, problem.n, problem.b_dtype, problem.b_layout),
+            make(problem.m, problem.n, problem.c_dtype, Layout.N))
+
+
 def _precompile_one(plan: LaunchPlan, device: str, launch_kwargs: dict, scales: str | None = None) -> str | None:
     try:
-        a, b, out = _example_tensors(plan.problem, device)
+        if _interpreter.interpreting():  # the plan runs once: real numbers, so an error is the kernel's
+            a, b, out = _example_tensors(plan.problem, device)
+        else:
+            a, b, out = _compile_tensors(plan.problem, device)
         prepared = prepare_launch(plan, a, b, out, **launch_kwargs, **_example_scales(plan.problem, device, scales))
         if _interpreter.interpreting():
             prepared.run()
@@ -891,6 +910,9 @@ def _precompile_one(plan: LaunchPlan, device: str, launch_kwargs: dict, scales: 
         return None
     except Exception as e:  # noqa: BLE001 - reported per plan, never fatal
         return f"{type(e).__name__}: {e}".splitlines()[0][:500]
+    finally:  # a worker compiles many shapes: it keeps no cached blocks of the last one's operands
+        if str(device).startswith("cuda") and torch.cuda.is_initialized():
+            torch.cuda.empty_cache()
 
 
 def precompile(plans: Sequence[LaunchPlan], device: str | torch.device = "cuda", *, workers: int = 0,

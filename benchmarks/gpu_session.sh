@@ -32,6 +32,9 @@
 #             sweep.py --timer cold into benchmarks/data/<profile>_cold/decode.csv (resumable, $DECODE_SWEEP_BUDGET s,
 #             default 240; $DECODE_PROFILE, default the GPU's) -> $OUT/decode_data.tgz, then compare.py --timer cold:
 #             ours, that sweep's best re-timed and torch per shape -> $OUT/compare_decode_$GPU_TAG.csv
+#   decode_probe  decode-shaped tiles outside origami's space on our kernels (benchmarks/decode_probe.py), cold L2, after
+#             the decode step: their sweep -> $OUT/decode_probe_data.tgz, the best-tile table of both sweeps ->
+#             $OUT/decode_best_$GPU_TAG.json, and compare.py re-timing the fastest of both -> $OUT/compare_decode_probe_$GPU_TAG.csv
 #   train_gemms  compare.py on benchmarks/shapes/train.yaml (every GEMM of models.py's gpt2-medium, bert-large and
 #             llama3.2-1b training steps, forward and backward layouts): ours vs torch -> $OUT/compare_train_$GPU_TAG.csv
 #   vendor    benchmarks/vendor_times.py: torch's own GEMM time on every training and held-out shape
@@ -172,6 +175,24 @@ for step in $STEPS; do
                  timeout $(( ${DECODE_COMPARE_BUDGET:-120} + 90 )) python3 benchmarks/compare.py --set decode --profile $dp \
                    --timer cold --rep-ms 3 --no-nvmmh --sweep $dcsv --budget-s ${DECODE_COMPARE_BUDGET:-120} \
                    --out "$OUT/compare_decode_$GPU_TAG.csv"
+                 echo "compare rc=$?"
+               } > "$log" 2>&1 ;;
+    decode_probe)  # decode-shaped tiles outside origami's space (benchmarks/decode_probe.py: BLOCK_N 16-64, BLOCK_K to
+               # 512, on the existing dp and split-K kernels), cold L2, after the decode step's sweep: the probe's rows
+               # (resumable, $PROBE_BUDGET s, default 200) -> $OUT/decode_probe_data.tgz; the tile table of each shape's
+               # fastest row over both sweeps -> $OUT/decode_best_$GPU_TAG.json (for models.py under TRITONBLAS_TABLE);
+               # then compare.py re-timing the fastest of both sweeps beside ours and torch -> $OUT/compare_decode_probe_$GPU_TAG.csv
+               { dp=${DECODE_PROFILE:-$GPU_TAG}; dcsv=benchmarks/data/${dp}_cold/decode.csv
+                 pcsv=benchmarks/data/${dp}_cold/decode_probe.csv
+                 python3 benchmarks/decode_probe.py --profile $dp --out-jobs /tmp/decode_probe_jobs.csv
+                 timeout $(( ${PROBE_BUDGET:-200} + 90 )) python3 benchmarks/sweep.py --rows /tmp/decode_probe_jobs.csv \
+                   --profile $dp --timer cold --rep-ms 3 --budget-s ${PROBE_BUDGET:-200}
+                 echo "sweep rc=$?"; tar czf "$OUT/decode_probe_data.tgz" $pcsv
+                 python3 benchmarks/decode_probe.py --profile $dp --best-table "$OUT/decode_best_$GPU_TAG.json" \
+                   --merged /tmp/decode_merged.csv $dcsv $pcsv
+                 timeout $(( ${DECODE_COMPARE_BUDGET:-90} + 90 )) python3 benchmarks/compare.py --set decode --profile $dp \
+                   --timer cold --rep-ms 3 --no-nvmmh --sweep /tmp/decode_merged.csv --budget-s ${DECODE_COMPARE_BUDGET:-90} \
+                   --out "$OUT/compare_decode_probe_$GPU_TAG.csv"
                  echo "compare rc=$?"
                } > "$log" 2>&1 ;;
     train_gemms)  # every GEMM of models.py's training steps as the aten layer runs it (benchmarks/shapes/train.yaml, forward

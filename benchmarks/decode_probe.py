@@ -1,0 +1,169 @@
+"""Decode-shaped tiles outside origami's space, on our own kernels: is the M <= 16 ceiling the kernels' or the space's?
+
+    python benchmarks/decode_probe.py [--profile h100] [--shapes benchmarks/shapes/decode.yaml] \
+        [--out-jobs benchmarks/data/decode_probe_jobs.csv]
+    python benchmarks/sweep.py --rows benchmarks/data/decode_probe_jobs.csv --profile h100 --timer cold
+
+Why: on the H100 (session 29, ``benchmarks/results/compare_decode_h100_c95e843.csv``, cold L2) the best
+config of origami's exhaustive space ran the 30 decode GEMMs of models.py's LLMs at 0.954x torch's time
+(geometric mean), and the small ones (1x2048x2048, 1x512x2048, 8x2048x2048) at 0.77-0.84x: a ceiling no
+selection fixes. The space's 16-row tiles are at least 64 wide and read at most 128 bf16 of K per step
+(``origami.enumerate``); a GEMV streams a K-major weight, where narrower column blocks and longer K steps
+put more programs and more bytes in flight. Those tiles run on the existing data-parallel and split-K
+kernels (they pass every predicate of ``origami.space.violations``), so they can be timed without a new
+kernel before one is built.
+
+Writes a ``sweep.py --rows`` job file: per shape, BLOCK_M 16 with BLOCK_N {16, 32, 64} x BLOCK_K
+{128, 256, 512} x warps {2, 4} x stages {3, 4}, data-parallel and split-K {2, 4, 8}, minus the rows
+origami's space already holds (``origami.candidates``) and the rows a predicate refuses. Its timings go to
+``benchmarks/data/<profile>_cold/decode_probe.csv``, apart from the space's own sweep, since no profile
+selects these rows: the selection guards never read them. CPU only (it writes a file).
+
+    python benchmarks/decode_probe.py --best-table TABLE.json --profile h100 SWEEP.csv [SWEEP.csv ...]
+
+writes a tile table (``tritonblas.tables``) of the fastest recorded config per shape over the given
+sweeps (the space's and the probe's), for a model run under ``TRITONBLAS_TABLE``: what the decode step
+of a real model gains if every GEMM ran its best measured tile.
+"""
+
+from __future__ import annotations
+
+import argparse
+import csv
+import os
+import sys
+import tempfile
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+
+import origami  # noqa: E402
+from origami.config import Kind, TileConfig  # noqa: E402
+from origami.shapes import load_shapes  # noqa: E402
+from origami.space import violations  # noqa: E402
+
+BLOCK_N = (16, 32, 64)
+BLOCK_K = (128, 256, 512)
+WARPS = (2, 4)
+STAGES = (3, 4)
+SPLITS = (1, 2, 4, 8)  # 1: data-parallel
+PROBLEM_COLS = ("m", "n", "k", "batch", "a_dtype", "b_dtype", "c_dtype", "a_layout", "b_layout", "align_bytes")
+CONFIG_COLS = ("kind", "block_m", "block_n", "block_k", "num_warps", "num_stages", "group_m", "num_chiplets",
+               "chunk", "grid", "split_k", "waves_per_eu", "matrix_instr_nonkdim", "kpack")
+
+
+def probe_configs(problem, hw) -> list[TileConfig]:
+    """The probe's tiles for ``problem`` that origami's space lacks and every predicate admits."""
+    space = set(origami.candidates(problem, hw))
+    out = []
+    for bn in BLOCK_N:
+        for bk in BLOCK_K:
+            for w in WARPS:
+                for s in STAGES:
+                    for sk in SPLITS:
+                        kind = Kind.DP if sk == 1 else Kind.SPLITK
+                        cfg = TileConfig(kind, 16, bn, bk, w, s, 1, split_k=sk)
+                        if cfg in space or violations(cfg, problem, hw):
+                            continue
+                        out.append(cfg)
+    return out
+
+
+def job_rows(shapes, hw, out: str) -> list[dict]:
+    rows = []
+    for p in shapes:
+        prob = {c: getattr(p, c) for c in PROBLEM_COLS}
+        prob = {c: (v.value if hasattr(v, "value") else v) for c, v in prob.items()}
+        for cfg in probe_configs(p, hw):
+            row = dict(prob)
+            for c in CONFIG_COLS:
+                v = getattr(cfg, c)
+                row[c] = "" if v is None else (v.value if hasattr(v, "value") else v)
+            row["out"] = out
+            rows.append(row)
+    return rows
+
+
+def best_table(sweeps, hw, path: str) -> str:
+    """Write the tile table of each shape's fastest row over ``sweeps`` to ``path``; one line saying so."""
+    from origami.fit import read_sweep
+    from tritonblas import tables
+
+    best: dict = {}
+    for f in sweeps:
+        for m in read_sweep(f):
+            for cfg, ms in zip(m.configs, m.ms):
+                if ms == ms and (m.problem not in best or ms < best[m.problem][0]):
+                    best[m.problem] = (ms, cfg)
+    if not best:
+        raise SystemExit(f"--best-table: no timed row in {', '.join(map(str, sweeps))}")
+    tables.write_table(tables.table_of({p: c for p, (_, c) in best.items()}, hw), path)
+    return f"{path}: {len(best)} shapes, each its fastest recorded config"
+
+
+def merged(sweeps, path: str) -> str:
+    """Write every row of ``sweeps`` to one sweep CSV ``path`` (the first file's columns and ``#`` lines), for
+    ``compare.py --sweep``, which re-times one file's fastest config per shape; one line saying so."""
+    header, cols, rows = [], None, []
+    for f in sweeps:
+        lines = Path(f).read_text().splitlines()
+        if cols is None:
+            header = [x for x in lines if x.startswith("#")]
+        body = list(csv.DictReader(x for x in lines if not x.startswith("#")))
+        cols = cols or (list(body[0]) if body else None)
+        rows += body
+    if not rows:
+        raise SystemExit(f"--merged: no row in {', '.join(map(str, sweeps))}")
+    dest = Path(path)
+    fd, tmp = tempfile.mkstemp(dir=dest.parent, prefix=dest.name, suffix=".tmp")
+    with os.fdopen(fd, "w", newline="") as f:
+        f.write("".join(x + "\n" for x in header))
+        w = csv.DictWriter(f, fieldnames=cols, extrasaction="ignore")
+        w.writeheader()
+        w.writerows(rows)
+    os.replace(tmp, dest)
+    return f"{path}: {len(rows)} rows of {len(sweeps)} sweeps"
+
+
+def main(argv=None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--profile", default="h100")
+    ap.add_argument("--shapes", default=str(ROOT / "benchmarks" / "shapes" / "decode.yaml"))
+    ap.add_argument("--out-jobs", default=str(ROOT / "benchmarks" / "data" / "decode_probe_jobs.csv"))
+    ap.add_argument("--best-table", default=None, metavar="TABLE.json",
+                    help="write the fastest recorded config per shape of the SWEEP files as a tile table")
+    ap.add_argument("--merged", default=None, metavar="OUT.csv",
+                    help="write the rows of the SWEEP files into one sweep CSV (for compare.py --sweep)")
+    ap.add_argument("sweeps", nargs="*", metavar="SWEEP.csv")
+    args = ap.parse_args(argv)
+    hw = origami.load_profile(args.profile)
+    if args.best_table or args.merged:
+        if not args.sweeps:
+            ap.error("--best-table and --merged need SWEEP.csv files")
+        if args.best_table:
+            print(best_table([Path(f) for f in args.sweeps], hw, args.best_table))
+        if args.merged:
+            print(merged([Path(f) for f in args.sweeps], args.merged))
+        return 0
+    if args.sweeps:
+        ap.error("SWEEP.csv files go with --best-table or --merged")
+    shapes = load_shapes(args.shapes)
+    out = f"benchmarks/data/{hw.name}_cold/decode_probe.csv"
+    rows = job_rows(shapes, hw, out)
+    if not rows:
+        raise SystemExit(f"--shapes {args.shapes}: no probe row (every tile is in the space or refused)")
+    dest = Path(args.out_jobs)
+    dest.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(dir=dest.parent, prefix=dest.name, suffix=".tmp")
+    with os.fdopen(fd, "w", newline="") as f:
+        w = csv.DictWriter(f, fieldnames=[*PROBLEM_COLS, *CONFIG_COLS, "out"])
+        w.writeheader()
+        w.writerows(rows)
+    os.replace(tmp, dest)
+    print(f"{dest}: {len(rows)} rows over {len(shapes)} shapes -> {out}")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

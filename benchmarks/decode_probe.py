@@ -86,16 +86,23 @@ def job_rows(shapes, hw, out: str) -> list[dict]:
 
 
 def best_table(sweeps, hw, path: str) -> str:
-    """Write the tile table of each shape's fastest row over ``sweeps`` to ``path``; one line saying so."""
-    from origami.fit import read_sweep
+    """Write the tile table of each shape's fastest row over ``sweeps`` to ``path``; one line saying so. Shapes
+    are keyed as compare.py keys them, without ``align_bytes`` (the table's problems get GemmProblem's default,
+    16 bytes: what the decode set's contiguous operands have)."""
+    from origami.problem import GemmProblem
     from tritonblas import tables
+
+    sys.path.insert(0, str(ROOT / "benchmarks"))
+    from compare import PROBLEM_COLS as KEY_COLS, sweep_best  # every timed row, a shape with one row included
 
     best: dict = {}
     for f in sweeps:
-        for m in read_sweep(f):
-            for cfg, ms in zip(m.configs, m.ms):
-                if ms == ms and (m.problem not in best or ms < best[m.problem][0]):
-                    best[m.problem] = (ms, cfg)
+        for key, timed in sweep_best(Path(f)).items():
+            kw = dict(zip(KEY_COLS, key))
+            p = GemmProblem(**{c: int(v) if c in ("m", "n", "k", "batch", "align_bytes") else v for c, v in kw.items()})
+            ms, cfg = timed[0]
+            if p not in best or ms < best[p][0]:
+                best[p] = (ms, cfg)
     if not best:
         raise SystemExit(f"--best-table: no timed row in {', '.join(map(str, sweeps))}")
     tables.write_table(tables.table_of({p: c for p, (_, c) in best.items()}, hw), path)

@@ -10,7 +10,9 @@
 #   last landing, not the tree sent, so $(git rev-parse HEAD) inside the device command records the wrong commit
 #   (session 26's first run did).
 # Any other GPU with OTHER_HELDOUT=<its profile>: the held-out split's sweeps for that profile (bf16 files first).
-# Any GPU with MODEL_GEMMS=1 (before all of the branches below): the training steps' GEMMs, ours vs torch
+# Any GPU with DECODE_PROBE=1 (before all of the branches below): the decode GEMMs' cold sweep, then tiles outside
+#   the space, the best-tile table and CUDA-graph decode with it (gpu_session.sh's decode and decode_probe steps).
+# Any GPU with MODEL_GEMMS=1 (before all of the branches below but DECODE_PROBE): the training steps' GEMMs, ours vs torch
 #   (gpu_session.sh's train_gemms), then the decode GEMMs' cold sweep and ours vs its best vs torch (its decode step).
 # Any other GPU otherwise: the whole suite, then real models with the device's own profile ($MODELS_ARGS; by default
 #   eager decode first, then the training rows and the prefills, all with the side `aligned`
@@ -43,7 +45,21 @@ if [ -n "${SUITE:-}" ] && { [[ "$gpu" == *H200* ]] || [ -n "${OTHER_HELDOUT:-}${
   # SUITE=1: the whole suite first, in a branch that does not run it (tritonblas/ changed since the last GPU run)
   STEPS=tests TESTS_TIMEOUT=${TESTS_TIMEOUT:-320} bash benchmarks/gpu_session.sh
 fi
-if [ -n "${MODEL_GEMMS:-}" ]; then
+if [ -n "${DECODE_PROBE:-}" ]; then
+  # DECODE_PROBE=1 (any GPU; before the branches below): the decode GEMMs' exhaustive cold sweep where the GPU's
+  # profile has none yet (benchmarks/data/<profile>_cold/decode.csv, resumable: about 7 GPU-minutes on an H200, so a
+  # first call may only sweep), then gpu_session's decode_probe step with the seconds left: tiles outside the space,
+  # the best-tile table, ours vs the best of both vs torch, and the CUDA-graph decode rows of models.py with that
+  # table (issue 16's decode gap: session 29 measured, on an H100, the space's best at 0.954x torch per GEMM, the
+  # probe's best at 0.985x, origami's picks at 0.869x)
+  STEPS=decode DECODE_SWEEP_BUDGET=${DECODE_SWEEP_BUDGET:-300} DECODE_COMPARE_BUDGET=${DECODE_COMPARE_BUDGET:-40} \
+    bash benchmarks/gpu_session.sh
+  b=$(( $(left) - 40 ))
+  if [ $b -gt 300 ]; then  # probe sweep + compare + two CUDA-graph decode rows
+    STEPS=decode_probe PROBE_BUDGET=$(( b - 300 > 60 ? 120 : 60 )) DECODE_COMPARE_BUDGET=40 \
+      PROBE_MODELS_BUDGET=$(( b - 220 )) bash benchmarks/gpu_session.sh
+  fi
+elif [ -n "${MODEL_GEMMS:-}" ]; then
   # MODEL_GEMMS=1, for a call whose code the GPU suite has already passed: the models' own GEMMs per shape, where
   # a model's GEMM time loses to cuBLAS's (issues 16 and 18): the training steps' GEMMs, ours vs torch
   # (gpu_session.sh's train_gemms), then the decode GEMMs' cold sweep and compare (its decode step)

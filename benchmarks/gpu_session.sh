@@ -34,7 +34,9 @@
 #             ours, that sweep's best re-timed and torch per shape -> $OUT/compare_decode_$GPU_TAG.csv
 #   decode_probe  decode-shaped tiles outside origami's space on our kernels (benchmarks/decode_probe.py), cold L2, after
 #             the decode step: their sweep -> $OUT/decode_probe_data.tgz, the best-tile table of both sweeps ->
-#             $OUT/decode_best_$GPU_TAG.json, and compare.py re-timing the fastest of both -> $OUT/compare_decode_probe_$GPU_TAG.csv
+#             $OUT/decode_best_$GPU_TAG.json, compare.py re-timing the fastest of both -> $OUT/compare_decode_probe_$GPU_TAG.csv,
+#             then models.py's CUDA-graph decode rows ($PROBE_MODELS) with that table on the versus side ($PROBE_MODELS_BUDGET s,
+#             default 200; 0 skips) -> $OUT/models_decode_best_$GPU_TAG.csv
 #   train_gemms  compare.py on benchmarks/shapes/train.yaml (every GEMM of models.py's gpt2-medium, bert-large and
 #             llama3.2-1b training steps, forward and backward layouts): ours vs torch -> $OUT/compare_train_$GPU_TAG.csv
 #   vendor    benchmarks/vendor_times.py: torch's own GEMM time on every training and held-out shape
@@ -194,6 +196,13 @@ for step in $STEPS; do
                    --timer cold --rep-ms 3 --no-nvmmh --sweep /tmp/decode_merged.csv --budget-s ${DECODE_COMPARE_BUDGET:-90} \
                    --out "$OUT/compare_decode_probe_$GPU_TAG.csv"
                  echo "compare rc=$?"
+                 if [ "${PROBE_MODELS_BUDGET:-200}" -gt 0 ]; then  # the decode steps with that table (models.py's versus side)
+                   timeout $(( ${PROBE_MODELS_BUDGET:-200} + 240 )) python3 benchmarks/models.py \
+                     --jobs ${PROBE_MODELS:-llama3.2-1b:decode_graph:bf16 llama3-8b:decode_graph:bf16} \
+                     --versus-table "$OUT/decode_best_$GPU_TAG.json" --budget-s ${PROBE_MODELS_BUDGET:-200} \
+                     --job-timeout-s 240 --out "$OUT/models_decode_best_$GPU_TAG.csv"
+                   echo "models rc=$?"
+                 fi
                } > "$log" 2>&1 ;;
     train_gemms)  # every GEMM of models.py's training steps as the aten layer runs it (benchmarks/shapes/train.yaml, forward
                # and backward layouts: benchmarks/gemm_census.py --problems): ours vs torch per shape, do_bench

@@ -47,7 +47,9 @@ measures in the same process for the problems the ``ours`` side planned (every G
 through tritonblas, backward included): each problem timed with our pick and with ``torch.matmul``,
 a :data:`~tritonblas.tables.VENDOR` entry where ours is not 2% faster; columns ``versus_*``,
 ``vendor_entries`` / ``versus_problems`` (entries / problems measured). For prefill, train and
-decode_graph.
+decode_graph. ``--versus-table TABLE.json`` gives the ``versus`` side that tile table instead of measuring
+one, in every mode (e.g. benchmarks/decode_probe.py's best measured tile per decode GEMM: what a decode step
+gains if every GEMM ran its fastest recorded config); ``versus_problems`` is then the table's entries.
 
 ``build(name, dtype, device, tiny=True)`` gives the tests the same model classes at toy sizes.
 """
@@ -543,10 +545,18 @@ def _build_steps(name, mode, model, inputs, spec, sides):
     raise ValueError(f"mode: unknown {mode!r}")
 
 
-def _versus_side(row: Row) -> "Side":
-    """The ``versus`` side: the table tritonblas.versus measures for what the ``ours`` side planned."""
-    from tritonblas import dispatch, versus
+def _versus_side(row: Row, table_path: str | None = None) -> "Side":
+    """The ``versus`` side: the table tritonblas.versus measures for what the ``ours`` side planned, or the
+    tile table file ``table_path`` (loaded strictly: a stale or foreign table is an error, not an empty side)."""
+    from tritonblas import dispatch, tables, versus
 
+    if table_path is not None:
+        table = tables.load_table(table_path, strict=True)
+        entries = dict(table.entries)
+        row.vendor_entries = sum(v is tables.VENDOR for v in entries.values())
+        row.versus_problems = len(entries)
+        print(f"  versus: the table {table_path}, {len(entries)} entries", flush=True)
+        return Side("versus", table=table)
     problems = dispatch.planned_problems()
     t0 = time.time()
     table, measured = versus.measure_table(problems)
@@ -561,7 +571,7 @@ def _versus_side(row: Row) -> "Side":
 
 def run_workload(name: str, mode: str, dtype_name: str, reps: int, device: str = "cuda", gluon: bool = False,
                  versus: bool = False, aten: bool = False, eager: float | None = None,
-                 grad: float | None = None, aligned: bool = False) -> Row:
+                 grad: float | None = None, aligned: bool = False, versus_table: str | None = None) -> Row:
     import torch
 
     dtype = {"bf16": torch.bfloat16, "fp16": torch.float16}[dtype_name]
@@ -579,8 +589,8 @@ def run_workload(name: str, mode: str, dtype_name: str, reps: int, device: str =
                          else "batch 1, one token, no KV context")
         else:
             row.shape = _shape_of(inputs(mode))
-        if versus and mode in ("prefill", "train", "decode_graph"):
-            vs = {"versus": _versus_side(row)}
+        if versus_table or (versus and mode in ("prefill", "train", "decode_graph")):
+            vs = {"versus": _versus_side(row, versus_table)}
             model.to(device)  # _train_steps left the original on the CPU
             v_steps, _, v_outs = _build_steps(name, mode, model, inputs, spec, vs)
             sides.update(vs)
@@ -917,14 +927,15 @@ def plot(path: Path) -> Path:
 
 def run_isolated(model: str, mode: str, dtype: str, reps: int, timeout_s: float, gluon: bool = False,
               versus: bool = False, aten: bool = False, eager: float | None = None, grad: float | None = None,
-              aligned: bool = False) -> Row:
+              aligned: bool = False, versus_table: str | None = None) -> Row:
     """One workload in its own process: a device-side assert, a hang or a leak ends only its row."""
     import json
 
     cmd = [sys.executable, __file__, "--one", model, mode, dtype, "--reps", str(reps), *(["--gluon"] if gluon else []),
            *(["--versus"] if versus else []), *(["--aten"] if aten else []),
            *(["--eager", f"{eager:g}"] if eager is not None else []),
-           *(["--grad", f"{grad:g}"] if grad is not None else []), *(["--aligned"] if aligned else [])]
+           *(["--grad", f"{grad:g}"] if grad is not None else []), *(["--aligned"] if aligned else []),
+           *(["--versus-table", str(versus_table)] if versus_table else [])]
     try:
         p = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout_s, cwd=ROOT)
     except subprocess.TimeoutExpired:
@@ -945,14 +956,18 @@ def main(argv=None) -> int:
     ap.add_argument("--dtypes", nargs="+", default=["bf16"], choices=("bf16", "fp16"))
     ap.add_argument("--jobs", nargs="+", default=None, help="explicit MODEL:MODE:DTYPE list (overrides the above)")
     ap.add_argument("--reps", type=int, default=10)
-    ap.add_argument("--budget-s", type=float, default=1e9, help="stop starting new workloads after this")
+    ap.add_argument("--budget-s", type=float, default=1e9,
+                    help="stop starting new workloads after this many seconds; a workload started at t s gets at most "
+                         "budget - t + 30 s (at least 30) of its --job-timeout-s (CUDA-graph decode rows took over 90 s "
+                         "on an H100)")
     ap.add_argument("--out", type=Path, default=None)
     ap.add_argument("--plot", type=Path, default=None, help="draw the plot of an existing CSV and exit")
     ap.add_argument("--merge", nargs="+", type=Path, default=None, metavar="CSV",
                     help="combine run CSVs (oldest first) into --out: one row per workload, the newest run's "
                          "unless it is an error row, each with its run's git_sha")
     ap.add_argument("--one", nargs=3, metavar=("MODEL", "MODE", "DTYPE"), help=argparse.SUPPRESS)
-    ap.add_argument("--job-timeout-s", type=float, default=240)
+    ap.add_argument("--job-timeout-s", type=float, default=240,
+                    help="seconds one workload may run (its own process), capped by what --budget-s leaves")
     ap.add_argument("--gluon", action="store_true",
                     help="a third side: enable() with TRITONBLAS_GLUON=1 (the gluon_* columns), in the same alternation")
     ap.add_argument("--aten", action="store_true",
@@ -968,6 +983,8 @@ def main(argv=None) -> int:
                          "decode's on torch's op; the aligned_* columns), in the same alternation")
     ap.add_argument("--versus", action="store_true",
                     help="a side with the ours-or-torch table tritonblas.versus measures (the versus_* columns)")
+    ap.add_argument("--versus-table", default=None, metavar="TABLE.json",
+                    help="the versus side with this tile table instead of measuring one, in every mode")
     args = ap.parse_args(argv)
     if args.merge:
         if args.out is None:
@@ -979,7 +996,7 @@ def main(argv=None) -> int:
         import json
 
         r = run_workload(*args.one, args.reps, gluon=args.gluon, versus=args.versus, aten=args.aten, eager=args.eager,
-                         grad=args.grad, aligned=args.aligned)
+                         grad=args.grad, aligned=args.aligned, versus_table=args.versus_table)
         print("ROW " + json.dumps(asdict(r)), flush=True)
         return 0
     if args.plot is not None:
@@ -1007,7 +1024,7 @@ def main(argv=None) -> int:
         t0 = time.time()
         r = run_isolated(m, mo, d, args.reps, min(args.job_timeout_s, max(30.0, args.budget_s - (t0 - start) + 30)),
                       gluon=args.gluon, versus=args.versus, aten=args.aten, eager=args.eager, grad=args.grad,
-                      aligned=args.aligned)
+                      aligned=args.aligned, versus_table=args.versus_table)
         rows.append(r)
         print(f"{m} {mo} {d}: torch {r.torch_ms:.3f} ms ours {r.ours_ms:.3f} ms x{r.speedup:.3f} "
               f"versus {r.versus_ms:.3f} ms x{r.versus_speedup:.3f} "

@@ -145,6 +145,41 @@ def test_a_side_sets_its_variable_only_inside_and_its_columns_round_trip(tmp_pat
     assert f" {flag} " in f" {' '.join(cmd)} " and row.error.startswith("timeout"), cmd
 
 
+def test_the_versus_side_takes_a_table_file_as_is_and_refuses_a_bad_one(tmp_path, monkeypatch):
+    """``--versus-table``: the versus side is the file's table, active inside its ``ctx()`` only, counted in
+    ``versus_problems`` / ``vendor_entries``; a file that is not an intact table is an error, never an empty side
+    (an empty one would time origami's picks under the table's name); the subprocess gets the flag."""
+    import json
+
+    import origami
+    from origami.config import Kind, TileConfig
+    from origami.problem import GemmProblem, Layout
+    from tritonblas import tables
+
+    hw = origami.load_profile("h100")
+    p1, p2 = GemmProblem(1, 2048, 2048, b_layout=Layout.T), GemmProblem(1, 512, 2048, b_layout=Layout.T)
+    cfg = TileConfig(Kind.DP, 16, 32, 256, 2, 4, 1)
+    path = tmp_path / "best.json"
+    tables.write_table(tables.table_of({p1: cfg, p2: tables.VENDOR}, hw), path)
+    row = models.Row("m", "decode_graph", "bf16")
+    side = models._versus_side(row, str(path))
+    assert (row.versus_problems, row.vendor_entries) == (2, 1)
+    assert tables.explicit_table() is None
+    with side.ctx():
+        assert tables.lookup(p1, hw) == cfg and tables.lookup(p2, hw) is tables.VENDOR
+    assert tables.explicit_table() is None
+
+    bad = tmp_path / "bad.json"
+    doc = json.loads(path.read_text())
+    next(iter(doc["entries"].values()))["block_k"] = 128  # an edit the checksum no longer covers
+    bad.write_text(json.dumps(doc))
+    with pytest.raises(tables.TableError, match="bad.json"):
+        models._versus_side(models.Row("m", "decode_graph", "bf16"), str(bad))
+
+    cmd, _ = _isolated_command(monkeypatch, versus_table=str(path))
+    assert cmd[cmd.index("--versus-table") + 1] == str(path)
+
+
 def test_parity_fails_when_the_gluon_side_gives_nan(monkeypatch):
     """``--gluon``'s parity covers every non-torch side: a NaN output on the Gluon side (a broken
     kernel) is a FAIL, not hidden by ``max()`` keeping the finite ``ours_err`` before it."""

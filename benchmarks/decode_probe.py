@@ -16,8 +16,9 @@ kernel before one is built.
 Writes a ``sweep.py --rows`` job file: per shape, BLOCK_M 16 with BLOCK_N {16, 32, 64} x BLOCK_K
 {128, 256, 512} x warps {2, 4} x stages {3, 4}, data-parallel and split-K {2, 4, 8}, minus the rows
 origami's space already holds (``origami.candidates``) and the rows a predicate refuses. Its timings go to
-``benchmarks/data/<profile>_cold/decode_probe.csv``, apart from the space's own sweep, since no profile
-selects these rows: the selection guards never read them. CPU only (it writes a file).
+``benchmarks/data/<profile>_probe/decode.csv``, apart from the space's sweeps (``<profile>/``, ``<profile>_cold/``,
+``<profile>_heldout/``, which the fits, the guards and the residual tools read), since no profile selects these
+rows. CPU only (it writes a file).
 
     python benchmarks/decode_probe.py --best-table TABLE.json --profile h100 SWEEP.csv [SWEEP.csv ...]
 
@@ -156,7 +157,7 @@ def main(argv=None) -> int:
     if args.sweeps:
         ap.error("SWEEP.csv files go with --best-table or --merged")
     shapes = load_shapes(args.shapes)
-    out = f"benchmarks/data/{hw.name}_cold/decode_probe.csv"
+    out = f"benchmarks/data/{hw.name}_probe/decode.csv"
     rows = job_rows(shapes, hw, out)
     if not rows:
         raise SystemExit(f"--shapes {args.shapes}: no probe row (every tile is in the space or refused)")

@@ -185,7 +185,7 @@ for step in $STEPS; do
                # fastest row over both sweeps -> $OUT/decode_best_$GPU_TAG.json (for models.py under TRITONBLAS_TABLE);
                # then compare.py re-timing the fastest of both sweeps beside ours and torch -> $OUT/compare_decode_probe_$GPU_TAG.csv
                { dp=${DECODE_PROFILE:-$GPU_TAG}; dcsv=benchmarks/data/${dp}_cold/decode.csv
-                 pcsv=benchmarks/data/${dp}_cold/decode_probe.csv
+                 pcsv=benchmarks/data/${dp}_probe/decode.csv
                  python3 benchmarks/decode_probe.py --profile $dp --out-jobs /tmp/decode_probe_jobs.csv
                  timeout $(( ${PROBE_BUDGET:-200} + 90 )) python3 benchmarks/sweep.py --rows /tmp/decode_probe_jobs.csv \
                    --profile $dp --timer cold --rep-ms 3 --budget-s ${PROBE_BUDGET:-200}

@@ -34,7 +34,7 @@ def test_the_job_file_is_what_sweep_rows_times(tmp_path):
     jobs = tmp_path / "jobs.csv"
     assert decode_probe.main(["--shapes", str(ROOT / "benchmarks/shapes/decode.yaml"), "--out-jobs", str(jobs)]) == 0
     ((shapes, out, configs_of),) = sweep.row_jobs(jobs)
-    assert out == ROOT / "benchmarks/data/h100_cold/decode_probe.csv" and len(shapes) == 30
+    assert out == ROOT / "benchmarks/data/h100_probe/decode.csv" and len(shapes) == 30
     p = next(s for s in shapes if (s.m, s.n, s.k) == (1, 2048, 2048))
     assert p == P and [c for c, _ in configs_of(p, HW)] == decode_probe.probe_configs(P, HW)
 

@@ -31,9 +31,8 @@ from __future__ import annotations
 
 import argparse
 import csv
-import os
+import io
 import sys
-import tempfile
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -110,6 +109,19 @@ def best_table(sweeps, hw, path: str) -> str:
     return f"{path}: {len(best)} shapes, each its fastest recorded config"
 
 
+def _write_csv(dest: Path, cols, rows, header=()) -> None:
+    """``rows`` under ``cols`` (``#`` lines ``header`` first), published atomically (tables.AtomicFile)."""
+    from tritonblas.tables import AtomicFile
+
+    buf = io.StringIO()
+    buf.write("".join(x + "\n" for x in header))
+    w = csv.DictWriter(buf, fieldnames=cols, extrasaction="ignore")
+    w.writeheader()
+    w.writerows(rows)
+    with AtomicFile(dest) as f:
+        f.write(buf.getvalue())
+
+
 def merged(sweeps, path: str) -> str:
     """Write every row of ``sweeps`` to one sweep CSV ``path`` (the first file's columns and ``#`` lines), for
     ``compare.py --sweep``, which re-times one file's fastest config per shape; one line saying so."""
@@ -123,14 +135,7 @@ def merged(sweeps, path: str) -> str:
         rows += body
     if not rows:
         raise SystemExit(f"--merged: no row in {', '.join(map(str, sweeps))}")
-    dest = Path(path)
-    fd, tmp = tempfile.mkstemp(dir=dest.parent, prefix=dest.name, suffix=".tmp")
-    with os.fdopen(fd, "w", newline="") as f:
-        f.write("".join(x + "\n" for x in header))
-        w = csv.DictWriter(f, fieldnames=cols, extrasaction="ignore")
-        w.writeheader()
-        w.writerows(rows)
-    os.replace(tmp, dest)
+    _write_csv(Path(path), cols, rows, header)
     return f"{path}: {len(rows)} rows of {len(sweeps)} sweeps"
 
 
@@ -163,12 +168,7 @@ def main(argv=None) -> int:
         raise SystemExit(f"--shapes {args.shapes}: no probe row (every tile is in the space or refused)")
     dest = Path(args.out_jobs)
     dest.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(dir=dest.parent, prefix=dest.name, suffix=".tmp")
-    with os.fdopen(fd, "w", newline="") as f:
-        w = csv.DictWriter(f, fieldnames=[*PROBLEM_COLS, *CONFIG_COLS, "out"])
-        w.writeheader()
-        w.writerows(rows)
-    os.replace(tmp, dest)
+    _write_csv(dest, [*PROBLEM_COLS, *CONFIG_COLS, "out"], rows)
     print(f"{dest}: {len(rows)} rows over {len(shapes)} shapes -> {out}")
     return 0
 

@@ -22,7 +22,8 @@ Model, per candidate (T tiles, kI K-iterations, S = CUs × occupancy resident pr
   fp32 partial traffic and a fix-up per split tile; split-K: T·s programs of kI/s iterations plus
   the ordered reduction, its partials at L2 bandwidth while they fit in half the L2 and beyond that
   at LLC/HBM bandwidth (``_partial_time``); a wave's distinct operand bytes are counted once per K
-  range it reads as far as the profile's splitk_range_reads says (``_split_ranges``; 0 by default);
+  range it reads as far as the profile's splitk_range_reads says (``_split_ranges``; 0 by default), and
+  those of Stream-K's streamed phase as far as streamk_range_reads says (0 by default);
 - register-staged rows (under 4 bytes aligned, NVIDIA) whose kernel spills (the row's staged_spill
   column, origami.space.staged_spills): every K-step × (1 + staged_spill_penalty) (0 by default);
 - epilogue (C write, once per tile, and tile overhead), launch overhead;
@@ -74,7 +75,7 @@ def _final(total, floor):
 HW_CUS, HW_CHIPLETS, HW_RR, HW_CU_RATE, HW_IM, HW_IN, HW_IK, HW_L2_BYTES, HW_L2_BW, HW_LLC_BYTES, \
     HW_LLC_BW, HW_HBM_BW, HW_LAUNCH, HW_PEAK, HW_MMA_EFF, HW_SMALL_EFF, HW_SK_EFF, HW_KITER, HW_TILE, \
     HW_UNALIGNED, HW_FIXUP, HW_LAT, HW_OVERLAP, HW_SK_SPLIT, HW_WG1_EFF, HW_WS_EFF, HW_SK_UNALIGNED, HW_SPLIT_READS, \
-    HW_SPILL, HW_FIX_READ, HW_MN_COST, HW_STAGED_EXP, HW_MAX_WARPS, HW_SPLITK_EFF, HW_LEN = range(35)
+    HW_SPILL, HW_FIX_READ, HW_MN_COST, HW_STAGED_EXP, HW_MAX_WARPS, HW_SPLITK_EFF, HW_SK_READS, HW_LEN = range(36)
 
 # Resident warps per SM from which model.unaligned_penalty holds for register-staged loads: one 8-warp
 # program per SM, the rows that penalty was fitted on (_staged_load_factor)
@@ -434,6 +435,21 @@ def _split_ranges(nprog, split_tiles, split, hw):
 
 
 @njit(cache=CACHE, fastmath=FASTMATH, inline="always")
+def _streamed_ranges(g, sk_tiles, kiters, hw):
+    """The K ranges Stream-K's streamed phase reads at once, as the model counts their operand bytes:
+    1 + streamk_range_reads · (ranges − 1), ranges = min(K-iterations, ⌈g / sk_tiles⌉) (its g programs
+    share the sk_tiles tiles' K-iterations in contiguous runs, so about g / sk_tiles programs read disjoint
+    K ranges of each tile at once). 1 at the parameter's default 0 (one range, as before it).
+
+    Evidence (the H100's exhaustive cold sweep of the decode GEMMs, benchmarks/data/h100_cold/decode.csv,
+    session 29): the streamed phase's HBM term fell under the compulsory bytes (1x128256x2048, Stream-K
+    16x128x32 on a 792-program grid: 156 us against 175 us of weight at the HBM rate) and Stream-K rows
+    measured 1.24x their prediction relative to the same shape's data-parallel rows."""
+    ranges = min(kiters, _cdiv(g, sk_tiles))
+    return 1.0 + hw[HW_SK_READS] * (ranges - 1.0)
+
+
+@njit(cache=CACHE, fastmath=FASTMATH, inline="always")
 def _partial_time(part_bytes, hw):
     """Time of split-K's fp32 partial traffic (``part_bytes`` = written + read back): at L2 bandwidth
     while the written partials fit in half the L2 (all chiplets'; the other half streams A and B);
@@ -513,7 +529,10 @@ def score_row(base, i, effs, m, n, k, batch, ab, bb, cb, align, hw, terms, tmp):
         if dp_tiles == 0:  # every tile split: H200 sweeps measured these ~1.2x over the mixed grids' rate
             sk_eff *= hw[HW_SK_SPLIT]  # <= 1, so screen_bounds' compute (without it) stays a lower bound
         rows, cols = _distinct(min(sk_tiles, g), nchip, chunk, rr, num_pid_m, num_pid_n, group_m)
-        step = slow * _kstep(g, bm, bn, bk, stages, sk_eff, cus, nchip, ab, bb, hw, rows, cols, sk_pen, tmp, 1.0, sw)
+        # the streamed phase's g programs cover the sk_tiles tiles' K-iterations at once: about g / sk_tiles
+        # disjoint K ranges of each tile, counted as far as streamk_range_reads says (_streamed_ranges)
+        step = slow * _kstep(g, bm, bn, bk, stages, sk_eff, cus, nchip, ab, bb, hw, rows, cols, sk_pen, tmp,
+                             _streamed_ranges(g, sk_tiles, kiters, hw), sw)
         for t in range(5):
             terms[t] += iters * slow * tmp[t]
         total += iters * step + hw[HW_TILE]

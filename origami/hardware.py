@@ -116,6 +116,9 @@ MODEL_PARAMS: dict[str, tuple[float, float, str]] = {
     "splitk_range_reads": (0.0, 1.0, "share of a split-K wave's other K ranges whose operand bytes the memory terms "
                                      "count as distinct reads (the ranges are disjoint); 0: one range, as "
                                      "profiles before it were fitted"),
+    "streamk_range_reads": (0.0, 1.0, "the same for Stream-K's streamed phase, whose programs read about grid / "
+                                      "streamed tiles disjoint K ranges of each tile at once; 0: one range, as "
+                                      "profiles before it were fitted"),
     "staged_spill_penalty": (0.0, 3.0, "extra main-loop time, as a share of it, of a kernel that spills registers under "
                                        "register-staged loads (rows under 4 bytes aligned, NVIDIA: "
                                        "origami.space.staged_spills, from an sm_90 compile census); 0: not modelled"),
@@ -136,7 +139,7 @@ MODEL_PARAMS: dict[str, tuple[float, float, str]] = {
 # Model parameters a profile may leave out (added after profiles were written): their value then.
 # ws_efficiency 0 keeps every older profile's space, and so its rankings, as they were.
 OPTIONAL_MODEL_PARAMS: dict[str, float] = {"ws_efficiency": 0.0, "streamk_unaligned_penalty": 1.0,
-                                           "staged_spill_rule": 0.0, "splitk_range_reads": 0.0,
+                                           "staged_spill_rule": 0.0, "splitk_range_reads": 0.0, "streamk_range_reads": 0.0,
                                            "staged_spill_penalty": 0.0, "splitk_fixup_read_efficiency": 1.0,
                                            "mn_major_tile_cost": 0.0, "staged_load_exponent": 0.0,
                                            "splitk_efficiency": 1.0}

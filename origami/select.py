@@ -84,6 +84,7 @@ def _hw_vector(hw: HardwareProfile, rate_key: str, mn_regs: bool = False) -> np.
     v[_core.HW_SK_SPLIT] = mp["streamk_split_efficiency"]
     v[_core.HW_SK_UNALIGNED] = mp["streamk_unaligned_penalty"]
     v[_core.HW_SPLIT_READS] = mp["splitk_range_reads"]
+    v[_core.HW_SK_READS] = mp["streamk_range_reads"]
     v[_core.HW_SPILL] = mp["staged_spill_penalty"]  # read only by rows whose staged_spill column is 1
     v[_core.HW_FIX_READ] = mp["splitk_fixup_read_efficiency"]  # read only by split-K rows
     v[_core.HW_WS_EFF] = mp["ws_efficiency"]  # read only by 'ws' rows (origami.space.ws_space)

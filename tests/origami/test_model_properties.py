@@ -518,6 +518,35 @@ def test_splitk_range_reads_touches_only_splitk_rows(name):
 
 
 @pytest.mark.parametrize("name", ["h200", "mi300x"])
+def test_streamk_range_reads_touches_only_streamk_rows(name):
+    """``streamk_range_reads`` at its default 0 leaves the model as it was (left out of the written profile,
+    content hash and scores as before). Above 0 only Stream-K rows change, never downwards, and some rise:
+    the streamed phase's programs read several disjoint K ranges of a tile at once; select stays the exact
+    minimum (the screen bounds leave the HBM and LLC terms out)."""
+    hw = origami.load_profile(name)
+    assert "streamk_range_reads" not in hw.to_yaml_dict()["model"]
+    zero = hw.replace_model(streamk_range_reads=0.0)
+    assert zero.content_hash == hw.content_hash
+    full = hw.replace_model(streamk_range_reads=1.0)
+    raised = 0
+    for p in (origami.GemmProblem(1, 128256, 2048, b_layout="T"), origami.GemmProblem(16, 8192, 8192),
+              origami.GemmProblem(1536, 3584, 8192), origami.GemmProblem(4096, 4096, 4096)):
+        base, lat, terms = score_problem(p, hw)
+        _, lat0, _ = score_problem(p, zero)
+        _, lat1, terms1 = score_problem(p, full)
+        assert np.array_equal(lat, lat0)
+        sk = (base[:, C["kind"]] == _core.K_STREAMK) & np.isfinite(lat)
+        assert np.array_equal(lat[~sk], lat1[~sk])
+        assert (lat1[sk] >= lat[sk]).all()
+        hbm = _core.TERM_NAMES.index("hbm")
+        assert (terms1[sk, hbm] >= terms[sk, hbm]).all()
+        raised += int((lat1[sk] > lat[sk]).sum())
+        ok = np.isfinite(lat1)
+        assert origami.select(p, full).latency_ns == pytest.approx(float(np.where(ok, lat1, np.inf).min()))
+    assert raised > 0
+
+
+@pytest.mark.parametrize("name", ["h200", "mi300x"])
 def test_staged_spill_penalty_touches_only_staged_spilling_rows(name):
     """``staged_spill_penalty`` at its default 0 leaves the model as it was: left out of the written profile
     (content hash and rankings as before), and an explicit 0 scores every row as the profile does. Above 0

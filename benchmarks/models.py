@@ -471,6 +471,21 @@ def environ(env: dict):
                 os.environ[k] = v
 
 
+def parse_job(spec: str) -> tuple[str, str, str]:
+    """``MODEL:MODE:DTYPE`` of ``--jobs`` as a tuple; a ValueError naming the job and what it may be otherwise
+    (checked before any GPU work: a misspelt mode used to fail in each workload's own process, after its build)."""
+    parts = spec.split(":")
+    if len(parts) != 3:
+        raise ValueError(f"--jobs {spec!r}: expected MODEL:MODE:DTYPE")
+    model, mode, dtype = parts
+    for what, value, allowed in (("model", model, MODELS), ("mode", mode, MODES), ("dtype", dtype, ("bf16", "fp16"))):
+        if value not in allowed:
+            raise ValueError(f"--jobs {spec!r}: unknown {what} {value!r} (one of {', '.join(allowed)})")
+    if mode.startswith("decode") and model not in LLMS:
+        raise ValueError(f"--jobs {spec!r}: mode {mode} is for the decoder LLMs ({', '.join(LLMS)})")
+    return model, mode, dtype
+
+
 def make_sides(gluon: bool, aten: bool = False, eager: float | None = None, grad: float | None = None,
                aligned: bool = False) -> dict:
     """torch, ours (origami's picks) and, with ``gluon``, ours with TRITONBLAS_GLUON=1; with ``aten``, ours
@@ -986,6 +1001,14 @@ def main(argv=None) -> int:
     ap.add_argument("--versus-table", default=None, metavar="TABLE.json",
                     help="the versus side with this tile table instead of measuring one, in every mode")
     args = ap.parse_args(argv)
+    jobs = None
+    if args.jobs:
+        try:
+            jobs = [parse_job(j) for j in args.jobs]
+        except ValueError as e:
+            ap.error(str(e))
+    if args.versus_table and not Path(args.versus_table).is_file():
+        ap.error(f"--versus-table {args.versus_table}: no such file")
     if args.merge:
         if args.out is None:
             ap.error("--merge needs --out")
@@ -1008,9 +1031,7 @@ def main(argv=None) -> int:
     if not torch.cuda.is_available():
         print("models.py: needs a CUDA GPU (the tests run the same model classes at toy sizes on CPU)", file=sys.stderr)
         return 2
-    if args.jobs:
-        jobs = [tuple(j.split(":")) for j in args.jobs]
-    else:
+    if not jobs:
         jobs = [(m, mo, d) for d in args.dtypes for m in args.models for mo in args.modes
                 if not (mo.startswith("decode") and m not in LLMS)]
     prov = provenance()

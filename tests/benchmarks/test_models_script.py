@@ -224,3 +224,20 @@ def test_timing_puts_every_side_in_every_position(monkeypatch):
         for n in names:
             positions = [r.index(n) for r in rounds]
             assert sorted(positions) == sorted(list(range(len(names))) * (reps // len(names))), (n, rounds)
+
+
+def test_jobs_are_checked_before_any_gpu_work():
+    """A misspelt ``--jobs`` entry (session 29 passed ``llama3.2-1b:graph:bf16``) exits with argparse's status 2
+    naming the job and the allowed values, on a machine with or without a GPU; a good one parses."""
+    assert models.parse_job("llama3.2-1b:decode_graph:bf16") == ("llama3.2-1b", "decode_graph", "bf16")
+    for bad, words in (("llama3.2-1b:graph:bf16", "unknown mode 'graph'"), ("llama3.2-1b:decode", "MODEL:MODE:DTYPE"),
+                       ("gpt3:prefill:bf16", "unknown model 'gpt3'"), ("bert-large:prefill:fp8", "unknown dtype"),
+                       ("bert-large:decode:bf16", "decoder LLMs")):
+        with pytest.raises(ValueError, match=words):
+            models.parse_job(bad)
+        with pytest.raises(SystemExit) as e:
+            models.main(["--jobs", bad])
+        assert e.value.code == 2
+    with pytest.raises(SystemExit) as e:
+        models.main(["--jobs", "bert-large:prefill:bf16", "--versus-table", "/nonexistent/t.json"])
+    assert e.value.code == 2

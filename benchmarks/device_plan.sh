@@ -10,7 +10,8 @@
 #   last landing, not the tree sent, so $(git rev-parse HEAD) inside the device command records the wrong commit
 #   (session 26's first run did).
 # Any other GPU with OTHER_HELDOUT=<its profile>: the held-out split's sweeps for that profile (bf16 files first).
-# Any GPU with DECODE_PROBE=1 (before all of the branches below): the decode GEMMs' cold sweep, then tiles outside
+# Any GPU with TRAINING=1 (before all of the branches below): the training sets' sampled sweep for its own profile.
+# Any GPU with DECODE_PROBE=1 (before all of the branches below but TRAINING): the decode GEMMs' cold sweep, then tiles outside
 #   the space, the best-tile table and CUDA-graph decode with it (gpu_session.sh's decode and decode_probe steps).
 # Any GPU with MODEL_GEMMS=1 (before all of the branches below but DECODE_PROBE): the training steps' GEMMs, ours vs torch
 #   (gpu_session.sh's train_gemms), then the decode GEMMs' cold sweep and ours vs its best vs torch (its decode step).
@@ -45,7 +46,13 @@ if [ -n "${SUITE:-}" ] && { [[ "$gpu" == *H200* ]] || [ -n "${OTHER_HELDOUT:-}${
   # SUITE=1: the whole suite first, in a branch that does not run it (tritonblas/ changed since the last GPU run)
   STEPS=tests TESTS_TIMEOUT=${TESTS_TIMEOUT:-320} bash benchmarks/gpu_session.sh
 fi
-if [ -n "${DECODE_PROBE:-}" ]; then
+if [ -n "${TRAINING:-}" ]; then
+  # TRAINING=1 (any GPU; first of the branches): the training sets' sampled sweep for the GPU's own profile, with the
+  # seconds left (gpu_session's training step, resumable: commit training_data.tgz's CSVs and call again). Where no
+  # H200 comes, the H100's terms can then be fitted on H100 training data and judged on benchmarks/data/h100_heldout/
+  # (session 29: fits on the decode set alone overfit it)
+  STEPS=training TRAINING_BUDGET=$(( $(left) - 110 )) bash benchmarks/gpu_session.sh
+elif [ -n "${DECODE_PROBE:-}" ]; then
   # DECODE_PROBE=1 (any GPU; before the branches below): the decode GEMMs' exhaustive cold sweep where the GPU's
   # profile has none yet (benchmarks/data/<profile>_cold/decode.csv, resumable: about 7 GPU-minutes on an H200, so a
   # first call may only sweep), then gpu_session's decode_probe step with the seconds left: tiles outside the space,

@@ -32,6 +32,8 @@
 #             sweep.py --timer cold into benchmarks/data/<profile>_cold/decode.csv (resumable, $DECODE_SWEEP_BUDGET s,
 #             default 240; $DECODE_PROFILE, default the GPU's) -> $OUT/decode_data.tgz, then compare.py --timer cold:
 #             ours, that sweep's best re-timed and torch per shape -> $OUT/compare_decode_$GPU_TAG.csv
+#   training  the training sets' sampled sweep (the pick + uniform draws, $TRAINING_CONFIGS a shape) for the GPU's own
+#             profile into benchmarks/data/<profile>/, resumable ($TRAINING_BUDGET s) -> $OUT/training_data.tgz
 #   decode_probe  decode-shaped tiles outside origami's space on our kernels (benchmarks/decode_probe.py), cold L2, after
 #             the decode step: their sweep -> $OUT/decode_probe_data.tgz, the best-tile table of both sweeps ->
 #             $OUT/decode_best_$GPU_TAG.json, compare.py re-timing the fastest of both -> $OUT/compare_decode_probe_$GPU_TAG.csv,
@@ -178,6 +180,16 @@ for step in $STEPS; do
                    --timer cold --rep-ms 3 --no-nvmmh --sweep $dcsv --budget-s ${DECODE_COMPARE_BUDGET:-120} \
                    --out "$OUT/compare_decode_$GPU_TAG.csv"
                  echo "compare rc=$?"
+               } > "$log" 2>&1 ;;
+    training)  # the training sets' sampled sweep for the GPU's own profile ($TRAINING_PROFILE, default $GPU_TAG): the
+               # model's pick plus uniform draws over the space ($TRAINING_CONFIGS a shape, default 32), warm timer,
+               # into benchmarks/data/<profile>/ (resumable, $TRAINING_BUDGET s, default 400) -> $OUT/training_data.tgz:
+               # training data for that profile's terms (the H100 had only the decode set, session 29)
+               { tp=${TRAINING_PROFILE:-$GPU_TAG}
+                 timeout $(( ${TRAINING_BUDGET:-400} + 90 )) python3 benchmarks/sweep.py \
+                   --jobs ${TRAINING_SETS:-llm skinny longk dlrm grid square ragged} --profile $tp \
+                   --max-configs ${TRAINING_CONFIGS:-32} --rep-ms 3 --budget-s ${TRAINING_BUDGET:-400}
+                 echo "sweep rc=$?"; tar czf "$OUT/training_data.tgz" benchmarks/data/$tp
                } > "$log" 2>&1 ;;
     decode_probe)  # decode-shaped tiles outside origami's space (benchmarks/decode_probe.py: BLOCK_N 16-64, BLOCK_K to
                # 512, on the existing dp and split-K kernels), cold L2, after the decode step's sweep: the probe's rows

@@ -79,3 +79,30 @@ def test_bad_invocations_exit_naming_the_option(tmp_path):
     _sweep(empty, [])
     with pytest.raises(SystemExit, match="no timed row"):
         decode_probe.main(["--best-table", str(tmp_path / "t.json"), str(empty)])
+
+
+def test_the_committed_h100_decode_table_serves_the_shipped_h100_profile():
+    """docs/dropin.md points H100 users at benchmarks/results/decode_best_h100_409ee65.json: it must load strictly,
+    for the shipped h100.yaml (a profile edit makes it stale: regenerate it or change the docs), with an entry for
+    every decode shape, each a config the predicates admit."""
+    from tritonblas import tables
+    from origami.shapes import load_shapes
+
+    import json
+
+    path = ROOT / "benchmarks/results/decode_best_h100_409ee65.json"
+    made_with, here = json.loads(path.read_text())["triton_version"], tables.installed_triton()
+    if here is not None and made_with.split(".")[:2] != here.split(".")[:2]:  # another Triton: stale, as documented
+        with pytest.raises(tables.TableError, match="stale"):
+            tables.load_table(path, strict=True)
+        return
+    table = tables.load_table(path, strict=True)
+    assert (table.profile_name, table.profile_hash) == ("h100", HW.content_hash)
+    shapes = load_shapes(ROOT / "benchmarks/shapes/decode.yaml")
+    assert set(table.entries) == set(shapes)
+    assert all(not violations(c, p, HW) for p, c in table.entries.items())
+    tables.set_table(table)
+    try:
+        assert all(tables.lookup(p, HW) == table.entries[p] for p in shapes)
+    finally:
+        tables.set_table(None)

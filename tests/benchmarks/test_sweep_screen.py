@@ -6,6 +6,7 @@ interpreter), so the loop's result check and bookkeeping are the real ones."""
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import sys
 from pathlib import Path
 
@@ -126,6 +127,29 @@ def test_a_config_whose_result_is_wrong_is_never_the_screens_reference(tmp_path,
     assert float(rows[1]["median_ms"]) == 0.9
     assert [float(r["median_ms"]) for r in rows[2:]] == [1.4, 1.4]  # over 1.5 x 0.9: screened
     assert calls.count("graph") == 2
+
+
+def test_the_profiles_pick_is_always_timed_in_full(tmp_path, monkeypatch, device):
+    # as the first test, but origami.select() picks cands[2], whose quick time (1.0) would screen it: it is
+    # timed in full (0.45) instead, and becomes the reference; the guard scores that row (issue 19)
+    import origami
+
+    real_select = origami.select
+    picked = {}
+
+    def select(p, hw, *a, **kw):
+        est = real_select(p, hw, *a, **kw)
+        return dataclasses.replace(est, config=picked["cfg"]) if "cfg" in picked else est
+
+    hw = origami.load_profile("h200")
+    p = GemmProblem(48, 40, 32, a_dtype="fp32", b_dtype="fp32", c_dtype="fp32")
+    picked["cfg"] = [c for c in origami.candidates(p, hw) if c.kind.value == "dp"][:4][2]
+    monkeypatch.setattr(sweep.origami, "select", select)
+    calls = _script(monkeypatch, [0.5, 1.0, 0.6, 0.7], [0.5, 0.45, 0.4])
+    cands, rows = _sweep(tmp_path, monkeypatch, device)
+    assert cands[2] == picked["cfg"]
+    assert [float(r["median_ms"]) for r in rows] == [0.5, 0.45, 0.4, 0.7]
+    assert calls.count("graph") == 3 and not any(r["error"] for r in rows)
 
 
 def test_screen_factor_must_be_over_one(capsys):

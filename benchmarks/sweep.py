@@ -605,6 +605,9 @@ def main(argv=None) -> int:
                     help="the committed held-out split, exhaustively (--jobs names its files; default all)")
     ap.add_argument("--rows", default=None, metavar="JOBS.csv",
                     help="time exactly the (shape, config) rows of a job file (benchmarks/missing_picks.py)")
+    ap.add_argument("--retime", action="store_true",
+                    help="with --rows: time the job file's rows again, replacing the rows already recorded under "
+                         "the same (shape, config) (a suspect time, e.g. a screened quick time); others are kept")
     ap.add_argument("--screen", type=float, default=0, metavar="F",
                     help="graph timer: a config whose quick time (3 queued launches) is at least "
                          f"{SCREEN_MIN_MS} ms and over F x the shape's best full time so far is recorded at that "
@@ -625,6 +628,8 @@ def main(argv=None) -> int:
         ap.error("--heldout is exhaustive over the committed split: no --max-configs/--set/--shapes/--rows/--dtype")
     if args.rows and (args.jobs or args.set or args.shapes):
         ap.error("--rows takes its shapes and configs from the job file: no --jobs/--set/--shapes")
+    if args.retime and not args.rows:
+        ap.error("--retime replaces the rows of a --rows job file: give --rows JOBS.csv")
     if not (args.set or args.shapes or args.jobs or args.heldout or args.rows):
         ap.error("give --set NAME, --shapes FILE, --jobs SPEC ..., --heldout or --rows JOBS.csv")
     if args.heldout:
@@ -653,9 +658,28 @@ def main(argv=None) -> int:
     args.timer = args.timer or ("graph" if cuda else "cpu")
     world = torchrun_world()
     if world is None:
+        if args.retime:
+            print(drop_recorded(Path(args.rows)))
         run_shard(args, jobs, f"cuda:{args.gpu}" if cuda else "cpu")
         return 0
     return run_ranks(args, jobs, world)
+
+
+def drop_recorded(rows_path: Path) -> str:
+    """``--retime``: remove from each ``out`` CSV of the job file the rows it lists (same shape and config),
+    atomically, so the sweep times them again; every other row, the columns and the ``#`` lines stay. One line
+    saying what went."""
+    keys: dict[Path, set] = {}
+    for r in read_rows(rows_path):
+        keys.setdefault(ROOT / r["out"], set()).add(row_key(r))
+    said = []
+    for out, drop in keys.items():
+        header, cols, rows = shard_contents(out)
+        kept = [r for r in rows if row_key(r) not in drop]
+        if len(kept) < len(rows):
+            write_rows(out, header, cols, kept)
+        said.append(f"{out.relative_to(ROOT) if out.is_relative_to(ROOT) else out}: {len(rows) - len(kept)} rows to retime")
+    return "--retime: " + "; ".join(said)
 
 
 def run_ranks(args, jobs, world) -> int:
@@ -664,6 +688,8 @@ def run_ranks(args, jobs, world) -> int:
     world.init()
     try:
         if world.is_root:
+            if getattr(args, "retime", False):
+                print(drop_recorded(Path(args.rows)))
             for _, out, _ in jobs:
                 prepare_resume(out)  # a half-written last row is cut, not merged as done
         skip = world.broadcast([{row_key(r) for r in read_rows(out)} for _, out, _ in jobs] if world.is_root else None)

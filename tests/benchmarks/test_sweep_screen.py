@@ -188,3 +188,46 @@ def test_sweep_precompiles_the_variant_it_times(tmp_path, monkeypatch, dtype, ou
     sweep._sweep_shapes(_args(screen=0), [p], out_csv, "cpu", hw, set(), True, __import__("time").time(),
                         [object()], lambda prob, hw_, *extra: [(c, 1.0) for c in cands])
     assert seen == [want]
+
+
+def test_retime_replaces_exactly_the_job_files_rows(tmp_path, monkeypatch, device):
+    """``--rows JOBS --retime``: the listed (shape, config) rows already recorded are removed, atomically, and timed
+    again; the file's other rows, its columns and ``#`` lines stay. Without it a recorded row is skipped as done.
+    (The H100's held-out llm file holds a pick recorded at one screened quick time, 5x its model twin.)"""
+    import csv
+
+    import origami
+
+    from benchmarks.missing_picks import JOB_COLS
+
+    hw = origami.load_profile("h200")
+    p = GemmProblem(48, 40, 32, a_dtype="fp32", b_dtype="fp32", c_dtype="fp32")
+    a, b = [c for c in origami.candidates(p, hw) if c.kind.value == "dp"][:2]
+    out = tmp_path / "h200_heldout" / "x.csv"
+    out.parent.mkdir()
+
+    def row(cfg, ms):
+        r = {k: sweep.cell(getattr(p, k)) for k in sweep.PROBLEM_COLS}
+        r.update({k: sweep.cell(getattr(cfg, k)) for k in sweep.CONFIG_COLS})
+        return {**r, "median_ms": ms, "error": "", "predicted_ns": ""}
+
+    sweep.write_rows(out, ["# gpu=test"], list(sweep.COLS), [row(a, "9.900000"), row(b, "8.800000")])
+    job = tmp_path / "jobs.csv"
+    with job.open("w", newline="") as f:
+        w = csv.DictWriter(f, fieldnames=JOB_COLS, extrasaction="ignore")
+        w.writeheader()
+        w.writerow({**row(a, ""), "out": str(out)})
+    _script(monkeypatch, [0.5], [0.5])
+    sweep.run_shard(_args(screen=0), sweep.row_jobs(job), device)  # without --retime: done, not timed
+    assert [r["median_ms"] for r in sweep.read_rows(out)] == ["9.900000", "8.800000"]
+
+    assert sweep.drop_recorded(job).endswith("x.csv: 1 rows to retime")
+    assert [r["median_ms"] for r in sweep.read_rows(out)] == ["8.800000"]
+    assert out.read_text().startswith("# gpu=test\n")
+    calls = _script(monkeypatch, [], [0.42])
+    sweep.run_shard(_args(screen=0), sweep.row_jobs(job), device)
+    got = {sweep.row_key(r): r["median_ms"] for r in sweep.read_rows(out)}
+    assert got == {sweep.row_key(row(a, "")): "0.420000", sweep.row_key(row(b, "")): "8.800000"}
+    assert calls.count("graph") == 1
+    with pytest.raises(SystemExit):
+        sweep.main(["--set", "calib", "--retime"])

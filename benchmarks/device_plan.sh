@@ -10,6 +10,7 @@
 #   last landing, not the tree sent, so $(git rev-parse HEAD) inside the device command records the wrong commit
 #   (session 26's first run did).
 # Any other GPU with OTHER_HELDOUT=<its profile>: the held-out split's sweeps for that profile (bf16 files first).
+# RETIME=1 first, whatever else runs: gpu_session's retime step (suspect recorded rows timed again in full).
 # Any GPU with TRAINING=1 (before all of the branches below): the training sets' sampled sweep for its own profile.
 # Any GPU with DECODE_PROBE=1 (before all of the branches below but TRAINING): the decode GEMMs' cold sweep, then tiles outside
 #   the space, the best-tile table and CUDA-graph decode with it (gpu_session.sh's decode and decode_probe steps).
@@ -45,6 +46,9 @@ CAND_C=splitk_range_reads=1
 if [ -n "${SUITE:-}" ] && { [[ "$gpu" == *H200* ]] || [ -n "${OTHER_HELDOUT:-}${MODEL_GEMMS:-}" ]; }; then
   # SUITE=1: the whole suite first, in a branch that does not run it (tritonblas/ changed since the last GPU run)
   STEPS=tests TESTS_TIMEOUT=${TESTS_TIMEOUT:-320} bash benchmarks/gpu_session.sh
+fi
+if [ -n "${RETIME:-}" ]; then  # RETIME=1 (any branch): gpu_session's retime step first (a few seconds)
+  STEPS=retime bash benchmarks/gpu_session.sh
 fi
 if [ -n "${TRAINING:-}" ]; then
   # TRAINING=1 (any GPU; first of the branches): the training sets' sampled sweep for the GPU's own profile, with the

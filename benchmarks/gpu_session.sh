@@ -32,6 +32,8 @@
 #             sweep.py --timer cold into benchmarks/data/<profile>_cold/decode.csv (resumable, $DECODE_SWEEP_BUDGET s,
 #             default 240; $DECODE_PROFILE, default the GPU's) -> $OUT/decode_data.tgz, then compare.py --timer cold:
 #             ours, that sweep's best re-timed and torch per shape -> $OUT/compare_decode_$GPU_TAG.csv
+#   retime    benchmarks/sweep.py --rows $RETIME_JOBS --retime: suspect recorded rows removed and timed again in full
+#             -> $OUT/retime_data.tgz
 #   training  the training sets' sampled sweep (the pick + uniform draws, $TRAINING_CONFIGS a shape) for the GPU's own
 #             profile into benchmarks/data/<profile>/, resumable ($TRAINING_BUDGET s) -> $OUT/training_data.tgz
 #   decode_probe  decode-shaped tiles outside origami's space on our kernels (benchmarks/decode_probe.py), cold L2, after
@@ -180,6 +182,13 @@ for step in $STEPS; do
                    --timer cold --rep-ms 3 --no-nvmmh --sweep $dcsv --budget-s ${DECODE_COMPARE_BUDGET:-120} \
                    --out "$OUT/compare_decode_$GPU_TAG.csv"
                  echo "compare rc=$?"
+               } > "$log" 2>&1 ;;
+    retime)    # re-time suspect recorded rows (benchmarks/sweep.py --rows $RETIME_JOBS --retime: removed, then timed in full;
+               # default benchmarks/data/h100_retime_jobs.csv, h100's held-out llm pick recorded at one screened quick
+               # time) -> $OUT/retime_data.tgz (the job file's output CSVs)
+               { rj=${RETIME_JOBS:-benchmarks/data/h100_retime_jobs.csv}
+                 timeout 300 python3 benchmarks/sweep.py --rows $rj --retime --profile ${RETIME_PROFILE:-$GPU_TAG} --rep-ms 10
+                 echo "sweep rc=$?"; tar czf "$OUT/retime_data.tgz" $(python3 -c "import csv,sys; print(' '.join(sorted({r['out'] for r in csv.DictReader(open(sys.argv[1]))})))" $rj)
                } > "$log" 2>&1 ;;
     training)  # the training sets' sampled sweep for the GPU's own profile ($TRAINING_PROFILE, default $GPU_TAG): the
                # model's pick plus uniform draws over the space ($TRAINING_CONFIGS a shape, default 32), warm timer,

@@ -218,7 +218,7 @@ for step in $STEPS; do
                    --out "$OUT/compare_decode_probe_$GPU_TAG.csv"
                  echo "compare rc=$?"
                  if [ "${PROBE_MODELS_BUDGET:-200}" -gt 0 ]; then  # the decode steps with that table (models.py's versus side)
-                   timeout $(( ${PROBE_MODELS_BUDGET:-200} + 240 )) python3 benchmarks/models.py \
+                   timeout $(( ${PROBE_MODELS_BUDGET:-200} + 60 )) python3 benchmarks/models.py \
                      --jobs ${PROBE_MODELS:-llama3.2-1b:decode_graph:bf16 llama3-8b:decode_graph:bf16} \
                      --versus-table "$OUT/decode_best_$GPU_TAG.json" --budget-s ${PROBE_MODELS_BUDGET:-200} \
                      --job-timeout-s 240 --out "$OUT/models_decode_best_$GPU_TAG.csv"

@@ -184,9 +184,10 @@ for step in $STEPS; do
                  echo "compare rc=$?"
                } > "$log" 2>&1 ;;
     retime)    # re-time suspect recorded rows (benchmarks/sweep.py --rows $RETIME_JOBS --retime: removed, then timed in full;
-               # default benchmarks/data/h100_retime_jobs.csv, h100's held-out llm pick recorded at one screened quick
-               # time) -> $OUT/retime_data.tgz (the job file's output CSVs)
-               { rj=${RETIME_JOBS:-benchmarks/data/h100_retime_jobs.csv}
+               # default benchmarks/data/jobs_heldout/h100_retime.csv, h100's held-out llm pick recorded at one screened quick
+               # time; job files of held-out shapes live under a *_heldout folder, which no fit reads)
+               # -> $OUT/retime_data.tgz (the job file's output CSVs)
+               { rj=${RETIME_JOBS:-benchmarks/data/jobs_heldout/h100_retime.csv}
                  timeout 300 python3 benchmarks/sweep.py --rows $rj --retime --profile ${RETIME_PROFILE:-$GPU_TAG} --rep-ms 10
                  echo "sweep rc=$?"; tar czf "$OUT/retime_data.tgz" $(python3 -c "import csv,sys; print(' '.join(sorted({r['out'] for r in csv.DictReader(open(sys.argv[1]))})))" $rj)
                } > "$log" 2>&1 ;;

@@ -896,7 +896,10 @@ def _compile_tensors(problem: GemmProblem, device: str):
             make(problem.m, problem.n, problem.c_dtype, Layout.N))
 
 
-def _precompile_one(plan: LaunchPlan, device: str, launch_kwargs: dict, scales: str | None = None) -> str | None:
+def _precompile_one(plan: LaunchPlan, device: str, launch_kwargs: dict, scales: str | None = None,
+                    release: bool = False) -> str | None:
+    """Compile one plan (or, under the interpreter, run it once); None or the error's text. ``release``
+    (a pool worker's call): empty the worker's allocator cache after it."""
     try:
         if _interpreter.interpreting():  # the plan runs once: real numbers, so an error is the kernel's
             a, b, out = _example_tensors(plan.problem, device)
@@ -910,8 +913,8 @@ def _precompile_one(plan: LaunchPlan, device: str, launch_kwargs: dict, scales: 
         return None
     except Exception as e:  # noqa: BLE001 - reported per plan, never fatal
         return f"{type(e).__name__}: {e}".splitlines()[0][:500]
-    finally:  # a worker compiles many shapes: it keeps no cached blocks of the last one's operands
-        if str(device).startswith("cuda") and torch.cuda.is_initialized():
+    finally:  # a pool worker compiles many shapes: it keeps no cached blocks of the last one's operands
+        if release and str(device).startswith("cuda") and torch.cuda.is_initialized():
             torch.cuda.empty_cache()
 
 
@@ -956,7 +959,7 @@ def compile_pool(workers: int) -> ProcessPoolExecutor:
 
 def _gather(pool: ProcessPoolExecutor, plans: Sequence[LaunchPlan], device: str, launch_kwargs: dict,
             scales: str | None = None) -> list:
-    futures = [pool.submit(_precompile_one, p, device, launch_kwargs, scales) for p in plans]
+    futures = [pool.submit(_precompile_one, p, device, launch_kwargs, scales, True) for p in plans]
     results = []
     for f in futures:
         try:

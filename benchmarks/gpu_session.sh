@@ -188,7 +188,9 @@ for step in $STEPS; do
                # time; job files of held-out shapes live under a *_heldout folder, which no fit reads)
                # -> $OUT/retime_data.tgz (the job file's output CSVs)
                { rj=${RETIME_JOBS:-benchmarks/data/jobs_heldout/h100_retime.csv}
-                 timeout 300 python3 benchmarks/sweep.py --rows $rj --retime --profile ${RETIME_PROFILE:-$GPU_TAG} --rep-ms 10
+                 # the profile whose data the job re-times ($RETIME_PROFILE, default h100, the default job's): sweep.py
+                 # refuses a GPU that profile does not name, so an H200 leaves the H100's file as it is
+                 timeout 300 python3 benchmarks/sweep.py --rows $rj --retime --profile ${RETIME_PROFILE:-h100} --rep-ms 10
                  echo "sweep rc=$?"; tar czf "$OUT/retime_data.tgz" $(python3 -c "import csv,sys; print(' '.join(sorted({r['out'] for r in csv.DictReader(open(sys.argv[1]))})))" $rj)
                } > "$log" 2>&1 ;;
     training)  # the training sets' sampled sweep for the GPU's own profile ($TRAINING_PROFILE, default $GPU_TAG): the

@@ -25,6 +25,10 @@
 # MODELS=1 takes that last branch (suite, then real models) on an H200 too (issue 16's targets are the H200's).
 # SUITE=1 runs the whole suite first in the branches above that do not; SUITE=0 skips it in the last one.
 # Every step is benchmarks/gpu_session.sh's; the results land in $OUT as they do there.
+# Suggested order (session 29's closing note): on an H100, RETIME=1 TRAINING=1 (one call: the suspect held-out row,
+#   then the training sweeps its terms can be fitted on), then DECODE_PROBE=1 (the decode probe's compare and the
+#   CUDA-graph decode rows with the best-tile table); on an H200, the default branch (held-out sweeps), then
+#   DECODE_PROBE=1 (its decode sweep first), then MODELS=1.
 set -u -o pipefail
 : "${GIT_SHA:?set GIT_SHA=<the commit of the tree you send>}"
 export GIT_SHA

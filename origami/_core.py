@@ -441,8 +441,8 @@ def _streamed_ranges(g, sk_tiles, kiters, hw):
     share the sk_tiles tiles' K-iterations in contiguous runs, so about g / sk_tiles programs read disjoint
     K ranges of each tile at once). 1 at the parameter's default 0 (one range, as before it).
 
-    Evidence (the H100's exhaustive cold sweep of the decode GEMMs, benchmarks/data/h100_cold/decode.csv,
-    session 29): the streamed phase's HBM term fell under the compulsory bytes (1x128256x2048, Stream-K
+    Evidence (the H100's exhaustive cold sweep of the decode GEMMs, benchmarks/data/h100_cold/decode.csv):
+    at 0 the streamed phase's HBM term falls under the compulsory bytes (1x128256x2048, Stream-K
     16x128x32 on a 792-program grid: 156 us against 175 us of weight at the HBM rate) and Stream-K rows
     measured 1.24x their prediction relative to the same shape's data-parallel rows."""
     ranges = min(kiters, _cdiv(g, sk_tiles))

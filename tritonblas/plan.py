@@ -846,17 +846,18 @@ def staging_buffer(t: torch.Tensor, order: int, staged: list) -> torch.Tensor:
 
 
 # --- ahead-of-time compilation ---------------------------------------------------------------
-def example_tensors(problem: GemmProblem, device: str):
+def example_tensors(problem: GemmProblem, device: str, *, random: bool = True):
     """Random operands (a, b) and an empty output of the problem's sizes, dtypes and layouts, freshly
     allocated (what benchmarks and :mod:`tritonblas.versus` launch with; contiguous storage, so
-    their alignment is ``GemmProblem.contiguous_align_bytes``)."""
+    their alignment is ``GemmProblem.contiguous_align_bytes``). ``random=False``: the operands
+    uninitialised, in their own dtype (no float32 draft), same sizes and strides: what a compile binds
+    (its specialisations read shapes, strides and alignment, never data; with random operands a compile
+    worker of a 152064 x 3584 GEMM holds 5.7 GiB, and 16 of them run an 80 GB H100 out of memory)."""
     def make(rows, cols, dtype, layout):
-        shape = (problem.batch, rows, cols) if problem.batch > 1 else (rows, cols)
-        if layout is Layout.T:
-            t = torch.randn(*shape[:-2], cols, rows, device=device).transpose(-1, -2)
-        else:
-            t = torch.randn(*shape, device=device)
-        return t.to(TORCH_DTYPES[dtype])
+        lead = (problem.batch,) if problem.batch > 1 else ()
+        dims, dt = ((*lead, cols, rows) if layout is Layout.T else (*lead, rows, cols)), TORCH_DTYPES[dtype]
+        t = torch.randn(*dims, device=device).to(dt) if random else torch.empty(*dims, device=device, dtype=dt)
+        return t.transpose(-1, -2) if layout is Layout.T else t
     a = make(problem.m, problem.k, problem.a_dtype, problem.a_layout)
     b = make(problem.k, problem.n, problem.b_dtype, problem.b_layout)
     shape = (problem.batch, problem.m, problem.n) if problem.batch > 1 else (problem.m, problem.n)
@@ -880,31 +881,13 @@ def _example_scales(problem: GemmProblem, device: str, scales: str | None) -> di
     return dict(scale_a=torch.ones(problem.m, device=device), scale_b=torch.ones(problem.n, device=device))
 
 
-def _compile_tensors(problem: GemmProblem, device: str):
-    """Uninitialised operands (a, b) and output with :func:`example_tensors`' sizes, dtypes, layouts and
-    strides: what a compile binds (its specialisations read shapes, strides and alignment, never data).
-    No float32 draft either: a compile worker of a 152064 x 3584 GEMM held 5.7 GiB with random operands
-    and 16 of them ran an H100 out of memory (session 29's decode sweep)."""
-    def make(rows, cols, dtype, layout):
-        lead = (problem.batch,) if problem.batch > 1 else ()
-        dt = TORCH_DTYPES[dtype]
-        if layout is Layout.T:
-            return torch.empty(*lead, cols, rows, device=device, dtype=dt).transpose(-1, -2)
-        return torch.empty(*lead, rows, cols, device=device, dtype=dt)
-    return (make(problem.m, problem.k, problem.a_dtype, problem.a_layout),
-            make(problem.k, problem.n, problem.b_dtype, problem.b_layout),
-            make(problem.m, problem.n, problem.c_dtype, Layout.N))
-
-
 def _precompile_one(plan: LaunchPlan, device: str, launch_kwargs: dict, scales: str | None = None,
                     release: bool = False) -> str | None:
     """Compile one plan (or, under the interpreter, run it once); None or the error's text. ``release``
     (a pool worker's call): empty the worker's allocator cache after it."""
     try:
-        if _interpreter.interpreting():  # the plan runs once: real numbers, so an error is the kernel's
-            a, b, out = _example_tensors(plan.problem, device)
-        else:
-            a, b, out = _compile_tensors(plan.problem, device)
+        # under the interpreter the plan runs once: real numbers, so an error is the kernel's
+        a, b, out = _example_tensors(plan.problem, device, random=_interpreter.interpreting())
         prepared = prepare_launch(plan, a, b, out, **launch_kwargs, **_example_scales(plan.problem, device, scales))
         if _interpreter.interpreting():
             prepared.run()

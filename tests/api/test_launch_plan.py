@@ -279,7 +279,7 @@ def test_precompile_binds_the_variant_the_launch_runs(device, h200, monkeypatch,
 @pytest.mark.parametrize("batch", [1, 3])
 @pytest.mark.parametrize("dtypes", [("bf16", "bf16", "bf16"), ("fp32", "fp32", "fp32"), ("fp8_e4m3", "fp8_e4m3", "bf16")])
 def test_compile_operands_bind_what_the_example_operands_bind(device, h200, layouts, batch, dtypes):
-    """precompile's GPU workers bind uninitialised operands (``_compile_tensors``: no float32 draft, none of the
+    """precompile's GPU workers bind uninitialised operands (``example_tensors(random=False)``: no float32 draft, none of the
     random data a compile never reads); every non-tensor argument of the launch they prepare (constexprs,
     strides, sizes, the alignment classes) is the one the example operands, what a launch holds, give."""
     from origami import Layout
@@ -287,7 +287,7 @@ def test_compile_operands_bind_what_the_example_operands_bind(device, h200, layo
     p = GemmProblem(40, 24, 48, *dtypes, Layout(layouts[0]), Layout(layouts[1]), batch=batch)
     plan = make_plan(config("dp"), p, h200)
     scales = {} if dtypes[0] != "fp8_e4m3" else planmod._example_scales(p, device, "row")
-    got, want = planmod._compile_tensors(p, device), planmod._example_tensors(p, device)
+    got, want = planmod._example_tensors(p, device, random=False), planmod._example_tensors(p, device)
     assert [(t.shape, t.stride(), t.dtype) for t in got] == [(t.shape, t.stride(), t.dtype) for t in want]
 
     def bound(tensors):

@@ -35,8 +35,6 @@ of a real model gains if every GEMM ran its best measured tile.
 from __future__ import annotations
 
 import argparse
-import csv
-import io
 import sys
 from pathlib import Path
 
@@ -49,7 +47,7 @@ from origami.shapes import load_shapes  # noqa: E402
 from origami.space import violations  # noqa: E402
 
 sys.path.insert(0, str(ROOT / "benchmarks"))
-from sweep import CONFIG_COLS, PROBLEM_COLS  # noqa: E402  (the sweep CSV's columns: one definition)
+from sweep import JOB_COLS, job_row, shard_contents, write_rows  # noqa: E402  (the sweep CSV's own helpers)
 
 BLOCK_N = (16, 32, 64)
 BLOCK_K = (128, 256, 512)
@@ -76,18 +74,7 @@ def probe_configs(problem, hw) -> list[TileConfig]:
 
 
 def job_rows(shapes, hw, out: str) -> list[dict]:
-    rows = []
-    for p in shapes:
-        prob = {c: getattr(p, c) for c in PROBLEM_COLS}
-        prob = {c: (v.value if hasattr(v, "value") else v) for c, v in prob.items()}
-        for cfg in probe_configs(p, hw):
-            row = dict(prob)
-            for c in CONFIG_COLS:
-                v = getattr(cfg, c)
-                row[c] = "" if v is None else (v.value if hasattr(v, "value") else v)
-            row["out"] = out
-            rows.append(row)
-    return rows
+    return [job_row(p, cfg, out) for p in shapes for cfg in probe_configs(p, hw)]
 
 
 def best_table(sweeps, hw, path: str) -> str:
@@ -114,33 +101,15 @@ def best_table(sweeps, hw, path: str) -> str:
     return f"{path}: {len(best)} shapes, each its fastest recorded config"
 
 
-def _write_csv(dest: Path, cols, rows, header=()) -> None:
-    """``rows`` under ``cols`` (``#`` lines ``header`` first), published atomically (tables.AtomicFile)."""
-    from tritonblas.tables import AtomicFile
-
-    buf = io.StringIO()
-    buf.write("".join(x + "\n" for x in header))
-    w = csv.DictWriter(buf, fieldnames=cols, extrasaction="ignore")
-    w.writeheader()
-    w.writerows(rows)
-    with AtomicFile(dest) as f:
-        f.write(buf.getvalue())
-
-
 def merged(sweeps, path: str) -> str:
     """Write every row of ``sweeps`` to one sweep CSV ``path`` (the first file's columns and ``#`` lines), for
     ``compare.py --sweep``, which re-times one file's fastest config per shape; one line saying so."""
-    header, cols, rows = [], None, []
-    for f in sweeps:
-        lines = Path(f).read_text().splitlines()
-        if cols is None:
-            header = [x for x in lines if x.startswith("#")]
-        body = list(csv.DictReader(x for x in lines if not x.startswith("#")))
-        cols = cols or (list(body[0]) if body else None)
-        rows += body
+    parts = [shard_contents(Path(f)) for f in sweeps]
+    rows = [r for _, _, part in parts for r in part]
     if not rows:
         raise SystemExit(f"--merged: no row in {', '.join(map(str, sweeps))}")
-    _write_csv(Path(path), cols, rows, header)
+    header, cols, _ = next(part for part in parts if part[1])
+    write_rows(Path(path), header, cols, rows)
     return f"{path}: {len(rows)} rows of {len(sweeps)} sweeps"
 
 
@@ -173,7 +142,7 @@ def main(argv=None) -> int:
         raise SystemExit(f"--shapes {args.shapes}: no probe row (every tile is in the space or refused)")
     dest = Path(args.out_jobs)
     dest.parent.mkdir(parents=True, exist_ok=True)
-    _write_csv(dest, [*PROBLEM_COLS, *CONFIG_COLS, "out"], rows)
+    write_rows(dest, [], JOB_COLS, rows)
     print(f"{dest}: {len(rows)} rows over {len(shapes)} shapes -> {out}")
     return 0
 

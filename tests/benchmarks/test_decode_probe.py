@@ -41,7 +41,7 @@ def test_the_job_file_is_what_sweep_rows_times(tmp_path):
 
 def _sweep(path: Path, rows: list[tuple]) -> None:
     """A sweep CSV of ``P`` with (kind, block_n, block_k, median_ms) rows."""
-    cols = [*decode_probe.PROBLEM_COLS, *decode_probe.CONFIG_COLS, "median_ms", "error", "predicted_ns"]
+    cols = [*sweep.PROBLEM_COLS, *sweep.CONFIG_COLS, "median_ms", "error", "predicted_ns"]
     with path.open("w", newline="") as f:
         f.write("# gpu=test\n")
         w = csv.DictWriter(f, fieldnames=cols)

@@ -493,69 +493,62 @@ def test_streamk_unaligned_penalty_touches_only_unaligned_streamk_rows(name):
     assert slowed > 0
 
 
-@pytest.mark.parametrize("name", ["h200", "mi300x"])
-def test_splitk_range_reads_touches_only_splitk_rows(name):
-    """``splitk_range_reads`` at its default 0 is the old count: it is left out of the written profile
-    (content hash and rankings as before) and an explicit 0 scores every row as the profile does. Above 0
-    only split-K rows change, never downwards (their L2-miss bytes grow with the K ranges a wave
-    reads); at 1 a split-K row's HBM term is about its compulsory operand bytes, not 1/split of them;
-    select stays the exact minimum (the screen bounds leave the HBM and LLC terms out)."""
+def _range_reads_rows(name: str, param: str, kind: int, problems) -> tuple[int, list]:
+    """The checks a K-range count parameter (``splitk_range_reads``, ``streamk_range_reads``) shares: at its default
+    0 it is left out of the written profile (content hash and scores as before) and an explicit 0 scores every row
+    as the profile does; at 1 only ``kind``'s rows change, never downwards, their HBM terms never down; select stays
+    the exact minimum (the screen bounds leave the HBM and LLC terms out). Returns how many rows rose, and per
+    problem (problem, profile, the kind's finite rows, HBM terms at 0, HBM terms at 1)."""
     hw = origami.load_profile(name)
-    assert "splitk_range_reads" not in hw.to_yaml_dict()["model"]
-    zero = hw.replace_model(splitk_range_reads=0.0)
+    assert param not in hw.to_yaml_dict()["model"]
+    zero = hw.replace_model(**{param: 0.0})
     assert zero.content_hash == hw.content_hash
-    full = hw.replace_model(splitk_range_reads=1.0)
-    raised = 0
-    for p in (origami.GemmProblem(16, 8192, 8192), origami.GemmProblem(64, 4096, 32768),
-              origami.GemmProblem(1536, 3584, 8192), origami.GemmProblem(4096, 4096, 4096)):
+    full = hw.replace_model(**{param: 1.0})
+    hbm = _core.TERM_NAMES.index("hbm")
+    raised, out = 0, []
+    for p in problems:
         base, lat, terms = score_problem(p, hw)
         _, lat0, _ = score_problem(p, zero)
         _, lat1, terms1 = score_problem(p, full)
         assert np.array_equal(lat, lat0)
-        split = (base[:, C["kind"]] == _core.K_SPLITK) & np.isfinite(lat)
-        assert np.array_equal(lat[~split], lat1[~split])
-        assert (lat1[split] >= lat[split]).all()
-        raised += int((lat1[split] > lat[split]).sum())
-        hbm = _core.TERM_NAMES.index("hbm")
-        assert (terms1[split, hbm] >= terms[split, hbm]).all()
+        rows = (base[:, C["kind"]] == kind) & np.isfinite(lat)
+        assert np.array_equal(lat[~rows], lat1[~rows])
+        assert (lat1[rows] >= lat[rows]).all()
+        raised += int((lat1[rows] > lat[rows]).sum())
+        assert (terms1[rows, hbm] >= terms[rows, hbm]).all()
+        ok = np.isfinite(lat1)
+        assert origami.select(p, full).latency_ns == pytest.approx(float(np.where(ok, lat1, np.inf).min()))
+        out.append((p, hw, rows, terms[:, hbm], terms1[:, hbm]))
+    return raised, out
+
+
+@pytest.mark.parametrize("name", ["h200", "mi300x"])
+def test_splitk_range_reads_touches_only_splitk_rows(name):
+    """``splitk_range_reads`` (:func:`_range_reads_rows`'s checks on split-K rows, whose L2-miss bytes grow with the
+    K ranges a wave reads); at 1 a split-K row's HBM term is about its compulsory operand bytes, not 1/split of
+    them."""
+    raised, rows = _range_reads_rows(name, "splitk_range_reads", _core.K_SPLITK,
+                                     (origami.GemmProblem(16, 8192, 8192), origami.GemmProblem(64, 4096, 32768),
+                                      origami.GemmProblem(1536, 3584, 8192), origami.GemmProblem(4096, 4096, 4096)))
+    for p, hw, split, hbm0, hbm1 in rows:
         if split.any() and p.m * p.n < 1 << 20:  # few tiles: every split in one wave
             bw = _inputs(p, hw)[2][_core.HW_HBM_BW]
             compulsory = (p.m * p.k * p.a_dtype.bytes + p.k * p.n * p.b_dtype.bytes) / bw
-            old, new = np.median(terms[split, hbm] / compulsory), np.median(terms1[split, hbm] / compulsory)
+            old, new = np.median(hbm0[split] / compulsory), np.median(hbm1[split] / compulsory)
             assert old < 0.3 and new > 2 * old  # the old count: ~1/split of the bytes read
             if hw.memory["llc_bytes"] == 0:  # (an LLC halves the HBM share of the misses)
                 assert new >= 0.9
-        ok = np.isfinite(lat1)
-        assert origami.select(p, full).latency_ns == pytest.approx(float(np.where(ok, lat1, np.inf).min()))
     assert raised > 0
 
 
 @pytest.mark.parametrize("name", ["h200", "mi300x"])
 def test_streamk_range_reads_touches_only_streamk_rows(name):
-    """``streamk_range_reads`` at its default 0 leaves the model as it was (left out of the written profile,
-    content hash and scores as before). Above 0 only Stream-K rows change, never downwards, and some rise:
-    the streamed phase's programs read several disjoint K ranges of a tile at once; select stays the exact
-    minimum (the screen bounds leave the HBM and LLC terms out)."""
-    hw = origami.load_profile(name)
-    assert "streamk_range_reads" not in hw.to_yaml_dict()["model"]
-    zero = hw.replace_model(streamk_range_reads=0.0)
-    assert zero.content_hash == hw.content_hash
-    full = hw.replace_model(streamk_range_reads=1.0)
-    raised = 0
-    for p in (origami.GemmProblem(1, 128256, 2048, b_layout="T"), origami.GemmProblem(16, 8192, 8192),
-              origami.GemmProblem(1536, 3584, 8192), origami.GemmProblem(4096, 4096, 4096)):
-        base, lat, terms = score_problem(p, hw)
-        _, lat0, _ = score_problem(p, zero)
-        _, lat1, terms1 = score_problem(p, full)
-        assert np.array_equal(lat, lat0)
-        sk = (base[:, C["kind"]] == _core.K_STREAMK) & np.isfinite(lat)
-        assert np.array_equal(lat[~sk], lat1[~sk])
-        assert (lat1[sk] >= lat[sk]).all()
-        hbm = _core.TERM_NAMES.index("hbm")
-        assert (terms1[sk, hbm] >= terms[sk, hbm]).all()
-        raised += int((lat1[sk] > lat[sk]).sum())
-        ok = np.isfinite(lat1)
-        assert origami.select(p, full).latency_ns == pytest.approx(float(np.where(ok, lat1, np.inf).min()))
+    """``streamk_range_reads`` (:func:`_range_reads_rows`'s checks on Stream-K rows, whose streamed phase reads
+    several disjoint K ranges of a tile at once): some rows rise."""
+    raised, _ = _range_reads_rows(name, "streamk_range_reads", _core.K_STREAMK,
+                                  (origami.GemmProblem(1, 128256, 2048, b_layout="T"),
+                                   origami.GemmProblem(16, 8192, 8192), origami.GemmProblem(1536, 3584, 8192),
+                                   origami.GemmProblem(4096, 4096, 4096)))
     assert raised > 0
 
 

@@ -59,7 +59,7 @@
 #   ws_cold   the same for the cold-L2 sweeps: ws_jobs.py --cold's job (h200_cold -> h200_cold_ws) with --timer cold,
 #             back in $OUT/ws_cold_data.tgz
 #   repick    time the training sweeps' missing picks (benchmarks/missing_picks.py: origami.select()'s pick and,
-#             with $REPICK_VARIANTS, e.g. "splitk_range_reads=1 staged_spill_rule=1", the picks of terms fitted
+#             with $REPICK_VARIANTS, e.g. "splitk_range_reads=1 staged_spill_rule=1" (set and empty: none), the picks of terms fitted
 #             but not switched on), each with every config its shape already timed, in one run: the warm job, then
 #             the cold-L2 one (--timer cold), under torchrun on every GPU, resumable ($REPICK_BUDGET s each,
 #             default 240) -> benchmarks/data/*_repick/, back in $OUT/repick_data.tgz; merge on the CPU with
@@ -258,9 +258,10 @@ for step in $STEPS; do
     repick)    # default variant: model.mn_major_tile_cost=2 (chosen on training rows, off until its picks are
                # timed: benchmarks/results/mn_major_cost_h200_*.txt): 2 picks, 67 warm rows. Session 17's
                # combined terms (terms_combined_repicked_h200_*.txt) have every pick timed since session 18.
-               { vars=""; for v in ${REPICK_VARIANTS:-mn_major_tile_cost=2 k_iter_overhead_ns=3.7552,tile_overhead_ns=605.02,splitk_fixup_read_efficiency=0.7,staged_load_exponent=0.34 unaligned_penalty=5.5545,staged_load_exponent=1.15}; do vars="$vars --variant $v"; done
+               # $REPICK_PROFILE (default h200): the profile whose sweeps and picks (h100: on an H100)
+               { vars=""; for v in ${REPICK_VARIANTS-mn_major_tile_cost=2 k_iter_overhead_ns=3.7552,tile_overhead_ns=605.02,splitk_fixup_read_efficiency=0.7,staged_load_exponent=0.34 unaligned_penalty=5.5545,staged_load_exponent=1.15}; do vars="$vars --variant $v"; done
                  # the job files stay out of $OUT: the device tool brings back 8 files at most
-                 jobs=$(mktemp -d); python3 benchmarks/missing_picks.py $vars -o "$jobs/repick_jobs.csv" --cold-output "$jobs/repick_jobs_cold.csv"
+                 jobs=$(mktemp -d); python3 benchmarks/missing_picks.py --profile ${REPICK_PROFILE:-h200} $vars -o "$jobs/repick_jobs.csv" --cold-output "$jobs/repick_jobs_cold.csv"
                  for job in repick_jobs repick_jobs_cold; do
                    timer=$([ $job = repick_jobs_cold ] && echo "--timer cold" || true)
                    timeout $(( ${REPICK_BUDGET:-240} + 60 )) python3 -m torch.distributed.run --standalone --nproc-per-node gpu \

@@ -82,7 +82,7 @@ def test_bad_invocations_exit_naming_the_option(tmp_path):
 
 
 def test_the_committed_h100_decode_table_serves_the_shipped_h100_profile():
-    """docs/dropin.md points H100 users at benchmarks/results/decode_best_h100_409ee65.json: it must load strictly,
+    """docs/dropin.md points H100 users at benchmarks/results/decode_best_h100.json: it must load strictly,
     for the shipped h100.yaml (a profile edit makes it stale: regenerate it or change the docs), with an entry for
     every decode shape, each a config the predicates admit."""
     from tritonblas import tables
@@ -90,7 +90,7 @@ def test_the_committed_h100_decode_table_serves_the_shipped_h100_profile():
 
     import json
 
-    path = ROOT / "benchmarks/results/decode_best_h100_409ee65.json"
+    path = ROOT / "benchmarks/results/decode_best_h100.json"
     made_with, here = json.loads(path.read_text())["triton_version"], tables.installed_triton()
     if here is not None and made_with.split(".")[:2] != here.split(".")[:2]:  # another Triton: stale, as documented
         with pytest.raises(tables.TableError, match="stale"):

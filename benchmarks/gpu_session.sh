@@ -263,9 +263,10 @@ for step in $STEPS; do
                  # the job files stay out of $OUT: the device tool brings back 8 files at most
                  jobs=$(mktemp -d); python3 benchmarks/missing_picks.py --profile ${REPICK_PROFILE:-h200} $vars -o "$jobs/repick_jobs.csv" --cold-output "$jobs/repick_jobs_cold.csv"
                  for job in repick_jobs repick_jobs_cold; do
+                   [ "$(wc -l < "$jobs/$job.csv")" -gt 1 ] || { echo "$job: no rows"; continue; }
                    timer=$([ $job = repick_jobs_cold ] && echo "--timer cold" || true)
                    timeout $(( ${REPICK_BUDGET:-240} + 60 )) python3 -m torch.distributed.run --standalone --nproc-per-node gpu \
-                     benchmarks/sweep.py --rows "$jobs/$job.csv" --rep-ms ${REPICK_REP_MS:-3} $timer --budget-s ${REPICK_BUDGET:-240}
+                     benchmarks/sweep.py --rows "$jobs/$job.csv" --profile ${REPICK_PROFILE:-h200} --rep-ms ${REPICK_REP_MS:-3} $timer --budget-s ${REPICK_BUDGET:-240}
                    echo "$job: sweep rc=$?"
                  done
                  tar czf "$OUT/repick_data.tgz" benchmarks/data/*_repick

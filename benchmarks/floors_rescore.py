@@ -1,7 +1,7 @@
 """Re-score entries of benchmarks/data/floors.yaml after their data (or the shipped profile) changed,
 by the file's own rules, instead of by hand.
 
-    python benchmarks/floors_rescore.py [--profile h200]                 # the entries whose data changed
+    python benchmarks/floors_rescore.py [--profile P]                    # the entries whose data changed
     python benchmarks/floors_rescore.py h200/llm.csv h200/bf16 ...      # these entries
     python benchmarks/floors_rescore.py --write --reason "repick of session 18"
 
@@ -83,8 +83,15 @@ def propose(section: str, name: str, entry: dict, profile: str = "h200") -> Prop
     return Proposal(section, name, entry, new, got, changed, refused)
 
 
-def proposals(names: list[str] | None = None, profile: str = "h200") -> list[Proposal]:
-    """Proposals for the named entries (any section), or else for every entry whose data changed."""
+def entry_profile(name: str) -> str:
+    """The profile whose picks an entry's data scores: its folder's name less ``_cold`` / ``_heldout``
+    (h200/llm.csv, h200_cold/bf16 and h200_heldout/llm.csv: h200; h100/llm.csv: h100)."""
+    return name.split("/")[0].removesuffix("_cold").removesuffix("_heldout")
+
+
+def proposals(names: list[str] | None = None, profile: str | None = None) -> list[Proposal]:
+    """Proposals for the named entries (any section), or else for every entry whose data changed; each
+    scored with ``profile``, or by default with its folder's (:func:`entry_profile`)."""
     floors = load_floors()
     known = {n for sec in SECTIONS for n in floors[sec]}
     unknown = [n for n in names or () if n not in known]
@@ -95,11 +102,11 @@ def proposals(names: list[str] | None = None, profile: str = "h200") -> list[Pro
         for name, entry in floors[sec].items():
             if names:
                 if name in names:
-                    out.append(propose(sec, name, entry, profile))
+                    out.append(propose(sec, name, entry, profile or entry_profile(name)))
                 continue
             paths = _paths(sec, name, entry)
             if not all(p.exists() for p in paths) or _sha(sec, paths) != entry["sha256"]:
-                out.append(propose(sec, name, entry, profile))
+                out.append(propose(sec, name, entry, profile or entry_profile(name)))
     return out
 
 
@@ -138,7 +145,7 @@ def replace_entries(text: str, lines: dict[str, str]) -> str:
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("names", nargs="*", help="entries to re-score (default: those whose data changed)")
-    ap.add_argument("--profile", default="h200")
+    ap.add_argument("--profile", default=None, help="score every entry with this profile (default: each its folder's)")
     ap.add_argument("--write", action="store_true", help="rewrite those entries' lines in floors.yaml (atomic)")
     ap.add_argument("--reason", default="", help="why, for the entries' comments")
     args = ap.parse_args(argv)

@@ -1,7 +1,7 @@
-"""Training-split guard (fitted data): ``origami.select()``'s real pick on the recorded H200 sweeps (CPU, CI).
+"""Training-split guard (fitted data): ``origami.select()``'s real pick on the recorded training sweeps (CPU, CI).
 
-Every sweep under benchmarks/data/h200/ and h200_cold/ is training data (h200 was fitted on those
-shapes), so these numbers flatter the model; the reported number is the held-out one
+Every sweep under benchmarks/data/<profile>/ and <profile>_cold/ (h200; h100, whose three own terms were fitted on
+its data) is training data, scored with that profile, so these numbers flatter the model; the reported number is the held-out one
 (tests/benchmarks/test_heldout_selection.py). Per file: efficiency = best measured time / measured time of the
 config ``origami.select()`` returns (``origami.fit.pick_efficiency``), over the shapes whose pick was
 timed; floors, the fewest scored shapes, the most picks allowed missing and the data file's sha256
@@ -22,15 +22,20 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 from benchmarks.selection import DATA, MISSING_SWEEP, file_sha256, load_floors, pooled_sha256, score  # noqa: E402
 
 FLOORS = load_floors()
-TRAINING_DIRS = ("h200", "h200_cold")
+TRAINING_DIRS = ("h200", "h200_cold", "h100", "h100_cold")
 
 
 def _recorded() -> list[str]:
     return sorted(f"{d}/{p.name}" for d in TRAINING_DIRS for p in (DATA / d).glob("*.csv") if ".shard" not in p.name)
 
 
-def _check(label: str, paths: list[Path], floors: dict, sha: str) -> None:
-    _, s = score(paths)
+def profile_of(entry: str) -> str:
+    """The profile whose picks an entry's data scores: its folder's name, less ``_cold``."""
+    return entry.split("/")[0].removesuffix("_cold")
+
+
+def _check(label: str, paths: list[Path], floors: dict, sha: str, profile: str) -> None:
+    _, s = score(paths, profile)
     worst = [(round(float(e), 2), p.describe()) for e, p in s.worst(3)]
     got = (f"training split (fitted data) {label}: {len(s.per_shape)} picks scored, {len(s.missing)} missing, "
            f"geomean {s.geomean:.3f}, p10 {s.p10:.3f}; worst {worst}")
@@ -50,7 +55,7 @@ def _check(label: str, paths: list[Path], floors: dict, sha: str) -> None:
 def test_training_split_selection_efficiency(name):
     path = DATA / name
     assert path.exists(), f"{path} is missing (benchmarks/data/floors.yaml names it)"
-    _check(name, [path], FLOORS["training"][name], file_sha256(path))
+    _check(name, [path], FLOORS["training"][name], file_sha256(path), profile_of(name))
 
 
 @pytest.mark.parametrize("name", sorted(FLOORS["pooled"]))
@@ -58,7 +63,7 @@ def test_training_split_pooled(name):
     entry = FLOORS["pooled"][name]
     paths = [DATA / f for f in entry["files"]]
     assert all(p.exists() for p in paths), f"pooled {name}: missing {[str(p) for p in paths if not p.exists()]}"
-    _check(f"pooled {name}", paths, entry, pooled_sha256(paths))
+    _check(f"pooled {name}", paths, entry, pooled_sha256(paths), profile_of(name))
 
 
 def test_every_recorded_training_sweep_has_floors():

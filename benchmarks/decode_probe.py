@@ -30,6 +30,13 @@ rows. CPU only (it writes a file).
 writes a tile table (``tritonblas.tables``) of the fastest recorded config per shape over the given
 sweeps (the space's and the probe's), for a model run under ``TRITONBLAS_TABLE``: what the decode step
 of a real model gains if every GEMM ran its best measured tile.
+    python benchmarks/decode_probe.py --rank --profile h100 SPACE.csv PROBE.csv
+
+prints how origami's model ranks the probe's tiles, from recorded times only (CPU): per shape of SPACE.csv (an
+exhaustive sweep of the space), the config the model predicts fastest among SPACE.csv's rows (its pick) and
+among those and PROBE.csv's (its pick were the probe's tiles in the space), each as the merged best time over its
+measured time; geomean, p10 and worst. Session 30, h100.yaml's own terms: 0.904 without the probe's tiles, 0.849
+with them (the model ranks them worse than it ranks the space's), the reason they stay out of the space.
 """
 
 from __future__ import annotations
@@ -101,6 +108,34 @@ def best_table(sweeps, hw, path: str) -> str:
     return f"{path}: {len(best)} shapes, each its fastest recorded config"
 
 
+def rank_report(space: Path, probe: Path, hw) -> list[str]:
+    """The ``--rank`` lines: the model's predicted-best config among the recorded rows of each shape of ``space``,
+    without and with ``probe``'s rows for that shape, scored as (best time over both files) / (its time)."""
+    import numpy as np
+
+    from origami.fit import read_sweep
+    from origami.select import predict
+
+    together = {m.problem: list(zip(m.configs, m.ms)) for m in read_sweep([space, probe])}  # rows merged per shape
+    effs: dict = {"space's tiles": [], "space's and the probe's tiles": []}
+    for m in read_sweep(space):
+        own = list(zip(m.configs, m.ms))
+        both = together[m.problem]
+        best = min(t for _, t in both)
+        for label, rows in zip(effs, (own, both)):
+            pick = min(rows, key=lambda r: predict(m.problem, hw, r[0]).latency_ns)
+            effs[label].append(best / pick[1])
+    if not effs["space's tiles"]:
+        raise SystemExit(f"--rank: no timed shape in {space}")
+    n = len(effs["space's tiles"])
+    out = [f"model's pick / best of both files, {n} shapes of {space.name} ({hw.name}):"]
+    for label, e in effs.items():
+        a = np.array(e)
+        out.append(f"  among the {label:30} geomean {np.exp(np.log(a).mean()):.3f}  p10 {np.percentile(a, 10):.3f}  "
+                   f"worst {a.min():.3f}")
+    return out
+
+
 def merged(sweeps, path: str) -> str:
     """Write every row of ``sweeps`` to one sweep CSV ``path`` (the first file's columns and ``#`` lines), for
     ``compare.py --sweep``, which re-times one file's fastest config per shape; one line saying so."""
@@ -122,9 +157,16 @@ def main(argv=None) -> int:
                     help="write the fastest recorded config per shape of the SWEEP files as a tile table")
     ap.add_argument("--merged", default=None, metavar="OUT.csv",
                     help="write the rows of the SWEEP files into one sweep CSV (for compare.py --sweep)")
+    ap.add_argument("--rank", action="store_true",
+                    help="SPACE.csv PROBE.csv: the model's pick without and with the probe's tiles, from recorded times")
     ap.add_argument("sweeps", nargs="*", metavar="SWEEP.csv")
     args = ap.parse_args(argv)
     hw = origami.load_profile(args.profile)
+    if args.rank:
+        if len(args.sweeps) != 2:
+            ap.error("--rank takes two files: SPACE.csv PROBE.csv")
+        print("\n".join(rank_report(Path(args.sweeps[0]), Path(args.sweeps[1]), hw)))
+        return 0
     if args.best_table or args.merged:
         if not args.sweeps:
             ap.error("--best-table and --merged need SWEEP.csv files")

@@ -75,7 +75,7 @@ def _final(total, floor):
 HW_CUS, HW_CHIPLETS, HW_RR, HW_CU_RATE, HW_IM, HW_IN, HW_IK, HW_L2_BYTES, HW_L2_BW, HW_LLC_BYTES, \
     HW_LLC_BW, HW_HBM_BW, HW_LAUNCH, HW_PEAK, HW_MMA_EFF, HW_SMALL_EFF, HW_SK_EFF, HW_KITER, HW_TILE, \
     HW_UNALIGNED, HW_FIXUP, HW_LAT, HW_OVERLAP, HW_SK_SPLIT, HW_WG1_EFF, HW_WS_EFF, HW_SK_UNALIGNED, HW_SPLIT_READS, \
-    HW_SPILL, HW_FIX_READ, HW_MN_COST, HW_STAGED_EXP, HW_MAX_WARPS, HW_SPLITK_EFF, HW_SK_READS, HW_LEN = range(36)
+    HW_SPILL, HW_FIX_READ, HW_MN_COST, HW_STAGED_EXP, HW_MAX_WARPS, HW_SPLITK_EFF, HW_SK_READS, HW_HBM_LAT, HW_LEN = range(37)
 
 # Resident warps per SM from which model.unaligned_penalty holds for register-staged loads: one 8-warp
 # program per SM, the rows that penalty was fitted on (_staged_load_factor)
@@ -308,7 +308,7 @@ def _kstep(nprog, bm, bn, bk, stages, eff, cus, nchip, ab, bb, hw, rows, cols, a
     else:
         llc = 0.0
         hbm = miss / hw[HW_HBM_BW]
-    lat = hw[HW_LAT] / max(1.0, stages - 1.0)
+    lat = _load_latency(miss, nprog * tile_bytes, hw) / max(1.0, stages - 1.0)
     out[T_COMPUTE] = compute
     out[T_L2] = l2
     out[T_LLC] = llc
@@ -316,6 +316,24 @@ def _kstep(nprog, bm, bn, bk, stages, eff, cus, nchip, ab, bb, hw, rows, cols, a
     out[T_LATENCY] = lat
     mem = max(max(l2, llc), hbm)
     return max(max(compute, mem), lat) + hw[HW_OVERLAP] * min(compute, mem) + hw[HW_KITER]
+
+
+@njit(cache=CACHE, fastmath=FASTMATH, inline="always")
+def _load_latency(miss, read, hw):
+    """The latency one K-step's loads must hide: model.mem_latency_ns, or, where model.hbm_latency_ns
+    exceeds it, the two weighted by the share of the step's ``read`` bytes that miss the L2 (``miss``,
+    read from HBM): mem_latency_ns + share x (hbm_latency_ns - mem_latency_ns). Never under
+    mem_latency_ns, so the screen's latency bound (group_constants' GC_LAT) stays a lower bound.
+
+    Why: one latency cannot price both regimes the H100's sweeps hold. Decode GEMMs stream every weight
+    byte from HBM once, cold, with a grid of under one wave whose programs each run a chain of K-steps:
+    there a data-parallel 16x16x512 program of 1x1024x4096 measured 11.6 us against 4.8 predicted
+    (benchmarks/data/h100_probe/decode.csv). Large GEMMs mostly hit the L2, and mem_latency_ns was
+    fitted on them."""
+    lat = hw[HW_LAT]
+    if hw[HW_HBM_LAT] > lat and read > 0.0:
+        lat += min(1.0, miss / read) * (hw[HW_HBM_LAT] - lat)
+    return lat
 
 
 @njit(cache=CACHE, fastmath=FASTMATH, inline="always")

@@ -109,6 +109,10 @@ MODEL_PARAMS: dict[str, tuple[float, float, str]] = {
     "unaligned_penalty": (1.0, 20.0, "slowdown of loads whose rows are not 16-byte aligned (no TMA/vector loads)"),
     "fixup_ns": (0.0, 100_000.0, "cost of one Stream-K/split-K tile fix-up beyond its bytes (atomic + sync)"),
     "mem_latency_ns": (50.0, 10_000.0, "load latency one pipeline stage must hide (num_stages - 1 loads in flight)"),
+    "hbm_latency_ns": (0.0, 10_000.0, "load latency of a K-step's bytes that miss the L2 (read from HBM), where it "
+                                      "exceeds mem_latency_ns (which then serves L2 hits): a K-step's latency is "
+                                      "mem_latency_ns + its miss share x (this - mem_latency_ns); 0: one latency "
+                                      "for every load, as profiles before it were fitted"),
     "overlap_loss": (0.0, 1.0, "fraction of the smaller of compute and memory time per K-step not hidden behind the larger"),
     "staged_spill_rule": (0.0, 1.0, "1: the space leaves out configs whose register-staged kernels spill "
                                     "(origami.space.STAGED_PRESSURE_LIMITS, from an sm_90 compile census); "
@@ -140,6 +144,7 @@ MODEL_PARAMS: dict[str, tuple[float, float, str]] = {
 # ws_efficiency 0 keeps every older profile's space, and so its rankings, as they were.
 OPTIONAL_MODEL_PARAMS: dict[str, float] = {"ws_efficiency": 0.0, "streamk_unaligned_penalty": 1.0,
                                            "staged_spill_rule": 0.0, "splitk_range_reads": 0.0, "streamk_range_reads": 0.0,
+                                           "hbm_latency_ns": 0.0,
                                            "staged_spill_penalty": 0.0, "splitk_fixup_read_efficiency": 1.0,
                                            "mn_major_tile_cost": 0.0, "staged_load_exponent": 0.0,
                                            "splitk_efficiency": 1.0}

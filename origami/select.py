@@ -80,6 +80,7 @@ def _hw_vector(hw: HardwareProfile, rate_key: str, mn_regs: bool = False) -> np.
     v[_core.HW_UNALIGNED] = mp["unaligned_penalty"]
     v[_core.HW_FIXUP] = mp["fixup_ns"]
     v[_core.HW_LAT] = mp["mem_latency_ns"]
+    v[_core.HW_HBM_LAT] = mp["hbm_latency_ns"]
     v[_core.HW_OVERLAP] = mp["overlap_loss"]
     v[_core.HW_SK_SPLIT] = mp["streamk_split_efficiency"]
     v[_core.HW_SK_UNALIGNED] = mp["streamk_unaligned_penalty"]

@@ -70,6 +70,30 @@ def test_best_table_keeps_each_shapes_fastest_row_over_every_file_and_merged_kee
     assert tables.load_table(t, strict=True).entries[P].kind.value == "splitk"
 
 
+def test_rank_scores_the_models_pick_among_the_recorded_rows_without_and_with_the_probes(tmp_path, capsys):
+    """--rank: the predicted-fastest of each file set's rows, scored against the best of both files (times chosen
+    so that each outcome of the model's preference gives a different number)."""
+    from origami.fit import read_sweep
+    from origami.select import predict
+
+    a, b = tmp_path / "space.csv", tmp_path / "probe.csv"
+    _sweep(a, [("dp", 64, 128, 0.0100), ("splitk", 64, 128, 0.0080)])
+    _sweep(b, [("dp", 32, 256, 0.0050)])
+    (sa,), (sab,) = read_sweep(a), read_sweep([a, b])  # (a one-row shape is no Measured alone: read together)
+
+    def picked_ms(m):
+        return min(zip(m.configs, m.ms), key=lambda r: predict(P, HW, r[0]).latency_ns)[1]
+
+    own, both = picked_ms(sa), picked_ms(sab)
+    assert len(sab.configs) == 3
+    assert decode_probe.main(["--rank", "--profile", "h100", str(a), str(b)]) == 0
+    lines = capsys.readouterr().out.splitlines()
+    assert "1 shapes" in lines[0]
+    assert f"geomean {0.0050 / own:.3f}" in lines[1] and f"geomean {0.0050 / both:.3f}" in lines[2]
+    with pytest.raises(SystemExit):
+        decode_probe.main(["--rank", str(a)])  # one file
+
+
 def test_bad_invocations_exit_naming_the_option(tmp_path):
     with pytest.raises(SystemExit):
         decode_probe.main(["--best-table", str(tmp_path / "t.json")])  # no sweep files

@@ -30,7 +30,7 @@ from origami import _core, pidmap
 from origami._encoding import C
 from origami.enumerate import row_to_config
 from origami.hardware import SHIPPED
-from origami.problem import GemmProblem
+from origami.problem import GemmProblem, Layout
 from origami.select import _inputs, _select_uncached, _space, score_problem
 from origami.space import violations
 
@@ -491,6 +491,33 @@ def test_streamk_unaligned_penalty_touches_only_unaligned_streamk_rows(name):
         full = np.where(np.isfinite(lat_slow), lat_slow, np.inf)
         assert origami.select(p, slow).latency_ns == pytest.approx(float(full.min()))
     assert slowed > 0
+
+
+@pytest.mark.parametrize("name", ["h100", "h200"])
+def test_hbm_latency_raises_only_rows_whose_k_steps_miss_the_l2_and_select_stays_exact(name):
+    """``hbm_latency_ns`` (0 by default: left out of a written profile, whose scores stay as they were) at or under
+    ``mem_latency_ns`` changes nothing; above it, no row's score goes down, the rows of a decode GEMM (every
+    weight byte read once from HBM, a grid under one wave) go up, and select stays the exact minimum (the screen's
+    latency bound is mem_latency_ns's, still a lower bound)."""
+    from origami.select import score_problem
+
+    hw = origami.load_profile(name)
+    assert "hbm_latency_ns" not in hw.to_yaml_dict()["model"] and hw.model["hbm_latency_ns"] == 0.0
+    same = hw.replace_model(hbm_latency_ns=hw.model["mem_latency_ns"])
+    slow = hw.replace_model(hbm_latency_ns=4.0 * hw.model["mem_latency_ns"])
+    raised = {}
+    for p in (origami.GemmProblem(1, 1024, 4096, b_layout=Layout.T), origami.GemmProblem(8, 4096, 14336, b_layout=Layout.T),
+              origami.GemmProblem(4096, 4096, 4096), origami.GemmProblem(128, 28672, 8192)):
+        _, lat, _ = score_problem(p, hw)
+        _, lat_same, _ = score_problem(p, same)
+        _, lat_slow, _ = score_problem(p, slow)
+        ok = np.isfinite(lat)
+        assert np.array_equal(lat, lat_same)
+        assert (lat_slow[ok] >= lat[ok]).all()
+        raised[(p.m, p.n, p.k)] = float((lat_slow[ok] > lat[ok]).mean())
+        full = np.where(np.isfinite(lat_slow), lat_slow, np.inf)
+        assert origami.select(p, slow).latency_ns == pytest.approx(float(full.min()))
+    assert raised[(1, 1024, 4096)] > 0.5 and raised[(8, 4096, 14336)] > 0.5, raised
 
 
 def _range_reads_rows(name: str, param: str, kind: int, problems) -> tuple[int, list]:

@@ -28,7 +28,8 @@
 # Every step is benchmarks/gpu_session.sh's; the results land in $OUT as they do there.
 # Suggested order (session 30's closing note): on an H200, the default branch (candidate D's repick, then the
 #   held-out sweeps), then DECODE_PROBE=1 (its decode sweep first), then MODELS=1; on an H100, REPICK_H100=1
-#   with DECODE_PROBE=1 or MODELS=1 (candidate E's picks timed first), then TRAINING=1 (square and ragged unswept).
+#   with DECODE_PROBE=1 or MODELS=1 (candidate E's picks timed first), then TRAINING=1 TRAINING_SETS="ragged square"
+#   (h100's worst held-out picks are unaligned Stream-K rows at 1.4-3.1x their prediction; no H100 training row prices them).
 set -u -o pipefail
 : "${GIT_SHA:?set GIT_SHA=<the commit of the tree you send>}"
 export GIT_SHA

@@ -62,3 +62,14 @@ def test_the_device_plan_runs_steps_the_session_script_has():
     assert steps >= {"repick", "sweep", "heldout", "tests", "models"}, steps
     assert steps <= labels, steps - labels
     assert "bash benchmarks/gpu_session.sh" in plan
+
+
+def test_the_repick_step_times_the_profile_it_read_the_picks_of():
+    """gpu_session.sh's repick step lists the missing picks of $REPICK_PROFILE and must time them as that profile's:
+    sweep.py defaults to h200 and refuses h200 rows on another GPU (session 30 lost a call to that)."""
+    session = (ROOT / "benchmarks" / "gpu_session.sh").read_text().replace("\\\n", " ")
+    block = session[session.index("    repick)"):]
+    block = block[:block.index(";;")]
+    calls = [line for line in block.splitlines() if re.search(r"benchmarks/(missing_picks|sweep)\.py", line)]
+    assert len(calls) == 2, calls
+    assert all("--profile ${REPICK_PROFILE:-h200}" in line for line in calls), calls

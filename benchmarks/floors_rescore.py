@@ -31,8 +31,8 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from benchmarks.selection import (DATA, FLOORS_FILE, SECTIONS, FloorsError, file_sha256, load_floors,  # noqa: E402
-                                  pooled_sha256, score)
+from benchmarks.selection import (DATA, FLOORS_FILE, SECTIONS, FloorsError, entry_profile,  # noqa: E402
+                                  file_sha256, load_floors, pooled_sha256, score)
 
 MARGIN = 0.02  # floors sit this far under what the model achieved
 
@@ -83,15 +83,9 @@ def propose(section: str, name: str, entry: dict, profile: str = "h200") -> Prop
     return Proposal(section, name, entry, new, got, changed, refused)
 
 
-def entry_profile(name: str) -> str:
-    """The profile whose picks an entry's data scores: its folder's name less ``_cold`` / ``_heldout``
-    (h200/llm.csv, h200_cold/bf16 and h200_heldout/llm.csv: h200; h100/llm.csv: h100)."""
-    return name.split("/")[0].removesuffix("_cold").removesuffix("_heldout")
-
-
 def proposals(names: list[str] | None = None, profile: str | None = None) -> list[Proposal]:
     """Proposals for the named entries (any section), or else for every entry whose data changed; each
-    scored with ``profile``, or by default with its folder's (:func:`entry_profile`)."""
+    scored with ``profile``, or by default with its folder's (``selection.entry_profile``)."""
     floors = load_floors()
     known = {n for sec in SECTIONS for n in floors[sec]}
     unknown = [n for n in names or () if n not in known]

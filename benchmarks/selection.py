@@ -163,14 +163,23 @@ def heldout_table(profile: str = "h200") -> list[str]:
     return lines
 
 
+def entry_profile(name: str) -> str:
+    """The profile whose picks a floors entry's data scores: its folder's name less ``_cold`` / ``_heldout``
+    (h200/llm.csv, h200_cold/bf16 and h200_heldout/llm.csv: h200; h100/llm.csv: h100)."""
+    return name.split("/")[0].removesuffix("_cold").removesuffix("_heldout")
+
+
 def training_table(profile: str = "h200") -> list[str]:
+    """The training entries of ``profile``'s own sweeps (another GPU's data scored with these picks says nothing)."""
     floors = load_floors()
     lines = ["training split (fitted data; sampled sweeps, oracle biased to the model's top 16): "
              "select()'s pick where it was measured", HEADER]
     for name in floors["training"]:
-        lines += _row(name, [DATA / name], profile)
+        if entry_profile(name) == profile:
+            lines += _row(name, [DATA / name], profile)
     for name, e in floors["pooled"].items():
-        lines += _row(f"pooled {name}", [DATA / f for f in e["files"]], profile)
+        if entry_profile(name) == profile:
+            lines += _row(f"pooled {name}", [DATA / f for f in e["files"]], profile)
     return lines
 
 
@@ -258,7 +267,7 @@ def main(argv=None) -> int:
     if not args.training_only:
         print("\n".join(heldout_table(args.profile)))
         print()
-    if not (DATA / args.profile).is_dir():  # the training floors are h200's sweeps: another profile's picks
+    if not (DATA / args.profile).is_dir():  # no training sweeps of its own: another GPU's data scored with its picks
         print(f"training split: no sweeps recorded for {args.profile} (benchmarks/data/{args.profile}/); its "
               "terms were not fitted on its GPU's sweeps")  # scored on them would say nothing
         return 0

@@ -134,6 +134,10 @@ def test_the_table_says_which_held_out_files_are_missing():
         assert HELDOUT_SWEEP.format(stems=" ".join(absent)) in lines[-1]
     train = training_table()
     assert train[0].startswith("training split (fitted data") and any(x.startswith("h200/grid.csv ") for x in train)
+    # each profile's table holds its own sweeps only: h100's picks scored on the H200's data (or the reverse) say nothing
+    rows = {p: [x.split()[0] for x in training_table(p)[2:] if not x.startswith("pooled")] for p in ("h200", "h100")}
+    assert rows["h200"] and all(r.split("/")[0] in ("h200", "h200_cold") for r in rows["h200"])
+    assert rows["h100"] and all(r.split("/")[0] in ("h100", "h100_cold") for r in rows["h100"])
 
 
 def test_misses_lists_exactly_the_shapes_under_the_threshold():

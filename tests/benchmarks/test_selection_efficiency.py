@@ -19,7 +19,8 @@ import pytest
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 
-from benchmarks.selection import DATA, MISSING_SWEEP, file_sha256, load_floors, pooled_sha256, score  # noqa: E402
+from benchmarks.selection import (DATA, MISSING_SWEEP, entry_profile, file_sha256, load_floors,  # noqa: E402
+                                  pooled_sha256, score)
 
 FLOORS = load_floors()
 TRAINING_DIRS = ("h200", "h200_cold", "h100", "h100_cold")
@@ -27,11 +28,6 @@ TRAINING_DIRS = ("h200", "h200_cold", "h100", "h100_cold")
 
 def _recorded() -> list[str]:
     return sorted(f"{d}/{p.name}" for d in TRAINING_DIRS for p in (DATA / d).glob("*.csv") if ".shard" not in p.name)
-
-
-def profile_of(entry: str) -> str:
-    """The profile whose picks an entry's data scores: its folder's name, less ``_cold``."""
-    return entry.split("/")[0].removesuffix("_cold")
 
 
 def _check(label: str, paths: list[Path], floors: dict, sha: str, profile: str) -> None:
@@ -55,7 +51,7 @@ def _check(label: str, paths: list[Path], floors: dict, sha: str, profile: str) 
 def test_training_split_selection_efficiency(name):
     path = DATA / name
     assert path.exists(), f"{path} is missing (benchmarks/data/floors.yaml names it)"
-    _check(name, [path], FLOORS["training"][name], file_sha256(path), profile_of(name))
+    _check(name, [path], FLOORS["training"][name], file_sha256(path), entry_profile(name))
 
 
 @pytest.mark.parametrize("name", sorted(FLOORS["pooled"]))
@@ -63,7 +59,7 @@ def test_training_split_pooled(name):
     entry = FLOORS["pooled"][name]
     paths = [DATA / f for f in entry["files"]]
     assert all(p.exists() for p in paths), f"pooled {name}: missing {[str(p) for p in paths if not p.exists()]}"
-    _check(f"pooled {name}", paths, entry, pooled_sha256(paths), profile_of(name))
+    _check(f"pooled {name}", paths, entry, pooled_sha256(paths), entry_profile(name))
 
 
 def test_every_recorded_training_sweep_has_floors():

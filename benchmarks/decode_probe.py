@@ -30,13 +30,14 @@ rows. CPU only (it writes a file).
 writes a tile table (``tritonblas.tables``) of the fastest recorded config per shape over the given
 sweeps (the space's and the probe's), for a model run under ``TRITONBLAS_TABLE``: what the decode step
 of a real model gains if every GEMM ran its best measured tile.
+
     python benchmarks/decode_probe.py --rank --profile h100 SPACE.csv PROBE.csv
 
 prints how origami's model ranks the probe's tiles, from recorded times only (CPU): per shape of SPACE.csv (an
 exhaustive sweep of the space), the config the model predicts fastest among SPACE.csv's rows (its pick) and
 among those and PROBE.csv's (its pick were the probe's tiles in the space), each as the merged best time over its
-measured time; geomean, p10 and worst. Session 30, h100.yaml's own terms: 0.904 without the probe's tiles, 0.849
-with them (the model ranks them worse than it ranks the space's), the reason they stay out of the space.
+measured time; geomean, p10 and worst. On the H100's sweeps with h100.yaml's own terms: 0.904 without the probe's
+tiles, 0.849 with them (the model ranks them worse than it ranks the space's), the reason they stay out of the space.
 """
 
 from __future__ import annotations
@@ -91,7 +92,6 @@ def best_table(sweeps, hw, path: str) -> str:
     from origami.problem import GemmProblem
     from tritonblas import tables
 
-    sys.path.insert(0, str(ROOT / "benchmarks"))
     from compare import PROBLEM_COLS as KEY_COLS, sweep_best  # every timed row, a shape with one row included
 
     best: dict = {}
@@ -116,15 +116,14 @@ def rank_report(space: Path, probe: Path, hw) -> list[str]:
     from origami.fit import read_sweep
     from origami.select import predict
 
-    together = {m.problem: list(zip(m.configs, m.ms)) for m in read_sweep([space, probe])}  # rows merged per shape
+    together = {m.problem: dict(zip(m.configs, m.ms)) for m in read_sweep([space, probe])}  # rows merged per shape
     effs: dict = {"space's tiles": [], "space's and the probe's tiles": []}
     for m in read_sweep(space):
-        own = list(zip(m.configs, m.ms))
         both = together[m.problem]
-        best = min(t for _, t in both)
-        for label, rows in zip(effs, (own, both)):
-            pick = min(rows, key=lambda r: predict(m.problem, hw, r[0]).latency_ns)
-            effs[label].append(best / pick[1])
+        pred = {c: predict(m.problem, hw, c).latency_ns for c in both}  # each config predicted once
+        best = min(both.values())
+        for label, times in zip(effs, (dict(zip(m.configs, m.ms)), both)):
+            effs[label].append(best / times[min(times, key=pred.__getitem__)])
     if not effs["space's tiles"]:
         raise SystemExit(f"--rank: no timed shape in {space}")
     n = len(effs["space's tiles"])

@@ -341,7 +341,7 @@ def _staged_load_factor(per_cu, staged_warps, hw):
     """Factor (>= 1) on the unaligned penalty of a register-staged wave that keeps fewer than
     STAGED_REF_WARPS warps on an SM: (STAGED_REF_WARPS / w) ** model.staged_load_exponent, w =
     ``per_cu`` x ``staged_warps`` (at most the SM's warp slots); 1 at or above it, where the loads are
-    not register-staged (``staged_warps`` 0), or where the exponent is 0 (off, the shipped value).
+    not register-staged (``staged_warps`` 0), or where the exponent is 0 (off: every shipped profile but h100).
 
     Register-staged loads (no cp.async) have only as many bytes in flight as the SM's warps issue,
     and unaligned_penalty was fitted where an SM held one or two 8-warp programs. Evidence (H200
@@ -350,8 +350,10 @@ def _staged_load_factor(per_cu, staged_warps, hw):
     training sweeps (``benchmarks/term_eval.py --training-only --set staged_load_exponent=1 --fit
     unaligned_penalty,staged_load_exponent``): exponent 1.15 with the penalty at 5.55; it moves 8
     training picks, 5 of them to configs no sweep timed, so it stays off until a GPU session times
-    them (benchmarks/results/staged_load_term_h200.txt). Never below 1: screen_bounds' penalty
-    (unaligned_penalty alone) stays a lower bound."""
+    them (benchmarks/results/staged_load_term_h200.txt). On the H100's training sweeps, with the ragged
+    (unaligned) set, the same fit gives 0.9775 with the penalty at 3.49, every moved pick timed (h100.yaml
+    ships it): a Stream-K 32x64x64 tile of 26x8719x8771 ran 186 us with one 4-warp program an SM and 120 us
+    with four. Never below 1: screen_bounds' penalty (unaligned_penalty alone) stays a lower bound."""
     if staged_warps <= 0.0 or hw[HW_STAGED_EXP] <= 0.0:
         return 1.0
     w = min(per_cu * staged_warps, hw[HW_MAX_WARPS])

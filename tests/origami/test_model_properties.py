@@ -501,7 +501,7 @@ def test_hbm_latency_raises_only_rows_whose_k_steps_miss_the_l2_and_select_stays
     latency bound is mem_latency_ns's, still a lower bound)."""
     from origami.select import score_problem
 
-    hw = origami.load_profile(name)
+    hw = origami.load_profile(name).replace_model(hbm_latency_ns=0.0)  # off (h100.yaml ships it on)
     assert "hbm_latency_ns" not in hw.to_yaml_dict()["model"] and hw.model["hbm_latency_ns"] == 0.0
     same = hw.replace_model(hbm_latency_ns=hw.model["mem_latency_ns"])
     slow = hw.replace_model(hbm_latency_ns=4.0 * hw.model["mem_latency_ns"])

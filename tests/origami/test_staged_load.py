@@ -25,9 +25,18 @@ def _lat(p, hw, cfg):
 STAGED = GemmProblem(33, 4097, 6001, "bf16", "bf16", "bf16", align_bytes=2)
 
 
-def test_off_by_default_in_every_shipped_profile():
+# the profiles whose staged_load_exponent was fitted on their own GPU's training sweeps (sources.model says how)
+FITTED = {"h100"}
+
+
+def test_off_by_default_in_every_shipped_profile_but_the_fitted_ones():
     for name in origami.hardware.SHIPPED:
-        assert origami.load_profile(name).model["staged_load_exponent"] == 0.0
+        hw = origami.load_profile(name)
+        if name in FITTED:
+            assert 0.0 < hw.model["staged_load_exponent"] <= 2.0, name
+            assert "staged_load_exponent" in hw.sources["model"], name
+        else:
+            assert hw.model["staged_load_exponent"] == 0.0, name
 
 
 def test_one_four_warp_program_per_sm_pays_and_its_memory_term_grows_by_the_factor():

@@ -17,8 +17,9 @@ time of each (torch.profiler, one profiled iteration each), host µs per GEMM ca
 shim around the GEMM entry points, outermost, the same for both), peak GPU memory of each
 (``torch.cuda.max_memory_allocated`` over the timed iterations: workspaces, staging buffers and cached
 plans count), routed calls and fallbacks per iteration, and the error of each against a float32 copy
-of the same model with torch's GEMMs (relative Frobenius error of the outputs, and of the gradients in
-``train``), with ``parity`` = ours ≤ 2 × torch's + 1e-4. Timing: the same run, torch and ours alternating
+of the same model with torch's GEMMs (relative Frobenius error of the outputs, and in ``train`` of all
+parameter gradients as one vector), with ``parity`` = ours ≤ 2 × torch's + 1e-4, in ``train`` for the whole
+gradient and for each parameter's (:func:`_parity`). Timing: the same run, torch and ours alternating
 (ABAB...), ``--reps`` repetitions each, medians of wall time per iteration with a device sync (eager
 host cost counts, as a user sees it); CUDA-graph modes time the replays.
 
@@ -633,7 +634,7 @@ def run_workload(name: str, mode: str, dtype_name: str, reps: int, device: str =
             for k in sides:
                 setattr(row, f"{k}_err", _err(outs[k], ref_out))
             # every routed side within the bound (all(): a NaN error on any side fails, which max() can drop)
-            ok = all(getattr(row, f"{k}_err") <= 2 * row.torch_err + 1e-4 for k in sides if k != "torch")
+            ok = all(_parity(outs[k], outs["torch"], ref_out) for k in sides if k != "torch")
             row.parity = "ok" if ok else "FAIL"
     except Exception as e:  # noqa: BLE001 - one workload's failure is a row, not the end of the run
         row.error = f"{type(e).__name__}: {str(e).splitlines()[0][:300] if str(e) else ''}"
@@ -650,9 +651,46 @@ def _shape_of(kw: dict) -> str:
 
 
 def _err(out, ref) -> float:
+    """Relative Frobenius error of ``out`` against ``ref`` (RELIABILITY.md's aggregate check); for a list (a
+    training step's parameter gradients) of all of them as one vector. Why not the worst parameter's own
+    relative error: a gradient that is zero in exact arithmetic makes that ratio roundoff over roundoff
+    (BERT's attention key bias, whose gradient softmax's shift invariance cancels: 5e-19 in the fp32
+    reference against 2e-10 in bf16 on the tiny twin, 2.7e7 on bert-large for torch and for ours alike)."""
+    import torch
+
     if isinstance(out, (list, tuple)):
-        return max(_rel(o, r) for o, r in zip(out, ref))
+        num = math.sqrt(sum(float(torch.linalg.vector_norm(o.double() - r.double())) ** 2 for o, r in zip(out, ref)))
+        den = math.sqrt(sum(float(torch.linalg.vector_norm(r.double())) ** 2 for r in ref))
+        return num / max(den, 1e-30)
     return _rel(out, ref)
+
+
+# per-parameter parity: a gradient's error is taken relative to at least this share of the whole gradient's norm
+GRAD_FLOOR = 1e-3
+
+
+def _parity(out, base, ref) -> bool:
+    """Whether ``out`` is within RELIABILITY.md's parity of ``base`` (torch's result on the same inputs), both
+    against ``ref``: error <= 2 x torch's + 1e-4. For a list of gradients, the whole vector's error and each
+    parameter's, the latter relative to max(its reference norm, GRAD_FLOOR x the whole reference's norm), so a
+    wrong small parameter fails the row while a gradient that is zero in exact arithmetic cannot. NaN fails."""
+    import torch
+
+    def ok(e, b):
+        return e <= 2 * b + 1e-4  # False for a NaN e
+
+    if not ok(_err(out, ref), _err(base, ref)):
+        return False
+    if not isinstance(out, (list, tuple)):
+        return True
+    total = math.sqrt(sum(float(torch.linalg.vector_norm(r.double())) ** 2 for r in ref))
+    for o, b, r in zip(out, base, ref):
+        den = max(float(torch.linalg.vector_norm(r.double())), GRAD_FLOOR * total, 1e-30)
+        e = float(torch.linalg.vector_norm(o.double() - r.double())) / den
+        eb = float(torch.linalg.vector_norm(b.double() - r.double())) / den
+        if not ok(e, eb):
+            return False
+    return True
 
 
 def _fp32_copy(model):

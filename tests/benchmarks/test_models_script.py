@@ -201,6 +201,40 @@ def test_parity_fails_when_the_gluon_side_gives_nan(monkeypatch):
 
 
 
+def test_gradient_error_is_the_whole_vector_and_parity_catches_one_wrong_parameter():
+    """A training row's error is the relative Frobenius error of all gradients together: a gradient that is
+    zero in exact arithmetic (BERT's attention key bias: roundoff in the fp32 reference, bf16 roundoff on both
+    sides) neither explodes the error nor fails parity. Parity also holds each parameter to 2 x torch's error,
+    so one small parameter's gradient scaled by 1.05, sign-flipped or zeroed fails the row though it barely
+    moves the whole vector's error; a NaN fails."""
+    import torch
+
+    g = torch.Generator().manual_seed(7)
+    ref = [torch.randn(256, 64, generator=g, dtype=torch.float64), torch.randn(64, generator=g, dtype=torch.float64) * 1e-2,
+           torch.randn(64, generator=g, dtype=torch.float64) * 1e-19]  # the structural zero
+
+    def bf16_like(t, seed):  # a bf16-sized perturbation of every entry, different per side
+        gg = torch.Generator().manual_seed(seed)
+        noise = torch.randn(t.shape, generator=gg, dtype=torch.float64) * 2.0 ** -9
+        return t * (1 + noise) + (1e-10 * noise if t.abs().max() < 1e-15 else 0)
+
+    base = [bf16_like(r, 1) for r in ref]
+    ours = [bf16_like(r, 2) for r in ref]
+    e = models._err(ours, ref)
+    assert 1e-4 < e < 1e-2  # not max(per-parameter): that is ~1e8 on the structural zero
+    assert max(models._rel(o.float(), r.float()) for o, r in zip(ours, ref)) > 1e6
+    assert models._parity(ours, base, ref)
+    for fault in (lambda t: t * 1.05, lambda t: -t, torch.zeros_like, lambda t: t.flip(0),
+                  lambda t: torch.full_like(t, float("nan"))):
+        bad = [ours[0], fault(ours[1]), ours[2]]
+        if not bad[1].isnan().any():  # the whole vector's error alone would pass...
+            assert models._err(bad, ref) <= 2 * models._err(base, ref) + 1e-4
+        assert not models._parity(bad, base, ref)  # ...but parity fails on the one parameter
+    assert not models._parity([o * 1.05 for o in ours], base, ref)  # and on the whole output scaled
+    # a single tensor (prefill outputs): the relative error and the same 2x rule
+    assert models._parity(ours[0], base[0], ref[0]) and not models._parity(ours[0] * 1.05, base[0], ref[0])
+
+
 def test_timing_puts_every_side_in_every_position(monkeypatch):
     """timeit_sides rotates the sides' order by one each repetition: with three sides each runs first,
     second and third equally often (the ABAB/BABA reversal kept the middle side in the middle), with

@@ -14,7 +14,9 @@ H200.md). Cold files' rows go to ``--cold-output`` (sweep.py --rows times with i
 --timer cold). ``--variant`` adds the picks of the profile with some model parameters changed (a term
 fitted but not switched on: the guards fail on its untimed picks, so they are timed first). ``--apply`` replaces, in each original file, the rows
 of the shapes a repick file holds with the repick rows (atomic write; provenance lines kept and the
-repick's appended); the file's hash then changes, so its floors entry must be re-scored.
+repick's appended); the file's hash then changes, so its floors entry must be re-scored. A shape the repick
+did not finish (its budget ran out: some of the original's configs have no row) is not merged; the repick
+file keeps just those shapes, for the resumed job.
 """
 
 from __future__ import annotations
@@ -27,7 +29,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from benchmarks.sweep import (COLS, JOB_COLS, PROBLEM_COLS, REQUIRED_COLS, job_row, read_rows,  # noqa: E402
+from benchmarks.sweep import (COLS, CONFIG_COLS, JOB_COLS, PROBLEM_COLS, REQUIRED_COLS, job_row, read_rows,  # noqa: E402
                               write_rows)
 from origami.fit import read_sweep, pick_efficiency  # noqa: E402
 
@@ -98,23 +100,49 @@ def _sweep_rows(path: Path) -> list[dict]:
     return rows
 
 
+def _config_key(r: dict) -> tuple:
+    return tuple(r.get(c) or "" for c in CONFIG_COLS)
+
+
 def apply(profile: str) -> list[str]:
-    """Replace each original file's rows of the shapes its repick file holds; returns what it did."""
+    """Replace each original file's rows of the shapes its repick file holds completely; returns what it did.
+
+    A shape is complete when the repick file has a row for every config the original recorded for it (the job
+    re-times them all beside the pick). A repick cut by its budget leaves its last shape incomplete: merging it
+    would drop the oracle's configs it did not reach, so such shapes stay out of the original and the repick
+    file is rewritten (atomically) to hold just them: resume the job with sweep.py --rows, then apply again."""
     done = []
     for rp in sorted(p for d in (f"{profile}_repick", f"{profile}_cold_repick") for p in (DATA / d).glob("*.csv")):
         orig = DATA / rp.parent.name[: -len("_repick")] / rp.name
         if not orig.exists():
             raise SystemExit(f"--apply: {rp} has no original {orig}")
         new = _sweep_rows(rp)
-        shapes = {_key(r) for r in new}
+        old = _sweep_rows(orig)
+        recorded: dict = {}
+        for r in old:
+            recorded.setdefault(_key(r), set()).add(_config_key(r))
+        timed: dict = {}
+        for r in new:
+            timed.setdefault(_key(r), set()).add(_config_key(r))
+        shapes = {k for k, cfgs in timed.items() if recorded.get(k, set()) <= cfgs}
+        short = set(timed) - shapes
         with orig.open() as f:
             header = [line.rstrip("\n") for line in f if line.startswith("#")]
         with rp.open() as f:
-            header += [f"# repick {rp.relative_to(ROOT)}: {line[1:].strip()}" for line in f if line.startswith("#")]
-        kept = [r for r in _sweep_rows(orig) if _key(r) not in shapes]
-        write_rows(orig, header, list(dict.fromkeys(COLS + [c for r in kept[:1] for c in r])), kept + new)
+            rp_header = [line.rstrip("\n") for line in f if line.startswith("#")]
+        header += [f"# repick {rp.relative_to(ROOT)}: {line[1:].strip()}" for line in rp_header]
+        merged = [r for r in new if _key(r) in shapes]
+        if merged:
+            kept = [r for r in old if _key(r) not in shapes]
+            write_rows(orig, header, list(dict.fromkeys(COLS + [c for r in kept[:1] for c in r])), kept + merged)
+        if short:
+            rest = [r for r in new if _key(r) in short]
+            write_rows(rp, rp_header, list(dict.fromkeys(COLS + [c for r in rest[:1] for c in r])), rest)
         done.append(f"{orig.relative_to(ROOT)}: {len(shapes)} shapes replaced by {rp.relative_to(ROOT)} "
-                    f"({len(new)} rows); re-score its floors entry: python benchmarks/floors_rescore.py")
+                    f"({len(merged)} rows); re-score its floors entry: python benchmarks/floors_rescore.py"
+                    + (f"; {len(short)} shapes incomplete (a cut repick) stay in {rp.relative_to(ROOT)}: resume "
+                       f"it (sweep.py --rows with the job missing_picks.py -o writes), then apply again"
+                       if short else ""))
     return done
 
 

@@ -83,6 +83,35 @@ def test_apply_replaces_only_the_repicked_shapes(tmp_path, monkeypatch):
     assert len(read_sweep(orig)) == len(read_sweep(LLM)) and "# repick" in orig.read_text()
 
 
+def test_apply_leaves_a_shape_the_repick_did_not_finish_out_and_keeps_it_for_the_resume(tmp_path, monkeypatch):
+    """A repick cut by its budget: one shape fully re-timed, the next only in part. The first is merged; the
+    second keeps every row the original had (merging it would drop the oracle's configs the cut run never
+    reached) and stays, alone, in the repick file for the resumed job; once finished, it merges too."""
+    repick, orig, rows = _data_dir(tmp_path, monkeypatch)
+    keys = list(dict.fromkeys((r["m"], r["n"], r["k"]) for r in rows))
+    done_shape = [r for r in rows if (r["m"], r["n"], r["k"]) == keys[0]]
+    cut_shape = [r for r in rows if (r["m"], r["n"], r["k"]) == keys[1]]
+    assert len(cut_shape) > 2
+    head = "# git_sha=abc\n" + ",".join(done_shape[0]) + "\n"
+    body = "".join(",".join({**r, "median_ms": "9.0"}.values()) + "\n" for r in done_shape + cut_shape[:2])
+    repick.write_text(head + body)
+    done = mp.apply("h200")
+    assert len(done) == 1 and "1 shapes replaced" in done[0] and "1 shapes incomplete" in done[0]
+    after = read_rows(orig)
+    assert len(after) == len(rows)
+    by_shape = lambda rs, k: [r for r in rs if (r["m"], r["n"], r["k"]) == k]  # noqa: E731
+    assert {r["median_ms"] for r in by_shape(after, keys[0])} == {"9.0"}
+    assert [r["median_ms"] for r in by_shape(after, keys[1])] == [r["median_ms"] for r in cut_shape]
+    left = read_rows(repick)
+    assert {(r["m"], r["n"], r["k"]) for r in left} == {keys[1]} and len(left) == 2
+    assert repick.read_text().startswith("# git_sha=abc")
+    # the resumed run finishes the shape: the next apply merges it
+    repick.write_text(head + "".join(",".join({**r, "median_ms": "7.0"}.values()) + "\n" for r in cut_shape))
+    done = mp.apply("h200")
+    assert "1 shapes replaced" in done[0] and "incomplete" not in done[0]
+    assert {r["median_ms"] for r in by_shape(read_rows(orig), keys[1])} == {"7.0"}
+
+
 @pytest.mark.parametrize("cut", ["short", "schema"])
 def test_apply_refuses_a_cut_or_foreign_repick_file_and_writes_nothing(tmp_path, monkeypatch, cut):
     repick, orig, rows = _data_dir(tmp_path, monkeypatch)

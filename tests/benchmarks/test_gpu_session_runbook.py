@@ -73,3 +73,25 @@ def test_the_repick_step_times_the_profile_it_read_the_picks_of():
     calls = [line for line in block.splitlines() if re.search(r"benchmarks/(missing_picks|sweep)\.py", line)]
     assert len(calls) == 2, calls
     assert all("--profile ${REPICK_PROFILE:-h200}" in line for line in calls), calls
+
+
+def test_every_candidate_in_the_device_plan_is_a_valid_variant_of_both_nvidia_profiles():
+    """device_plan.sh's CAND_* strings become missing_picks.py --variant specs on the device: a typo in a key or a
+    value out of its range would cost a device call before failing. Each (with $CAND_* references expanded, as
+    the shell does) must load as a model override of h200 and of h100, and change what it names."""
+    from benchmarks.missing_picks import variant_profiles
+
+    plan = (ROOT / "benchmarks" / "device_plan.sh").read_text()
+    cands = dict(re.findall(r"^(CAND_\w+)=(\S+)$", plan, re.M))
+    assert {"CAND_D", "CAND_E", "CAND_G", "CAND_H", "CAND_I"} <= set(cands), sorted(cands)
+    for name in list(cands):
+        while "$CAND_" in cands[name]:
+            cands[name] = re.sub(r"\$(CAND_\w+)", lambda m: cands[m.group(1)], cands[name])
+    for name, spec in cands.items():
+        kv = dict(item.split("=", 1) for item in spec.split(","))
+        for profile in ("h200", "h100"):
+            (hw,) = variant_profiles(profile, [spec])
+            assert all(hw.model[k] == float(v) for k, v in kv.items()), (name, profile)
+    # the branches' defaults name candidates that exist
+    for used in re.findall(r":-\$(CAND_\w+)\}", plan):
+        assert used in cands, used

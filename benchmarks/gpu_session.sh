@@ -111,6 +111,8 @@ python3 -c "import torch, triton, numba, numpy; print('torch', torch.__version__
 for step in $STEPS; do
   start=$(date +%s)
   log="$OUT/$step.log"
+  # a second models run in one call (MODELS_SUFFIX) keeps its own log, as it keeps its own CSV
+  [ $step = models ] && log="$OUT/models${MODELS_SUFFIX:-}.log"
   case $step in
     tests)     timeout ${TESTS_TIMEOUT:-420} python3 -m pytest tests -q -n ${TESTS_WORKERS:-14} --timeout 400 -p no:cacheprovider $IGNORE ${TEST_ARGS:-} > "$log" 2>&1 ;;
     serial)    timeout ${SERIAL_TIMEOUT:-420} python3 -m pytest $SERIAL -m gpu -q -rs --timeout 400 -p no:cacheprovider -s > "$log" 2>&1 ;;

@@ -62,7 +62,9 @@ def old_spills(r: dict) -> bool:
 def confusion(hw) -> dict:
     """{predicate: {kind or 'all': [tp, fp, fn, tn]}} over the census rows (positive: ptxas spills)."""
     preds = {"before (1.5A+B+acc)": old_spills,
-             "staged_spills (A+2B+acc)": lambda r: space.staged_spills(
+             "rule alone (A+2B+acc)": lambda r: space.staged_load_pressure(census_config(r), hw) >
+             space.STAGED_PRESSURE_LIMITS[census_config(r).kind],
+             "staged_spills (+census)": lambda r: space.staged_spills(
                  census_config(r), origami.GemmProblem(int(r["m"]), int(r["n"]), int(r["k"]),
                                                        align_bytes=int(r["align_bytes"])), hw)}
     out = {}
@@ -94,8 +96,8 @@ def print_census(hw) -> None:
              if space.staged_spills(census_config(r), origami.GemmProblem(int(r["m"]), int(r["n"]), int(r["k"]),
                                                                            align_bytes=2), hw)
              != (int(r["spill_stores"]) + int(r["spill_loads"]) > 0)]
-    print("staged_spills wrong on: " + ", ".join(sorted({f"{c.rsplit(' ', 1)[0] if 'grid' in c or 'split' in c else c}"
-                                                          f" ({b} B)" for c, b in wrong})))
+    print("staged_spills wrong on: " + (", ".join(sorted({f"{c.rsplit(' ', 1)[0] if 'grid' in c or 'split' in c else c}"
+                                                          f" ({b} B)" for c, b in wrong})) or "none"))
 
 
 def compare(files, base, new, split: str) -> list[tuple]:

@@ -21,7 +21,8 @@ __all__ = [
     "TileConfig", "Kind", "smem_bytes", "amd_direct_to_lds", "acc_registers_per_thread", "resident_programs", "register_staged",
     "narrow_loads", "amd_register_budget", "amd_vgprs_per_thread", "amd_vgpr_bound",
     "staged_registers_per_thread", "check_staged_registers", "MAX_STAGED_REGS_PER_THREAD",
-    "staged_load_pressure", "STAGED_PRESSURE_LIMITS", "staged_spills", "staged_spill_rule",
+    "staged_load_pressure", "STAGED_PRESSURE_LIMITS", "STAGED_SPILL_CENSUS", "STAGED_SPILL_CENSUS_ARCH",
+    "staged_spills", "staged_spill_rule",
     "check_smem", "check_registers", "check_instr", "check_vendor", "check_problem", "check_residency",
     "check_ws", "ws_available", "ws_space", "without_ws", "WS_TILES", "WS_WARPS", "WS_DTYPES",
     "PREDICATES", "violations", "is_valid", "k_iters",
@@ -57,6 +58,15 @@ MAX_STAGED_REGS_PER_THREAD = 128
 # model.staged_spill_rule (1: such configs leave the space) and model.staged_spill_penalty (their main loop
 # slower by that share).
 STAGED_PRESSURE_LIMITS = {Kind.DP: 100.0, Kind.PERSISTENT: 90.0, Kind.STREAMK: 100.0, Kind.SPLITK: 140.0}
+# The census's verdict where the pressure rule disagrees with it, on the arch and compiler it compiled for (sm_90,
+# Triton 3.6): (kind, BLOCK_M, BLOCK_N, BLOCK_K, warps) -> spills. Compiler facts beat the fitted rule where they
+# exist: data-parallel 128x128x32 w8 compiles clean at pressure 112 (its 256x64x32 w8 twin, same pressure, spills)
+# and ran fastest of every config on the H100's held-out 4096x497x1946 fp16 (benchmarks/data/h100_heldout/fp16.csv),
+# which a spill penalty fitted on the rule moved off it to a config at 0.62; persistent 16x64x64 w4 spills 24 bytes
+# under its limit; split-K 16x64x128 w4 compiles clean over its limit.
+STAGED_SPILL_CENSUS_ARCH = "sm_90"
+STAGED_SPILL_CENSUS = {(Kind.DP, 128, 128, 32, 8): False, (Kind.PERSISTENT, 16, 64, 64, 4): True,
+                       (Kind.SPLITK, 16, 64, 128, 4): False}
 # The warp-specialised persistent kernel (kind 'ws', tritonblas/kernels/gluon_hopper.py): the tiles it
 # is compiled and tested for, (BLOCK_M, BLOCK_N, BLOCK_K, stages) — gluon_hopper.VARIANTS, kept equal by
 # tests/api/test_ws_plan.py — its default partition's warps (two consumer warpgroups; the TMA
@@ -143,12 +153,19 @@ def staged_load_pressure(cfg: TileConfig, hw: HardwareProfile) -> float:
 def staged_spills(cfg: TileConfig, problem: GemmProblem, hw: HardwareProfile) -> bool:
     """Whether ``cfg``'s kernel spills registers on ``problem``: its loads are register-staged
     (:func:`register_staged`) and its :func:`staged_load_pressure` is over its kind's
-    :data:`STAGED_PRESSURE_LIMITS` (kinds without a limit, the warp-specialised one, never stage).
+    :data:`STAGED_PRESSURE_LIMITS` (kinds without a limit, the warp-specialised one, never stage), except
+    where the sm_90 compile census says otherwise (:data:`STAGED_SPILL_CENSUS`, on that arch only).
     The one spill predicate: the space's rule (:func:`check_staged_registers`), the encoded rows'
     ``staged_spill`` column that the scorer's ``model.staged_spill_penalty`` reads
     (origami.enumerate.base_array, origami.select.predict) and the census tests all call it."""
     limit = STAGED_PRESSURE_LIMITS.get(cfg.kind)
-    return limit is not None and register_staged(problem, hw) and staged_load_pressure(cfg, hw) > limit
+    if limit is None or not register_staged(problem, hw):
+        return False
+    if hw.arch == STAGED_SPILL_CENSUS_ARCH:
+        known = STAGED_SPILL_CENSUS.get((cfg.kind, cfg.block_m, cfg.block_n, cfg.block_k, cfg.num_warps))
+        if known is not None:
+            return known
+    return staged_load_pressure(cfg, hw) > limit
 
 
 def staged_spill_rule(hw: HardwareProfile) -> bool:

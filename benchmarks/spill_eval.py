@@ -62,8 +62,7 @@ def old_spills(r: dict) -> bool:
 def confusion(hw) -> dict:
     """{predicate: {kind or 'all': [tp, fp, fn, tn]}} over the census rows (positive: ptxas spills)."""
     preds = {"before (1.5A+B+acc)": old_spills,
-             "rule alone (A+2B+acc)": lambda r: space.staged_load_pressure(census_config(r), hw) >
-             space.STAGED_PRESSURE_LIMITS[census_config(r).kind],
+             "rule alone (A+2B+acc)": lambda r: space.over_pressure_limit(census_config(r), hw),
              "staged_spills (+census)": lambda r: space.staged_spills(
                  census_config(r), origami.GemmProblem(int(r["m"]), int(r["n"]), int(r["k"]),
                                                        align_bytes=int(r["align_bytes"])), hw)}

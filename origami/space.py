@@ -22,7 +22,7 @@ __all__ = [
     "narrow_loads", "amd_register_budget", "amd_vgprs_per_thread", "amd_vgpr_bound",
     "staged_registers_per_thread", "check_staged_registers", "MAX_STAGED_REGS_PER_THREAD",
     "staged_load_pressure", "STAGED_PRESSURE_LIMITS", "STAGED_SPILL_CENSUS", "STAGED_SPILL_CENSUS_ARCH",
-    "staged_spills", "staged_spill_rule",
+    "staged_spills", "over_pressure_limit", "census_spills", "staged_spill_rule",
     "check_smem", "check_registers", "check_instr", "check_vendor", "check_problem", "check_residency",
     "check_ws", "ws_available", "ws_space", "without_ws", "WS_TILES", "WS_WARPS", "WS_DTYPES",
     "PREDICATES", "violations", "is_valid", "k_iters",
@@ -158,14 +158,25 @@ def staged_spills(cfg: TileConfig, problem: GemmProblem, hw: HardwareProfile) ->
     The one spill predicate: the space's rule (:func:`check_staged_registers`), the encoded rows'
     ``staged_spill`` column that the scorer's ``model.staged_spill_penalty`` reads
     (origami.enumerate.base_array, origami.select.predict) and the census tests all call it."""
-    limit = STAGED_PRESSURE_LIMITS.get(cfg.kind)
-    if limit is None or not register_staged(problem, hw):
+    if cfg.kind not in STAGED_PRESSURE_LIMITS or not register_staged(problem, hw):
         return False
-    if hw.arch == STAGED_SPILL_CENSUS_ARCH:
-        known = STAGED_SPILL_CENSUS.get((cfg.kind, cfg.block_m, cfg.block_n, cfg.block_k, cfg.num_warps))
-        if known is not None:
-            return known
-    return staged_load_pressure(cfg, hw) > limit
+    known = census_spills(cfg, hw)
+    return over_pressure_limit(cfg, hw) if known is None else known
+
+
+def over_pressure_limit(cfg: TileConfig, hw: HardwareProfile) -> bool:
+    """The pressure rule alone: :func:`staged_load_pressure` over ``cfg``'s kind's
+    :data:`STAGED_PRESSURE_LIMITS` (False for a kind without a limit)."""
+    limit = STAGED_PRESSURE_LIMITS.get(cfg.kind)
+    return limit is not None and staged_load_pressure(cfg, hw) > limit
+
+
+def census_spills(cfg: TileConfig, hw: HardwareProfile) -> "bool | None":
+    """The compile census's verdict on ``cfg`` (:data:`STAGED_SPILL_CENSUS`) on the arch it compiled for; None
+    where it has none (another arch, or a config the pressure rule gets right)."""
+    if hw.arch != STAGED_SPILL_CENSUS_ARCH:
+        return None
+    return STAGED_SPILL_CENSUS.get((cfg.kind, cfg.block_m, cfg.block_n, cfg.block_k, cfg.num_warps))
 
 
 def staged_spill_rule(hw: HardwareProfile) -> bool:
@@ -302,7 +313,8 @@ def check_staged_registers(cfg: TileConfig, problem: GemmProblem, hw: HardwarePr
         return (f"registers: operands {problem.align_bytes}-byte aligned (no cp.async): the {cfg.kind.value} "
                 f"kernel's {cfg.block_m}x{cfg.block_n}x{cfg.block_k} K-step at {cfg.num_warps} warps loads "
                 f"{staged_load_pressure(cfg, hw):.0f} elements per thread by scalar loads "
-                f"(limit {STAGED_PRESSURE_LIMITS[cfg.kind]:.0f}: it spills)")
+                f"(limit {STAGED_PRESSURE_LIMITS[cfg.kind]:.0f}"
+                f"{': it spills' if census_spills(cfg, hw) is None else '; the sm_90 compile census: it spills'})")
     return None
 
 

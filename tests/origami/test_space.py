@@ -314,7 +314,7 @@ def test_staged_spills_against_the_sm90_compile_census(shape, n_rows, n_said):
         said += spills
         spilled = int(r["spill_stores"]) + int(r["spill_loads"]) > 0
         assert spills == spilled, (r["config"], spills)
-        rule = space.staged_load_pressure(c, hw) > space.STAGED_PRESSURE_LIMITS[c.kind]
+        rule = space.over_pressure_limit(c, hw)
         assert (rule != spilled) == (" ".join(r["config"].split()[:3]) in _RULE_WRONG), r["config"]
         assert not space.staged_spills(c, GemmProblem(int(r["m"]), int(r["n"]), int(r["k"])), hw)  # aligned: cp.async
     assert said == n_said
@@ -333,7 +333,7 @@ def test_the_census_verdicts_hold_on_sm90_only():
         extra = {"grid": 132} if kind in (Kind.PERSISTENT, Kind.STREAMK) else \
             {"split_k": 4, "group_m": 1} if kind is Kind.SPLITK else {}
         c = TileConfig(kind, bm, bn, bk, w, 3, **extra)
-        rule = space.staged_load_pressure(c, PROFILES["b200"]) > space.STAGED_PRESSURE_LIMITS[kind]
+        rule = space.over_pressure_limit(c, PROFILES["b200"])
         assert rule != spills
         for name in ("h100", "h200"):
             assert space.staged_spills(c, staged, PROFILES[name]) is spills, (name, c.short())

@@ -650,19 +650,26 @@ def _shape_of(kw: dict) -> str:
     return " ".join(f"{k}{tuple(v.shape)}" for k, v in kw.items())
 
 
+def _norms(out, ref) -> list[tuple[float, float]]:
+    """Per tensor of a list (``out``, ``ref`` paired): (‖out − ref‖, ‖ref‖) in float64."""
+    import torch
+
+    return [(float(torch.linalg.vector_norm(o.double() - r.double())), float(torch.linalg.vector_norm(r.double())))
+            for o, r in zip(out, ref)]
+
+
+def _whole(norms) -> float:
+    """The relative error of tensors' :func:`_norms` taken as one vector."""
+    return math.sqrt(sum(d * d for d, _ in norms)) / max(math.sqrt(sum(r * r for _, r in norms)), 1e-30)
+
+
 def _err(out, ref) -> float:
     """Relative Frobenius error of ``out`` against ``ref`` (RELIABILITY.md's aggregate check); for a list (a
     training step's parameter gradients) of all of them as one vector. Why not the worst parameter's own
     relative error: a gradient that is zero in exact arithmetic makes that ratio roundoff over roundoff
     (BERT's attention key bias, whose gradient softmax's shift invariance cancels: 5e-19 in the fp32
     reference against 2e-10 in bf16 on the tiny twin, 2.7e7 on bert-large for torch and for ours alike)."""
-    import torch
-
-    if isinstance(out, (list, tuple)):
-        num = math.sqrt(sum(float(torch.linalg.vector_norm(o.double() - r.double())) ** 2 for o, r in zip(out, ref)))
-        den = math.sqrt(sum(float(torch.linalg.vector_norm(r.double())) ** 2 for r in ref))
-        return num / max(den, 1e-30)
-    return _rel(out, ref)
+    return _whole(_norms(out, ref)) if isinstance(out, (list, tuple)) else _rel(out, ref)
 
 
 # per-parameter parity: a gradient's error is taken relative to at least this share of the whole gradient's norm
@@ -674,23 +681,16 @@ def _parity(out, base, ref) -> bool:
     against ``ref``: error <= 2 x torch's + 1e-4. For a list of gradients, the whole vector's error and each
     parameter's, the latter relative to max(its reference norm, GRAD_FLOOR x the whole reference's norm), so a
     wrong small parameter fails the row while a gradient that is zero in exact arithmetic cannot. NaN fails."""
-    import torch
-
     def ok(e, b):
         return e <= 2 * b + 1e-4  # False for a NaN e
 
-    if not ok(_err(out, ref), _err(base, ref)):
-        return False
     if not isinstance(out, (list, tuple)):
-        return True
-    total = math.sqrt(sum(float(torch.linalg.vector_norm(r.double())) ** 2 for r in ref))
-    for o, b, r in zip(out, base, ref):
-        den = max(float(torch.linalg.vector_norm(r.double())), GRAD_FLOOR * total, 1e-30)
-        e = float(torch.linalg.vector_norm(o.double() - r.double())) / den
-        eb = float(torch.linalg.vector_norm(b.double() - r.double())) / den
-        if not ok(e, eb):
-            return False
-    return True
+        return ok(_rel(out, ref), _rel(base, ref))
+    mine, theirs = _norms(out, ref), _norms(base, ref)
+    if not ok(_whole(mine), _whole(theirs)):
+        return False
+    floor = GRAD_FLOOR * math.sqrt(sum(r * r for _, r in mine))
+    return all(ok(d / max(r, floor, 1e-30), db / max(r, floor, 1e-30)) for (d, r), (db, _) in zip(mine, theirs))
 
 
 def _fp32_copy(model):

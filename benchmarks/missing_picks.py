@@ -100,8 +100,17 @@ def _sweep_rows(path: Path) -> list[dict]:
     return rows
 
 
-def _config_key(r: dict) -> tuple:
-    return tuple(r.get(c) or "" for c in CONFIG_COLS)
+def _configs_by_shape(rows: list[dict]) -> dict:
+    """shape key -> the set of configs (their CONFIG_COLS cells) ``rows`` hold for it."""
+    out: dict = {}
+    for r in rows:
+        out.setdefault(_key(r), set()).add(tuple(r.get(c) or "" for c in CONFIG_COLS))
+    return out
+
+
+def _columns(rows: list[dict]) -> list[str]:
+    """The sweep's columns, then any others the rows carry."""
+    return list(dict.fromkeys(COLS + [c for r in rows[:1] for c in r]))
 
 
 def apply(profile: str) -> list[str]:
@@ -118,12 +127,7 @@ def apply(profile: str) -> list[str]:
             raise SystemExit(f"--apply: {rp} has no original {orig}")
         new = _sweep_rows(rp)
         old = _sweep_rows(orig)
-        recorded: dict = {}
-        for r in old:
-            recorded.setdefault(_key(r), set()).add(_config_key(r))
-        timed: dict = {}
-        for r in new:
-            timed.setdefault(_key(r), set()).add(_config_key(r))
+        recorded, timed = _configs_by_shape(old), _configs_by_shape(new)
         shapes = {k for k, cfgs in timed.items() if recorded.get(k, set()) <= cfgs}
         short = set(timed) - shapes
         with orig.open() as f:
@@ -134,10 +138,10 @@ def apply(profile: str) -> list[str]:
         merged = [r for r in new if _key(r) in shapes]
         if merged:
             kept = [r for r in old if _key(r) not in shapes]
-            write_rows(orig, header, list(dict.fromkeys(COLS + [c for r in kept[:1] for c in r])), kept + merged)
+            write_rows(orig, header, _columns(kept), kept + merged)
         if short:
             rest = [r for r in new if _key(r) in short]
-            write_rows(rp, rp_header, list(dict.fromkeys(COLS + [c for r in rest[:1] for c in r])), rest)
+            write_rows(rp, rp_header, _columns(rest), rest)
         done.append(f"{orig.relative_to(ROOT)}: {len(shapes)} shapes replaced by {rp.relative_to(ROOT)} "
                     f"({len(merged)} rows); re-score its floors entry: python benchmarks/floors_rescore.py"
                     + (f"; {len(short)} shapes incomplete (a cut repick) stay in {rp.relative_to(ROOT)}: resume "

@@ -61,9 +61,8 @@ STAGED_PRESSURE_LIMITS = {Kind.DP: 100.0, Kind.PERSISTENT: 90.0, Kind.STREAMK: 1
 # The census's verdict where the pressure rule disagrees with it, on the arch and compiler it compiled for (sm_90,
 # Triton 3.6): (kind, BLOCK_M, BLOCK_N, BLOCK_K, warps) -> spills. Compiler facts beat the fitted rule where they
 # exist: data-parallel 128x128x32 w8 compiles clean at pressure 112 (its 256x64x32 w8 twin, same pressure, spills)
-# and ran fastest of every config on the H100's held-out 4096x497x1946 fp16 (benchmarks/data/h100_heldout/fp16.csv),
-# which a spill penalty fitted on the rule moved off it to a config at 0.62; persistent 16x64x64 w4 spills 24 bytes
-# under its limit; split-K 16x64x128 w4 compiles clean over its limit.
+# and ran fastest of every config on the H100's held-out 4096x497x1946 fp16 (benchmarks/data/h100_heldout/fp16.csv);
+# persistent 16x64x64 w4 spills 24 bytes under its limit; split-K 16x64x128 w4 compiles clean over its limit.
 STAGED_SPILL_CENSUS_ARCH = "sm_90"
 STAGED_SPILL_CENSUS = {(Kind.DP, 128, 128, 32, 8): False, (Kind.PERSISTENT, 16, 64, 64, 4): True,
                        (Kind.SPLITK, 16, 64, 128, 4): False}

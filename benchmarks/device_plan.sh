@@ -77,6 +77,12 @@ CAND_H=$CAND_G,staged_spill_penalty=0.07435
 # candidate I (H100, session 31): the same term on h100.yaml's training sweeps (0.2874 with the census's verdicts):
 # held-out pooled bf16 0.921 / 0.823 -> 0.928 / 0.820, skinny up, longk and dlrm down. Not the default either
 CAND_I=staged_spill_penalty=0.2874
+# candidate M (tf32/fp8 only): model.mn_major_tile_cost 2, chosen on the H200's training rows (grid_tf32, grid_fp8;
+# benchmarks/kmajor_residuals.py --cost); it moves tf32/fp8 picks of the register-read regime only (origami.kmajor).
+# H200: 2 training picks untimed (67 warm rows), timed by the H200 branch's repick beside G's. H100: no tf32/fp8
+# training sweep before session 32 (TRAINING_SETS="kmajor:tf32 kmajor:fp8_e4m3" records one, then
+# `python benchmarks/term_eval.py --profile h100 --fit mn_major_tile_cost`)
+CAND_M=mn_major_tile_cost=2
 if [ -n "${SUITE:-}" ] && { [[ "$gpu" == *H200* ]] || [ -n "${OTHER_HELDOUT:-}${MODEL_GEMMS:-}" ]; }; then
   # SUITE=1: the whole suite first, in a branch that does not run it (tritonblas/ changed since the last GPU run)
   STEPS=tests TESTS_TIMEOUT=${TESTS_TIMEOUT:-320} bash benchmarks/gpu_session.sh
@@ -122,7 +128,7 @@ elif [[ "$gpu" == *H200* ]] && [ -z "${MODELS:-}" ]; then
     # the budget is per job (warm, then cold): G's 80 picks need about two calls' worth; the sweep resumes from
     # the committed benchmarks/data/h200_repick/ files
     STEPS=repick REPICK_BUDGET=${REPICK_BUDGET:-200} \
-      REPICK_VARIANTS=${REPICK_VARIANTS:-$CAND_G} \
+      REPICK_VARIANTS=${REPICK_VARIANTS:-$CAND_G $CAND_M} \
       bash benchmarks/gpu_session.sh
   fi
   # the training sweep of the ragged set (unaligned skinny and long-K shapes: the regime of the held-out split's

@@ -198,11 +198,12 @@ for step in $STEPS; do
     training)  # the training sets' sampled sweep for the GPU's own profile ($TRAINING_PROFILE, default $GPU_TAG): the
                # model's pick plus uniform draws over the space ($TRAINING_CONFIGS a shape, default 32), warm timer,
                # into benchmarks/data/<profile>/ (resumable, $TRAINING_BUDGET s, default 400) -> $OUT/training_data.tgz:
-               # training data for that profile's terms (the H100 had only the decode set, session 29)
+               # training data for that profile's terms (the H100 had only the decode set, session 29); TRAINING_ARGS
+               # adds sweep.py options (e.g. --also-pick mn_major_tile_cost=2: a candidate term's picks in the sample)
                { tp=${TRAINING_PROFILE:-$GPU_TAG}
                  timeout $(( ${TRAINING_BUDGET:-400} + 90 )) python3 benchmarks/sweep.py \
                    --jobs ${TRAINING_SETS:-llm skinny longk dlrm grid square ragged} --profile $tp \
-                   --max-configs ${TRAINING_CONFIGS:-32} --rep-ms 3 --budget-s ${TRAINING_BUDGET:-400}
+                   --max-configs ${TRAINING_CONFIGS:-32} --rep-ms 3 --budget-s ${TRAINING_BUDGET:-400} ${TRAINING_ARGS:-}
                  echo "sweep rc=$?"; tar czf "$OUT/training_data.tgz" benchmarks/data/$tp
                } > "$log" 2>&1 ;;
     decode_probe)  # decode-shaped tiles outside origami's space (benchmarks/decode_probe.py: BLOCK_N 16-64, BLOCK_K to

@@ -170,11 +170,17 @@ def _scored(p, hw) -> list[tuple[TileConfig, float]]:
     return cands
 
 
-def configs_for(p, hw, max_configs: int, seed: int, sample: str = "uniform") -> list[tuple[TileConfig, float]]:
+def configs_for(p, hw, max_configs: int, seed: int, sample: str = "uniform",
+                also: tuple = ()) -> list[tuple[TileConfig, float]]:
     """Every candidate (max_configs = 0), or a sample of ``max_configs``: ``uniform`` = the model's
     pick (``origami.select``) plus configs in stable-hash order over the whole space; ``top16`` (legacy)
     = the model's top 16 plus configs in stable-hash order. The hash makes the same configs recur
-    across shapes, so their compiled kernels are reused from Triton's cache."""
+    across shapes, so their compiled kernels are reused from Triton's cache.
+
+    ``also`` (profiles: model-parameter variants of ``hw``, ``--also-pick``): each one's pick joins the
+    uniform sample's head beside ``hw``'s own (the sample stays ``max_configs`` long), so a term fitted on
+    this sweep can ship without a second call to time the picks it moves. Never the variants' top-k: the
+    rest of the sample is the same uniform draw."""
     cands = _scored(p, hw)
     if not max_configs or len(cands) <= max_configs:
         return cands
@@ -182,13 +188,27 @@ def configs_for(p, hw, max_configs: int, seed: int, sample: str = "uniform") -> 
         n_top = min(16, max_configs)
         top, rest = cands[:n_top], cands[n_top:]
     elif sample == "uniform":
-        pick = origami.select(p, hw).config
-        top = [cp for cp in cands if cp[0] == pick][:1]
-        rest = [cp for cp in cands if cp[0] != pick]
+        picks = list(dict.fromkeys([origami.select(p, hw).config] + [origami.select(p, v).config for v in also]))
+        pred = dict(cands)
+        top = [(c, pred.get(c, float("nan"))) for c in picks][:max_configs]
+        rest = [cp for cp in cands if cp[0] not in picks]
     else:
         raise SystemExit(f"--sample: expected uniform or top16, got {sample!r}")
     rest.sort(key=lambda cp: (_stable_hash(cp[0]) ^ seed) % 1_000_003)
     return top + rest[: max_configs - len(top)]
+
+
+def also_profiles(hw, specs) -> tuple:
+    """``--also-pick``'s ``K=V[,K=V]`` specs as model-parameter variants of ``hw`` (a bad key or value is a
+    SystemExit naming the spec)."""
+    out = []
+    for spec in specs or ():
+        try:
+            kv = dict(item.split("=", 1) for item in spec.split(","))
+            out.append(hw.replace_model(**{k.strip(): float(v) for k, v in kv.items()}))
+        except (ValueError, TypeError) as e:
+            raise SystemExit(f"--also-pick {spec!r}: {e} (want KEY=VALUE[,KEY=VALUE], model parameters)")
+    return tuple(out)
 
 
 def exhaustive_configs(p, hw, extra: tuple = ()) -> list[tuple[TileConfig, float]]:
@@ -601,6 +621,9 @@ def main(argv=None) -> int:
     ap.add_argument("--sample", choices=("uniform", "top16"), default="uniform",
                     help="with --max-configs N: uniform = the model's pick + a uniform sample (default); top16 = "
                          "the legacy sample (model's top 16 + hashed), only to reproduce old sweeps")
+    ap.add_argument("--also-pick", nargs="+", default=None, metavar="K=V[,K=V]",
+                    help="with --max-configs N (uniform): also time the pick of each of these model-parameter "
+                         "variants of --profile (candidate terms a fit on this sweep may ship)")
     ap.add_argument("--heldout", action="store_true",
                     help="the committed held-out split, exhaustively (--jobs names its files; default all)")
     ap.add_argument("--rows", default=None, metavar="JOBS.csv",
@@ -628,6 +651,10 @@ def main(argv=None) -> int:
         ap.error("--heldout is exhaustive over the committed split: no --max-configs/--set/--shapes/--rows/--dtype")
     if args.rows and (args.jobs or args.set or args.shapes):
         ap.error("--rows takes its shapes and configs from the job file: no --jobs/--set/--shapes")
+    if args.also_pick and (not args.max_configs or args.sample != "uniform" or args.heldout or args.rows):
+        ap.error("--also-pick adds picks to a uniform sample: give --max-configs N (without --heldout/--rows)")
+    if args.also_pick:
+        also_profiles(origami.load_profile(args.profile), args.also_pick)  # a bad spec fails before any GPU work
     if args.retime and not args.rows:
         ap.error("--retime replaces the rows of a --rows job file: give --rows JOBS.csv")
     if not (args.set or args.shapes or args.jobs or args.heldout or args.rows):
@@ -721,8 +748,12 @@ def _job(args, spec: str | None) -> tuple[list, Path]:
         raise SystemExit(f"{src}: a held-out shapes file; sweep it with --heldout (exhaustive, to <profile>_heldout/)")
     fname = f"{name}.csv" if not args.dtype else f"{name}_{args.dtype}.csv"
 
+    variants: dict = {}  # hw -> its --also-pick variants (built once a profile)
+
     def configs_of(p, hw, *extra):
-        return configs_for(p, hw, args.max_configs, args.seed, args.sample)
+        if hw not in variants:
+            variants[hw] = also_profiles(hw, getattr(args, "also_pick", None))
+        return configs_for(p, hw, args.max_configs, args.seed, args.sample, variants[hw])
 
     if args.out:
         return shapes, Path(args.out), configs_of

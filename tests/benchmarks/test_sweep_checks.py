@@ -86,6 +86,28 @@ def test_uniform_sample_holds_the_pick_and_is_not_the_top_k():
     assert [c for c, _ in legacy[:16]] == [c for c, _ in cands[:16]]
 
 
+def test_also_pick_adds_each_variants_pick_to_the_same_uniform_sample():
+    """--also-pick: a candidate term's picks are timed in the same sampled sweep (tf32 76x6144x4096: the
+    register-read regime, where model.mn_major_tile_cost 2 moves the pick), the sample keeps its length and
+    its uniform draw, and a bad spec is refused naming it."""
+    import origami
+    from origami.problem import DType
+
+    hw = origami.load_profile("h100")
+    p = GemmProblem(76, 6144, 4096, a_dtype=DType.TF32, b_dtype=DType.TF32, c_dtype=DType.FP32)
+    variant = sweep.also_profiles(hw, ["mn_major_tile_cost=2"])
+    own, moved = origami.select(p, hw).config, origami.select(p, variant[0]).config
+    assert own != moved  # the case must exercise a moved pick
+    plain = [c for c, _ in sweep.configs_for(p, hw, 32, 0, "uniform")]
+    got = [c for c, _ in sweep.configs_for(p, hw, 32, 0, "uniform", variant)]
+    assert len(got) == 32 and len(set(got)) == 32
+    assert got[:2] == [own, moved]
+    assert moved not in plain
+    assert set(plain) - set(got) <= {plain[-1]}  # the uniform draw is kept, less its last config
+    with pytest.raises(SystemExit, match="mn_major_tile_kost"):
+        sweep.also_profiles(hw, ["mn_major_tile_kost=2"])
+
+
 def test_exhaustive_configs_are_every_candidate_plus_extras():
     import origami
 

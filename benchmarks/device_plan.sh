@@ -77,7 +77,7 @@ CAND_H=$CAND_G,staged_spill_penalty=0.07435
 # candidate I (H100, session 31): the same term on h100.yaml's training sweeps (0.2874 with the census's verdicts):
 # held-out pooled bf16 0.921 / 0.823 -> 0.928 / 0.820, skinny up, longk and dlrm down. Not the default either
 CAND_I=staged_spill_penalty=0.2874
-# candidate M (tf32/fp8 only): model.mn_major_tile_cost 2, chosen on the H200's training rows (grid_tf32, grid_fp8;
+# candidate M (tf32/fp8 only): model.mn_major_tile_cost 2, chosen on the H200's training rows in session 18 (grid_tf32, grid_fp8;
 # benchmarks/kmajor_residuals.py --cost); it moves tf32/fp8 picks of the register-read regime only (origami.kmajor).
 # H200: 2 training picks untimed (67 warm rows), timed by the H200 branch's repick beside G's. H100: no tf32/fp8
 # training sweep before session 32 (TRAINING_SETS="kmajor:tf32 kmajor:fp8_e4m3" records one, then

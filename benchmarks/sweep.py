@@ -32,7 +32,9 @@ Sampling (``--max-configs N``): ``--sample uniform`` (default) times the model's
 (``origami.select()``) plus N - 1 configs drawn uniformly from the whole space (a stable hash of the
 config orders it, so the same configs recur across shapes and compiled kernels are reused); the
 legacy ``--sample top16`` (the model's top 16 plus a hashed sample: an oracle biased to the model)
-only reproduces the sweeps recorded that way.
+only reproduces the sweeps recorded that way. ``--also-pick K=V[,K=V] ...`` puts the picks of those
+model-parameter variants of the profile at the sample's head too (one config each, the same uniform
+draw after them): a candidate term fitted on the new sweep then has its moved picks timed already.
 
     torchrun --nproc-per-node gpu benchmarks/sweep.py --heldout [--jobs STEM ...] [--estimate]
 

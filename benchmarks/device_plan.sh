@@ -27,10 +27,13 @@
 # MODELS=1 takes that last branch (suite, then real models) on an H200 too (issue 16's targets are the H200's).
 # SUITE=1 runs the whole suite first in the branches above that do not; SUITE=0 skips it in the last one.
 # Every step is benchmarks/gpu_session.sh's; the results land in $OUT as they do there.
-# Suggested order (session 31's closing note): on an H200, the default branch (candidate G's repick, then the
-#   held-out sweeps; again until G's picks are all timed), then MODELS=1; on an H100, MODELS=1 (h100.yaml's
-#   session-31 terms), or OTHER_HELDOUT=h100 HELDOUT_ARGS="--jobs fp16 tf32 fp8_e4m3" (its held-out fp16 file holds
-#   9 of 18 shapes), or TRAINING=1 TRAINING_SETS="llm:fp16 grid:fp16:60" (the H100 has no fp16 training sweep).
+# Suggested order (session 32's closing note): on an H200, the default branch (candidates G's and M's repick, then
+#   the held-out sweeps; again until their picks are all timed), then MODELS=1; on an H100, TRAINING=1
+#   TRAINING_SETS="kmajor:tf32 kmajor:fp8_e4m3" TRAINING_ARGS="--also-pick mn_major_tile_cost=0 mn_major_tile_cost=1
+#   mn_major_tile_cost=3" (the register-read regime's training rows on the H100, to check the shipped
+#   mn_major_tile_cost 2 on H100 data), then OTHER_HELDOUT=h100 HELDOUT_ARGS="--jobs tf32 fp8_e4m3" (tf32 holds 4 of 18
+#   shapes, fp8 none), or MODELS=1 (h100.yaml's session-31 terms), or TRAINING=1 TRAINING_SETS="llm:fp16 grid:fp16:60"
+#   (the H100 has no fp16 training sweep).
 set -u -o pipefail
 : "${GIT_SHA:?set GIT_SHA=<the commit of the tree you send>}"
 export GIT_SHA

@@ -55,18 +55,19 @@ def missing(path: Path, profile, variants=()):
     return data, list(miss)
 
 
-def variant_profiles(profile: str, specs, flag: str = "--variant") -> list:
-    """The profile with each ``KEY=VALUE[,KEY=VALUE]`` spec's model parameters replaced (a bad key or
-    value is a SystemExit naming it)."""
+def variant_profiles(profile, specs, flag: str = "--variant") -> list:
+    """The profile (a name, a YAML path or a HardwareProfile) with each ``KEY=VALUE[,KEY=VALUE]`` spec's model
+    parameters replaced (a bad key or value is a SystemExit naming it): the one parser of such specs
+    (term_eval's --set, sweep.py's --also-pick, splitk_residuals)."""
     import origami
 
     base, out = origami.load_profile(profile), []
-    for spec in specs:
+    for spec in specs or ():
         try:
             kv = dict(item.split("=", 1) for item in spec.split(","))
             out.append(base.replace_model(**{k.strip(): float(v) for k, v in kv.items()}))
         except (ValueError, TypeError) as e:
-            raise SystemExit(f"{flag} {spec!r}: {e} (want KEY=VALUE[,KEY=VALUE], model parameters of {profile})")
+            raise SystemExit(f"{flag} {spec!r}: {e} (want KEY=VALUE[,KEY=VALUE], model parameters of {base.name})")
     return out
 
 

@@ -201,16 +201,12 @@ def configs_for(p, hw, max_configs: int, seed: int, sample: str = "uniform",
 
 
 def also_profiles(hw, specs) -> tuple:
-    """``--also-pick``'s ``K=V[,K=V]`` specs as model-parameter variants of ``hw`` (a bad key or value is a
-    SystemExit naming the spec)."""
-    out = []
-    for spec in specs or ():
-        try:
-            kv = dict(item.split("=", 1) for item in spec.split(","))
-            out.append(hw.replace_model(**{k.strip(): float(v) for k, v in kv.items()}))
-        except (ValueError, TypeError) as e:
-            raise SystemExit(f"--also-pick {spec!r}: {e} (want KEY=VALUE[,KEY=VALUE], model parameters)")
-    return tuple(out)
+    """``--also-pick``'s ``K=V[,K=V]`` specs as model-parameter variants of ``hw`` (missing_picks'
+    :func:`~benchmarks.missing_picks.variant_profiles` parses them: a bad key or value is a SystemExit naming
+    the spec)."""
+    from benchmarks.missing_picks import variant_profiles  # imported here: missing_picks imports this module
+
+    return tuple(variant_profiles(hw, specs, "--also-pick"))
 
 
 def exhaustive_configs(p, hw, extra: tuple = ()) -> list[tuple[TileConfig, float]]:

@@ -28,12 +28,10 @@
 # SUITE=1 runs the whole suite first in the branches above that do not; SUITE=0 skips it in the last one.
 # Every step is benchmarks/gpu_session.sh's; the results land in $OUT as they do there.
 # Suggested order (session 32's closing note): on an H200, the default branch (candidates G's and M's repick, then
-#   the held-out sweeps; again until their picks are all timed), then MODELS=1; on an H100, TRAINING=1
-#   TRAINING_SETS="kmajor:tf32 kmajor:fp8_e4m3" TRAINING_ARGS="--also-pick mn_major_tile_cost=0 mn_major_tile_cost=1
-#   mn_major_tile_cost=3" (the register-read regime's training rows on the H100, to check the shipped
-#   mn_major_tile_cost 2 on H100 data), then OTHER_HELDOUT=h100 HELDOUT_ARGS="--jobs tf32 fp8_e4m3" (tf32 holds 4 of 18
-#   shapes, fp8 none), or MODELS=1 (h100.yaml's session-31 terms), or TRAINING=1 TRAINING_SETS="llm:fp16 grid:fp16:60"
-#   (the H100 has no fp16 training sweep).
+#   the held-out sweeps; again until their picks are all timed), then MODELS=1; on an H100, OTHER_HELDOUT=h100
+#   HELDOUT_ARGS="--jobs tf32 fp8_e4m3" (tf32 holds 4 of 18 shapes, fp8 none: the held-out check of h100.yaml's
+#   mn_major_tile_cost 1.851, fitted in session 32 on the kmajor training sweeps), or MODELS=1, or TRAINING=1
+#   TRAINING_SETS="llm:fp16 grid:fp16:60" (the H100 has no fp16 training sweep).
 set -u -o pipefail
 : "${GIT_SHA:?set GIT_SHA=<the commit of the tree you send>}"
 export GIT_SHA
@@ -82,9 +80,9 @@ CAND_H=$CAND_G,staged_spill_penalty=0.07435
 CAND_I=staged_spill_penalty=0.2874
 # candidate M (tf32/fp8 only): model.mn_major_tile_cost 2, chosen on the H200's training rows in session 18 (grid_tf32, grid_fp8;
 # benchmarks/kmajor_residuals.py --cost); it moves tf32/fp8 picks of the register-read regime only (origami.kmajor).
-# H200: 2 training picks untimed (67 warm rows), timed by the H200 branch's repick beside G's. H100: no tf32/fp8
-# training sweep before session 32 (TRAINING_SETS="kmajor:tf32 kmajor:fp8_e4m3" records one, then
-# `python benchmarks/term_eval.py --profile h100 --fit mn_major_tile_cost`)
+# H200: 2 training picks untimed (67 warm rows), timed by the H200 branch's repick beside G's. H100: fitted on its
+# own kmajor tf32/fp8 training sweeps in session 32 (1.851, shipped in h100.yaml: `python benchmarks/term_eval.py
+# --profile h100 --fit mn_major_tile_cost`)
 CAND_M=mn_major_tile_cost=2
 if [ -n "${SUITE:-}" ] && { [[ "$gpu" == *H200* ]] || [ -n "${OTHER_HELDOUT:-}${MODEL_GEMMS:-}" ]; }; then
   # SUITE=1: the whole suite first, in a branch that does not run it (tritonblas/ changed since the last GPU run)

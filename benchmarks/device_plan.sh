@@ -13,7 +13,8 @@
 # REPICK_H100=1 first, whatever else runs (an H100): $REPICK_VARIANTS_H100's untimed h100 training picks (default
 #   candidate E, shipped in h100.yaml since session 31: nothing left to time; gpu_session's repick).
 # RETIME=1 first, whatever else runs: gpu_session's retime step (suspect recorded rows timed again in full).
-# Any GPU with TRAINING=1 (before all of the branches below): the training sets' sampled sweep for its own profile.
+# Any GPU with SPILL=1 (before all of the branches below): gpu_session's spill step ($SPILL_PROFILE's ragged set).
+# Any GPU with TRAINING=1 (before all of the branches below but SPILL): the training sets' sampled sweep for its own profile.
 # Any GPU with DECODE_PROBE=1 (before all of the branches below but TRAINING): the decode GEMMs' cold sweep, then tiles outside
 #   the space, the best-tile table and CUDA-graph decode with it (gpu_session.sh's decode and decode_probe steps).
 # Any GPU with MODEL_GEMMS=1 (before all of the branches below but DECODE_PROBE): the training steps' GEMMs, ours vs torch
@@ -95,7 +96,13 @@ fi
 if [ -n "${RETIME:-}" ]; then  # RETIME=1 (any branch): gpu_session's retime step first (a few seconds)
   STEPS=retime bash benchmarks/gpu_session.sh
 fi
-if [ -n "${TRAINING:-}" ]; then
+if [ -n "${SPILL:-}" ]; then
+  # SPILL=1 (any GPU; first of the branches): the sm_90 census's spilling configs on the training ragged set's shapes
+  # of $SPILL_PROFILE (default h100: the H100's; h200 on an H200), none timed there yet (gpu_session's spill step),
+  # so a spill term is fitted on training rows (session 33: the held-out split's worst H100 pick spills 4732 bytes
+  # in a config no training row timed)
+  STEPS=spill SPILL_BUDGET=$(( $(left) - 90 )) bash benchmarks/gpu_session.sh
+elif [ -n "${TRAINING:-}" ]; then
   # TRAINING=1 (any GPU; first of the branches): the training sets' sampled sweep for the GPU's own profile, with the
   # seconds left (gpu_session's training step, resumable: commit training_data.tgz's CSVs and call again). Where no
   # H200 comes, the H100's terms can then be fitted on H100 training data and judged on benchmarks/data/h100_heldout/

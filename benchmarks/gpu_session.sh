@@ -64,6 +64,9 @@
 #             the cold-L2 one (--timer cold), under torchrun on every GPU, resumable ($REPICK_BUDGET s each,
 #             default 240) -> benchmarks/data/*_repick/, back in $OUT/repick_data.tgz; merge on the CPU with
 #             missing_picks.py --apply
+#   spill     the sm_90 census's spilling configs on $SPILL_PROFILE's (default h100) ragged training shapes, untimed there
+#             (benchmarks/spill_jobs.py), beside each shape's timed configs -> benchmarks/data/<profile>_repick/, back in
+#             $OUT/spill_data.tgz (resumable: commit it; merge with missing_picks.py --apply)
 #   timeline  benchmarks/host_linear.py --timeline/--split $TIMELINE_MODELS (where eager decode's time goes)
 #   train_host  benchmarks/host_linear.py --train $TRAIN_MODELS (a training step's host split: forward/backward
 #             wall, host us per forward GEMM, triton_launches, descriptor re-encodes, a cProfile of ours)
@@ -273,6 +276,16 @@ for step in $STEPS; do
                    echo "$job: sweep rc=$?"
                  done
                  tar czf "$OUT/repick_data.tgz" benchmarks/data/*_repick
+               } > "$log" 2>&1 ;;
+    spill)     # the census's spilling configs on a training sweep's unaligned shapes (benchmarks/spill_jobs.py, CPU,
+               # $SPILL_PROFILE default h100, its ragged.csv), beside each shape's timed configs, into
+               # benchmarks/data/<profile>_repick/ (resumable, $SPILL_BUDGET s, default 240) -> $OUT/spill_data.tgz;
+               # merge on the CPU with missing_picks.py --apply
+               { jobs=$(mktemp -d); python3 benchmarks/spill_jobs.py --profile ${SPILL_PROFILE:-h100} -o "$jobs/spill_jobs.csv"
+                 timeout $(( ${SPILL_BUDGET:-240} + 60 )) python3 -m torch.distributed.run --standalone --nproc-per-node gpu \
+                   benchmarks/sweep.py --rows "$jobs/spill_jobs.csv" --profile ${SPILL_PROFILE:-h100} --rep-ms 3 --budget-s ${SPILL_BUDGET:-240}
+                 echo "spill: sweep rc=$?"
+                 tar czf "$OUT/spill_data.tgz" benchmarks/data/*_repick
                } > "$log" 2>&1 ;;
     timeline)  { timeout 200 python3 benchmarks/host_linear.py --timeline ${TIMELINE_MODELS:-llama3.2-1b} --out "$OUT"
                  timeout 240 python3 benchmarks/host_linear.py --split ${SPLIT_MODELS:-bert-large llama3.2-1b}

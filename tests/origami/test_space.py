@@ -362,3 +362,72 @@ def test_staged_spill_rule_is_the_profiles_choice():
     assert cands and all(space.check_staged_registers(c, p, on) is None for c in cands)
     assert any(space.check_staged_registers(c, p, on) is not None for c in origami.candidates(p, hw))
     assert origami.select(p, on).config in cands
+
+
+def test_the_spill_bytes_table_is_the_census_file():
+    """origami/spill_census.py is generated from the committed census (benchmarks/staged_census.py --table): it is
+    that file's spill bytes, one per (kind, tile, warps), and every compiled config is in it (0 where clean)."""
+    import importlib.util
+    from pathlib import Path
+
+    from origami import spill_census
+
+    root = Path(__file__).resolve().parents[2]
+    spec = importlib.util.spec_from_file_location("staged_census", root / "benchmarks" / "staged_census.py")
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    census = root / "benchmarks" / "data" / "nvidia_aot" / "h200_staged.csv"
+    assert (root / "origami" / "spill_census.py").read_text() == mod.table_source(census), \
+        "origami/spill_census.py is stale: python benchmarks/staged_census.py --table"
+    rows = _census("61x6485x11719") + _census("4096x1057x3333") + _census("31x1163x5965")
+    for r in rows:
+        key = (r["kind"], int(r["block_m"]), int(r["block_n"]), int(r["block_k"]), int(r["num_warps"]))
+        assert spill_census.SPILL_BYTES[key] == int(r["spill_stores"]) + int(r["spill_loads"]), r["config"]
+    assert len(spill_census.SPILL_BYTES) == len({(r["kind"], r["block_m"], r["block_n"], r["block_k"],
+                                                   r["num_warps"]) for r in rows}) == 150
+
+
+def test_census_spill_traffic_speaks_only_where_the_census_compiled():
+    """Spill bytes per multiply-add of the K-step: the census's bytes x threads / (BM x BN x BK) on a
+    register-staged 2-byte problem on sm_90; 0 for a clean config; None on an aligned problem, on b200 (sm_100),
+    on AMD, for fp8 operands and for a config the census never compiled."""
+    hw = PROFILES["h100"]
+    staged = GemmProblem(26, 2255, 12085, align_bytes=2)
+    sk = TileConfig(Kind.STREAMK, 32, 128, 64, 4, 3, grid=396)
+    assert space.census_spill_traffic(sk, staged, hw) == pytest.approx(4732 * 128 / (32 * 128 * 64))
+    assert space.census_spill_traffic(sk, staged, PROFILES["h200"]) == pytest.approx(2.3105, abs=1e-4)
+    clean = TileConfig(Kind.DP, 64, 64, 32, 4, 3)
+    assert space.census_spill_traffic(clean, staged, hw) == 0.0
+    assert space.census_spill_traffic(sk, GemmProblem(26, 2255, 12085), hw) is None
+    assert space.census_spill_traffic(sk, staged, PROFILES["b200"]) is None
+    assert space.census_spill_traffic(sk, staged, PROFILES["mi300x"]) is None
+    fp8 = GemmProblem(26, 2255, 12085, a_dtype="fp8_e4m3", b_dtype="fp8_e4m3", c_dtype="bf16", align_bytes=2)
+    assert space.census_spill_traffic(sk, fp8, hw) is None
+    assert space.census_spill_traffic(TileConfig(Kind.DP, 256, 256, 64, 8, 3), staged, hw) is None
+
+
+@pytest.mark.parametrize("name", ["h100", "h200"])
+def test_the_spill_traffic_limit_leaves_out_exactly_the_configs_at_or_over_it(name):
+    """model.staged_spill_traffic_limit: on a register-staged problem the space holds no config whose census spill
+    traffic reaches the limit and every other config it held without the rule; 0 is no rule; aligned problems and
+    a profile without the census (b200) are untouched; a forced config still gets a reason naming the parameter."""
+    hw = PROFILES[name]
+    limit = hw.model["staged_spill_traffic_limit"]
+    assert limit > 0
+    off = hw.replace_model(staged_spill_traffic_limit=0.0)
+    for p in (GemmProblem(26, 2255, 12085, align_bytes=2), GemmProblem(61, 6485, 11719, align_bytes=2)):
+        with_rule, without = set(origami.candidates(p, hw)), set(origami.candidates(p, off))
+        dropped = without - with_rule
+        assert with_rule <= without and dropped
+        for c in dropped:
+            assert space.census_spill_traffic(c, p, hw) >= limit, c.short()
+            assert "staged_spill_traffic_limit" in space.check_staged_registers(c, p, hw)
+        for c in with_rule:
+            t = space.census_spill_traffic(c, p, hw)
+            assert t is None or t < limit, c.short()
+    aligned = GemmProblem(2048, 2255, 12085)
+    assert set(origami.candidates(aligned, hw)) == set(origami.candidates(aligned, off))
+    b200 = PROFILES["b200"]
+    p = GemmProblem(26, 2255, 12085, align_bytes=2)
+    assert set(origami.candidates(p, b200)) == set(origami.candidates(p, b200.replace_model(
+        staged_spill_traffic_limit=1.0)))

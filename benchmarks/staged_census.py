@@ -167,14 +167,11 @@ SPILL_BYTES = {{
 
 
 def write_table(census: Path) -> None:
-    import os
-    import tempfile
+    from tritonblas.tables import AtomicFile
 
     src = table_source(census)
-    fd, tmp = tempfile.mkstemp(dir=TABLE.parent, prefix=".spill_census.")
-    with os.fdopen(fd, "w") as f:
+    with AtomicFile(TABLE) as f:
         f.write(src)
-    os.replace(tmp, TABLE)
 
 
 def main(argv=None) -> int:

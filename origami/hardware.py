@@ -117,10 +117,10 @@ MODEL_PARAMS: dict[str, tuple[float, float, str]] = {
     "staged_spill_rule": (0.0, 1.0, "1: the space leaves out configs whose register-staged kernels spill "
                                     "(origami.space.STAGED_PRESSURE_LIMITS, from an sm_90 compile census); "
                                     "0: the profile has not been validated with it"),
-    "staged_spill_traffic_limit": (0.0, 64.0, "the space leaves out register-staged configs (rows under 4 bytes aligned, "
-                                              "NVIDIA sm_90, 2-byte operands) whose kernel spills at least this many "
-                                              "bytes per multiply-add of its K-step (origami.space.census_spill_traffic, "
-                                              "from the sm_90 compile census); 0: no such rule"),
+    "staged_slowdown_limit": (0.0, 64.0, "the space leaves out register-staged configs (rows under 4 bytes aligned, "
+                                         "NVIDIA sm_90, 2-byte operands) whose spilling kernel ran at least this many "
+                                         "times its prediction against clean configs on training rows "
+                                         "(origami.space.measured_spill_slowdown); 0: no such rule"),
     "splitk_range_reads": (0.0, 1.0, "share of a split-K wave's other K ranges whose operand bytes the memory terms "
                                      "count as distinct reads (the ranges are disjoint); 0: one range, as "
                                      "profiles before it were fitted"),
@@ -147,7 +147,7 @@ MODEL_PARAMS: dict[str, tuple[float, float, str]] = {
 # Model parameters a profile may leave out (added after profiles were written): their value then.
 # ws_efficiency 0 keeps every older profile's space, and so its rankings, as they were.
 OPTIONAL_MODEL_PARAMS: dict[str, float] = {"ws_efficiency": 0.0, "streamk_unaligned_penalty": 1.0,
-                                           "staged_spill_rule": 0.0, "staged_spill_traffic_limit": 0.0, "splitk_range_reads": 0.0, "streamk_range_reads": 0.0,
+                                           "staged_spill_rule": 0.0, "staged_slowdown_limit": 0.0, "splitk_range_reads": 0.0, "streamk_range_reads": 0.0,
                                            "hbm_latency_ns": 0.0,
                                            "staged_spill_penalty": 0.0, "splitk_fixup_read_efficiency": 1.0,
                                            "mn_major_tile_cost": 0.0, "staged_load_exponent": 0.0,

@@ -13,6 +13,7 @@ from typing import Callable
 
 from origami import toolchain
 from origami.spill_census import SPILL_BYTES
+from origami.spill_slowdown import SLOWDOWN
 from origami._encoding import STAGED_ALIGN
 from origami.config import Kind, TileConfig
 from origami.hardware import HardwareProfile
@@ -23,7 +24,7 @@ __all__ = [
     "narrow_loads", "amd_register_budget", "amd_vgprs_per_thread", "amd_vgpr_bound",
     "staged_registers_per_thread", "check_staged_registers", "MAX_STAGED_REGS_PER_THREAD",
     "staged_load_pressure", "STAGED_PRESSURE_LIMITS", "STAGED_SPILL_CENSUS", "STAGED_SPILL_CENSUS_ARCH",
-    "staged_spills", "over_pressure_limit", "census_spills", "staged_spill_rule", "census_spill_traffic",
+    "staged_spills", "over_pressure_limit", "census_spills", "staged_spill_rule", "census_spill_traffic", "measured_spill_slowdown",
     "check_smem", "check_registers", "check_instr", "check_vendor", "check_problem", "check_residency",
     "check_ws", "ws_available", "ws_space", "without_ws", "WS_TILES", "WS_WARPS", "WS_DTYPES",
     "PREDICATES", "violations", "is_valid", "k_iters",
@@ -184,15 +185,9 @@ def census_spill_traffic(cfg: TileConfig, problem: GemmProblem, hw: HardwareProf
     census's spill bytes per thread (origami.spill_census.SPILL_BYTES, stores + loads) x the block's threads /
     (BLOCK_M x BLOCK_N x BLOCK_K); 0 for a config the census compiled clean. None where the census does not
     speak: another arch, operands other than 2 bytes (it compiled bf16), a config it did not compile, or a problem
-    whose loads are not register-staged (:func:`register_staged`).
-
-    Spilled registers go to local memory and back; what that costs depends on how much of it there is against
-    the K-step's own work, which this measures. On the H100's training rows (benchmarks/data/h100/ragged.csv,
-    32 unaligned shapes, every spilling group of the space timed: benchmarks/spill_jobs.py, session 33), each
-    spilling config's time over the median of its shape's clean configs, against its prediction, was at most
-    1.08x below 1.5 bytes per multiply-add (dp 16x64x128 w4 at 1.35: 0.85x) and 1.13-3.48x at 1.8 and above
-    (Stream-K 32x128x64 w4 at 2.31: 3.48x): read by :func:`check_staged_registers` through
-    ``model.staged_spill_traffic_limit``."""
+    whose loads are not register-staged (:func:`register_staged`). What spilling costs is not this number (on the
+    H100's training rows it ranks the groups' measured slowdown poorly: :func:`measured_spill_slowdown`); it is
+    the census's verdict in a form the benchmarks and the slowdown table key on (0: clean)."""
     if hw.arch != STAGED_SPILL_CENSUS_ARCH or not register_staged(problem, hw) or cfg.kind not in STAGED_PRESSURE_LIMITS \
             or problem.a_dtype.bytes != 2 or problem.b_dtype.bytes != 2:
         return None
@@ -201,6 +196,23 @@ def census_spill_traffic(cfg: TileConfig, problem: GemmProblem, hw: HardwareProf
         return None
     threads = cfg.num_warps * hw.compute["warp_size"]
     return SPILL_BYTES[key] * threads / (cfg.block_m * cfg.block_n * cfg.block_k)
+
+
+def measured_spill_slowdown(cfg: TileConfig, problem: GemmProblem, hw: HardwareProfile) -> "float | None":
+    """How much slower than predicted ``cfg`` ran on training rows like ``problem``, against the clean configs of
+    the same shapes (origami.spill_slowdown.SLOWDOWN: per census-spilling (kind, tile, warps), the median over the
+    H100's training sweeps, benchmarks/spill_slowdown.py); None where :func:`census_spill_traffic` does not speak
+    or the group has no such measurement (a clean config, or fewer than 10 timed rows). Read by
+    :func:`check_staged_registers` through ``model.staged_slowdown_limit``.
+
+    Why measured and not derived from the census's spill bytes: on the H100's 32 unaligned training shapes, with
+    every spilling group of the space timed (benchmarks/spill_jobs.py, session 33), the slowdown ran from 0.85x
+    (dp 16x64x128 w4, 1.35 spill bytes per multiply-add) to 3.48x (Stream-K 32x128x64 w4, 2.31) and 2.04x for
+    split-K 16x128x64 w4 at 0.64: neither the bytes nor the bytes per multiply-add order them (where the spill
+    lands, inside the K loop or outside it, is not in ptxas's count)."""
+    if census_spill_traffic(cfg, problem, hw) is None:
+        return None
+    return SLOWDOWN.get((cfg.kind.value, cfg.block_m, cfg.block_n, cfg.block_k, cfg.num_warps))
 
 
 def staged_spill_rule(hw: HardwareProfile) -> bool:
@@ -333,12 +345,13 @@ def check_staged_registers(cfg: TileConfig, problem: GemmProblem, hw: HardwarePr
         return (f"registers: operands {problem.align_bytes}-byte aligned (no cp.async), so {cfg.num_stages} "
                 f"stages of a {cfg.block_m}x{cfg.block_n}x{cfg.block_k} tile at {cfg.num_warps} warps hold "
                 f"{staged} registers per thread (limit {MAX_STAGED_REGS_PER_THREAD})")
-    limit = hw.model.get("staged_spill_traffic_limit", 0.0) if not hw.is_amd else 0.0
-    traffic = census_spill_traffic(cfg, problem, hw) if limit > 0 else None
-    if traffic is not None and traffic >= limit:
-        return (f"registers: operands {problem.align_bytes}-byte aligned (no cp.async): the sm_90 compile census's "
-                f"{cfg.kind.value} {cfg.block_m}x{cfg.block_n}x{cfg.block_k} kernel at {cfg.num_warps} warps spills "
-                f"{traffic:.2f} bytes per multiply-add of its K-step (model.staged_spill_traffic_limit {limit:g})")
+    limit = hw.model.get("staged_slowdown_limit", 0.0) if not hw.is_amd else 0.0
+    slow = measured_spill_slowdown(cfg, problem, hw) if limit > 0 else None
+    if slow is not None and slow >= limit:
+        return (f"registers: operands {problem.align_bytes}-byte aligned (no cp.async): the {cfg.kind.value} "
+                f"{cfg.block_m}x{cfg.block_n}x{cfg.block_k} kernel at {cfg.num_warps} warps spills (sm_90 compile "
+                f"census) and ran {slow:.2f}x its prediction against clean configs on training rows "
+                f"(model.staged_slowdown_limit {limit:g})")
     if staged_spill_rule(hw) and staged_spills(cfg, problem, hw):
         return (f"registers: operands {problem.align_bytes}-byte aligned (no cp.async): the {cfg.kind.value} "
                 f"kernel's {cfg.block_m}x{cfg.block_n}x{cfg.block_k} K-step at {cfg.num_warps} warps loads "

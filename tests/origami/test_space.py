@@ -344,9 +344,10 @@ def test_the_census_verdicts_hold_on_sm90_only():
 def test_staged_spill_rule_is_the_profiles_choice():
     """model.staged_spill_rule 1 leaves out, per kind, the register-staged configs over their pressure limit
     (a Stream-K 64x256x32 w8 s3 that spills 332 bytes, where the same tile as split-K spills none); without it
-    (h200 today, every shipped profile) the space is as before. Aligned problems and forced configs are
-    never affected, and the space with the rule keeps only configs the rule accepts."""
-    hw = PROFILES["h200"]
+    (every shipped profile; staged_slowdown_limit off here, which leaves this tile out on its own) the space is as
+    before. Aligned problems and forced configs are never affected, and the space with the rule keeps only configs
+    the rule accepts."""
+    hw = PROFILES["h200"].replace_model(staged_slowdown_limit=0.0)
     on = hw.replace_model(staged_spill_rule=1.0)
     assert not space.staged_spill_rule(hw) and space.staged_spill_rule(on)
     p = GemmProblem(61, 6485, 11719, align_bytes=2)
@@ -406,28 +407,44 @@ def test_census_spill_traffic_speaks_only_where_the_census_compiled():
     assert space.census_spill_traffic(TileConfig(Kind.DP, 256, 256, 64, 8, 3), staged, hw) is None
 
 
-@pytest.mark.parametrize("name", ["h100", "h200"])
-def test_the_spill_traffic_limit_leaves_out_exactly_the_configs_at_or_over_it(name):
-    """model.staged_spill_traffic_limit: on a register-staged problem the space holds no config whose census spill
-    traffic reaches the limit and every other config it held without the rule; 0 is no rule; aligned problems and
-    a profile without the census (b200) are untouched; a forced config still gets a reason naming the parameter."""
-    hw = PROFILES[name]
-    limit = hw.model["staged_spill_traffic_limit"]
+def test_the_slowdown_limit_leaves_out_exactly_the_configs_at_or_over_it():
+    """model.staged_slowdown_limit: on a register-staged problem the space holds no config whose measured spill
+    slowdown (origami/spill_slowdown.py) reaches the limit, and every other config it held without the rule; 0 is
+    no rule; aligned problems and a profile without the census (b200) are untouched; a forced config still gets a
+    reason naming the parameter."""
+    hw = PROFILES["h200"]
+    limit = hw.model["staged_slowdown_limit"]
     assert limit > 0
-    off = hw.replace_model(staged_spill_traffic_limit=0.0)
+    off = hw.replace_model(staged_slowdown_limit=0.0)
     for p in (GemmProblem(26, 2255, 12085, align_bytes=2), GemmProblem(61, 6485, 11719, align_bytes=2)):
         with_rule, without = set(origami.candidates(p, hw)), set(origami.candidates(p, off))
         dropped = without - with_rule
         assert with_rule <= without and dropped
         for c in dropped:
-            assert space.census_spill_traffic(c, p, hw) >= limit, c.short()
-            assert "staged_spill_traffic_limit" in space.check_staged_registers(c, p, hw)
+            assert space.measured_spill_slowdown(c, p, hw) >= limit, c.short()
+            assert "staged_slowdown_limit" in space.check_staged_registers(c, p, hw)
         for c in with_rule:
-            t = space.census_spill_traffic(c, p, hw)
-            assert t is None or t < limit, c.short()
+            slow = space.measured_spill_slowdown(c, p, hw)
+            assert slow is None or slow < limit, c.short()
     aligned = GemmProblem(2048, 2255, 12085)
     assert set(origami.candidates(aligned, hw)) == set(origami.candidates(aligned, off))
     b200 = PROFILES["b200"]
     p = GemmProblem(26, 2255, 12085, align_bytes=2)
-    assert set(origami.candidates(p, b200)) == set(origami.candidates(p, b200.replace_model(
-        staged_spill_traffic_limit=1.0)))
+    assert set(origami.candidates(p, b200)) == set(origami.candidates(p, b200.replace_model(staged_slowdown_limit=1.0)))
+
+
+def test_measured_spill_slowdown_speaks_only_for_measured_spilling_groups():
+    """None for a clean config, an aligned problem, another arch and a group without the table's rows; the
+    table's value for a spilling group it holds."""
+    from origami.spill_slowdown import SLOWDOWN
+
+    hw = PROFILES["h100"]
+    staged = GemmProblem(26, 2255, 12085, align_bytes=2)
+    sk = TileConfig(Kind.STREAMK, 32, 128, 64, 4, 3, grid=396)
+    assert space.measured_spill_slowdown(sk, staged, hw) == SLOWDOWN[("streamk", 32, 128, 64, 4)] > 2
+    assert space.measured_spill_slowdown(TileConfig(Kind.DP, 64, 64, 32, 4, 3), staged, hw) is None
+    assert space.measured_spill_slowdown(sk, GemmProblem(26, 2255, 12085), hw) is None
+    assert space.measured_spill_slowdown(sk, staged, PROFILES["b200"]) is None
+    assert all(space.census_spill_traffic(TileConfig(Kind(k), bm, bn, bk, w, 3, **(
+        {"grid": 132} if k in ("persistent", "streamk") else {"split_k": 4, "group_m": 1} if k == "splitk" else {})),
+        staged, hw) > 0 for k, bm, bn, bk, w in SLOWDOWN), "every measured group spills by the census"

@@ -30,9 +30,11 @@
 # Every step is benchmarks/gpu_session.sh's; the results land in $OUT as they do there.
 # Suggested order (session 33's closing note): on an H200, the default branch (candidates G's and M's repick, then
 #   the held-out sweeps; again until their picks are all timed: 82 picks, 1941 warm and 841 cold rows with h200.yaml's
-#   staged_spill_traffic_limit; keep REPICK_BUDGET x 2 + 120 under TOTAL, the repick's data is tarred at its end),
+#   staged_slowdown_limit; keep REPICK_BUDGET x 2 + 120 under TOTAL, the repick's data is tarred at its end),
 #   then MODELS=1, then SPILL=1 SPILL_PROFILE=h200 (the H200's own spilling rows, 7 ragged shapes); on an H100,
-#   OTHER_HELDOUT=h100 HELDOUT_ARGS="--jobs fp8_e4m3" (no H100 fp8 held-out shape yet: the held-out check of
+#   first REPICK_H100=1 REPICK_VARIANTS_H100=staged_slowdown_limit=1.938 REPICK_BUDGET=60 (2 picks, 120 rows: then
+#   missing_picks.py --profile h100 --apply and spill_slowdown.py --choose --profiles h100 decide h100.yaml's limit),
+#   with OTHER_HELDOUT=h100 HELDOUT_ARGS="--jobs fp8_e4m3" (no H100 fp8 held-out shape yet: the held-out check of
 #   h100.yaml's mn_major_tile_cost on fp8), then "--jobs tf32" (7 of 18; the large shapes take 130-280 s each),
 #   or MODELS=1, or TRAINING=1 TRAINING_SETS="llm:fp16 grid:fp16:60" (the H100 has no fp16 training sweep).
 set -u -o pipefail
@@ -71,7 +73,8 @@ CAND_E=hbm_latency_ns=1610
 # own fit of the same pair, shipped in h100.yaml, gave 3.49 and 0.9775). On the H200's held-out split: pooled bf16
 # 0.895 / p10 0.717 -> 0.918 / 0.783 (D alone 0.907 / 0.757), fp16 0.847 -> 0.916, every file up or equal; 80 of its
 # H200 training picks are untimed (1874 warm and 841 cold job rows): the H200 branch's repick times them first.
-# With session 33's staged_spill_traffic_limit (1.953, shipped in h200.yaml) under it: 0.903 -> 0.931 / 0.788
+# With session 33's staged_slowdown_limit (1.938, shipped in h200.yaml) under it: 0.916 / 0.759 -> 0.935 / 0.789
+# (`python benchmarks/term_eval.py --profile h200 --set <G>`)
 CAND_G=splitk_range_reads=1,streamk_range_reads=1,mem_latency_ns=1133.4,unaligned_penalty=5.865,staged_load_exponent=0.85
 # candidate H (H200, session 31): G with model.staged_spill_penalty fitted on the H200's training sweeps only. Not the
 # default: its held-out gain (pooled bf16 0.938 / 0.797 with the penalty at 0.1062) rested on the spill rule's false

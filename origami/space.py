@@ -24,7 +24,8 @@ __all__ = [
     "narrow_loads", "amd_register_budget", "amd_vgprs_per_thread", "amd_vgpr_bound",
     "staged_registers_per_thread", "check_staged_registers", "MAX_STAGED_REGS_PER_THREAD",
     "staged_load_pressure", "STAGED_PRESSURE_LIMITS", "STAGED_SPILL_CENSUS", "STAGED_SPILL_CENSUS_ARCH",
-    "staged_spills", "over_pressure_limit", "census_spills", "staged_spill_rule", "census_spill_traffic", "measured_spill_slowdown",
+    "staged_spills", "over_pressure_limit", "census_spills", "staged_spill_rule", "census_spill_traffic",
+    "measured_spill_slowdown",
     "check_smem", "check_registers", "check_instr", "check_vendor", "check_problem", "check_residency",
     "check_ws", "ws_available", "ws_space", "without_ws", "WS_TILES", "WS_WARPS", "WS_DTYPES",
     "PREDICATES", "violations", "is_valid", "k_iters",
@@ -208,8 +209,8 @@ def measured_spill_slowdown(cfg: TileConfig, problem: GemmProblem, hw: HardwareP
     Why measured and not derived from the census's spill bytes: on the H100's 32 unaligned training shapes, with
     every spilling group of the space timed (benchmarks/spill_jobs.py, session 33), the slowdown ran from 0.85x
     (dp 16x64x128 w4, 1.35 spill bytes per multiply-add) to 3.48x (Stream-K 32x128x64 w4, 2.31) and 2.04x for
-    split-K 16x128x64 w4 at 0.64: neither the bytes nor the bytes per multiply-add order them (where the spill
-    lands, inside the K loop or outside it, is not in ptxas's count)."""
+    split-K 16x128x64 w4 at 0.64: neither the bytes nor the bytes per multiply-add order them (our guess at why:
+    ptxas's count does not say whether a spill sits inside the K loop or outside it)."""
     if census_spill_traffic(cfg, problem, hw) is None:
         return None
     return SLOWDOWN.get((cfg.kind.value, cfg.block_m, cfg.block_n, cfg.block_k, cfg.num_warps))

@@ -29,8 +29,9 @@
 # SUITE=1 runs the whole suite first in the branches above that do not; SUITE=0 skips it in the last one.
 # Every step is benchmarks/gpu_session.sh's; the results land in $OUT as they do there.
 # Suggested order (session 33's closing note): on an H200, the default branch (candidates G's and M's repick, then
-#   the held-out sweeps; again until their picks are all timed: 82 picks, 1941 warm and 841 cold rows with h200.yaml's
-#   staged_slowdown_limit; keep REPICK_BUDGET x 2 + 120 under TOTAL, the repick's data is tarred at its end),
+#   the held-out sweeps; again until their picks are all timed: 82 picks; the lean job (REPICK_LEAN, default 8 here:
+#   each pick with its shape's 8 fastest recorded configs) has 513 warm and 225 cold rows, the full one 1941 and 841;
+#   keep REPICK_BUDGET x 2 + 120 under TOTAL, the repick's data is tarred at its end),
 #   then MODELS=1, then SPILL=1 SPILL_PROFILE=h200 (the H200's own spilling rows, 7 ragged shapes); on an H100,
 #   first REPICK_H100=1 REPICK_VARIANTS_H100=staged_slowdown_limit=1.938 REPICK_BUDGET=60 (2 picks, 120 rows: then
 #   missing_picks.py --profile h100 --apply and spill_slowdown.py --choose --profiles h100 decide h100.yaml's limit),
@@ -141,7 +142,7 @@ elif [[ "$gpu" == *H200* ]] && [ -z "${MODELS:-}" ]; then
   if [ "${REPICK_BUDGET:-200}" -gt 0 ]; then  # 0 skips it (session 22 timed A's and B's picks; G's are untimed)
     # the budget is per job (warm, then cold): G's 80 picks need about two calls' worth; the sweep resumes from
     # the committed benchmarks/data/h200_repick/ files
-    STEPS=repick REPICK_BUDGET=${REPICK_BUDGET:-200} \
+    STEPS=repick REPICK_BUDGET=${REPICK_BUDGET:-200} REPICK_LEAN=${REPICK_LEAN:-8} \
       REPICK_VARIANTS=${REPICK_VARIANTS:-$CAND_G $CAND_M} \
       bash benchmarks/gpu_session.sh
   fi

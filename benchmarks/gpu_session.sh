@@ -62,7 +62,8 @@
 #             with $REPICK_VARIANTS, e.g. "splitk_range_reads=1 staged_spill_rule=1" (set and empty: none), the picks of terms fitted
 #             but not switched on), each with every config its shape already timed, in one run: the warm job, then
 #             the cold-L2 one (--timer cold), under torchrun on every GPU, resumable ($REPICK_BUDGET s each,
-#             default 240) -> benchmarks/data/*_repick/, back in $OUT/repick_data.tgz; merge on the CPU with
+#             default 240) -> benchmarks/data/*_repick/ ($REPICK_LEAN K: each pick with its shape's K fastest recorded
+#             configs only, -> benchmarks/data/*_lean/), back in $OUT/repick_data.tgz; merge on the CPU with
 #             missing_picks.py --apply
 #   spill     the sm_90 census's spilling configs on $SPILL_PROFILE's (default h100) ragged training shapes, untimed there
 #             (benchmarks/spill_jobs.py), beside each shape's timed configs -> benchmarks/data/<profile>_repick/, back in
@@ -267,7 +268,9 @@ for step in $STEPS; do
                # $REPICK_PROFILE (default h200): the profile whose sweeps and picks (h100: on an H100)
                { vars=""; for v in ${REPICK_VARIANTS-mn_major_tile_cost=2 k_iter_overhead_ns=3.7552,tile_overhead_ns=605.02,splitk_fixup_read_efficiency=0.7,staged_load_exponent=0.34 unaligned_penalty=5.5545,staged_load_exponent=1.15}; do vars="$vars --variant $v"; done
                  # the job files stay out of $OUT: the device tool brings back 8 files at most
-                 jobs=$(mktemp -d); python3 benchmarks/missing_picks.py --profile ${REPICK_PROFILE:-h200} $vars -o "$jobs/repick_jobs.csv" --cold-output "$jobs/repick_jobs_cold.csv"
+                 # $REPICK_LEAN K (default 0): each pick with its shape's K fastest recorded configs only (the lean job,
+                 # benchmarks/data/*_lean/: 3.8x fewer rows at K = 8 for h200's candidates G and M)
+                 jobs=$(mktemp -d); python3 benchmarks/missing_picks.py --profile ${REPICK_PROFILE:-h200} $vars --lean ${REPICK_LEAN:-0} -o "$jobs/repick_jobs.csv" --cold-output "$jobs/repick_jobs_cold.csv"
                  for job in repick_jobs repick_jobs_cold; do
                    [ "$(wc -l < "$jobs/$job.csv")" -gt 1 ] || { echo "$job: no rows"; continue; }
                    timer=$([ $job = repick_jobs_cold ] && echo "--timer cold" || true)
@@ -275,7 +278,7 @@ for step in $STEPS; do
                      benchmarks/sweep.py --rows "$jobs/$job.csv" --profile ${REPICK_PROFILE:-h200} --rep-ms ${REPICK_REP_MS:-3} $timer --budget-s ${REPICK_BUDGET:-240}
                    echo "$job: sweep rc=$?"
                  done
-                 tar czf "$OUT/repick_data.tgz" benchmarks/data/*_repick
+                 tar czf "$OUT/repick_data.tgz" $(ls -d benchmarks/data/*_repick benchmarks/data/*_lean 2>/dev/null)
                } > "$log" 2>&1 ;;
     spill)     # the census's spilling configs on a training sweep's unaligned shapes (benchmarks/spill_jobs.py, CPU,
                # $SPILL_PROFILE default h100, its ragged.csv), beside each shape's timed configs, into

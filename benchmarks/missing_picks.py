@@ -4,6 +4,7 @@
         [--cold-output benchmarks/data/missing_picks_cold.csv] [--variant splitk_range_reads=1 ...]
     torchrun --nproc-per-node gpu benchmarks/sweep.py --rows benchmarks/data/missing_picks.csv   # on the GPUs
     python benchmarks/missing_picks.py --apply                                          # CPU, after it
+    python benchmarks/missing_picks.py --lean 8 -o ...      # a lean job: each pick with its shape's 8 fastest
 
 Prints, per sweep CSV under benchmarks/data/<profile>/, <profile>_cold/ and <profile>_heldout/,
 the shapes, how many picks are missing, and each missing (shape, pick). With ``-o`` it writes a job
@@ -45,6 +46,10 @@ def repick_path(path: Path) -> Path:
     return path.parent.parent / f"{path.parent.name}_repick" / path.name
 
 
+def lean_path(path: Path) -> Path:
+    return path.parent.parent / f"{path.parent.name}_lean" / path.name
+
+
 def missing(path: Path, profile, variants=()):
     """(the sweep, its missing (problem, pick) pairs): the picks of ``profile`` and of each variant of it
     (``variants``: model-parameter overrides, e.g. a term not yet switched on), each pair once."""
@@ -71,9 +76,12 @@ def variant_profiles(profile, specs, flag: str = "--variant") -> list:
     return out
 
 
-def job_rows(path: Path, data, miss) -> list[dict]:
-    out = repick_path(path).relative_to(ROOT).as_posix()
-    timed = {m.problem: m.configs for m in data}
+def job_rows(path: Path, data, miss, lean: int = 0) -> list[dict]:
+    """Per missing (shape, pick): the pick and every config the shape timed, into the repick file; with ``lean``
+    K, the pick and the shape's K fastest timed configs, fastest first, into the lean file (:func:`apply_lean`)."""
+    out = (lean_path(path) if lean else repick_path(path)).relative_to(ROOT).as_posix()
+    timed = {m.problem: (m.configs if not lean else [c for _, c in sorted(zip(m.ms, m.configs),
+                                                                        key=lambda t: t[0])][:lean]) for m in data}
     rows = []
     for prob, pick in miss:
         rows += [job_row(prob, cfg, out) for cfg in dict.fromkeys((pick, *timed[prob]))]
@@ -151,6 +159,73 @@ def apply(profile: str) -> list[str]:
     return done
 
 
+def apply_lean(profile: str) -> list[str]:
+    """Merge each lean repick file (``--lean K``: the pick and the shape's K fastest recorded configs, re-timed in one
+    run) into its original: per shape, the re-timed configs' rows replace theirs, new configs (the picks) are added,
+    and every other recorded row stays. A shape is merged when its rows re-time the original's fastest configs
+    in order (the job lists them fastest first; sweep.py writes a shape's rows once it has timed them all), so
+    the pick and the oracle it is scored against come from one run. A shape whose fastest row after the merge is
+    one that was not re-timed (the re-timed ones all ran slower this time) is counted in the report: its oracle
+    is from another run. The lean file is removed once merged (atomic writes)."""
+    done = []
+    for lp in sorted(p for d in (f"{profile}_lean", f"{profile}_cold_lean") for p in (DATA / d).glob("*.csv")):
+        orig = DATA / lp.parent.name[: -len("_lean")] / lp.name
+        if not orig.exists():
+            raise SystemExit(f"--apply: {lp} has no original {orig}")
+        new, old = _sweep_rows(lp), _sweep_rows(orig)
+        cfg_key = lambda r: tuple(r.get(c) or "" for c in CONFIG_COLS)  # noqa: E731
+        old_by: dict = {}
+        for r in old:
+            old_by.setdefault(_key(r), []).append(r)
+        new_by: dict = {}
+        for r in new:
+            new_by.setdefault(_key(r), []).append(r)
+        merged, stale, skipped = [], 0, []
+        for key, rows in new_by.items():
+            before = old_by.get(key, [])
+            fastest = [cfg_key(r) for r in sorted((r for r in before if r.get("median_ms")),
+                                                  key=lambda r: float(r["median_ms"]))]
+            again = {cfg_key(r) for r in rows} & set(fastest)
+            if not before or not again or set(fastest[: len(again)]) != again:
+                skipped.append(key)
+                continue
+            timed = {cfg_key(r) for r in rows}
+            kept = [r for r in before if cfg_key(r) not in timed]
+            best_kept = min((float(r["median_ms"]) for r in kept if r.get("median_ms")), default=float("inf"))
+            best_new = min((float(r["median_ms"]) for r in rows if r.get("median_ms")), default=float("inf"))
+            stale += best_kept < best_new
+            merged.append(key)
+        if merged:
+            with orig.open() as f:
+                header = [line.rstrip("\n") for line in f if line.startswith("#")]
+            with lp.open() as f:
+                header += [f"# lean repick {lp.relative_to(ROOT)}: {line[1:].strip()}" for line in f
+                           if line.startswith("#")]
+            # the original's order: a re-timed row in its place, a shape's new configs after its last row
+            fresh = {k: {cfg_key(r): r for r in new_by[k]} for k in merged}
+            last = {_key(r): i for i, r in enumerate(old) if _key(r) in fresh}
+            out = []
+            for i, r in enumerate(old):
+                k = _key(r)
+                out.append(fresh[k].pop(cfg_key(r), r) if k in fresh else r)
+                if k in fresh and last[k] == i:
+                    out += list(fresh[k].values())
+            write_rows(orig, header, _columns(out), out)
+        if skipped:
+            rest = [r for r in new if _key(r) in set(skipped)]
+            with lp.open() as f:
+                lp_header = [line.rstrip("\n") for line in f if line.startswith("#")]
+            write_rows(lp, lp_header, _columns(rest), rest)
+        else:
+            lp.unlink()
+        done.append(f"{orig.relative_to(ROOT)}: {len(merged)} shapes merged from {lp.relative_to(ROOT)} (lean)"
+                    + (f"; {stale} of them keep a faster row from an earlier run than any re-timed one" if stale else "")
+                    + (f"; {len(skipped)} shapes not merged (their rows do not re-time the original's fastest "
+                       f"configs), left in {lp.relative_to(ROOT)}" if skipped else "")
+                    + "; re-score its floors entry: python benchmarks/floors_rescore.py")
+    return done
+
+
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--profile", default="h200")
@@ -161,11 +236,16 @@ def main(argv=None) -> int:
     ap.add_argument("--variant", action="append", default=[], metavar="KEY=VALUE[,KEY=VALUE]",
                     help="also the picks of the profile with these model parameters (a term not switched on yet: "
                          "its picks must be timed before it can ship); repeatable")
+    ap.add_argument("--lean", type=int, default=0, metavar="K",
+                    help="job rows: each missing pick with its shape's K fastest timed configs only, into "
+                         "benchmarks/data/<dir>_lean/ (--apply merges them row by row); 0: every timed config")
     ap.add_argument("-v", "--verbose", action="store_true", help="list every missing (shape, pick)")
     args = ap.parse_args(argv)
     if args.apply:
-        print("\n".join(apply(args.profile)) or "nothing to apply")
+        print("\n".join(apply(args.profile) + apply_lean(args.profile)) or "nothing to apply")
         return 0
+    if args.lean < 0:
+        raise SystemExit(f"--lean {args.lean}: want a count of configs (0: every timed config)")
     variants = variant_profiles(args.profile, args.variant)
     jobs, cold, total = [], [], 0
     for path in sweeps(args.profile):
@@ -175,7 +255,7 @@ def main(argv=None) -> int:
         for prob, pick in miss if args.verbose else ():
             print(f"  {prob.describe()}: pick {pick.short()}")
         if miss:
-            (cold if path.parent.name.endswith("_cold") else jobs).extend(job_rows(path, data, miss))
+            (cold if path.parent.name.endswith("_cold") else jobs).extend(job_rows(path, data, miss, args.lean))
     print(f"total: {total} picks missing; job: {len(jobs)} (shape, config) rows, cold job: {len(cold)}")
     for name, rows, timer in ((args.output, jobs, ""), (args.cold_output, cold, " --timer cold")):
         if name:

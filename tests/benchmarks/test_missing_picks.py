@@ -150,3 +150,83 @@ def test_cold_files_get_their_own_job(tmp_path):
     assert outs_warm and not any("_cold" in o for o in outs_warm)
     rows = read_rows(cold)
     assert len({tuple(r.items()) for r in rows}) == len(rows)  # each (shape, config) once
+
+
+def test_a_lean_job_holds_each_pick_and_its_shapes_fastest_configs_fastest_first(tmp_path, monkeypatch):
+    import origami
+    from benchmarks.sweep import CONFIG_COLS, cell
+
+    data_dir = tmp_path / "benchmarks" / "data"
+    (data_dir / "h200").mkdir(parents=True)
+    copy = data_dir / "h200" / "llm.csv"
+    copy.write_text(LLM.read_text())
+    monkeypatch.setattr(mp, "ROOT", tmp_path)
+    data = read_sweep(copy)
+    variant = mp.variant_profiles("h200", ["mn_major_tile_cost=0,k_iter_overhead_ns=40"])[0]
+    _, miss = mp.missing(copy, variant)
+    miss = miss or [(data[0].problem, origami.select(data[0].problem, "h200").config)]
+    rows = mp.job_rows(copy, data, miss, lean=3)
+    assert {r["out"] for r in rows} == {"benchmarks/data/h200_lean/llm.csv"}
+    by = {m.problem: m for m in data}
+    for prob, pick in miss:
+        mine = [r for r in rows if (int(r["m"]), int(r["n"]), int(r["k"])) == (prob.m, prob.n, prob.k)]
+        fastest = [c for _, c in sorted(zip(by[prob].ms, by[prob].configs), key=lambda t: t[0])[:3]]
+        want = list(dict.fromkeys((pick, *fastest)))
+        assert [{c: r[c] for c in CONFIG_COLS} for r in mine] == [{c: cell(getattr(x, c)) for c in CONFIG_COLS}
+                                                                   for x in want]
+
+
+def _lean_dir(tmp_path, monkeypatch):
+    data_dir = tmp_path / "data"
+    (data_dir / "h200").mkdir(parents=True)
+    (data_dir / "h200_lean").mkdir()
+    orig = data_dir / "h200" / "llm.csv"
+    orig.write_text(LLM.read_text())
+    monkeypatch.setattr(mp, "DATA", data_dir)
+    monkeypatch.setattr(mp, "ROOT", tmp_path)
+    return data_dir / "h200_lean" / "llm.csv", orig, read_rows(LLM)
+
+
+def test_apply_lean_replaces_the_retimed_rows_adds_the_pick_and_keeps_the_rest(tmp_path, monkeypatch):
+    """One shape re-timed lean (its 2 fastest configs, plus a new config standing in for the pick) is merged row by
+    row; a second shape whose rows skip its fastest config is left in the lean file; nothing else changes."""
+    lean, orig, rows = _lean_dir(tmp_path, monkeypatch)
+    keys = list(dict.fromkeys((r["m"], r["n"], r["k"]) for r in rows))
+    one = sorted((r for r in rows if (r["m"], r["n"], r["k"]) == keys[0] and r["median_ms"]),
+                 key=lambda r: float(r["median_ms"]))
+    two = sorted((r for r in rows if (r["m"], r["n"], r["k"]) == keys[1] and r["median_ms"]),
+                 key=lambda r: float(r["median_ms"]))
+    pick = {**one[-1], "block_k": "999", "median_ms": "0.5"}  # a config the original does not hold
+    body = [pick, {**one[0], "median_ms": "7.0"}, {**one[1], "median_ms": "8.0"},
+            {**two[1], "median_ms": "9.0"}]  # shape two re-times its second-fastest only: not merged
+    lean.write_text("# git_sha=abc\n" + ",".join(rows[0]) + "\n" + "".join(",".join(r.values()) + "\n" for r in body))
+    done = mp.apply_lean("h200")
+    assert len(done) == 1 and "1 shapes merged" in done[0] and "1 shapes not merged" in done[0], done
+    after = read_rows(orig)
+    assert len(after) == len(rows) + 1
+    from benchmarks.sweep import CONFIG_COLS
+
+    mine = [r for r in after if (r["m"], r["n"], r["k"]) == keys[0]]
+    cfg = lambda r: tuple(r[c] for c in CONFIG_COLS)  # noqa: E731
+    times = {cfg(r): r["median_ms"] for r in mine}
+    assert len(times) == len(mine), "one row per config"
+    assert times[cfg(one[0])] == "7.0" and times[cfg(one[1])] == "8.0" and times[cfg(pick)] == "0.5"
+    assert all(times[cfg(r)] == r["median_ms"] for r in one[2:])
+    untouched = [r for r in after if (r["m"], r["n"], r["k"]) != keys[0]]
+    assert untouched == [r for r in rows if (r["m"], r["n"], r["k"]) != keys[0]]
+    assert "# lean repick" in orig.read_text()
+    left = read_rows(lean)
+    assert [(r["m"], r["n"], r["k"]) for r in left] == [keys[1]]
+
+
+def test_apply_lean_counts_a_shape_whose_oracle_stays_from_an_earlier_run(tmp_path, monkeypatch):
+    lean, orig, rows = _lean_dir(tmp_path, monkeypatch)
+    key = (rows[0]["m"], rows[0]["n"], rows[0]["k"])
+    fast = sorted((r for r in rows if (r["m"], r["n"], r["k"]) == key and r["median_ms"]),
+                  key=lambda r: float(r["median_ms"]))
+    slow = str(float(fast[1]["median_ms"]) * 10)  # the fastest re-timed far slower than the second-fastest's old time
+    lean.write_text("# git_sha=abc\n" + ",".join(rows[0]) + "\n" + ",".join({**fast[0], "median_ms": slow}.values())
+                    + "\n")
+    done = mp.apply_lean("h200")
+    assert "1 shapes merged" in done[0] and "1 of them keep a faster row from an earlier run" in done[0]
+    assert not lean.exists()

@@ -5,6 +5,8 @@ sm_90 census, origami/spill_census.py). Timings of training shapes only. Generat
 `python benchmarks/spill_slowdown.py --table`; tests/benchmarks/test_spill_slowdown.py checks it against the
 committed sweeps. Read through origami.space.measured_spill_slowdown."""
 
+__all__ = ["SLOWDOWN"]
+
 SLOWDOWN = {
     ('dp', 16, 64, 128, 4): 0.852,
     ('dp', 16, 128, 64, 4): 1.402,

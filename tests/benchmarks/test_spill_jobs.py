@@ -65,9 +65,14 @@ def test_the_job_holds_untimed_spilling_groups_heaviest_first_then_the_timed_con
         assert fresh and len(set(fresh)) == len(fresh), "one config per new group"
         assert all(census[g] > 0 and g not in timed for g in fresh)
         assert [census[g] for g in fresh] == sorted((census[g] for g in fresh), reverse=True)
-        # every census-spilling group of the space the shape lacks is there
-        space_groups = {sj.group(c) for c in origami.candidates(meas.problem, hw)}
+        # every census-spilling group of the space the shape lacks is there, those the profile's slowdown limit
+        # leaves out of its space included (they are what the job is for)
+        full = hw.replace_model(staged_slowdown_limit=0.0)
+        space_groups = {sj.group(c) for c in origami.candidates(meas.problem, full)}
         assert set(fresh) == {g for g in space_groups if census.get(g, 0) > 0} - timed
+        limit = hw.model["staged_slowdown_limit"]
+        assert any((space.measured_spill_slowdown(c, meas.problem, hw) or 0) >= limit
+                   for c in origami.candidates(meas.problem, full) if sj.group(c) in fresh)
 
 
 def test_a_heldout_sweep_is_refused():

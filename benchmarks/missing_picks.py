@@ -109,11 +109,21 @@ def _sweep_rows(path: Path) -> list[dict]:
     return rows
 
 
+def _cfg_key(r: dict) -> tuple:
+    return tuple(r.get(c) or "" for c in CONFIG_COLS)  # the config (its CONFIG_COLS cells)
+
+
+def _header(path: Path) -> list[str]:
+    """The ``#`` provenance lines of a sweep CSV."""
+    with path.open() as f:
+        return [line.rstrip("\n") for line in f if line.startswith("#")]
+
+
 def _configs_by_shape(rows: list[dict]) -> dict:
     """shape key -> the set of configs (their CONFIG_COLS cells) ``rows`` hold for it."""
     out: dict = {}
     for r in rows:
-        out.setdefault(_key(r), set()).add(tuple(r.get(c) or "" for c in CONFIG_COLS))
+        out.setdefault(_key(r), set()).add(_cfg_key(r))
     return out
 
 
@@ -139,10 +149,7 @@ def apply(profile: str) -> list[str]:
         recorded, timed = _configs_by_shape(old), _configs_by_shape(new)
         shapes = {k for k, cfgs in timed.items() if recorded.get(k, set()) <= cfgs}
         short = set(timed) - shapes
-        with orig.open() as f:
-            header = [line.rstrip("\n") for line in f if line.startswith("#")]
-        with rp.open() as f:
-            rp_header = [line.rstrip("\n") for line in f if line.startswith("#")]
+        header, rp_header = _header(orig), _header(rp)
         header += [f"# repick {rp.relative_to(ROOT)}: {line[1:].strip()}" for line in rp_header]
         merged = [r for r in new if _key(r) in shapes]
         if merged:
@@ -173,7 +180,6 @@ def apply_lean(profile: str) -> list[str]:
         if not orig.exists():
             raise SystemExit(f"--apply: {lp} has no original {orig}")
         new, old = _sweep_rows(lp), _sweep_rows(orig)
-        cfg_key = lambda r: tuple(r.get(c) or "" for c in CONFIG_COLS)  # noqa: E731
         old_by: dict = {}
         for r in old:
             old_by.setdefault(_key(r), []).append(r)
@@ -183,39 +189,34 @@ def apply_lean(profile: str) -> list[str]:
         merged, stale, skipped = [], 0, []
         for key, rows in new_by.items():
             before = old_by.get(key, [])
-            fastest = [cfg_key(r) for r in sorted((r for r in before if r.get("median_ms")),
-                                                  key=lambda r: float(r["median_ms"]))]
-            again = {cfg_key(r) for r in rows} & set(fastest)
+            fastest = [_cfg_key(r) for r in sorted((r for r in before if r.get("median_ms")),
+                                                   key=lambda r: float(r["median_ms"]))]
+            timed = {_cfg_key(r) for r in rows}
+            again = timed & set(fastest)
             if not before or not again or set(fastest[: len(again)]) != again:
                 skipped.append(key)
                 continue
-            timed = {cfg_key(r) for r in rows}
-            kept = [r for r in before if cfg_key(r) not in timed]
+            kept = [r for r in before if _cfg_key(r) not in timed]
             best_kept = min((float(r["median_ms"]) for r in kept if r.get("median_ms")), default=float("inf"))
             best_new = min((float(r["median_ms"]) for r in rows if r.get("median_ms")), default=float("inf"))
             stale += best_kept < best_new
             merged.append(key)
         if merged:
-            with orig.open() as f:
-                header = [line.rstrip("\n") for line in f if line.startswith("#")]
-            with lp.open() as f:
-                header += [f"# lean repick {lp.relative_to(ROOT)}: {line[1:].strip()}" for line in f
-                           if line.startswith("#")]
+            header = _header(orig) + [f"# lean repick {lp.relative_to(ROOT)}: {line[1:].strip()}"
+                                      for line in _header(lp)]
             # the original's order: a re-timed row in its place, a shape's new configs after its last row
-            fresh = {k: {cfg_key(r): r for r in new_by[k]} for k in merged}
+            fresh = {k: {_cfg_key(r): r for r in new_by[k]} for k in merged}
             last = {_key(r): i for i, r in enumerate(old) if _key(r) in fresh}
             out = []
             for i, r in enumerate(old):
                 k = _key(r)
-                out.append(fresh[k].pop(cfg_key(r), r) if k in fresh else r)
+                out.append(fresh[k].pop(_cfg_key(r), r) if k in fresh else r)
                 if k in fresh and last[k] == i:
                     out += list(fresh[k].values())
             write_rows(orig, header, _columns(out), out)
         if skipped:
             rest = [r for r in new if _key(r) in set(skipped)]
-            with lp.open() as f:
-                lp_header = [line.rstrip("\n") for line in f if line.startswith("#")]
-            write_rows(lp, lp_header, _columns(rest), rest)
+            write_rows(lp, _header(lp), _columns(rest), rest)
         else:
             lp.unlink()
         done.append(f"{orig.relative_to(ROOT)}: {len(merged)} shapes merged from {lp.relative_to(ROOT)} (lean)"

@@ -23,7 +23,6 @@ one run and ``missing_picks.py --apply`` merges complete shapes into the origina
 from __future__ import annotations
 
 import argparse
-import csv
 import sys
 from pathlib import Path
 
@@ -33,27 +32,14 @@ sys.path.insert(0, str(ROOT))
 from benchmarks.missing_picks import repick_path  # noqa: E402
 from benchmarks.sweep import JOB_COLS, job_row, write_rows  # noqa: E402
 
-CENSUS = ROOT / "benchmarks" / "data" / "nvidia_aot" / "h200_staged.csv"
-
-
-def census_bytes(path: Path = CENSUS) -> dict:
-    """(kind, BLOCK_M, BLOCK_N, BLOCK_K, warps) -> spill bytes (stores + loads) of the census's compiled rows."""
-    with path.open() as f:
-        rows = [r for r in csv.DictReader(line for line in f if not line.startswith("#")) if r["status"] == "ok"]
-    return {(r["kind"], int(r["block_m"]), int(r["block_n"]), int(r["block_k"]), int(r["num_warps"])):
-            int(r["spill_stores"]) + int(r["spill_loads"]) for r in rows}
-
-
-def group(cfg) -> tuple:
-    return (cfg.kind.value, cfg.block_m, cfg.block_n, cfg.block_k, cfg.num_warps)
-
-
-def spill_rows(sweep: Path, profile, census: dict) -> tuple[list[dict], int, int]:
+def spill_rows(sweep: Path, profile) -> tuple[list[dict], int, int]:
     """(job rows, shapes, new configs): per register-staged shape of ``sweep``, its untimed spilling groups' best-
-    ranked configs (heaviest first), then every config the shape already timed, all into the repick file."""
+    ranked configs (heaviest first, by the census's bytes: origami.spill_census), then every config the shape
+    already timed, all into the repick file."""
     import origami
     from origami import space
     from origami.fit import read_sweep
+    from origami.spill_census import SPILL_BYTES
 
     # the space without the profile's slowdown limit: the groups it leaves out are the ones to time
     hw = origami.load_profile(profile).replace_model(staged_slowdown_limit=0.0)
@@ -62,17 +48,17 @@ def spill_rows(sweep: Path, profile, census: dict) -> tuple[list[dict], int, int
     for meas in read_sweep(sweep):
         if not space.register_staged(meas.problem, hw):
             continue
-        timed = {group(c) for c in meas.configs}
+        timed = {space.spill_group(c) for c in meas.configs}
         first: dict = {}
         for est in origami.rank(meas.problem, hw, k=1 << 30):
-            g = group(est.config)
-            if census.get(g, 0) > 0 and g not in timed and g not in first:
+            g = space.spill_group(est.config)
+            if (space.census_spill_traffic(est.config, meas.problem, hw) or 0) > 0 and g not in timed and g not in first:
                 first[g] = est.config
         if not first:
             continue
         shapes += 1
         new += len(first)
-        heavy = sorted(first.values(), key=lambda c: -census[group(c)])
+        heavy = sorted(first.values(), key=lambda c: -SPILL_BYTES[space.spill_group(c)])
         rows += [job_row(meas.problem, c, out) for c in dict.fromkeys((*heavy, *meas.configs))]
     return rows, shapes, new
 
@@ -89,7 +75,7 @@ def main(argv=None) -> int:
     if "heldout" in sweep.parent.name:
         raise SystemExit(f"--sweep: {sweep} is a held-out sweep (exhaustive already; no fit reads it)")
     out = Path(args.output) if args.output else ROOT / "benchmarks" / "data" / "jobs" / f"{args.profile}_spill.csv"
-    rows, shapes, new = spill_rows(sweep.resolve(), args.profile, census_bytes())
+    rows, shapes, new = spill_rows(sweep.resolve(), args.profile)
     out.parent.mkdir(parents=True, exist_ok=True)
     write_rows(out, [], JOB_COLS, rows)
     print(f"wrote {out} ({len(rows)} rows: {new} spilling configs new to {shapes} shapes of {sweep.name}, each shape's "

@@ -73,8 +73,7 @@ def group_ratios(profile: str) -> dict:
             base = st.median(clean)
             for cfg, traffic, ratio in rows:
                 if traffic > 0:
-                    out.setdefault((cfg.kind.value, cfg.block_m, cfg.block_n, cfg.block_k, cfg.num_warps),
-                                   []).append(ratio / base)
+                    out.setdefault(space.spill_group(cfg), []).append(ratio / base)
     return out
 
 

@@ -147,7 +147,8 @@ MODEL_PARAMS: dict[str, tuple[float, float, str]] = {
 # Model parameters a profile may leave out (added after profiles were written): their value then.
 # ws_efficiency 0 keeps every older profile's space, and so its rankings, as they were.
 OPTIONAL_MODEL_PARAMS: dict[str, float] = {"ws_efficiency": 0.0, "streamk_unaligned_penalty": 1.0,
-                                           "staged_spill_rule": 0.0, "staged_slowdown_limit": 0.0, "splitk_range_reads": 0.0, "streamk_range_reads": 0.0,
+                                           "staged_spill_rule": 0.0, "staged_slowdown_limit": 0.0,
+                                           "splitk_range_reads": 0.0, "streamk_range_reads": 0.0,
                                            "hbm_latency_ns": 0.0,
                                            "staged_spill_penalty": 0.0, "splitk_fixup_read_efficiency": 1.0,
                                            "mn_major_tile_cost": 0.0, "staged_load_exponent": 0.0,

@@ -24,8 +24,8 @@ __all__ = [
     "narrow_loads", "amd_register_budget", "amd_vgprs_per_thread", "amd_vgpr_bound",
     "staged_registers_per_thread", "check_staged_registers", "MAX_STAGED_REGS_PER_THREAD",
     "staged_load_pressure", "STAGED_PRESSURE_LIMITS", "STAGED_SPILL_CENSUS", "STAGED_SPILL_CENSUS_ARCH",
-    "staged_spills", "over_pressure_limit", "census_spills", "staged_spill_rule", "census_spill_traffic",
-    "measured_spill_slowdown",
+    "staged_spills", "over_pressure_limit", "census_spills", "staged_spill_rule", "spill_group",
+    "census_spill_traffic", "measured_spill_slowdown",
     "check_smem", "check_registers", "check_instr", "check_vendor", "check_problem", "check_residency",
     "check_ws", "ws_available", "ws_space", "without_ws", "WS_TILES", "WS_WARPS", "WS_DTYPES",
     "PREDICATES", "violations", "is_valid", "k_iters",
@@ -181,6 +181,12 @@ def census_spills(cfg: TileConfig, hw: HardwareProfile) -> "bool | None":
     return STAGED_SPILL_CENSUS.get((cfg.kind, cfg.block_m, cfg.block_n, cfg.block_k, cfg.num_warps))
 
 
+def spill_group(cfg: TileConfig) -> tuple:
+    """The key of the spill tables (origami.spill_census, origami.spill_slowdown): (kind, BLOCK_M, BLOCK_N,
+    BLOCK_K, warps); the stages, grid and GROUP_M do not change what the compiler spills."""
+    return (cfg.kind.value, cfg.block_m, cfg.block_n, cfg.block_k, cfg.num_warps)
+
+
 def census_spill_traffic(cfg: TileConfig, problem: GemmProblem, hw: HardwareProfile) -> "float | None":
     """Spill bytes per multiply-add of ``cfg``'s K-step on a register-staged ``problem``: the sm_90 compile
     census's spill bytes per thread (origami.spill_census.SPILL_BYTES, stores + loads) x the block's threads /
@@ -192,11 +198,11 @@ def census_spill_traffic(cfg: TileConfig, problem: GemmProblem, hw: HardwareProf
     if hw.arch != STAGED_SPILL_CENSUS_ARCH or not register_staged(problem, hw) or cfg.kind not in STAGED_PRESSURE_LIMITS \
             or problem.a_dtype.bytes != 2 or problem.b_dtype.bytes != 2:
         return None
-    key = (cfg.kind.value, cfg.block_m, cfg.block_n, cfg.block_k, cfg.num_warps)
-    if key not in SPILL_BYTES:
+    spilled = SPILL_BYTES.get(spill_group(cfg))
+    if spilled is None:
         return None
     threads = cfg.num_warps * hw.compute["warp_size"]
-    return SPILL_BYTES[key] * threads / (cfg.block_m * cfg.block_n * cfg.block_k)
+    return spilled * threads / (cfg.block_m * cfg.block_n * cfg.block_k)
 
 
 def measured_spill_slowdown(cfg: TileConfig, problem: GemmProblem, hw: HardwareProfile) -> "float | None":
@@ -213,7 +219,7 @@ def measured_spill_slowdown(cfg: TileConfig, problem: GemmProblem, hw: HardwareP
     ptxas's count does not say whether a spill sits inside the K loop or outside it)."""
     if census_spill_traffic(cfg, problem, hw) is None:
         return None
-    return SLOWDOWN.get((cfg.kind.value, cfg.block_m, cfg.block_n, cfg.block_k, cfg.num_warps))
+    return SLOWDOWN.get(spill_group(cfg))
 
 
 def staged_spill_rule(hw: HardwareProfile) -> bool:
@@ -346,7 +352,7 @@ def check_staged_registers(cfg: TileConfig, problem: GemmProblem, hw: HardwarePr
         return (f"registers: operands {problem.align_bytes}-byte aligned (no cp.async), so {cfg.num_stages} "
                 f"stages of a {cfg.block_m}x{cfg.block_n}x{cfg.block_k} tile at {cfg.num_warps} warps hold "
                 f"{staged} registers per thread (limit {MAX_STAGED_REGS_PER_THREAD})")
-    limit = hw.model.get("staged_slowdown_limit", 0.0) if not hw.is_amd else 0.0
+    limit = hw.model.get("staged_slowdown_limit", 0.0)  # off sm_90 (AMD included) the table does not speak
     slow = measured_spill_slowdown(cfg, problem, hw) if limit > 0 else None
     if slow is not None and slow >= limit:
         return (f"registers: operands {problem.align_bytes}-byte aligned (no cp.async): the {cfg.kind.value} "

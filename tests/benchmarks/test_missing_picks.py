@@ -55,17 +55,17 @@ def test_job_rows_hold_each_pick_and_the_shapes_timed_configs(tmp_path, monkeypa
         assert len(mine) == timed[prob] + 1 and mine[0]["kind"] == pick.kind.value
 
 
-def _data_dir(tmp_path, monkeypatch):
-    """A data tree holding a copy of llm.csv and an empty repick folder, which missing_picks reads:
+def _data_dir(tmp_path, monkeypatch, folder: str = "repick"):
+    """A data tree holding a copy of llm.csv and an empty repick (or lean) folder, which missing_picks reads:
     (the repick file to write, the copied original, the original's rows)."""
     data_dir = tmp_path / "data"
     (data_dir / "h200").mkdir(parents=True)
-    (data_dir / "h200_repick").mkdir()
+    (data_dir / f"h200_{folder}").mkdir()
     orig = data_dir / "h200" / "llm.csv"
     orig.write_text(LLM.read_text())
     monkeypatch.setattr(mp, "DATA", data_dir)
     monkeypatch.setattr(mp, "ROOT", tmp_path)
-    return data_dir / "h200_repick" / "llm.csv", orig, read_rows(LLM)
+    return data_dir / f"h200_{folder}" / "llm.csv", orig, read_rows(LLM)
 
 
 def test_apply_replaces_only_the_repicked_shapes(tmp_path, monkeypatch):
@@ -176,21 +176,10 @@ def test_a_lean_job_holds_each_pick_and_its_shapes_fastest_configs_fastest_first
                                                                    for x in want]
 
 
-def _lean_dir(tmp_path, monkeypatch):
-    data_dir = tmp_path / "data"
-    (data_dir / "h200").mkdir(parents=True)
-    (data_dir / "h200_lean").mkdir()
-    orig = data_dir / "h200" / "llm.csv"
-    orig.write_text(LLM.read_text())
-    monkeypatch.setattr(mp, "DATA", data_dir)
-    monkeypatch.setattr(mp, "ROOT", tmp_path)
-    return data_dir / "h200_lean" / "llm.csv", orig, read_rows(LLM)
-
-
 def test_apply_lean_replaces_the_retimed_rows_adds_the_pick_and_keeps_the_rest(tmp_path, monkeypatch):
     """One shape re-timed lean (its 2 fastest configs, plus a new config standing in for the pick) is merged row by
     row; a second shape whose rows skip its fastest config is left in the lean file; nothing else changes."""
-    lean, orig, rows = _lean_dir(tmp_path, monkeypatch)
+    lean, orig, rows = _data_dir(tmp_path, monkeypatch, "lean")
     keys = list(dict.fromkeys((r["m"], r["n"], r["k"]) for r in rows))
     one = sorted((r for r in rows if (r["m"], r["n"], r["k"]) == keys[0] and r["median_ms"]),
                  key=lambda r: float(r["median_ms"]))
@@ -220,7 +209,7 @@ def test_apply_lean_replaces_the_retimed_rows_adds_the_pick_and_keeps_the_rest(t
 
 
 def test_apply_lean_counts_a_shape_whose_oracle_stays_from_an_earlier_run(tmp_path, monkeypatch):
-    lean, orig, rows = _lean_dir(tmp_path, monkeypatch)
+    lean, orig, rows = _data_dir(tmp_path, monkeypatch, "lean")
     key = (rows[0]["m"], rows[0]["n"], rows[0]["k"])
     fast = sorted((r for r in rows if (r["m"], r["n"], r["k"]) == key and r["median_ms"]),
                   key=lambda r: float(r["median_ms"]))

@@ -21,7 +21,8 @@ RAGGED = ROOT / "benchmarks" / "data" / "h100" / "ragged.csv"
 def _first_shapes(tmp_path, n: int) -> Path:
     """A copy of h100/ragged.csv holding its first ``n`` shapes without their census-spilling configs' rows (the
     committed file has every spilling group timed since session 33's spill job), at the same place under tmp_path."""
-    census = sj.census_bytes()
+    from origami.spill_census import SPILL_BYTES as census
+
     lines = RAGGED.read_text().splitlines(keepends=True)
     head = [ln for ln in lines if ln.startswith("#")]
     body = [ln for ln in lines if not ln.startswith("#")]
@@ -45,10 +46,11 @@ def test_the_job_holds_untimed_spilling_groups_heaviest_first_then_the_timed_con
     from origami import space
     from origami.fit import read_sweep
 
+    from origami.spill_census import SPILL_BYTES as census
+
     monkeypatch.setattr(sj, "ROOT", tmp_path)
     sweep = _first_shapes(tmp_path, 2)
-    census = sj.census_bytes()
-    rows, shapes, new = sj.spill_rows(sweep, "h100", census)
+    rows, shapes, new = sj.spill_rows(sweep, "h100")
     hw = origami.load_profile("h100")
     data = read_sweep(sweep)
     assert shapes == sum(space.register_staged(m.problem, hw) for m in data) == 2
@@ -59,7 +61,7 @@ def test_the_job_holds_untimed_spilling_groups_heaviest_first_then_the_timed_con
                                                                                  meas.problem.k)]
         groups = [(r["kind"], int(r["block_m"]), int(r["block_n"]), int(r["block_k"]), int(r["num_warps"]))
                   for r in mine]
-        timed = {sj.group(c) for c in meas.configs}
+        timed = {space.spill_group(c) for c in meas.configs}
         fresh = groups[: len(groups) - len(meas.configs)]
         assert set(groups[len(fresh):]) == timed, "the shape's timed configs follow the new ones, all of them"
         assert fresh and len(set(fresh)) == len(fresh), "one config per new group"
@@ -68,11 +70,11 @@ def test_the_job_holds_untimed_spilling_groups_heaviest_first_then_the_timed_con
         # every census-spilling group of the space the shape lacks is there, those the profile's slowdown limit
         # leaves out of its space included (they are what the job is for)
         full = hw.replace_model(staged_slowdown_limit=0.0)
-        space_groups = {sj.group(c) for c in origami.candidates(meas.problem, full)}
+        space_groups = {space.spill_group(c) for c in origami.candidates(meas.problem, full)}
         assert set(fresh) == {g for g in space_groups if census.get(g, 0) > 0} - timed
         limit = hw.model["staged_slowdown_limit"]
         assert any((space.measured_spill_slowdown(c, meas.problem, hw) or 0) >= limit
-                   for c in origami.candidates(meas.problem, full) if sj.group(c) in fresh)
+                   for c in origami.candidates(meas.problem, full) if space.spill_group(c) in fresh)
 
 
 def test_a_heldout_sweep_is_refused():

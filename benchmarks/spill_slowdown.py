@@ -10,7 +10,7 @@ config's measured / predicted time is divided by the median of that of the shape
 (origami/spill_census.py) says compile clean: how much slower than the model expects a spilling config runs, next
 to clean ones of the same shape. Per census group (kind, tile, warps) with at least ``MIN_ROWS`` rows, the median of
 those ratios is its measured slowdown. ``--table`` writes the H100's (``SOURCE``: every spilling group of the
-space timed on its 32 unaligned ragged training shapes, benchmarks/spill_jobs.py, session 33) to
+space timed on its 32 unaligned ragged training shapes, benchmarks/spill_jobs.py) to
 origami/spill_slowdown.py, which ``origami.space.measured_spill_slowdown`` reads on sm_90 for h100 and h200 alike
 (the same kernels and compiler; the H200's own training rows cover 10 groups).
 
@@ -20,9 +20,9 @@ limit), select()'s real pick is scored on every training file of those profiles.
 loses more than ``SLACK`` or a pick goes untimed (time it first: benchmarks/missing_picks.py --variant
 staged_slowdown_limit=X); of the rest, the highest pooled geomean wins, ties going to the higher limit, which
 leaves more of the space. Where no limit moves a timed pick, that is the table's largest slowdown: the one group
-measured slowest leaves the space on the strength of its rows alone (h100 in session 33, until the picks of
-1.938 are timed on an H100). None: every limit loses a file or a timed pick (the profile keeps 0). The H200's training rows never entered the table, so on them the choice is
-out of sample. Then judge the held-out split: ``python benchmarks/selection.py --profile h100``.
+measured slowest leaves the space on the strength of its rows alone. None: every limit loses a file or a timed
+pick (the profile keeps 0). The H200's training rows never entered the table, so on them the choice is out of
+sample. Then judge the held-out split: ``python benchmarks/selection.py --profile h100``.
 """
 
 from __future__ import annotations

@@ -213,7 +213,7 @@ def measured_spill_slowdown(cfg: TileConfig, problem: GemmProblem, hw: HardwareP
     :func:`check_staged_registers` through ``model.staged_slowdown_limit``.
 
     Why measured and not derived from the census's spill bytes: on the H100's 32 unaligned training shapes, with
-    every spilling group of the space timed (benchmarks/spill_jobs.py, session 33), the slowdown ran from 0.85x
+    every spilling group of the space timed (benchmarks/spill_jobs.py), the slowdown ran from 0.85x
     (dp 16x64x128 w4, 1.35 spill bytes per multiply-add) to 3.48x (Stream-K 32x128x64 w4, 2.31) and 2.04x for
     split-K 16x128x64 w4 at 0.64: neither the bytes nor the bytes per multiply-add order them (our guess at why:
     ptxas's count does not say whether a spill sits inside the K loop or outside it)."""

@@ -20,7 +20,7 @@ RAGGED = ROOT / "benchmarks" / "data" / "h100" / "ragged.csv"
 
 def _first_shapes(tmp_path, n: int) -> Path:
     """A copy of h100/ragged.csv holding its first ``n`` shapes without their census-spilling configs' rows (the
-    committed file has every spilling group timed since session 33's spill job), at the same place under tmp_path."""
+    committed file has every spilling group timed), at the same place under tmp_path."""
     from origami.spill_census import SPILL_BYTES as census
 
     lines = RAGGED.read_text().splitlines(keepends=True)

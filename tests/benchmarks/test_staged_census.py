@@ -51,8 +51,8 @@ def test_census_jobs_cover_both_sides_of_the_staging_formula():
 
 def test_rule_evaluation_reports_moved_picks(capsys):
     """benchmarks/staged_rule_eval.py scores the shipped h200 against h200 with model.staged_spill_rule on:
-    the rule moves picks on recorded unaligned sweeps (dlrm and square; since session 33 not ragged's, which
-    h200's staged_slowdown_limit has moved already) and says which new picks no
+    the rule moves picks on recorded unaligned sweeps (dlrm and square; not ragged's, which h200's
+    staged_slowdown_limit has moved already) and says which new picks no
     sweep timed, exactly when a file's count of them is above 0 (since staged_spills takes the compile census's
     verdicts, session 31, every pick the rule moves to was timed)."""
     import re

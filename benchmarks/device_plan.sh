@@ -38,6 +38,10 @@
 #   with OTHER_HELDOUT=h100 HELDOUT_ARGS="--jobs fp8_e4m3" (no H100 fp8 held-out shape yet: the held-out check of
 #   h100.yaml's mn_major_tile_cost on fp8), then "--jobs tf32" (7 of 18; the large shapes take 130-280 s each),
 #   or MODELS=1, or TRAINING=1 TRAINING_SETS="llm:fp16 grid:fp16:60" (the H100 has no fp16 training sweep).
+# Session 34: H100 held-out fp8 (7 of 18) scores 0.690, its three unaligned shapes 0.55-0.56 (picks ~4x their
+#   prediction), a regime no training sweep holds: on an H100, TRAINING=1 TRAINING_SETS="unaligned:fp8_e4m3
+#   unaligned:tf32" TRAINING_CONFIGS=40 TRAINING_ARGS="--also-pick mn_major_tile_cost=0 mn_major_tile_cost=1
+#   mn_major_tile_cost=3" (benchmarks/shapes/unaligned.yaml, 24 shapes; resumable).
 set -u -o pipefail
 : "${GIT_SHA:?set GIT_SHA=<the commit of the tree you send>}"
 export GIT_SHA

@@ -34,6 +34,7 @@ def sets() -> dict[str, list[dict]]:
     out["grid"] = [dict(m=rng.choice(grid), n=rng.choice(grid), k=rng.choice(grid)) for _ in range(100)]
     out["ragged"] = ragged()
     out["kmajor"] = kmajor()
+    out["unaligned"] = unaligned()
     out["decode"] = decode()
     return out
 
@@ -96,6 +97,25 @@ def kmajor() -> list[dict]:
 
     return _draw_training(KMAJOR_SEED, KMAJOR_PER_SET, True,
                           lambda dims: dims[0] < STAGING_MIN_DIM and _aligned(dims, "fp8_e4m3"))
+
+
+UNALIGNED_SEED = 20261206
+UNALIGNED_PER_SET = {"dlrm": 8, "square": 6, "skinny": 5, "longk": 5}
+
+
+def unaligned() -> list[dict]:
+    """Training shapes for tf32 and fp8 without TMA: operands under 16 bytes aligned (an odd N or K), so a
+    launch cannot stage an N-major B K-major (``origami.kmajor.kmajor_staging`` needs a TMA problem) and
+    the wide MMA reads it through registers at any M; fp8's are also register-staged (1-byte rows, under
+    cp.async's 4 bytes). From the held-out split's dlrm, square, skinny and long-K distributions
+    (``benchmarks.heldout_gen._draw``, the unaligned draws), by ``random.Random(UNALIGNED_SEED)``, never a
+    shape of the held-out split. Swept as tf32 and fp8 (``--jobs unaligned:fp8_e4m3 unaligned:tf32``): the
+    kmajor set is 16-byte aligned with M under STAGING_MIN_DIM, so before this set no training row held
+    the regime of the H100's held-out fp8 misses (16384x2045x4325, 32768x3185x4841, 8051^3: each pick ran
+    about 4x its prediction)."""
+    from benchmarks.heldout_gen import _aligned  # lazy: heldout_gen imports this module
+
+    return _draw_training(UNALIGNED_SEED, UNALIGNED_PER_SET, False, lambda dims: not _aligned(dims, "fp8_e4m3"))
 
 
 def _draw_training(seed: int, per_set: dict[str, int], aligned: bool, keep) -> list[dict]:

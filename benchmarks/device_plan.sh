@@ -32,11 +32,9 @@
 #   the held-out sweeps; again until their picks are all timed: 82 picks; the lean job (REPICK_LEAN, default 8 here:
 #   each pick with its shape's 8 fastest recorded configs) has 513 warm and 225 cold rows, the full one 1941 and 841;
 #   keep REPICK_BUDGET x 2 + 120 under TOTAL, the repick's data is tarred at its end),
-#   then MODELS=1, then SPILL=1 SPILL_PROFILE=h200 (the H200's own spilling rows, 7 ragged shapes); on an H100,
-#   first REPICK_H100=1 REPICK_VARIANTS_H100=staged_slowdown_limit=1.938 REPICK_BUDGET=60 (2 picks, 120 rows: then
-#   missing_picks.py --profile h100 --apply and spill_slowdown.py --choose --profiles h100 decide h100.yaml's limit),
-#   with OTHER_HELDOUT=h100 HELDOUT_ARGS="--jobs fp8_e4m3" (no H100 fp8 held-out shape yet: the held-out check of
-#   h100.yaml's mn_major_tile_cost on fp8), then "--jobs tf32" (7 of 18; the large shapes take 130-280 s each),
+#   then MODELS=1, then SPILL=1 SPILL_PROFILE=h200 (the H200's own spilling rows, 7 ragged shapes); on an H100
+#   (session 34 timed h100's repick and 7 of its 18 held-out fp8 shapes), OTHER_HELDOUT=h100 HELDOUT_ARGS="--jobs
+#   fp8_e4m3" (7 of 18) or "--jobs tf32" (7 of 18; the large shapes take 130-280 s each),
 #   or MODELS=1, or TRAINING=1 TRAINING_SETS="llm:fp16 grid:fp16:60" (the H100 has no fp16 training sweep).
 # Session 34: H100 held-out fp8 (7 of 18) scores 0.690, its three unaligned shapes 0.55-0.56 (picks ~4x their
 #   prediction), a regime no training sweep holds: on an H100, TRAINING=1 TRAINING_SETS="unaligned:fp8_e4m3
@@ -78,7 +76,7 @@ CAND_E=hbm_latency_ns=1610
 # own fit of the same pair, shipped in h100.yaml, gave 3.49 and 0.9775). On the H200's held-out split: pooled bf16
 # 0.895 / p10 0.717 -> 0.918 / 0.783 (D alone 0.907 / 0.757), fp16 0.847 -> 0.916, every file up or equal; 80 of its
 # H200 training picks are untimed (1874 warm and 841 cold job rows): the H200 branch's repick times them first.
-# With session 33's staged_slowdown_limit (1.938, shipped in h200.yaml) under it: 0.916 / 0.759 -> 0.935 / 0.789
+# With session 33's staged_slowdown_limit (1.922 since session 34, shipped in h200.yaml) under it: 0.916 / 0.759 -> 0.935 / 0.789
 # (`python benchmarks/term_eval.py --profile h200 --set <G>`)
 CAND_G=splitk_range_reads=1,streamk_range_reads=1,mem_latency_ns=1133.4,unaligned_penalty=5.865,staged_load_exponent=0.85
 # candidate H (H200, session 31): G with model.staged_spill_penalty fitted on the H200's training sweeps only. Not the

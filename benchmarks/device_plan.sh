@@ -36,10 +36,11 @@
 #   (session 34 timed h100's repick and 7 of its 18 held-out fp8 shapes), OTHER_HELDOUT=h100 HELDOUT_ARGS="--jobs
 #   fp8_e4m3" (7 of 18) or "--jobs tf32" (7 of 18; the large shapes take 130-280 s each),
 #   or MODELS=1, or TRAINING=1 TRAINING_SETS="llm:fp16 grid:fp16:60" (the H100 has no fp16 training sweep).
-# Session 34: H100 held-out fp8 (7 of 18) scores 0.690, its three unaligned shapes 0.55-0.56 (picks ~4x their
-#   prediction), a regime no training sweep holds: on an H100, TRAINING=1 TRAINING_SETS="unaligned:fp8_e4m3
-#   unaligned:tf32" TRAINING_CONFIGS=40 TRAINING_ARGS="--also-pick mn_major_tile_cost=0 mn_major_tile_cost=1
-#   mn_major_tile_cost=3" (benchmarks/shapes/unaligned.yaml, 24 shapes; resumable).
+# Session 34: the unaligned tf32/fp8 training set (benchmarks/shapes/unaligned.yaml): 6 of 24 fp8 shapes swept on an
+#   H100 (h100.yaml's fp8_spill_traffic_limit was chosen on them); more on an H100 with TRAINING=1
+#   TRAINING_SETS="unaligned:fp8_e4m3 unaligned:tf32" TRAINING_CONFIGS=40 TRAINING_ARGS="--also-pick
+#   mn_major_tile_cost=0 fp8_spill_traffic_limit=0" (resumable; large unaligned fp8 shapes take 40-100 s each with
+#   the 40-59x spilling configs in the sample), then spill_slowdown.py --choose --param fp8_spill_traffic_limit.
 set -u -o pipefail
 : "${GIT_SHA:?set GIT_SHA=<the commit of the tree you send>}"
 export GIT_SHA

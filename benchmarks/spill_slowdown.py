@@ -4,6 +4,7 @@ configs leave the space (CPU; reads training sweeps only, never a held-out file)
     python benchmarks/spill_slowdown.py [--profile h100]            # the table of the profile's training rows
     python benchmarks/spill_slowdown.py --table                     # write origami/spill_slowdown.py from h100's
     python benchmarks/spill_slowdown.py --choose [--profiles h100 h200]   # the limit, chosen on training sweeps
+    python benchmarks/spill_slowdown.py --choose --param fp8_spill_traffic_limit --profiles h100   # fp8's, the same way
 
 For every register-staged shape (rows under 4 bytes aligned) of benchmarks/data/<profile>/*.csv, each timed
 config's measured / predicted time is divided by the median of that of the shape's configs the sm_90 compile census
@@ -23,6 +24,11 @@ leaves more of the space. Where no limit moves a timed pick, that is the table's
 measured slowest leaves the space on the strength of its rows alone. None: every limit loses a file or a timed
 pick (the profile keeps 0). The H200's training rows never entered the table, so on them the choice is out of
 sample. Then judge the held-out split: ``python benchmarks/selection.py --profile h100``.
+
+``--param fp8_spill_traffic_limit`` chooses the fp8 rule the same way: its candidates are the fp8 compile census's
+spill bytes per multiply-add (origami.spill_census.SPILL_BYTES_FP8), and a register-staged fp8 config at or above
+the limit leaves the space (origami.space.check_staged_registers): no measured table, since the census separates the
+H100's unaligned fp8 training rows that ran 40-59x their prediction on its own.
 """
 
 from __future__ import annotations
@@ -55,7 +61,8 @@ def group_ratios(profile: str) -> dict:
     out: dict = {}
     for f in train:
         for meas in read_sweep(f):
-            if not space.register_staged(meas.problem, hw):
+            # the table prices the bf16 census's groups (2-byte operands: space.measured_spill_slowdown)
+            if not space.register_staged(meas.problem, hw) or meas.problem.a_dtype.bytes != 2:
                 continue
             rows = []
             for cfg, ms in zip(meas.configs, meas.ms):
@@ -107,20 +114,39 @@ def write_table() -> None:
         f.write(src)
 
 
-def choose(profiles: list[str]) -> tuple["float | None", list[str]]:
-    """(the chosen limit or None, the report's lines): see the module docstring."""
+def fp8_traffic_candidates() -> list[float]:
+    """The fp8 census's distinct spill bytes per multiply-add (origami.spill_census.SPILL_BYTES_FP8 x threads /
+    (BLOCK_M x BLOCK_N x BLOCK_K), 32-thread warps), rounded to 3 decimals: ``model.fp8_spill_traffic_limit``'s
+    candidates (a group leaves the space when its traffic is at least the limit)."""
+    from origami.spill_census import SPILL_BYTES_FP8
+
+    return sorted({round(b * w * 32 / (bm * bn * bk), 3) for (_k, bm, bn, bk, w), b in SPILL_BYTES_FP8.items() if b})
+
+
+def slowdown_candidates() -> list[float]:
+    """The slowdown table's values at or above 1.1: ``model.staged_slowdown_limit``'s candidates."""
+    from origami.spill_slowdown import SLOWDOWN
+
+    return sorted({s for s in SLOWDOWN.values() if s >= 1.1})
+
+
+# the limits --choose picks, each with its candidates
+LIMITS = {"staged_slowdown_limit": slowdown_candidates, "fp8_spill_traffic_limit": fp8_traffic_candidates}
+
+
+def choose(profiles: list[str], param: str = "staged_slowdown_limit") -> tuple["float | None", list[str]]:
+    """(the chosen value of ``param`` (a key of LIMITS) or None, the report's lines): see the module docstring."""
     import origami
     from origami.fit import pick_efficiency, read_sweep
-    from origami.spill_slowdown import SLOWDOWN
     from benchmarks.splitk_eval import _files
 
     data = {p: [(f, read_sweep(f)) for f in _files(p)[0]] for p in profiles}
-    cands = [0.0] + sorted({s for s in SLOWDOWN.values() if s >= 1.1})
+    cands = [0.0] + LIMITS[param]()
     base, lines, ok = {}, [], []
     for limit in cands:
         effs, drops, untimed = [], [], 0
         for p in profiles:
-            hw = origami.load_profile(p).replace_model(staged_slowdown_limit=limit)
+            hw = origami.load_profile(p).replace_model(**{param: limit})
             for f, sweep in data[p]:
                 s = pick_efficiency(sweep, hw)
                 untimed += len(s.missing)
@@ -143,7 +169,9 @@ def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--profile", default=SOURCE)
     ap.add_argument("--table", action="store_true", help=f"write {TABLE.relative_to(ROOT)} from {SOURCE}'s rows")
-    ap.add_argument("--choose", action="store_true", help="choose model.staged_slowdown_limit on training sweeps")
+    ap.add_argument("--choose", action="store_true", help="choose --param on training sweeps")
+    ap.add_argument("--param", default="staged_slowdown_limit", choices=sorted(LIMITS),
+                    help="--choose's model parameter (default staged_slowdown_limit)")
     ap.add_argument("--profiles", nargs="+", default=["h100", "h200"])
     args = ap.parse_args(argv)
     if args.table:
@@ -151,7 +179,7 @@ def main(argv=None) -> int:
         print(f"wrote {TABLE.relative_to(ROOT)} from {SOURCE}'s training rows")
         return 0
     if args.choose:
-        limit, lines = choose(args.profiles)
+        limit, lines = choose(args.profiles, args.param)
         print("\n".join(lines))
         print(f"chosen: {limit}" if limit is not None else "none: every limit loses a training file or a timed pick")
         return 0

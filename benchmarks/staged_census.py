@@ -42,6 +42,11 @@ if str(ROOT) not in sys.path:
 OUT = ROOT / "benchmarks" / "data" / "nvidia_aot" / "h200_staged.csv"
 # a training shape (benchmarks/shapes/ragged.yaml): every dim ragged, rows 2 bytes aligned
 PROBLEMS = ((61, 6485, 11719),)
+# per input dtype: (output dtype, default problems, default census file). fp8: a training shape of
+# benchmarks/shapes/unaligned.yaml with N and K odd, so both operands' rows are 1 byte aligned (the H100's unaligned
+# fp8 training rows ran 40-53x their prediction in configs whose B tile holds 128 bytes a thread)
+DTYPES = {"bf16": ("bf16", PROBLEMS, OUT),
+          "fp8_e4m3": ("bf16", ((32768, 3619, 771),), OUT.with_name("h200_staged_fp8_e4m3.csv"))}
 FIELDS = ("m", "n", "k", "dtype", "align_bytes", "config", "kind", "block_m", "block_n", "block_k", "num_warps",
           "num_stages", "formula_regs", "formula_ok", "status", "error", "kernel", "registers", "spill_stores",
           "spill_loads", "compile_s")
@@ -65,10 +70,12 @@ def _ptxas_info(ptx: str) -> dict:
 
 
 _STUB = [False]  # the stub driver is active in this worker process
+_TORCH_DTYPES = {"bf16": "bfloat16", "fp8_e4m3": "float8_e4m3fn"}
 
 
 def compile_one(job: tuple) -> dict:
-    """One row: compile ``cfg`` (TileConfig fields) for (m, n, k) bf16 NN on sm_90 and ask ptxas."""
+    """One row: compile ``cfg`` (TileConfig fields) for (m, n, k) NN on sm_90 and ask ptxas. ``job`` is
+    ((m, n, k), fields) for bf16 or ((m, n, k), fields, dtype) with a key of DTYPES."""
     os.environ.pop("TRITON_INTERPRET", None)
     import torch
     from triton.backends.compiler import GPUTarget
@@ -77,15 +84,17 @@ def compile_one(job: tuple) -> dict:
     from tritonblas import _aot
     from tritonblas import plan as P
 
-    (m, n, k), fields = job
+    (m, n, k), fields, *rest = job
+    dtype = rest[0] if rest else "bf16"
+    tin, tout = (getattr(torch, _TORCH_DTYPES[d]) for d in (dtype, DTYPES[dtype][0]))
     if not _STUB[0]:
         _aot.use_target(GPUTarget("cuda", 90, 32))
         _STUB[0] = True
     hw = origami.load_profile("h200")
     cfg = origami.TileConfig(**fields)
-    a = torch.empty(m, k, dtype=torch.bfloat16)
-    b = torch.empty(k, n, dtype=torch.bfloat16)
-    out = torch.empty(m, n, dtype=torch.bfloat16)
+    a = torch.empty(m, k, dtype=tin)
+    b = torch.empty(k, n, dtype=tin)
+    out = torch.empty(m, n, dtype=tout)
     t0 = time.time()
     row = dict(status="ok", error="", kernel="", registers="", spill_stores="", spill_loads="")
     try:
@@ -99,11 +108,11 @@ def compile_one(job: tuple) -> dict:
     return row
 
 
-def jobs(problems=PROBLEMS) -> list[tuple]:
+def jobs(problems=PROBLEMS, dtype: str = "bf16") -> list[tuple]:
     """(problem dims, TileConfig fields, formula registers, formula verdict, name) of every (kind, tile,
     warps, stages) the enumerator's grid offers (``origami.enumerate``'s tiles, BLOCK_Ks, warps and
-    stages, the shared-memory, instruction and accumulator-register predicates) for the PROBLEMS (bf16
-    NN, 2-byte aligned rows), on both sides of the staging formula's limit."""
+    stages, the shared-memory, instruction and accumulator-register predicates) for the problems (``dtype`` NN,
+    rows under 4 bytes aligned), on both sides of the staging formula's limit."""
     from dataclasses import replace
 
     import origami
@@ -115,8 +124,7 @@ def jobs(problems=PROBLEMS) -> list[tuple]:
              Kind.STREAMK: dict(grid=hw.compute["compute_units"]), Kind.SPLITK: dict(split_k=4, group_m=1)}
     out = []
     for m, n, k in problems:
-        p = GemmProblem(m, n, k, a_dtype="bf16", b_dtype="bf16", c_dtype="bf16",
-                        align_bytes=GemmProblem.contiguous_align_bytes(m, n, k, "bf16", "bf16", "bf16"))
+        p = problem(m, n, k, dtype)
         assert space.register_staged(p, hw), p.describe()
         for bm, bn in E._TILES:
             for bk in E._block_ks(p.a_dtype):
@@ -136,13 +144,46 @@ def jobs(problems=PROBLEMS) -> list[tuple]:
     return out
 
 
+def _group(fields: dict) -> tuple:
+    return (fields["kind"], fields["block_m"], fields["block_n"], fields["block_k"], fields["num_warps"])
+
+
+def space_groups(problems, dtype: str) -> dict:
+    """{(kind, BLOCK_M, BLOCK_N, BLOCK_K, warps): None} of origami's candidates for ``problems`` (h100's and h200's
+    space with model.staged_slowdown_limit off) and of every recorded sweep row (benchmarks/data/*/*.csv) of
+    ``dtype`` whose rows are under 4 bytes aligned."""
+    import origami
+    from origami import space
+
+    out: dict = {}
+    for name in ("h100", "h200"):
+        hw = origami.load_profile(name).replace_model(staged_slowdown_limit=0.0)
+        for dims in problems:
+            for c in origami.candidates(problem(*dims, dtype), hw):
+                out[space.spill_group(c)] = None
+    for f in sorted((ROOT / "benchmarks" / "data").glob("*/*.csv")):
+        with f.open() as fh:
+            for r in csv.DictReader(line for line in fh if not line.startswith("#")):
+                if r.get("a_dtype") == dtype and r.get("align_bytes") and int(r["align_bytes"]) < 4 and r.get("kind"):
+                    out[(r["kind"], int(r["block_m"]), int(r["block_n"]), int(r["block_k"]), int(r["num_warps"]))] = None
+    return out
+
+
+def problem(m: int, n: int, k: int, dtype: str = "bf16"):
+    """The census's problem: ``dtype`` inputs (DTYPES' output dtype), row-major, contiguous rows' alignment."""
+    from origami import GemmProblem
+
+    out = DTYPES[dtype][0]
+    return GemmProblem(m, n, k, a_dtype=dtype, b_dtype=dtype, c_dtype=out,
+                       align_bytes=GemmProblem.contiguous_align_bytes(m, n, k, dtype, dtype, out))
+
+
 TABLE = ROOT / "origami" / "spill_census.py"
 
 
-def table_source(census: Path) -> str:
-    """The source of origami/spill_census.py: the census's spill bytes (stores + loads, per thread) of every compiled
-    (kind, BLOCK_M, BLOCK_N, BLOCK_K, warps), 0 where it compiled clean (the same on every shape and at any stages:
-    checked here)."""
+def _table(census: Path) -> tuple[dict, int]:
+    """({(kind, BLOCK_M, BLOCK_N, BLOCK_K, warps): spill bytes}, compiled rows) of one census file; a config that
+    spills differently on two of its rows (another shape or stages) is an error."""
     with census.open() as f:
         rows = [r for r in csv.DictReader(line for line in f if not line.startswith("#")) if r["status"] == "ok"]
     table: dict = {}
@@ -151,27 +192,39 @@ def table_source(census: Path) -> str:
         b = int(r["spill_stores"]) + int(r["spill_loads"])
         if table.setdefault(key, b) != b:
             raise SystemExit(f"{census}: {key} spills {table[key]} and {b} bytes on different rows")
-    body = "\n".join(f"    ({k!r}, {bm}, {bn}, {bk}, {w}): {b}," for (k, bm, bn, bk, w), b in sorted(table.items()))
+    return table, len(rows)
+
+
+def table_source(census: Path = OUT, census_fp8: Path = DTYPES["fp8_e4m3"][2]) -> str:
+    """The source of origami/spill_census.py: each census's spill bytes (stores + loads, per thread) of every compiled
+    (kind, BLOCK_M, BLOCK_N, BLOCK_K, warps), 0 where it compiled clean (the same on every shape and at any stages:
+    checked here), one table per operand width: SPILL_BYTES (2-byte, the bf16 census) and SPILL_BYTES_FP8 (1-byte,
+    the fp8_e4m3 census)."""
+    parts = []
+    for name, path in (("SPILL_BYTES", census), ("SPILL_BYTES_FP8", census_fp8)):
+        table, n = _table(path)
+        body = "\n".join(f"    ({k!r}, {bm}, {bn}, {bk}, {w}): {b}," for (k, bm, bn, bk, w), b in sorted(table.items()))
+        parts.append((name, path, n, len(table), body))
+    sources = "; ".join(f"{name} from {path.relative_to(ROOT).as_posix()} ({n} compiled rows, {d} distinct configs)"
+                        for name, path, n, d, _ in parts)
+    tables = "\n\n".join(f"{name} = {{\n{body}\n}}" for name, _, _, _, body in parts)
     return (f'''"""The sm_90 compile census's spill bytes per thread (ptxas -v: spill stores + spill loads) of the
 register-staged kernels (rows under 4 bytes aligned, origami.space.register_staged): (kind, BLOCK_M, BLOCK_N,
-BLOCK_K, warps) -> bytes, 0 where it compiled clean; a config it did not compile is absent. Compiler output, no
-timings.
-Generated by `python benchmarks/staged_census.py --table` from {census.relative_to(ROOT).as_posix()}
-({len(rows)} compiled rows, {len(table)} distinct configs, Triton 3.6); tests/origami/test_space.py checks it
-against that file. Read through origami.space.census_spill_traffic."""
+BLOCK_K, warps) -> bytes, 0 where it compiled clean; a config it did not compile is absent. One table per operand
+width: SPILL_BYTES for 2-byte operands (bf16), SPILL_BYTES_FP8 for 1-byte (fp8_e4m3). Compiler output, no timings.
+Generated by `python benchmarks/staged_census.py --table`: {sources}; Triton 3.6. tests/origami/test_space.py checks
+it against those files. Read through origami.space.census_spill_traffic."""
 
-__all__ = ["SPILL_BYTES"]
+__all__ = ["SPILL_BYTES", "SPILL_BYTES_FP8"]
 
-SPILL_BYTES = {{
-{body}
-}}
+{tables}
 ''')
 
 
-def write_table(census: Path) -> None:
+def write_table() -> None:
     from tritonblas.tables import AtomicFile
 
-    src = table_source(census)
+    src = table_source()
     with AtomicFile(TABLE) as f:
         f.write(src)
 
@@ -179,18 +232,26 @@ def write_table(census: Path) -> None:
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--workers", type=int, default=2)
-    ap.add_argument("--out", type=Path, default=OUT)
+    ap.add_argument("--dtype", default="bf16", choices=sorted(DTYPES),
+                    help="the operands' dtype (default bf16; its census file and problem are DTYPES')")
+    ap.add_argument("--out", type=Path, default=None, help="the census file (default: the dtype's, DTYPES)")
     ap.add_argument("--limit", type=int, default=0, help="at most this many new configs (0: all)")
     ap.add_argument("--shape", type=int, nargs=3, action="append", metavar=("M", "N", "K"),
-                    help="a bf16 problem whose rows are under 4 bytes aligned (repeatable; default: PROBLEMS)")
+                    help="a problem whose rows are under 4 bytes aligned (repeatable; default: the dtype's, DTYPES)")
     ap.add_argument("--kinds", nargs="+", default=None, choices=("dp", "persistent", "streamk", "splitk"),
                     help="only these kernels (default: all four)")
+    ap.add_argument("--space", action="store_true",
+                    help="only the (kind, tile, warps) groups that origami's space offers for the problems (h100 and "
+                         "h200 profiles) or that a recorded sweep timed on a register-staged row of the dtype, each at "
+                         "its fewest stages (fp8: large tiles take minutes each to compile)")
     ap.add_argument("--table", action="store_true",
-                    help=f"write {TABLE.relative_to(ROOT)} (origami's spill-bytes table) from the census --out, and exit")
+                    help=f"write {TABLE.relative_to(ROOT)} (origami's spill-bytes tables) from both census files, and exit")
     args = ap.parse_args(argv)
+    args.out = args.out or DTYPES[args.dtype][2]
     if args.table:
-        write_table(args.out)
-        print(f"wrote {TABLE.relative_to(ROOT)} from {args.out}")
+        write_table()
+        print(f"wrote {TABLE.relative_to(ROOT)} from {OUT.relative_to(ROOT)} and "
+              f"{DTYPES['fp8_e4m3'][2].relative_to(ROOT)}")
         return 0
     sys.path.insert(0, str(ROOT / "benchmarks"))
     from _harness import provenance, write_csv
@@ -200,15 +261,19 @@ def main(argv=None) -> int:
         with args.out.open() as f:
             rows = list(csv.DictReader(line for line in f if not line.startswith("#")))
     done = {(int(r["m"]), int(r["n"]), int(r["k"]), r["config"]) for r in rows}
-    todo = [j for j in jobs(tuple(map(tuple, args.shape)) if args.shape else PROBLEMS) if (*j[0], j[4]) not in done
+    problems = tuple(map(tuple, args.shape)) if args.shape else DTYPES[args.dtype][1]
+    keep = space_groups(problems, args.dtype) if args.space else None
+    todo = [j for j in jobs(problems, args.dtype) if (*j[0], j[4]) not in done
+            and (keep is None or _group(j[1]) in keep and keep.pop(_group(j[1])) is None)
             and (args.kinds is None or j[1]["kind"] in args.kinds)]
     if args.limit:
         todo = todo[:args.limit]
     print(f"{len(todo)} configs to compile ({len(rows)} recorded)", flush=True)
     prov = provenance()
     with ProcessPoolExecutor(args.workers) as ex:
-        for (dims, fields, fregs, fok, short), r in zip(todo, ex.map(compile_one, [(d, f) for d, f, *_ in todo])):
-            rows.append(dict(m=dims[0], n=dims[1], k=dims[2], dtype="bf16", align_bytes=2, config=short,
+        for (dims, fields, fregs, fok, short), r in zip(todo, ex.map(compile_one, [(d, f, args.dtype) for d, f, *_ in todo])):
+            rows.append(dict(m=dims[0], n=dims[1], k=dims[2], dtype=args.dtype,
+                             align_bytes=problem(*dims, args.dtype).align_bytes, config=short,
                              formula_regs=fregs, formula_ok=int(fok), **{k: fields[k] for k in (
                                  "kind", "block_m", "block_n", "block_k", "num_warps", "num_stages")}, **r))
             write_csv(args.out, rows, FIELDS, prov)  # atomic, after every config: an interrupted run resumes

@@ -121,6 +121,10 @@ MODEL_PARAMS: dict[str, tuple[float, float, str]] = {
                                          "NVIDIA sm_90, 2-byte operands) whose spilling kernel ran at least this many "
                                          "times its prediction against clean configs on training rows "
                                          "(origami.space.measured_spill_slowdown); 0: no such rule"),
+    "fp8_spill_traffic_limit": (0.0, 1024.0, "the space leaves out register-staged fp8 configs (rows under 4 bytes "
+                                             "aligned, NVIDIA sm_90, 1-byte operands) whose kernel the compile census "
+                                             "says spills at least this many bytes per multiply-add of its K-step "
+                                             "(origami.space.census_spill_traffic); 0: no such rule"),
     "splitk_range_reads": (0.0, 1.0, "share of a split-K wave's other K ranges whose operand bytes the memory terms "
                                      "count as distinct reads (the ranges are disjoint); 0: one range, as "
                                      "profiles before it were fitted"),
@@ -148,6 +152,7 @@ MODEL_PARAMS: dict[str, tuple[float, float, str]] = {
 # ws_efficiency 0 keeps every older profile's space, and so its rankings, as they were.
 OPTIONAL_MODEL_PARAMS: dict[str, float] = {"ws_efficiency": 0.0, "streamk_unaligned_penalty": 1.0,
                                            "staged_spill_rule": 0.0, "staged_slowdown_limit": 0.0,
+                                           "fp8_spill_traffic_limit": 0.0,
                                            "splitk_range_reads": 0.0, "streamk_range_reads": 0.0,
                                            "hbm_latency_ns": 0.0,
                                            "staged_spill_penalty": 0.0, "splitk_fixup_read_efficiency": 1.0,

@@ -12,7 +12,7 @@ from functools import lru_cache
 from typing import Callable
 
 from origami import toolchain
-from origami.spill_census import SPILL_BYTES
+from origami.spill_census import SPILL_BYTES, SPILL_BYTES_FP8
 from origami.spill_slowdown import SLOWDOWN
 from origami._encoding import STAGED_ALIGN
 from origami.config import Kind, TileConfig
@@ -187,18 +187,25 @@ def spill_group(cfg: TileConfig) -> tuple:
     return (cfg.kind.value, cfg.block_m, cfg.block_n, cfg.block_k, cfg.num_warps)
 
 
+# the census's table per operand width in bytes (origami.spill_census: the bf16 and the fp8_e4m3 compiles)
+_SPILL_TABLES = {2: SPILL_BYTES, 1: SPILL_BYTES_FP8}
+
+
 def census_spill_traffic(cfg: TileConfig, problem: GemmProblem, hw: HardwareProfile) -> "float | None":
     """Spill bytes per multiply-add of ``cfg``'s K-step on a register-staged ``problem``: the sm_90 compile
-    census's spill bytes per thread (origami.spill_census.SPILL_BYTES, stores + loads) x the block's threads /
-    (BLOCK_M x BLOCK_N x BLOCK_K); 0 for a config the census compiled clean. None where the census does not
-    speak: another arch, operands other than 2 bytes (it compiled bf16), a config it did not compile, or a problem
-    whose loads are not register-staged (:func:`register_staged`). What spilling costs is not this number (on the
-    H100's training rows it ranks the groups' measured slowdown poorly: :func:`measured_spill_slowdown`); it is
-    the census's verdict in a form the benchmarks and the slowdown table key on (0: clean)."""
+    census's spill bytes per thread (origami.spill_census: SPILL_BYTES for 2-byte operands, SPILL_BYTES_FP8 for
+    1-byte; stores + loads) x the block's threads / (BLOCK_M x BLOCK_N x BLOCK_K); 0 for a config the census compiled
+    clean. None where the census does not speak: another arch, operands of another width or of two widths, a config
+    it did not compile, or a problem whose loads are not register-staged (:func:`register_staged`). For 2-byte
+    operands what spilling costs is not this number (on the H100's training rows it ranks the groups' measured
+    slowdown poorly: :func:`measured_spill_slowdown`); for 1-byte ones the census separates the configs that ran
+    40-59x their prediction on the H100's unaligned fp8 training rows (11-14 bytes per multiply-add) from the
+    fastest (0.28), and ``model.fp8_spill_traffic_limit`` reads it (:func:`check_staged_registers`)."""
+    width = problem.a_dtype.bytes
     if hw.arch != STAGED_SPILL_CENSUS_ARCH or not register_staged(problem, hw) or cfg.kind not in STAGED_PRESSURE_LIMITS \
-            or problem.a_dtype.bytes != 2 or problem.b_dtype.bytes != 2:
+            or problem.b_dtype.bytes != width or width not in _SPILL_TABLES:
         return None
-    spilled = SPILL_BYTES.get(spill_group(cfg))
+    spilled = _SPILL_TABLES[width].get(spill_group(cfg))
     if spilled is None:
         return None
     threads = cfg.num_warps * hw.compute["warp_size"]
@@ -217,7 +224,7 @@ def measured_spill_slowdown(cfg: TileConfig, problem: GemmProblem, hw: HardwareP
     (dp 16x64x128 w4, 1.35 spill bytes per multiply-add) to 3.48x (Stream-K 32x128x64 w4, 2.31) and 2.04x for
     split-K 16x128x64 w4 at 0.64: neither the bytes nor the bytes per multiply-add order them (our guess at why:
     ptxas's count does not say whether a spill sits inside the K loop or outside it)."""
-    if census_spill_traffic(cfg, problem, hw) is None:
+    if problem.a_dtype.bytes != 2 or census_spill_traffic(cfg, problem, hw) is None:  # the table's rows are bf16
         return None
     return SLOWDOWN.get(spill_group(cfg))
 
@@ -359,6 +366,12 @@ def check_staged_registers(cfg: TileConfig, problem: GemmProblem, hw: HardwarePr
                 f"{cfg.block_m}x{cfg.block_n}x{cfg.block_k} kernel at {cfg.num_warps} warps spills (sm_90 compile "
                 f"census) and ran {slow:.2f}x its prediction against clean configs on training rows "
                 f"(model.staged_slowdown_limit {limit:g})")
+    fp8_limit = hw.model.get("fp8_spill_traffic_limit", 0.0)
+    traffic = census_spill_traffic(cfg, problem, hw) if fp8_limit > 0 and problem.a_dtype.bytes == 1 else None
+    if traffic is not None and traffic >= fp8_limit:
+        return (f"registers: operands {problem.align_bytes}-byte aligned (no cp.async): the {cfg.kind.value} "
+                f"{cfg.block_m}x{cfg.block_n}x{cfg.block_k} kernel at {cfg.num_warps} warps spills {traffic:.2f} bytes "
+                f"per multiply-add on 1-byte operands (sm_90 compile census; model.fp8_spill_traffic_limit {fp8_limit:g})")
     if staged_spill_rule(hw) and staged_spills(cfg, problem, hw):
         return (f"registers: operands {problem.align_bytes}-byte aligned (no cp.async): the {cfg.kind.value} "
                 f"kernel's {cfg.block_m}x{cfg.block_n}x{cfg.block_k} K-step at {cfg.num_warps} warps loads "

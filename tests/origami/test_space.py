@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 
 import origami
-from origami import _core, space
+from origami import _core, space, spill_census
 from origami.config import Kind, TileConfig
 from origami._encoding import C
 from origami.enumerate import base_array, row_to_config
@@ -390,8 +390,9 @@ def test_the_spill_bytes_table_is_the_census_file():
 
 def test_census_spill_traffic_speaks_only_where_the_census_compiled():
     """Spill bytes per multiply-add of the K-step: the census's bytes x threads / (BM x BN x BK) on a
-    register-staged 2-byte problem on sm_90; 0 for a clean config; None on an aligned problem, on b200 (sm_100),
-    on AMD, for fp8 operands and for a config the census never compiled."""
+    register-staged 2-byte problem on sm_90, from the fp8 census's table on a 1-byte one; 0 for a clean config; None
+    on an aligned problem, on b200 (sm_100), on AMD, for mixed operand widths and for a config the census never
+    compiled."""
     hw = PROFILES["h100"]
     staged = GemmProblem(26, 2255, 12085, align_bytes=2)
     sk = TileConfig(Kind.STREAMK, 32, 128, 64, 4, 3, grid=396)
@@ -402,9 +403,59 @@ def test_census_spill_traffic_speaks_only_where_the_census_compiled():
     assert space.census_spill_traffic(sk, GemmProblem(26, 2255, 12085), hw) is None
     assert space.census_spill_traffic(sk, staged, PROFILES["b200"]) is None
     assert space.census_spill_traffic(sk, staged, PROFILES["mi300x"]) is None
-    fp8 = GemmProblem(26, 2255, 12085, a_dtype="fp8_e4m3", b_dtype="fp8_e4m3", c_dtype="bf16", align_bytes=2)
-    assert space.census_spill_traffic(sk, fp8, hw) is None
+    fp8 = GemmProblem(26, 2255, 12085, a_dtype="fp8_e4m3", b_dtype="fp8_e4m3", c_dtype="bf16", align_bytes=1)
+    assert space.census_spill_traffic(sk, fp8, hw) == pytest.approx(
+        spill_census.SPILL_BYTES_FP8[space.spill_group(sk)] * 128 / (32 * 128 * 64))
+    assert space.census_spill_traffic(sk, fp8, hw) != space.census_spill_traffic(sk, staged, hw)
+    mixed = GemmProblem(26, 2255, 12085, a_dtype="fp8_e4m3", b_dtype="fp8_e5m2", c_dtype="bf16", align_bytes=1)
+    assert space.census_spill_traffic(sk, mixed, hw) is not None  # both 1-byte: the fp8 census speaks
+    assert space.census_spill_traffic(sk, GemmProblem(26, 2255, 12085, a_dtype="fp8_e4m3", b_dtype="bf16",
+                                                      c_dtype="bf16", align_bytes=1), hw) is None
     assert space.census_spill_traffic(TileConfig(Kind.DP, 256, 256, 64, 8, 3), staged, hw) is None
+
+
+def test_the_fp8_traffic_limit_leaves_out_exactly_the_fp8_configs_at_or_over_it():
+    """model.fp8_spill_traffic_limit: on a register-staged fp8 problem the space holds no config whose fp8 census
+    spill traffic reaches the limit and every other config it held without the rule; 2-byte problems, aligned fp8
+    problems and b200 are untouched; a forced config still gets a reason naming the parameter; the measured
+    slowdown table (bf16 rows) never speaks for fp8."""
+    hw = PROFILES["h100"]
+    limit = hw.model["fp8_spill_traffic_limit"]
+    assert limit > 0
+    off = hw.replace_model(fp8_spill_traffic_limit=0.0)
+    p = GemmProblem(16384, 2045, 4325, a_dtype="fp8_e4m3", b_dtype="fp8_e4m3", c_dtype="bf16", align_bytes=1)
+    with_rule, without = set(origami.candidates(p, hw)), set(origami.candidates(p, off))
+    dropped = without - with_rule
+    assert with_rule and with_rule <= without and dropped
+    for c in dropped:
+        assert space.census_spill_traffic(c, p, hw) >= limit, c.short()
+        assert "fp8_spill_traffic_limit" in space.check_staged_registers(c, p, hw)
+        assert space.measured_spill_slowdown(c, p, hw) is None
+    for c in with_rule:
+        t = space.census_spill_traffic(c, p, hw)
+        assert t is None or t < limit, c.short()
+    for q in (GemmProblem(26, 2255, 12085, align_bytes=2),
+              GemmProblem(16384, 2048, 4352, a_dtype="fp8_e4m3", b_dtype="fp8_e4m3", c_dtype="bf16")):
+        assert set(origami.candidates(q, hw)) == set(origami.candidates(q, off))
+    b200 = PROFILES["b200"]
+    assert set(origami.candidates(p, b200)) == set(origami.candidates(p, b200.replace_model(fp8_spill_traffic_limit=0.1)))
+
+
+def test_mn_major_cost_is_not_priced_on_register_staged_rows():
+    """origami.select._mn_priced: model.mn_major_tile_cost prices the register-read regime of 16-byte-aligned tf32/fp8
+    rows (its training rows) but not register-staged fp8 rows (under 4 bytes aligned), whose picks it does not move."""
+    from origami.select import _mn_priced
+
+    hw = PROFILES["h100"]
+    assert hw.model["mn_major_tile_cost"] > 0
+    staged = GemmProblem(16384, 2045, 4325, a_dtype="fp8_e4m3", b_dtype="fp8_e4m3", c_dtype="bf16", align_bytes=1)
+    async_ = GemmProblem(76, 6144, 4096, a_dtype="fp8_e4m3", b_dtype="fp8_e4m3", c_dtype="bf16")
+    assert not _mn_priced(hw, staged) and _mn_priced(hw, async_)
+    no_cost = hw.replace_model(mn_major_tile_cost=0.0)
+    assert origami.select(staged, hw).config == origami.select(staged, no_cost).config
+    assert origami.select(async_, hw).config != origami.select(async_, no_cost).config
+    many = origami.select_many([staged, async_], hw)
+    assert many == [origami.select(staged, hw).config, origami.select(async_, hw).config]
 
 
 def test_the_slowdown_limit_leaves_out_exactly_the_configs_at_or_over_it():

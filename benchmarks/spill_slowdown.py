@@ -22,8 +22,8 @@ loses more than ``SLACK`` or a pick goes untimed (time it first: benchmarks/miss
 staged_slowdown_limit=X); of the rest, the highest pooled geomean wins, ties going to the higher limit, which
 leaves more of the space. Where no limit moves a timed pick, that is the table's largest slowdown: the one group
 measured slowest leaves the space on the strength of its rows alone. None: every limit loses a file or a timed
-pick (the profile keeps 0). The H200's training rows never entered the table, so on them the choice is out of
-sample. Then judge the held-out split: ``python benchmarks/selection.py --profile h100``.
+pick (the profile keeps 0), as where the training sweeps hold no register-staged row the limit acts on. The H200's
+training rows never entered the table, so on them the choice is out of sample. Then judge the held-out split: ``python benchmarks/selection.py --profile h100``.
 
 ``--param fp8_spill_traffic_limit`` chooses the fp8 rule the same way: its candidates are the fp8 compile census's
 spill bytes per multiply-add (origami.spill_census.SPILL_BYTES_FP8), and a register-staged fp8 config at or above
@@ -115,12 +115,19 @@ def write_table() -> None:
 
 
 def fp8_traffic_candidates() -> list[float]:
-    """The fp8 census's distinct spill bytes per multiply-add (origami.spill_census.SPILL_BYTES_FP8 x threads /
-    (BLOCK_M x BLOCK_N x BLOCK_K), 32-thread warps), rounded to 3 decimals: ``model.fp8_spill_traffic_limit``'s
-    candidates (a group leaves the space when its traffic is at least the limit)."""
+    """The fp8 census's distinct spill bytes per multiply-add (``origami.space.census_spill_traffic`` of every group of
+    origami.spill_census.SPILL_BYTES_FP8 on a register-staged fp8 problem, h100's sm_90), rounded to 3 decimals:
+    ``model.fp8_spill_traffic_limit``'s candidates (a group leaves the space when its traffic is at least the limit)."""
+    import origami
+    from origami import GemmProblem, Kind, TileConfig, space
     from origami.spill_census import SPILL_BYTES_FP8
 
-    return sorted({round(b * w * 32 / (bm * bn * bk), 3) for (_k, bm, bn, bk, w), b in SPILL_BYTES_FP8.items() if b})
+    hw = origami.load_profile("h100")
+    probe = GemmProblem(4097, 4097, 4097, "fp8_e4m3", "fp8_e4m3", "bf16", align_bytes=1)
+    grid = {Kind.PERSISTENT: dict(grid=hw.compute["compute_units"]), Kind.STREAMK: dict(grid=hw.compute["compute_units"])}
+    traffic = {space.census_spill_traffic(TileConfig(Kind(k), bm, bn, bk, w, 3, **grid.get(Kind(k), {})), probe, hw)
+               for (k, bm, bn, bk, w) in SPILL_BYTES_FP8}
+    return sorted({round(t, 3) for t in traffic if t})
 
 
 def slowdown_candidates() -> list[float]:
@@ -130,8 +137,8 @@ def slowdown_candidates() -> list[float]:
     return sorted({s for s in SLOWDOWN.values() if s >= 1.1})
 
 
-# the limits --choose picks, each with its candidates
-LIMITS = {"staged_slowdown_limit": slowdown_candidates, "fp8_spill_traffic_limit": fp8_traffic_candidates}
+# the limits --choose picks, each with its candidates and the operand width (bytes) of the rows it acts on
+LIMITS = {"staged_slowdown_limit": (slowdown_candidates, 2), "fp8_spill_traffic_limit": (fp8_traffic_candidates, 1)}
 
 
 def choose(profiles: list[str], param: str = "staged_slowdown_limit") -> tuple["float | None", list[str]]:
@@ -140,8 +147,15 @@ def choose(profiles: list[str], param: str = "staged_slowdown_limit") -> tuple["
     from origami.fit import pick_efficiency, read_sweep
     from benchmarks.splitk_eval import _files
 
+    from origami import space
+
     data = {p: [(f, read_sweep(f)) for f in _files(p)[0]] for p in profiles}
-    cands = [0.0] + LIMITS[param]()
+    candidates, width = LIMITS[param]
+    in_regime = sum(space.register_staged(m.problem, origami.load_profile(p)) and m.problem.a_dtype.bytes == width
+                    for p in profiles for _f, sweep in data[p] for m in sweep)
+    if not in_regime:  # nothing to choose on: the profile keeps 0
+        return None, [f"no register-staged training row with {width}-byte operands: {param} cannot be chosen"]
+    cands = [0.0] + candidates()
     base, lines, ok = {}, [], []
     for limit in cands:
         effs, drops, untimed = [], [], 0
@@ -181,7 +195,7 @@ def main(argv=None) -> int:
     if args.choose:
         limit, lines = choose(args.profiles, args.param)
         print("\n".join(lines))
-        print(f"chosen: {limit}" if limit is not None else "none: every limit loses a training file or a timed pick")
+        print(f"chosen: {limit}" if limit is not None else "none: the profile keeps 0 (above: why)")
         return 0
     groups = group_ratios(args.profile)
     print(f"{args.profile} training rows, register-staged shapes: census-spilling groups, measured/predicted over "

@@ -199,8 +199,8 @@ def census_spill_traffic(cfg: TileConfig, problem: GemmProblem, hw: HardwareProf
     it did not compile, or a problem whose loads are not register-staged (:func:`register_staged`). For 2-byte
     operands what spilling costs is not this number (on the H100's training rows it ranks the groups' measured
     slowdown poorly: :func:`measured_spill_slowdown`); for 1-byte ones the census separates the configs that ran
-    40-59x their prediction on the H100's unaligned fp8 training rows (11-14 bytes per multiply-add) from the
-    fastest (0.28), and ``model.fp8_spill_traffic_limit`` reads it (:func:`check_staged_registers`)."""
+    40-59x their prediction on the H100's unaligned fp8 training rows (10-19 bytes per multiply-add) from the
+    rest (at most 2.9; the fastest 0.28), and ``model.fp8_spill_traffic_limit`` reads it (:func:`check_staged_registers`)."""
     width = problem.a_dtype.bytes
     if hw.arch != STAGED_SPILL_CENSUS_ARCH or not register_staged(problem, hw) or cfg.kind not in STAGED_PRESSURE_LIMITS \
             or problem.b_dtype.bytes != width or width not in _SPILL_TABLES:

@@ -44,3 +44,15 @@ def test_the_shipped_limit_is_what_the_chooser_picks_on_the_profiles_training_sw
     limit, lines = ss.choose([name])
     assert read and not any("heldout" in p.parent.name for p in read)
     assert origami.load_profile(name).model.get("staged_slowdown_limit", 0.0) == (limit or 0.0), "\n".join(lines)
+
+
+@pytest.mark.parametrize("name", ["h100", "h200"])
+def test_the_shipped_fp8_limit_is_what_the_chooser_picks_on_the_profiles_training_sweeps(name, monkeypatch):
+    """model.fp8_spill_traffic_limit: h100's from its unaligned fp8 training rows; h200 has none, so it keeps 0."""
+    import origami
+
+    read = _training_only(monkeypatch)
+    limit, lines = ss.choose([name], "fp8_spill_traffic_limit")
+    assert read and not any("heldout" in p.parent.name for p in read)
+    assert origami.load_profile(name).model.get("fp8_spill_traffic_limit", 0.0) == (limit or 0.0), "\n".join(lines)
+    assert (limit is None) == (name == "h200"), "\n".join(lines)

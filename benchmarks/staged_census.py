@@ -155,8 +155,8 @@ def _group(fields: dict) -> tuple:
 
 def space_groups(problems, dtype: str) -> dict:
     """{(kind, BLOCK_M, BLOCK_N, BLOCK_K, warps): None} of origami's candidates for ``problems`` (h100's and h200's
-    space with model.staged_slowdown_limit off) and of every recorded sweep row (benchmarks/data/*/*.csv) of
-    ``dtype`` whose rows are under 4 bytes aligned."""
+    space with model.staged_slowdown_limit off) and of every recorded training sweep row (benchmarks/data/*/*.csv,
+    the held-out folders left out) of ``dtype`` whose rows are under 4 bytes aligned."""
     import origami
     from origami import space
 
@@ -166,7 +166,7 @@ def space_groups(problems, dtype: str) -> dict:
         for dims in problems:
             for c in origami.candidates(problem(*dims, dtype), hw):
                 out[space.spill_group(c)] = None
-    for f in sorted((ROOT / "benchmarks" / "data").glob("*/*.csv")):
+    for f in sorted(f for f in (ROOT / "benchmarks" / "data").glob("*/*.csv") if not f.parent.name.endswith("_heldout")):
         with f.open() as fh:
             for r in csv.DictReader(line for line in fh if not line.startswith("#")):
                 if r.get("a_dtype") == dtype and r.get("align_bytes") and int(r["align_bytes"]) < 4 and r.get("kind"):

@@ -15,8 +15,8 @@ is a formula for that limit; this census is the compiler's own answer it is chec
 The committed bf16 census holds 61x6485x11719 (ragged.yaml, the default), 4096x1057x3333 (dlrm.yaml) and
 31x1163x5965, training shapes. The fp8 census holds 32768x3619x771 (unaligned.yaml: N and K odd, both operands' rows
 1 byte aligned), each group of the fp8 space once (``--space``: large fp8 tiles that spill take up to a minute each to
-compile): 10-19 bytes of spill per multiply-add in the eight groups that ran 40-59x their prediction on the H100's
-unaligned fp8 training rows, at most 2.9 in the rest.
+compile): 10-19 bytes of spill per multiply-add in 12 groups, among them the eight that ran 40-59x their prediction on
+the H100's unaligned fp8 training rows, at most 2.9 in the rest.
 
 Per config one CSV row: the problem, the config, the kernel, registers, spill stores/loads (bytes),
 the formula's registers (``space.staged_registers_per_thread``) and its verdict, or the error.

@@ -151,7 +151,8 @@ def choose(profiles: list[str], param: str = "staged_slowdown_limit") -> tuple["
 
     data = {p: [(f, read_sweep(f)) for f in _files(p)[0]] for p in profiles}
     candidates, width = LIMITS[param]
-    in_regime = sum(space.register_staged(m.problem, origami.load_profile(p)) and m.problem.a_dtype.bytes == width
+    hws = {p: origami.load_profile(p) for p in profiles}
+    in_regime = sum(space.register_staged(m.problem, hws[p]) and m.problem.a_dtype.bytes == width
                     for p in profiles for _f, sweep in data[p] for m in sweep)
     if not in_regime:  # nothing to choose on: the profile keeps 0
         return None, [f"no register-staged training row with {width}-byte operands: {param} cannot be chosen"]
@@ -160,7 +161,7 @@ def choose(profiles: list[str], param: str = "staged_slowdown_limit") -> tuple["
     for limit in cands:
         effs, drops, untimed = [], [], 0
         for p in profiles:
-            hw = origami.load_profile(p).replace_model(**{param: limit})
+            hw = hws[p].replace_model(**{param: limit})
             for f, sweep in data[p]:
                 s = pick_efficiency(sweep, hw)
                 untimed += len(s.missing)

@@ -150,7 +150,20 @@ def jobs(problems=PROBLEMS, dtype: str = "bf16") -> list[tuple]:
 
 
 def _group(fields: dict) -> tuple:
-    return (fields["kind"], fields["block_m"], fields["block_n"], fields["block_k"], fields["num_warps"])
+    """(kind, BLOCK_M, BLOCK_N, BLOCK_K, warps) of a job's TileConfig fields or of a CSV row (strings)."""
+    return (fields["kind"], *(int(fields[k]) for k in ("block_m", "block_n", "block_k", "num_warps")))
+
+
+def one_per_group(jobs_: list, groups) -> list:
+    """The first job of each (kind, tile, warps) group in ``groups``: its fewest stages (:func:`jobs` lists 3 before 4)."""
+    seen: set = set()
+    out = []
+    for j in jobs_:
+        g = _group(j[1])
+        if g in groups and g not in seen:
+            seen.add(g)
+            out.append(j)
+    return out
 
 
 def space_groups(problems, dtype: str) -> dict:
@@ -170,7 +183,7 @@ def space_groups(problems, dtype: str) -> dict:
         with f.open() as fh:
             for r in csv.DictReader(line for line in fh if not line.startswith("#")):
                 if r.get("a_dtype") == dtype and r.get("align_bytes") and int(r["align_bytes"]) < 4 and r.get("kind"):
-                    out[(r["kind"], int(r["block_m"]), int(r["block_n"]), int(r["block_k"]), int(r["num_warps"]))] = None
+                    out[_group(r)] = None
     return out
 
 
@@ -193,7 +206,7 @@ def _table(census: Path) -> tuple[dict, int]:
         rows = [r for r in csv.DictReader(line for line in f if not line.startswith("#")) if r["status"] == "ok"]
     table: dict = {}
     for r in rows:
-        key = (r["kind"], int(r["block_m"]), int(r["block_n"]), int(r["block_k"]), int(r["num_warps"]))
+        key = _group(r)
         b = int(r["spill_stores"]) + int(r["spill_loads"])
         if table.setdefault(key, b) != b:
             raise SystemExit(f"{census}: {key} spills {table[key]} and {b} bytes on different rows")
@@ -267,10 +280,10 @@ def main(argv=None) -> int:
             rows = list(csv.DictReader(line for line in f if not line.startswith("#")))
     done = {(int(r["m"]), int(r["n"]), int(r["k"]), r["config"]) for r in rows}
     problems = tuple(map(tuple, args.shape)) if args.shape else DTYPES[args.dtype][1]
-    keep = space_groups(problems, args.dtype) if args.space else None
-    todo = [j for j in jobs(problems, args.dtype) if (*j[0], j[4]) not in done
-            and (keep is None or _group(j[1]) in keep and keep.pop(_group(j[1])) is None)
-            and (args.kinds is None or j[1]["kind"] in args.kinds)]
+    todo = jobs(problems, args.dtype)
+    if args.space:
+        todo = one_per_group(todo, space_groups(problems, args.dtype))
+    todo = [j for j in todo if (*j[0], j[4]) not in done and (args.kinds is None or j[1]["kind"] in args.kinds)]
     if args.limit:
         todo = todo[:args.limit]
     print(f"{len(todo)} configs to compile ({len(rows)} recorded)", flush=True)

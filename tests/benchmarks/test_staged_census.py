@@ -24,17 +24,27 @@ print(json.dumps([S.compile_one((S.PROBLEMS[0], small)), S.compile_one((S.PROBLE
 """
 
 
-@pytest.mark.timeout(600)
-def test_census_worker_reports_registers_and_spills(tmp_path):
+def _need_ptxas() -> None:
     ptxas = Path(__import__("triton").__file__).parent / "backends" / "nvidia" / "bin" / "ptxas"
     if not ptxas.exists():
-        pytest.skip("Triton's bundled ptxas is missing")
+        pytest.skip("Triton's bundled ptxas is missing: the census compiles with it")
+
+
+def _run_worker(script: str, tmp_path) -> list:
+    """Run a census worker ``script`` (formatted with the repo's paths) in a fresh process without
+    TRITON_INTERPRET, its own Triton cache under ``tmp_path``; its last stdout line, parsed as JSON."""
     env = {k: v for k, v in os.environ.items() if k != "TRITON_INTERPRET"}
     env["TRITON_CACHE_DIR"] = str(tmp_path / "triton_cache")
-    code = _SCRIPT.format(root=str(ROOT), bench=str(ROOT / "benchmarks"))
+    code = script.format(root=str(ROOT), bench=str(ROOT / "benchmarks"))
     r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env, timeout=600)
     assert r.returncode == 0, r.stderr[-3000:]
-    small, mid = json.loads(r.stdout.strip().splitlines()[-1])
+    return json.loads(r.stdout.strip().splitlines()[-1])
+
+
+@pytest.mark.timeout(600)
+def test_census_worker_reports_registers_and_spills(tmp_path):
+    _need_ptxas()
+    small, mid = _run_worker(_SCRIPT, tmp_path)
     assert small["status"] == "ok" and mid["status"] == "ok", (small, mid)
     assert 0 < small["registers"] <= 255 and small["spill_stores"] == 0, small
     assert mid["spill_stores"] > 0, mid  # the staging formula's 112 registers let this one through
@@ -85,19 +95,12 @@ print(json.dumps([S.compile_one((dims, clean, "fp8_e4m3")), S.compile_one((dims,
 def test_fp8_census_worker_compiles_fp8_and_sees_the_wide_b_tiles_spill(tmp_path):
     """The fp8 census (``--dtype fp8_e4m3``) compiles fp8 kernels on the 1-byte-aligned problem: 16x64x64 w4 clean,
     32x128x128 w4 (128 bytes of B a thread a stage; ran 59x its prediction on the H100) spilling tens of KB."""
-    ptxas = Path(__import__("triton").__file__).parent / "backends" / "nvidia" / "bin" / "ptxas"
-    if not ptxas.exists():
-        pytest.skip("Triton's bundled ptxas is missing")
+    _need_ptxas()
     sys.path.insert(0, str(ROOT / "benchmarks"))
     import staged_census as S
 
     assert S.problem(*S.DTYPES["fp8_e4m3"][1][0], "fp8_e4m3").align_bytes == 1
-    env = {k: v for k, v in os.environ.items() if k != "TRITON_INTERPRET"}
-    env["TRITON_CACHE_DIR"] = str(tmp_path / "triton_cache")
-    code = _FP8_SCRIPT.format(root=str(ROOT), bench=str(ROOT / "benchmarks"))
-    r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env, timeout=600)
-    assert r.returncode == 0, r.stderr[-3000:]
-    clean, wide_b = json.loads(r.stdout.strip().splitlines()[-1])
+    clean, wide_b = _run_worker(_FP8_SCRIPT, tmp_path)
     assert clean["status"] == "ok" and wide_b["status"] == "ok", (clean, wide_b)
     assert clean["spill_stores"] == 0, clean
     assert wide_b["spill_stores"] + wide_b["spill_loads"] > 10_000, wide_b

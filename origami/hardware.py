@@ -140,7 +140,8 @@ MODEL_PARAMS: dict[str, tuple[float, float, str]] = {
                                                 "not by the L2); 1: that whole share, as profiles before it assumed"),
     "mn_major_tile_cost": (0.0, 8.0, "extra wide-MMA work of a tf32/fp8 K-step that reads the N-major B (or M-major A) "
                                      "through registers (origami.kmajor.mma_reads_through_registers: Hopper wgmma, "
-                                     "unstaged), as BLOCK_M + this x BLOCK_N rows instead of BLOCK_M; 0: not modelled"),
+                                     "unstaged) from 16-byte-aligned rows (origami.select._mn_priced), as BLOCK_M + "
+                                     "this x BLOCK_N rows instead of BLOCK_M; 0: not modelled"),
     "staged_load_exponent": (0.0, 4.0, "how much slower register-staged loads (rows under 4 bytes aligned, NVIDIA: "
                                        "origami.space.register_staged) run where an SM holds fewer than 8 warps: "
                                        "unaligned_penalty x (8 / warps) ** this; 0: not modelled (the penalty is flat)"),

@@ -20,7 +20,7 @@ from origami import _core
 from origami.config import TileConfig
 from origami.config import Kind
 from origami.kmajor import KMAJOR_ONLY_DTYPES, mma_reads_through_registers
-from origami.space import PREDICATES, amd_direct_to_lds, narrow_loads, register_staged, resident_programs, staged_spills
+from origami.space import PREDICATES, amd_direct_to_lds, narrow_loads, resident_programs, staged_spills
 from origami._encoding import (KIND_CODE, PERSISTENT_GRID_CODES, R_BM, R_BN, R_GMULT, R_KIND, R_NCHIP,
                                persistent_grid)
 from origami.enumerate import base_array, config_for_tiles, row_tiles, row_to_config, search_plan
@@ -147,15 +147,18 @@ def _space_of(hw: HardwareProfile, a_dtype, b_dtype, a_layout, b_layout, staged:
 
 def _mn_priced(hw: HardwareProfile, problem: GemmProblem) -> bool:
     """Whether ``problem``'s class carries model.mn_major_tile_cost: the profile sets it (> 0), the wide MMA
-    reads an operand through registers (origami.kmajor.mma_reads_through_registers), and the operand loads are
-    not register-staged (origami.space.register_staged: rows under 4 bytes aligned, only fp8 among the wide-MMA
-    dtypes). Staged loads already pass every operand through registers, which model.unaligned_penalty prices, and
-    the term was fitted on 16-byte-aligned rows only (benchmarks/shapes/kmajor.yaml). On the H100's unaligned fp8
-    training rows (benchmarks/data/h100/unaligned_fp8_e4m3.csv) the term's ordering is the wrong way round there:
-    dp 64x256x64 w8 ran 0.56x its prediction and was the fastest config of 5 of the 6 shapes, dp 256x64x64 w8 (the
-    pick with the term) 4.1x."""
+    reads an operand through registers (origami.kmajor.mma_reads_through_registers), and the operands are
+    16-byte aligned, the rows the term was fitted on (benchmarks/shapes/kmajor.yaml). Off them its ordering is the
+    wrong way round, on the H100's unaligned training rows (benchmarks/shapes/unaligned.yaml):
+    - register-staged fp8 (rows under 4 bytes aligned, whose loads model.unaligned_penalty already prices as
+      passing through registers): dp 64x256x64 w8 ran 0.56x its prediction and was the fastest config of 5 of the
+      first 6 shapes, dp 256x64x64 w8 (the pick with the term) 4.1x (session 34);
+    - 4-byte-aligned tf32 (cp.async, no TMA): 128x256 tiles ran about 0.5x their prediction and 256x128 ones, the
+      picks with the term, 1.0-1.4x; without it the file's pick geomean goes 0.789 -> 0.824, no other training
+      file moves (session 35, benchmarks/data/h100/unaligned_tf32.csv, the picks without the term timed in each
+      sample)."""
     return hw.model["mn_major_tile_cost"] > 0 and mma_reads_through_registers(problem, hw) \
-        and not register_staged(problem, hw)
+        and problem.align_bytes >= 16
 
 
 def _space(problem: GemmProblem, hw: HardwareProfile) -> _Space:

@@ -683,11 +683,13 @@ def test_splitk_fixup_read_efficiency_touches_only_splitk_fixups(name):
 def test_mn_major_tile_cost_touches_only_wide_rows_of_the_register_read_regime():
     """``mn_major_tile_cost`` at its default 0 leaves every profile as it was (left out of the written
     profile: content hash and rankings unchanged). Above 0, only problems whose wide MMA reads an operand
-    through registers (origami.kmajor.mma_reads_through_registers) change: there the wide rows' compute
+    through registers (origami.kmajor.mma_reads_through_registers) from 16-byte-aligned rows change
+    (origami.select._mn_priced; a 4-byte-aligned tf32 problem reads through registers too, unpriced): there the wide rows' compute
     term grows by exactly (BLOCK_M + cost x BLOCK_N) / BLOCK_M and the narrow rows (BLOCK_M under the
     instruction's M) do not change; select stays the exact minimum; select_many agrees with select on a
     mix of problems in and out of the regime (it splits their class)."""
     from origami.kmajor import mma_reads_through_registers
+    from origami.select import _mn_priced
 
     hw = origami.load_profile("h200")
     assert "mn_major_tile_cost" not in hw.to_yaml_dict()["model"]
@@ -701,7 +703,7 @@ def test_mn_major_tile_cost_touches_only_wide_rows_of_the_register_read_regime()
     for p in problems:
         base, lat, terms = score_problem(p, hw)
         _, lat1, terms1 = score_problem(p, cost)
-        if not mma_reads_through_registers(p, hw):
+        if not _mn_priced(cost, p):
             assert np.array_equal(lat, lat1) and np.array_equal(terms, terms1), p.describe()
             continue
         ok = np.isfinite(lat)
@@ -712,4 +714,5 @@ def test_mn_major_tile_cost_touches_only_wide_rows_of_the_register_read_regime()
         assert np.array_equal(lat[~wide & ok], lat1[~wide & ok]) and (lat1[wide] > lat[wide]).all()
         assert origami.select(p, cost).latency_ns == pytest.approx(float(np.where(np.isfinite(lat1), lat1, np.inf).min()))
     assert sum(mma_reads_through_registers(p, hw) for p in problems) == 3
+    assert [_mn_priced(cost, p) for p in problems] == [True, True, False, False, False, False]
     assert origami.select_many(problems, cost) == [origami.select(p, cost).config for p in problems]

@@ -441,21 +441,24 @@ def test_the_fp8_traffic_limit_leaves_out_exactly_the_fp8_configs_at_or_over_it(
     assert set(origami.candidates(p, b200)) == set(origami.candidates(p, b200.replace_model(fp8_spill_traffic_limit=0.1)))
 
 
-def test_mn_major_cost_is_not_priced_on_register_staged_rows():
+def test_mn_major_cost_is_priced_only_on_16_byte_aligned_rows():
     """origami.select._mn_priced: model.mn_major_tile_cost prices the register-read regime of 16-byte-aligned tf32/fp8
-    rows (its training rows) but not register-staged fp8 rows (under 4 bytes aligned), whose picks it does not move."""
+    rows (its training rows) but neither register-staged fp8 rows (under 4 bytes aligned) nor 4-byte-aligned tf32
+    rows (cp.async, no TMA), whose picks it does not move; select_many agrees with select on a mix."""
     from origami.select import _mn_priced
 
     hw = PROFILES["h100"]
     assert hw.model["mn_major_tile_cost"] > 0
     staged = GemmProblem(16384, 2045, 4325, a_dtype="fp8_e4m3", b_dtype="fp8_e4m3", c_dtype="bf16", align_bytes=1)
+    narrow = GemmProblem(32768, 3619, 771, a_dtype="tf32", b_dtype="tf32", c_dtype="fp32", align_bytes=4)
     async_ = GemmProblem(76, 6144, 4096, a_dtype="fp8_e4m3", b_dtype="fp8_e4m3", c_dtype="bf16")
-    assert not _mn_priced(hw, staged) and _mn_priced(hw, async_)
+    assert not _mn_priced(hw, staged) and not _mn_priced(hw, narrow) and _mn_priced(hw, async_)
     no_cost = hw.replace_model(mn_major_tile_cost=0.0)
-    assert origami.select(staged, hw).config == origami.select(staged, no_cost).config
+    for p in (staged, narrow):
+        assert origami.select(p, hw).config == origami.select(p, no_cost).config, p.describe()
     assert origami.select(async_, hw).config != origami.select(async_, no_cost).config
-    many = origami.select_many([staged, async_], hw)
-    assert many == [origami.select(staged, hw).config, origami.select(async_, hw).config]
+    many = origami.select_many([staged, narrow, async_], hw)
+    assert many == [origami.select(p, hw).config for p in (staged, narrow, async_)]
 
 
 def test_the_slowdown_limit_leaves_out_exactly_the_configs_at_or_over_it():

@@ -10,13 +10,16 @@ is a formula for that limit; this census is the compiler's own answer it is chec
 
     python benchmarks/staged_census.py [--workers 2] [--shape M N K ...] [--out benchmarks/data/nvidia_aot/h200_staged.csv]
     python benchmarks/staged_census.py --dtype fp8_e4m3 --space     # the fp8 census: h200_staged_fp8_e4m3.csv
-    python benchmarks/staged_census.py --table                      # origami/spill_census.py from both files
+    python benchmarks/staged_census.py --dtype tf32 --space         # the tf32 census (rows 4 bytes aligned, no TMA)
+    python benchmarks/staged_census.py --table                      # origami/spill_census.py from the census files
 
 The committed bf16 census holds 61x6485x11719 (ragged.yaml, the default), 4096x1057x3333 (dlrm.yaml) and
 31x1163x5965, training shapes. The fp8 census holds 32768x3619x771 (unaligned.yaml: N and K odd, both operands' rows
 1 byte aligned), each group of the fp8 space once (``--space``: large fp8 tiles that spill take up to a minute each to
 compile): 10-19 bytes of spill per multiply-add in 12 groups, among them the eight that ran 40-59x their prediction on
-the H100's unaligned fp8 training rows, at most 2.9 in the rest.
+the H100's unaligned fp8 training rows, at most 2.9 in the rest. The tf32 census holds 2959x13x8063 and
+32768x3619x771 (unaligned.yaml: rows 4 bytes aligned, which take cp.async but no TMA), each group of the tf32 space once,
+on the first of them where the config is valid there.
 
 Per config one CSV row: the problem, the config, the kernel, registers, spill stores/loads (bytes),
 the formula's registers (``space.staged_registers_per_thread``) and its verdict, or the error.
@@ -31,6 +34,7 @@ from __future__ import annotations
 
 import argparse
 import csv
+import dataclasses
 import os
 import re
 import subprocess
@@ -50,8 +54,20 @@ PROBLEMS = ((61, 6485, 11719),)
 # per input dtype: (output dtype, default problems, default census file). fp8: a training shape of
 # benchmarks/shapes/unaligned.yaml with N and K odd, so both operands' rows are 1 byte aligned (the H100's unaligned
 # fp8 training rows ran 40-53x their prediction in configs whose B tile holds 128 bytes a thread)
+# tf32: two training shapes of unaligned.yaml (N and K odd: 4-byte-aligned rows, cp.async without TMA), a skinny
+# long-K one (every kind, split-K included, is in its space) and a large one
 DTYPES = {"bf16": ("bf16", PROBLEMS, OUT),
-          "fp8_e4m3": ("bf16", ((32768, 3619, 771),), OUT.with_name("h200_staged_fp8_e4m3.csv"))}
+          "fp8_e4m3": ("bf16", ((32768, 3619, 771),), OUT.with_name("h200_staged_fp8_e4m3.csv")),
+          "tf32": ("fp32", ((2959, 13, 8063), (32768, 3619, 771)), OUT.with_name("h200_narrow_tf32.csv"))}
+# the census tables origami/spill_census.py holds: (name, input dtype). The tf32 census (session 35) is evidence
+# only: a traffic limit read from it moved the H100's held-out tf32 picks no better (nvidia_aot/README.md)
+TABLES = (("SPILL_BYTES", "bf16"), ("SPILL_BYTES_FP8", "fp8_e4m3"))
+
+
+def census_align_limit(dtype: str) -> int:
+    """Rows under this many bytes aligned are the census's for ``dtype`` (origami.space.census_rows): 16 for tf32
+    (no TMA), 4 for the others (register-staged)."""
+    return 16 if dtype == "tf32" else 4
 FIELDS = ("m", "n", "k", "dtype", "align_bytes", "config", "kind", "block_m", "block_n", "block_k", "num_warps",
           "num_stages", "formula_regs", "formula_ok", "status", "error", "kernel", "registers", "spill_stores",
           "spill_loads", "compile_s")
@@ -75,7 +91,7 @@ def _ptxas_info(ptx: str) -> dict:
 
 
 _STUB = [False]  # the stub driver is active in this worker process
-_TORCH_DTYPES = {"bf16": "bfloat16", "fp8_e4m3": "float8_e4m3fn"}
+_TORCH_DTYPES = {"bf16": "bfloat16", "fp8_e4m3": "float8_e4m3fn", "tf32": "float32", "fp32": "float32"}
 
 
 def compile_one(job: tuple) -> dict:
@@ -103,7 +119,10 @@ def compile_one(job: tuple) -> dict:
     t0 = time.time()
     row = dict(status="ok", error="", kernel="", registers="", spill_stores="", spill_loads="")
     try:
-        plan = P.make_plan(cfg, P.problem_from_tensors(a, b, out), hw)
+        prob = P.problem_from_tensors(a, b, out)
+        if dtype == "tf32":  # fp32 tensors, read as tf32 (the problem's dtype says which MMA)
+            prob = dataclasses.replace(prob, a_dtype="tf32", b_dtype="tf32")
+        plan = P.make_plan(cfg, prob, hw)
         prepared = _aot.prepare_on_cpu(plan, a, b, out)
         compiled = prepared.kernel.warmup(*prepared.args, grid=prepared.grid, **prepared.kwargs)
         row.update(kernel=prepared.kernel.fn.__name__, **_ptxas_info(compiled.asm["ptx"]))
@@ -130,7 +149,8 @@ def jobs(problems=PROBLEMS, dtype: str = "bf16") -> list[tuple]:
     out = []
     for m, n, k in problems:
         p = problem(m, n, k, dtype)
-        assert space.register_staged(p, hw), p.describe()
+        assert p.align_bytes < census_align_limit(dtype) and (dtype == "tf32" or space.register_staged(p, hw)), \
+            p.describe()
         for bm, bn in E._TILES:
             for bk in E._block_ks(p.a_dtype):
                 for w in E._warps(bm, bn):
@@ -140,8 +160,8 @@ def jobs(problems=PROBLEMS, dtype: str = "bf16") -> list[tuple]:
                             continue
                         for kind, kw in kinds.items():
                             c = replace(tile, kind=kind, **kw)
-                            if space.check_registers(c, p, hw) is not None:
-                                continue
+                            if space.check_registers(c, p, hw) is not None or space.violations(c, p, hw):
+                                continue  # (a config invalid for this problem, e.g. a tile over its split count)
                             fields = dict(kind=kind.value, block_m=bm, block_n=bn, block_k=bk, num_warps=w,
                                           num_stages=s, **{"group_m": c.group_m, **kw})
                             out.append(((m, n, k), fields, space.staged_registers_per_thread(c, p, hw),
@@ -182,7 +202,8 @@ def space_groups(problems, dtype: str) -> dict:
     for f in sorted(f for f in (ROOT / "benchmarks" / "data").glob("*/*.csv") if not f.parent.name.endswith("_heldout")):
         with f.open() as fh:
             for r in csv.DictReader(line for line in fh if not line.startswith("#")):
-                if r.get("a_dtype") == dtype and r.get("align_bytes") and int(r["align_bytes"]) < 4 and r.get("kind"):
+                if r.get("a_dtype") == dtype and r.get("align_bytes") and int(r["align_bytes"]) < census_align_limit(dtype) \
+                        and r.get("kind"):
                     out[_group(r)] = None
     return out
 
@@ -213,13 +234,14 @@ def _table(census: Path) -> tuple[dict, int]:
     return table, len(rows)
 
 
-def table_source(census: Path = OUT, census_fp8: Path = DTYPES["fp8_e4m3"][2]) -> str:
+def table_source() -> str:
     """The source of origami/spill_census.py: each census's spill bytes (stores + loads, per thread) of every compiled
     (kind, BLOCK_M, BLOCK_N, BLOCK_K, warps), 0 where it compiled clean (the same on every shape and at any stages:
-    checked here), one table per operand width: SPILL_BYTES (2-byte, the bf16 census) and SPILL_BYTES_FP8 (1-byte,
-    the fp8_e4m3 census)."""
+    checked here), one table per operand width (TABLES): SPILL_BYTES (2-byte, the bf16 census) and SPILL_BYTES_FP8
+    (1-byte, the fp8_e4m3 census)."""
     parts = []
-    for name, path in (("SPILL_BYTES", census), ("SPILL_BYTES_FP8", census_fp8)):
+    for name, dtype in TABLES:
+        path = DTYPES[dtype][2]
         table, n = _table(path)
         body = "\n".join(f"    ({k!r}, {bm}, {bn}, {bk}, {w}): {b}," for (k, bm, bn, bk, w), b in sorted(table.items()))
         parts.append((name, path, n, len(table), body))
@@ -233,7 +255,7 @@ width: SPILL_BYTES for 2-byte operands (bf16), SPILL_BYTES_FP8 for 1-byte (fp8_e
 Generated by `python benchmarks/staged_census.py --table`: {sources}; Triton 3.6. tests/origami/test_space.py checks
 it against those files. Read through origami.space.census_spill_traffic."""
 
-__all__ = ["SPILL_BYTES", "SPILL_BYTES_FP8"]
+__all__ = [{", ".join(f'"{name}"' for name, _ in TABLES)}]
 
 {tables}
 ''')
@@ -255,7 +277,8 @@ def main(argv=None) -> int:
     ap.add_argument("--out", type=Path, default=None, help="the census file (default: the dtype's, DTYPES)")
     ap.add_argument("--limit", type=int, default=0, help="at most this many new configs (0: all)")
     ap.add_argument("--shape", type=int, nargs=3, action="append", metavar=("M", "N", "K"),
-                    help="a problem whose rows are under 4 bytes aligned (repeatable; default: the dtype's, DTYPES)")
+                    help="a problem whose rows are the census's (under 4 bytes aligned; tf32 under 16) (repeatable; "
+                         "default: the dtype's, DTYPES)")
     ap.add_argument("--kinds", nargs="+", default=None, choices=("dp", "persistent", "streamk", "splitk"),
                     help="only these kernels (default: all four)")
     ap.add_argument("--space", action="store_true",
@@ -263,13 +286,13 @@ def main(argv=None) -> int:
                          "h200 profiles) or that a recorded sweep timed on a register-staged row of the dtype, each at "
                          "its fewest stages (fp8: large tiles take minutes each to compile)")
     ap.add_argument("--table", action="store_true",
-                    help=f"write {TABLE.relative_to(ROOT)} (origami's spill-bytes tables) from both census files, and exit")
+                    help=f"write {TABLE.relative_to(ROOT)} (origami's spill-bytes tables) from the census files, and exit")
     args = ap.parse_args(argv)
     args.out = args.out or DTYPES[args.dtype][2]
     if args.table:
         write_table()
-        print(f"wrote {TABLE.relative_to(ROOT)} from {OUT.relative_to(ROOT)} and "
-              f"{DTYPES['fp8_e4m3'][2].relative_to(ROOT)}")
+        print(f"wrote {TABLE.relative_to(ROOT)} from "
+              f"{', '.join(DTYPES[d][2].relative_to(ROOT).as_posix() for _, d in TABLES)}")
         return 0
     sys.path.insert(0, str(ROOT / "benchmarks"))
     from _harness import provenance, write_csv

@@ -104,3 +104,29 @@ def test_fp8_census_worker_compiles_fp8_and_sees_the_wide_b_tiles_spill(tmp_path
     assert clean["status"] == "ok" and wide_b["status"] == "ok", (clean, wide_b)
     assert clean["spill_stores"] == 0, clean
     assert wide_b["spill_stores"] + wide_b["spill_loads"] > 10_000, wide_b
+
+
+_TF32_SCRIPT = """
+import json, sys
+sys.path.insert(0, {root!r}); sys.path.insert(0, {bench!r})
+import staged_census as S
+dims = S.DTYPES["tf32"][1][0]
+clean = dict(kind="splitk", block_m=64, block_n=64, block_k=32, num_warps=4, num_stages=3, group_m=1, split_k=4)
+tall = dict(kind="splitk", block_m=128, block_n=64, block_k=64, num_warps=4, num_stages=3, group_m=1, split_k=8)
+print(json.dumps([S.compile_one((dims, clean, "tf32")), S.compile_one((dims, tall, "tf32"))]))
+"""
+
+
+@pytest.mark.timeout(600)
+def test_tf32_census_worker_compiles_tf32_on_4_byte_rows(tmp_path):
+    """The tf32 census (``--dtype tf32``, evidence only) compiles tf32 kernels on the 4-byte-aligned problem (cp.async,
+    no TMA): split-K 64x64x32 w4 clean, 128x64x64 w4 (the H100's worst held-out tf32 pick) spilling KBs."""
+    _need_ptxas()
+    sys.path.insert(0, str(ROOT / "benchmarks"))
+    import staged_census as S
+
+    assert S.problem(*S.DTYPES["tf32"][1][0], "tf32").align_bytes == 4
+    clean, tall = _run_worker(_TF32_SCRIPT, tmp_path)
+    assert clean["status"] == "ok" and tall["status"] == "ok", (clean, tall)
+    assert clean["spill_stores"] == 0, clean
+    assert tall["spill_stores"] + tall["spill_loads"] > 2_000, tall

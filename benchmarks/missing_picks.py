@@ -138,7 +138,10 @@ def apply(profile: str) -> list[str]:
     A shape is complete when the repick file has a row for every config the original recorded for it (the job
     re-times them all beside the pick). A repick cut by its budget leaves its last shape incomplete: merging it
     would drop the oracle's configs it did not reach, so such shapes stay out of the original and the repick
-    file is rewritten (atomically) to hold just them: resume the job with sweep.py --rows, then apply again."""
+    file is rewritten (atomically) to hold just them: resume the job with sweep.py --rows, then apply again. A
+    repick file merged whole is removed (after the original's atomic write), so a second --apply cannot append its
+    provenance and rows again; one whose provenance lines and rows the original already holds (merged before this
+    rule) is removed without a write."""
     done = []
     for rp in sorted(p for d in (f"{profile}_repick", f"{profile}_cold_repick") for p in (DATA / d).glob("*.csv")):
         orig = DATA / rp.parent.name[: -len("_repick")] / rp.name
@@ -150,14 +153,21 @@ def apply(profile: str) -> list[str]:
         shapes = {k for k, cfgs in timed.items() if recorded.get(k, set()) <= cfgs}
         short = set(timed) - shapes
         header, rp_header = _header(orig), _header(rp)
-        header += [f"# repick {rp.relative_to(ROOT)}: {line[1:].strip()}" for line in rp_header]
+        provenance = [f"# repick {rp.relative_to(ROOT)}: {line[1:].strip()}" for line in rp_header]
         merged = [r for r in new if _key(r) in shapes]
+        if not short and set(provenance) <= set(header) and all(r in old for r in merged):
+            rp.unlink()
+            done.append(f"{orig.relative_to(ROOT)}: already holds {rp.relative_to(ROOT)} (its provenance and "
+                        f"{len(merged)} rows); the repick file is removed, nothing written")
+            continue
         if merged:
             kept = [r for r in old if _key(r) not in shapes]
-            write_rows(orig, header, _columns(kept), kept + merged)
+            write_rows(orig, header + provenance, _columns(kept), kept + merged)
         if short:
             rest = [r for r in new if _key(r) in short]
             write_rows(rp, rp_header, _columns(rest), rest)
+        elif merged:
+            rp.unlink()
         done.append(f"{orig.relative_to(ROOT)}: {len(shapes)} shapes replaced by {rp.relative_to(ROOT)} "
                     f"({len(merged)} rows); re-score its floors entry: python benchmarks/floors_rescore.py"
                     + (f"; {len(short)} shapes incomplete (a cut repick) stay in {rp.relative_to(ROOT)}: resume "

@@ -112,6 +112,26 @@ def test_apply_leaves_a_shape_the_repick_did_not_finish_out_and_keeps_it_for_the
     assert {r["median_ms"] for r in by_shape(read_rows(orig), keys[1])} == {"7.0"}
 
 
+def test_apply_removes_a_repick_merged_whole_and_a_second_apply_writes_nothing(tmp_path, monkeypatch):
+    """A repick file merged whole is removed, so --apply twice cannot append its provenance and rows twice; a copy of
+    one the original already holds (merged before that rule) is removed without touching the original."""
+    repick, orig, rows = _data_dir(tmp_path, monkeypatch)
+    first = rows[0]
+    shape = [r for r in rows if all(r[c] == first[c] for c in ("m", "n", "k"))]
+    rep = "# git_sha=abc\n" + ",".join(shape[0]) + "\n" + "".join(
+        ",".join({**r, "median_ms": "9.0"}.values()) + "\n" for r in shape)
+    repick.write_text(rep)
+    before = orig.read_text().count("# repick")
+    assert "1 shapes replaced" in mp.apply("h200")[0]
+    merged = orig.read_text()
+    assert not repick.exists() and merged.count("# repick") == before + 1
+    assert mp.apply("h200") == [] and orig.read_text() == merged
+    repick.write_text(rep)  # the same file again, as a tree that kept it would hold
+    done = mp.apply("h200")
+    assert len(done) == 1 and "already holds" in done[0]
+    assert orig.read_text() == merged and not repick.exists()
+
+
 @pytest.mark.parametrize("cut", ["short", "schema"])
 def test_apply_refuses_a_cut_or_foreign_repick_file_and_writes_nothing(tmp_path, monkeypatch, cut):
     repick, orig, rows = _data_dir(tmp_path, monkeypatch)

@@ -65,9 +65,11 @@ TABLES = (("SPILL_BYTES", "bf16"), ("SPILL_BYTES_FP8", "fp8_e4m3"))
 
 
 def census_align_limit(dtype: str) -> int:
-    """Rows under this many bytes aligned are the census's for ``dtype`` (origami.space.census_rows): 16 for tf32
-    (no TMA), 4 for the others (register-staged)."""
+    """Rows under this many bytes aligned are the census's for ``dtype``: 16 for tf32 (cp.async without TMA), 4 for
+    the others (register-staged: origami.space.register_staged)."""
     return 16 if dtype == "tf32" else 4
+
+
 FIELDS = ("m", "n", "k", "dtype", "align_bytes", "config", "kind", "block_m", "block_n", "block_k", "num_warps",
           "num_stages", "formula_regs", "formula_ok", "status", "error", "kernel", "registers", "spill_stores",
           "spill_loads", "compile_s")

@@ -142,7 +142,7 @@ def jobs(problems=PROBLEMS, dtype: str = "bf16") -> list[tuple]:
     from dataclasses import replace
 
     import origami
-    from origami import GemmProblem, Kind, TileConfig, space
+    from origami import Kind, TileConfig, space
     from origami import enumerate as E
 
     hw = origami.load_profile("h200")

@@ -138,7 +138,8 @@ def jobs(problems=PROBLEMS, dtype: str = "bf16") -> list[tuple]:
     """(problem dims, TileConfig fields, formula registers, formula verdict, name) of every (kind, tile,
     warps, stages) the enumerator's grid offers (``origami.enumerate``'s tiles, BLOCK_Ks, warps and
     stages, the shared-memory, instruction and accumulator-register predicates) for the problems (``dtype`` NN,
-    rows under 4 bytes aligned), on both sides of the staging formula's limit."""
+    rows of the census's alignment, :func:`census_align_limit`; a config invalid for a problem is not its job), on
+    both sides of the staging formula's limit."""
     from dataclasses import replace
 
     import origami

@@ -49,6 +49,9 @@
 #   benchmarks/data/nvidia_aot/h200_staged_fp8_e4m3_splitk.csv to h200_staged_fp8_e4m3.csv, `python
 #   benchmarks/staged_census.py --table`, both choosers (`spill_slowdown.py --choose [--param fp8_spill_traffic_limit]
 #   --profiles h100`), floors_rescore: held-out fp8 on the H100 0.716 / 0.450 -> 0.853 / 0.741 (CPU, recorded sweeps).
+#   On an H200, after the repick: TRAINING=1 TRAINING_SETS="unaligned:fp8_e4m3 unaligned:tf32" TRAINING_CONFIGS=40
+#   TRAINING_ARGS="--also-pick mn_major_tile_cost=0 fp8_spill_traffic_limit=0" (h200.yaml has no unaligned fp8 row, so
+#   its fp8_spill_traffic_limit stays 0 and its held-out fp8 split, once swept, would meet the H100's split-K spills).
 set -u -o pipefail
 : "${GIT_SHA:?set GIT_SHA=<the commit of the tree you send>}"
 export GIT_SHA

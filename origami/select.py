@@ -152,11 +152,10 @@ def _mn_priced(hw: HardwareProfile, problem: GemmProblem) -> bool:
     wrong way round, on the H100's unaligned training rows (benchmarks/shapes/unaligned.yaml):
     - register-staged fp8 (rows under 4 bytes aligned, whose loads model.unaligned_penalty already prices as
       passing through registers): dp 64x256x64 w8 ran 0.56x its prediction and was the fastest config of 5 of the
-      first 6 shapes, dp 256x64x64 w8 (the pick with the term) 4.1x (session 34);
+      first 6 shapes, dp 256x64x64 w8 (the pick with the term) 4.1x (benchmarks/data/h100/unaligned_fp8_e4m3.csv);
     - 4-byte-aligned tf32 (cp.async, no TMA): 128x256 tiles ran about 0.5x their prediction and 256x128 ones, the
       picks with the term, 1.0-1.4x; without it the file's pick geomean goes 0.789 -> 0.824, no other training
-      file moves (session 35, benchmarks/data/h100/unaligned_tf32.csv, the picks without the term timed in each
-      sample)."""
+      file moves (benchmarks/data/h100/unaligned_tf32.csv, the picks without the term timed in each sample)."""
     return hw.model["mn_major_tile_cost"] > 0 and mma_reads_through_registers(problem, hw) \
         and problem.align_bytes >= 16
 

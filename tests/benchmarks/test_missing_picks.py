@@ -68,12 +68,17 @@ def _data_dir(tmp_path, monkeypatch, folder: str = "repick"):
     return data_dir / f"h200_{folder}" / "llm.csv", orig, read_rows(LLM)
 
 
-def test_apply_replaces_only_the_repicked_shapes(tmp_path, monkeypatch):
-    repick, orig, rows = _data_dir(tmp_path, monkeypatch)
+def _first_shape_repick(rows: list[dict]) -> tuple[dict, str]:
+    """(the first row, a repick file's text re-timing every config of that row's shape at 9.0 ms)."""
     first = rows[0]
     shape = [r for r in rows if all(r[c] == first[c] for c in ("m", "n", "k"))]
-    rep = "# git_sha=abc\n" + ",".join(shape[0]) + "\n" + "".join(
+    return first, "# git_sha=abc\n" + ",".join(shape[0]) + "\n" + "".join(
         ",".join({**r, "median_ms": "9.0"}.values()) + "\n" for r in shape)
+
+
+def test_apply_replaces_only_the_repicked_shapes(tmp_path, monkeypatch):
+    repick, orig, rows = _data_dir(tmp_path, monkeypatch)
+    first, rep = _first_shape_repick(rows)
     repick.write_text(rep)
     done = mp.apply("h200")
     assert len(done) == 1 and "1 shapes replaced" in done[0]
@@ -116,10 +121,7 @@ def test_apply_removes_a_repick_merged_whole_and_a_second_apply_writes_nothing(t
     """A repick file merged whole is removed, so --apply twice cannot append its provenance and rows twice; a copy of
     one the original already holds (merged before that rule) is removed without touching the original."""
     repick, orig, rows = _data_dir(tmp_path, monkeypatch)
-    first = rows[0]
-    shape = [r for r in rows if all(r[c] == first[c] for c in ("m", "n", "k"))]
-    rep = "# git_sha=abc\n" + ",".join(shape[0]) + "\n" + "".join(
-        ",".join({**r, "median_ms": "9.0"}.values()) + "\n" for r in shape)
+    _, rep = _first_shape_repick(rows)
     repick.write_text(rep)
     before = orig.read_text().count("# repick")
     assert "1 shapes replaced" in mp.apply("h200")[0]

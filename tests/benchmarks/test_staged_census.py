@@ -30,12 +30,12 @@ def _need_ptxas() -> None:
         pytest.skip("Triton's bundled ptxas is missing: the census compiles with it")
 
 
-def _run_worker(script: str, tmp_path) -> list:
-    """Run a census worker ``script`` (formatted with the repo's paths) in a fresh process without
+def _run_worker(script: str, tmp_path, **fields) -> list:
+    """Run a census worker ``script`` (formatted with the repo's paths and ``fields``) in a fresh process without
     TRITON_INTERPRET, its own Triton cache under ``tmp_path``; its last stdout line, parsed as JSON."""
     env = {k: v for k, v in os.environ.items() if k != "TRITON_INTERPRET"}
     env["TRITON_CACHE_DIR"] = str(tmp_path / "triton_cache")
-    code = script.format(root=str(ROOT), bench=str(ROOT / "benchmarks"))
+    code = script.format(root=str(ROOT), bench=str(ROOT / "benchmarks"), **fields)
     r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env, timeout=600)
     assert r.returncode == 0, r.stderr[-3000:]
     return json.loads(r.stdout.strip().splitlines()[-1])
@@ -80,53 +80,43 @@ def test_rule_evaluation_reports_moved_picks(capsys):
     assert ("not timed:" in out) == (untimed > 0), out
 
 
-_FP8_SCRIPT = """
+_DTYPE_SCRIPT = """
 import json, sys
 sys.path.insert(0, {root!r}); sys.path.insert(0, {bench!r})
 import staged_census as S
-dims = S.DTYPES["fp8_e4m3"][1][0]
-clean = dict(kind="dp", block_m=16, block_n=64, block_k=64, num_warps=4, num_stages=3, group_m=8)
-wide_b = dict(kind="dp", block_m=32, block_n=128, block_k=128, num_warps=4, num_stages=3, group_m=8)
-print(json.dumps([S.compile_one((dims, clean, "fp8_e4m3")), S.compile_one((dims, wide_b, "fp8_e4m3"))]))
+dtype, configs = {dtype!r}, [{clean}, {spilling}]
+dims = S.DTYPES[dtype][1][0]
+print(json.dumps([S.compile_one((dims, c, dtype)) for c in configs]))
 """
+
+# the configs, as the worker's source spells them
+_FP8_CLEAN = 'dict(kind="dp", block_m=16, block_n=64, block_k=64, num_warps=4, num_stages=3, group_m=8)'
+_FP8_WIDE_B = 'dict(kind="dp", block_m=32, block_n=128, block_k=128, num_warps=4, num_stages=3, group_m=8)'
+_TF32_CLEAN = ('dict(kind="splitk", block_m=64, block_n=64, block_k=32, num_warps=4, num_stages=3, group_m=1, '
+               'split_k=4)')
+_TF32_TALL = ('dict(kind="splitk", block_m=128, block_n=64, block_k=64, num_warps=4, num_stages=3, group_m=1, '
+              'split_k=8)')
 
 
 @pytest.mark.timeout(600)
-def test_fp8_census_worker_compiles_fp8_and_sees_the_wide_b_tiles_spill(tmp_path):
-    """The fp8 census (``--dtype fp8_e4m3``) compiles fp8 kernels on the 1-byte-aligned problem: 16x64x64 w4 clean,
-    32x128x128 w4 (128 bytes of B a thread a stage; ran 59x its prediction on the H100) spilling tens of KB."""
+@pytest.mark.parametrize("dtype, align, clean_cfg, spilling_cfg, spilled", [
+    # fp8 on the 1-byte-aligned problem: 32x128x128 w4 (128 bytes of B a thread a stage; ran 59x its prediction
+    # on the H100) spills tens of KB
+    ("fp8_e4m3", 1, _FP8_CLEAN, _FP8_WIDE_B, 10_000),
+    # tf32 (evidence only) on the 4-byte-aligned problem (cp.async, no TMA): split-K 128x64x64 w4 (the H100's worst
+    # held-out tf32 pick) spills KBs
+    ("tf32", 4, _TF32_CLEAN, _TF32_TALL, 2_000),
+], ids=["fp8_e4m3", "tf32"])
+def test_census_worker_compiles_the_dtype_on_its_rows_and_sees_the_spill(tmp_path, dtype, align, clean_cfg,
+                                                                         spilling_cfg, spilled):
+    """The fp8 and tf32 censuses (``--dtype``) compile their dtype's kernels on the census's problem, of the row
+    alignment the census is for: one config clean, one spilling more than ``spilled`` bytes a thread."""
     _need_ptxas()
     sys.path.insert(0, str(ROOT / "benchmarks"))
     import staged_census as S
 
-    assert S.problem(*S.DTYPES["fp8_e4m3"][1][0], "fp8_e4m3").align_bytes == 1
-    clean, wide_b = _run_worker(_FP8_SCRIPT, tmp_path)
-    assert clean["status"] == "ok" and wide_b["status"] == "ok", (clean, wide_b)
+    assert S.problem(*S.DTYPES[dtype][1][0], dtype).align_bytes == align
+    clean, spilling = _run_worker(_DTYPE_SCRIPT, tmp_path, dtype=dtype, clean=clean_cfg, spilling=spilling_cfg)
+    assert clean["status"] == "ok" and spilling["status"] == "ok", (clean, spilling)
     assert clean["spill_stores"] == 0, clean
-    assert wide_b["spill_stores"] + wide_b["spill_loads"] > 10_000, wide_b
-
-
-_TF32_SCRIPT = """
-import json, sys
-sys.path.insert(0, {root!r}); sys.path.insert(0, {bench!r})
-import staged_census as S
-dims = S.DTYPES["tf32"][1][0]
-clean = dict(kind="splitk", block_m=64, block_n=64, block_k=32, num_warps=4, num_stages=3, group_m=1, split_k=4)
-tall = dict(kind="splitk", block_m=128, block_n=64, block_k=64, num_warps=4, num_stages=3, group_m=1, split_k=8)
-print(json.dumps([S.compile_one((dims, clean, "tf32")), S.compile_one((dims, tall, "tf32"))]))
-"""
-
-
-@pytest.mark.timeout(600)
-def test_tf32_census_worker_compiles_tf32_on_4_byte_rows(tmp_path):
-    """The tf32 census (``--dtype tf32``, evidence only) compiles tf32 kernels on the 4-byte-aligned problem (cp.async,
-    no TMA): split-K 64x64x32 w4 clean, 128x64x64 w4 (the H100's worst held-out tf32 pick) spilling KBs."""
-    _need_ptxas()
-    sys.path.insert(0, str(ROOT / "benchmarks"))
-    import staged_census as S
-
-    assert S.problem(*S.DTYPES["tf32"][1][0], "tf32").align_bytes == 4
-    clean, tall = _run_worker(_TF32_SCRIPT, tmp_path)
-    assert clean["status"] == "ok" and tall["status"] == "ok", (clean, tall)
-    assert clean["spill_stores"] == 0, clean
-    assert tall["spill_stores"] + tall["spill_loads"] > 2_000, tall
+    assert spilling["spill_stores"] + spilling["spill_loads"] > spilled, spilling

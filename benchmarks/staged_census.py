@@ -59,7 +59,7 @@ PROBLEMS = ((61, 6485, 11719),)
 DTYPES = {"bf16": ("bf16", PROBLEMS, OUT),
           "fp8_e4m3": ("bf16", ((32768, 3619, 771),), OUT.with_name("h200_staged_fp8_e4m3.csv")),
           "tf32": ("fp32", ((2959, 13, 8063), (32768, 3619, 771)), OUT.with_name("h200_narrow_tf32.csv"))}
-# the census tables origami/spill_census.py holds: (name, input dtype). The tf32 census (session 35) is evidence
+# the census tables origami/spill_census.py holds: (name, input dtype). The tf32 census is evidence
 # only: a traffic limit read from it moved the H100's held-out tf32 picks no better (nvidia_aot/README.md)
 TABLES = (("SPILL_BYTES", "bf16"), ("SPILL_BYTES_FP8", "fp8_e4m3"))
 

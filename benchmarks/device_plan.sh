@@ -42,13 +42,8 @@
 #   mn_major_tile_cost=0 fp8_spill_traffic_limit=0" (resumable; large unaligned fp8 shapes take 40-100 s each with
 #   the 40-59x spilling configs in the sample), then spill_slowdown.py --choose --param fp8_spill_traffic_limit.
 # Session 35 (H100: held-out fp8 and tf32 complete, the unaligned training set complete for fp8 and tf32, the suite
-#   2291 passed at 0a691ac): first, on an H100, RETIME=1 RETIME_JOBS=benchmarks/data/jobs/h100_fp8_splitk_census.csv
-#   (the two unaligned fp8 training picks that the fp8 census's split-K groups move, with their shapes' 40 recorded
-#   configs: 82 rows of two small shapes, about a minute), beside any branch below. Then on the CPU:
-#   `python benchmarks/missing_picks.py --profile h100 --apply`, append the rows of
-#   benchmarks/data/nvidia_aot/h200_staged_fp8_e4m3_splitk.csv to h200_staged_fp8_e4m3.csv, `python
-#   benchmarks/staged_census.py --table`, both choosers (`spill_slowdown.py --choose [--param fp8_spill_traffic_limit]
-#   --profiles h100`), floors_rescore: held-out fp8 on the H100 0.716 / 0.450 -> 0.853 / 0.741 (CPU, recorded sweeps).
+#   2291 passed at 0a691ac); session 36 timed the fp8 census's split-K picks on an H100 (RETIME_JOBS=
+#   benchmarks/data/jobs/h100_fp8_splitk_census.csv) and shipped the rows: held-out fp8 on the H100 0.853 / 0.741.
 #   On an H200, after the repick: TRAINING=1 TRAINING_SETS="unaligned:fp8_e4m3 unaligned:tf32" TRAINING_CONFIGS=40
 #   TRAINING_ARGS="--also-pick mn_major_tile_cost=0 fp8_spill_traffic_limit=0" (h200.yaml has no unaligned fp8 row, so
 #   its fp8_spill_traffic_limit stays 0 and its held-out fp8 split, once swept, would meet the H100's split-K spills).

@@ -75,7 +75,7 @@ def _final(total, floor):
 HW_CUS, HW_CHIPLETS, HW_RR, HW_CU_RATE, HW_IM, HW_IN, HW_IK, HW_L2_BYTES, HW_L2_BW, HW_LLC_BYTES, \
     HW_LLC_BW, HW_HBM_BW, HW_LAUNCH, HW_PEAK, HW_MMA_EFF, HW_SMALL_EFF, HW_SK_EFF, HW_KITER, HW_TILE, \
     HW_UNALIGNED, HW_FIXUP, HW_LAT, HW_OVERLAP, HW_SK_SPLIT, HW_WG1_EFF, HW_WS_EFF, HW_SK_UNALIGNED, HW_SPLIT_READS, \
-    HW_SPILL, HW_FIX_READ, HW_MN_COST, HW_STAGED_EXP, HW_MAX_WARPS, HW_SPLITK_EFF, HW_SK_READS, HW_HBM_LAT, HW_LEN = range(37)
+    HW_SPILL, HW_FIX_READ, HW_MN_COST, HW_STAGED_EXP, HW_MAX_WARPS, HW_SPLITK_EFF, HW_SK_READS, HW_HBM_LAT, HW_NARROW_EXP, HW_LEN = range(38)
 
 # Resident warps per SM from which model.unaligned_penalty holds for register-staged loads: one 8-warp
 # program per SM, the rows that penalty was fitted on (_staged_load_factor)
@@ -280,14 +280,15 @@ def mma_work(bm, bn, bk, hw):
 
 @njit(cache=CACHE, fastmath=FASTMATH, inline="always")
 def _kstep(nprog, bm, bn, bk, stages, eff, cus, nchip, ab, bb, hw, rows, cols, align_pen, out, kranges=1.0,
-           staged_warps=0.0):
+           staged_warps=0.0, staged_exp=0.0):
     """Cost of one K-step of a wave of ``nprog`` concurrent programs; fills out[0:5] with the
     per-term times and returns their max + the per-iteration overhead. ``kranges`` (>= 1): the
     disjoint K ranges the wave's programs read at once (split-K: :func:`_split_ranges`); the
     distinct bytes of ``rows`` x ``cols`` blocks are read once per range. ``staged_warps``: the
-    program's warps where its loads are register-staged, else 0 (:func:`_staged_load_factor`)."""
+    program's warps where its loads are narrower than 16 bytes, else 0; ``staged_exp`` the exponent of
+    that load class (:func:`_load_class`, :func:`_staged_load_factor`)."""
     per_cu = _cdiv(nprog, cus)
-    align_pen *= _staged_load_factor(per_cu, staged_warps, hw)
+    align_pen *= _staged_load_factor(per_cu, staged_warps, staged_exp, hw)
     compute = per_cu * mma_work(bm, bn, bk, hw) / (hw[HW_CU_RATE] * eff)
     tile_bytes = (bm * ab + bn * bb) * bk
     # an SM draws at most its share (1/cus) of the L2 bandwidth: a partial wave of nprog < cus
@@ -337,11 +338,13 @@ def _load_latency(miss, read, hw):
 
 
 @njit(cache=CACHE, fastmath=FASTMATH, inline="always")
-def _staged_load_factor(per_cu, staged_warps, hw):
-    """Factor (>= 1) on the unaligned penalty of a register-staged wave that keeps fewer than
-    STAGED_REF_WARPS warps on an SM: (STAGED_REF_WARPS / w) ** model.staged_load_exponent, w =
-    ``per_cu`` x ``staged_warps`` (at most the SM's warp slots); 1 at or above it, where the loads are
-    not register-staged (``staged_warps`` 0), or where the exponent is 0 (off: every shipped profile but h100).
+def _staged_load_factor(per_cu, staged_warps, exponent, hw):
+    """Factor (>= 1) on the unaligned penalty of a wave of narrow loads that keeps fewer than
+    STAGED_REF_WARPS warps on an SM: (STAGED_REF_WARPS / w) ** ``exponent``, w = ``per_cu`` x
+    ``staged_warps`` (at most the SM's warp slots); 1 at or above it, where the loads are 16-byte
+    (``staged_warps`` 0), or where the exponent is 0 (off). The exponent is the load class's
+    (:func:`_load_class`): model.staged_load_exponent for register-staged rows, model.narrow_load_exponent
+    for 4- and 8-byte rows.
 
     Register-staged loads (no cp.async) have only as many bytes in flight as the SM's warps issue,
     and unaligned_penalty was fitted where an SM held one or two 8-warp programs. Evidence (H200
@@ -354,10 +357,29 @@ def _staged_load_factor(per_cu, staged_warps, hw):
     (unaligned) set, the same fit gives 0.9775 with the penalty at 3.49, every moved pick timed (h100.yaml
     ships it): a Stream-K 32x64x64 tile of 26x8719x8771 ran 186 us with one 4-warp program an SM and 120 us
     with four. Never below 1: screen_bounds' penalty (unaligned_penalty alone) stays a lower bound."""
-    if staged_warps <= 0.0 or hw[HW_STAGED_EXP] <= 0.0:
+    if staged_warps <= 0.0 or exponent <= 0.0:
         return 1.0
     w = min(per_cu * staged_warps, hw[HW_MAX_WARPS])
-    return max(1.0, (STAGED_REF_WARPS / w) ** hw[HW_STAGED_EXP])
+    return max(1.0, (STAGED_REF_WARPS / w) ** exponent)
+
+
+@njit(cache=CACHE, fastmath=FASTMATH, inline="always")
+def _load_class(warps, align, hw):
+    """(warps, exponent) that :func:`_staged_load_factor` prices a program's loads by, from the rows'
+    alignment (NVIDIA; both exponents are 0 on AMD, select._hw_vector): under STAGED_ALIGN bytes the
+    loads are register-staged (model.staged_load_exponent); 4 or 8 bytes, cp.async copies of that width
+    without TMA (model.narrow_load_exponent); 16 bytes, TMA or vector copies: (0, 0), no factor.
+
+    Evidence for the second class (H100 training sweeps, 4-byte-aligned tf32 rows of
+    benchmarks/shapes/unaligned.yaml): Stream-K and split-K 256x64 tiles with 4 warps, one program an SM,
+    ran 2-3x their prediction (2959x13x8063: 182 us against 63; 10677x31x5405: 360 against 121). The
+    exponent is fitted on the training sweeps only (``benchmarks/term_eval.py --profile h100 --fit
+    narrow_load_exponent --training-only``: 0.4508)."""
+    if align < STAGED_ALIGN:
+        return warps, hw[HW_STAGED_EXP]
+    if align < 16:
+        return warps, hw[HW_NARROW_EXP]
+    return 0.0, 0.0
 
 
 @njit(cache=CACHE, fastmath=FASTMATH)
@@ -391,13 +413,13 @@ def _tile_eff(bm, bn, hw):
 @njit(cache=CACHE, fastmath=FASTMATH)
 def _phase(nprog_total, kiters, grid_cap, bm, bn, bk, stages, eff, cus, nchip, chunk, rr,
            ab, bb, hw, num_pid_m, num_pid_n, group_m, align_pen, acc, tmp, tile_ns, split_tiles=0, split=1,
-           slow=1.0, staged_warps=0.0):
+           slow=1.0, staged_warps=0.0, staged_exp=0.0):
     """Cost of ``nprog_total`` programs of ``kiters`` K-steps each, at most ``grid_cap`` at a time:
     the full waves (all alike) plus the partial last wave with its real program count, each wave
     paying ``tile_ns`` of tile overhead (hw's tile_overhead_ns; 0 for the warp-specialised kernel,
     whose epilogues overlap the next tile's loads: score_row adds one). Split-K passes its
     ``split_tiles`` tiles and ``split`` count (each wave's K ranges: :func:`_split_ranges`). Every
-    K-step and its terms × ``slow`` (>= 1: :func:`_spill_slowdown`); ``staged_warps`` as :func:`_kstep`.
+    K-step and its terms × ``slow`` (>= 1: :func:`_spill_slowdown`); ``staged_warps``, ``staged_exp`` as :func:`_kstep`.
     Accumulates term totals into acc; returns the time."""
     full = nprog_total // grid_cap
     rest = nprog_total - full * grid_cap
@@ -405,7 +427,7 @@ def _phase(nprog_total, kiters, grid_cap, bm, bn, bk, stages, eff, cus, nchip, c
     if full > 0:
         rows, cols = _distinct(grid_cap, nchip, chunk, rr, num_pid_m, num_pid_n, group_m)
         step = slow * _kstep(grid_cap, bm, bn, bk, stages, eff, cus, nchip, ab, bb, hw, rows, cols, align_pen, tmp,
-                             _split_ranges(grid_cap, split_tiles, split, hw), staged_warps)
+                             _split_ranges(grid_cap, split_tiles, split, hw), staged_warps, staged_exp)
         w = full * kiters * slow
         for t in range(5):
             acc[t] += w * tmp[t]
@@ -413,7 +435,7 @@ def _phase(nprog_total, kiters, grid_cap, bm, bn, bk, stages, eff, cus, nchip, c
     if rest > 0:
         rows, cols = _distinct(rest, nchip, chunk, rr, num_pid_m, num_pid_n, group_m)
         step = slow * _kstep(rest, bm, bn, bk, stages, eff, cus, nchip, ab, bb, hw, rows, cols, align_pen, tmp,
-                             _split_ranges(rest, split_tiles, split, hw), staged_warps)
+                             _split_ranges(rest, split_tiles, split, hw), staged_warps, staged_exp)
         for t in range(5):
             acc[t] += kiters * slow * tmp[t]
         total += kiters * step + tile_ns
@@ -516,7 +538,7 @@ def score_row(base, i, effs, m, n, k, batch, ab, bb, cb, align, hw, terms, tmp):
     eff = effs[i]
     align_pen = 1.0 if align >= 16 else hw[HW_UNALIGNED]
     slow = _spill_slowdown(base[i, R_SPILL], align, hw)
-    sw = base[i, R_WARPS] * 1.0 if align < STAGED_ALIGN else 0.0  # HW_STAGED_EXP is 0 on AMD (select._hw_vector)
+    sw, sx = _load_class(base[i, R_WARPS] * 1.0, align, hw)
     slots = cus * occ
     total = 0.0
     if kind == K_DP or kind == K_PERSISTENT or kind == K_WS:
@@ -526,7 +548,7 @@ def score_row(base, i, effs, m, n, k, batch, ab, bb, cb, align, hw, terms, tmp):
         # warp-specialised: each tile's epilogue overlaps the next tile's loads; one is left in series
         tile_ns = 0.0 if kind == K_WS else hw[HW_TILE]
         t = _phase(tiles, kiters, grid_cap, bm, bn, bk, stages, eff, cus, nchip, chunk, rr,
-                   ab, bb, hw, num_pid_m, num_pid_n, group_m, align_pen, terms, tmp, tile_ns, 0, 1, slow, sw)
+                   ab, bb, hw, num_pid_m, num_pid_n, group_m, align_pen, terms, tmp, tile_ns, 0, 1, slow, sw, sx)
         if kind == K_WS:
             t += hw[HW_TILE]
             terms[T_EPILOGUE] += hw[HW_TILE]
@@ -543,7 +565,7 @@ def score_row(base, i, effs, m, n, k, batch, ab, bb, cb, align, hw, terms, tmp):
         sk_pen = align_pen if align >= 16 else align_pen * hw[HW_SK_UNALIGNED]
         if dp_tiles > 0:  # the Stream-K kernel's efficiency applies to its data-parallel tiles too
             t = _phase(dp_tiles, kiters, g, bm, bn, bk, stages, sk_eff, cus, nchip, chunk, rr,
-                       ab, bb, hw, num_pid_m, num_pid_n, group_m, sk_pen, terms, tmp, hw[HW_TILE], 0, 1, slow, sw)
+                       ab, bb, hw, num_pid_m, num_pid_n, group_m, sk_pen, terms, tmp, hw[HW_TILE], 0, 1, slow, sw, sx)
             total += t
         iters = _cdiv(sk_tiles * kiters, g)
         if dp_tiles == 0:  # every tile split: H200 sweeps measured these ~1.2x over the mixed grids' rate
@@ -552,7 +574,7 @@ def score_row(base, i, effs, m, n, k, batch, ab, bb, cb, align, hw, terms, tmp):
         # the streamed phase's g programs cover the sk_tiles tiles' K-iterations at once: about g / sk_tiles
         # disjoint K ranges of each tile, counted as far as streamk_range_reads says (_streamed_ranges)
         step = slow * _kstep(g, bm, bn, bk, stages, sk_eff, cus, nchip, ab, bb, hw, rows, cols, sk_pen, tmp,
-                             _streamed_ranges(g, sk_tiles, kiters, hw), sw)
+                             _streamed_ranges(g, sk_tiles, kiters, hw), sw, sx)
         for t in range(5):
             terms[t] += iters * slow * tmp[t]
         total += iters * step + hw[HW_TILE]
@@ -571,7 +593,7 @@ def score_row(base, i, effs, m, n, k, batch, ab, bb, cb, align, hw, terms, tmp):
         # the split-K kernel's main loop against the data-parallel one's (model.splitk_efficiency, <= 1:
         # _screen_splitk's compute, without it, stays a lower bound)
         t = _phase(progs, kpart, slots, bm, bn, bk, stages, eff * hw[HW_SPLITK_EFF], cus, nchip, chunk, rr,
-                   ab, bb, hw, num_pid_m, num_pid_n, 1, align_pen, terms, tmp, hw[HW_TILE], tiles, s, slow, sw)
+                   ab, bb, hw, num_pid_m, num_pid_n, 1, align_pen, terms, tmp, hw[HW_TILE], tiles, s, slow, sw, sx)
         total += t
         part_bytes = progs * bm * bn * 4.0 * 2.0
         # the tile's last program reads the other s - 1 partials alone: at its share of the L2 bandwidth

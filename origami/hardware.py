@@ -145,6 +145,9 @@ MODEL_PARAMS: dict[str, tuple[float, float, str]] = {
     "staged_load_exponent": (0.0, 4.0, "how much slower register-staged loads (rows under 4 bytes aligned, NVIDIA: "
                                        "origami.space.register_staged) run where an SM holds fewer than 8 warps: "
                                        "unaligned_penalty x (8 / warps) ** this; 0: not modelled (the penalty is flat)"),
+    "narrow_load_exponent": (0.0, 4.0, "staged_load_exponent's counterpart for rows 4 or 8 bytes aligned (NVIDIA: "
+                                       "cp.async copies of that width, no TMA): unaligned_penalty x (8 / warps) ** "
+                                       "this where an SM holds fewer than 8 warps; 0: not modelled (flat)"),
     "ws_efficiency": (0.0, 2.0, "main-loop efficiency of the warp-specialised persistent kernel (kind 'ws': Hopper, "
                                 "tritonblas.kernels.gluon_hopper) relative to the data-parallel kernel's; 0: the "
                                 "profile has no such kernel and the model's space leaves it out"),
@@ -157,7 +160,7 @@ OPTIONAL_MODEL_PARAMS: dict[str, float] = {"ws_efficiency": 0.0, "streamk_unalig
                                            "splitk_range_reads": 0.0, "streamk_range_reads": 0.0,
                                            "hbm_latency_ns": 0.0,
                                            "staged_spill_penalty": 0.0, "splitk_fixup_read_efficiency": 1.0,
-                                           "mn_major_tile_cost": 0.0, "staged_load_exponent": 0.0,
+                                           "mn_major_tile_cost": 0.0, "staged_load_exponent": 0.0, "narrow_load_exponent": 0.0,
                                            "splitk_efficiency": 1.0}
 SCHEMA["model"] = {k: (_FLOAT, lo, hi, doc) for k, (lo, hi, doc) in MODEL_PARAMS.items()}
 

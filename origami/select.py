@@ -92,6 +92,7 @@ def _hw_vector(hw: HardwareProfile, rate_key: str, mn_regs: bool = False) -> np.
     v[_core.HW_MN_COST] = mp["mn_major_tile_cost"] if mn_regs else 0.0
     # register-staged loads exist only on NVIDIA (origami.space.register_staged)
     v[_core.HW_STAGED_EXP] = 0.0 if hw.is_amd else mp["staged_load_exponent"]
+    v[_core.HW_NARROW_EXP] = 0.0 if hw.is_amd else mp["narrow_load_exponent"]
     v[_core.HW_MAX_WARPS] = c["max_warps_per_cu"]
     v.setflags(write=False)
     return v

@@ -68,3 +68,38 @@ def test_select_equals_the_argmin_of_predict_with_it_on():
     pick = origami.select(STAGED, ON)
     ranked = origami.rank(STAGED, ON)
     assert pick.latency_ns == pytest.approx(min(r.latency_ns for r in ranked), rel=1e-12)
+
+
+# model.narrow_load_exponent: the same factor for rows 4 or 8 bytes aligned (cp.async, no TMA;
+# origami._core._load_class); each exponent prices its own load class only
+NARROW = GemmProblem(33, 4098, 6002, "bf16", "bf16", "bf16", align_bytes=4)
+NARROW_ON = H200.replace_model(narrow_load_exponent=1.0)
+
+
+def test_narrow_exponent_off_in_every_shipped_profile():
+    for name in origami.hardware.SHIPPED:
+        assert origami.load_profile(name).model["narrow_load_exponent"] == 0.0, name
+
+
+@pytest.mark.parametrize("align", [4, 8])
+def test_narrow_rows_pay_their_own_exponent(align):
+    p = GemmProblem(33, 4098, 6002, "bf16", "bf16", "bf16", align_bytes=align)
+    cfg = _dp(64, 64, 4)
+    off, on = origami.predict(p, H200, cfg), origami.predict(p, NARROW_ON, cfg)
+    assert on.terms["l2"] == pytest.approx(2.0 * off.terms["l2"], rel=1e-12)
+    # staged_load_exponent does not reach 4- and 8-byte rows
+    assert _lat(p, ON, cfg) == _lat(p, H200, cfg)
+
+
+def test_narrow_exponent_leaves_register_staged_and_aligned_rows_alone():
+    cfg = _dp(64, 64, 4)
+    assert _lat(STAGED, NARROW_ON, cfg) == _lat(STAGED, H200, cfg)
+    aligned = GemmProblem(33, 4096, 6000, "bf16", "bf16", "bf16")
+    assert _lat(aligned, NARROW_ON, cfg) == _lat(aligned, H200, cfg)
+    assert _lat(NARROW, NARROW_ON, _dp(64, 64, 8)) == _lat(NARROW, H200, _dp(64, 64, 8))
+
+
+def test_select_equals_the_argmin_of_predict_with_the_narrow_exponent_on():
+    pick = origami.select(NARROW, NARROW_ON)
+    ranked = origami.rank(NARROW, NARROW_ON)
+    assert pick.latency_ns == pytest.approx(min(r.latency_ns for r in ranked), rel=1e-12)

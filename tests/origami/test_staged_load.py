@@ -76,9 +76,18 @@ NARROW = GemmProblem(33, 4098, 6002, "bf16", "bf16", "bf16", align_bytes=4)
 NARROW_ON = H200.replace_model(narrow_load_exponent=1.0)
 
 
-def test_narrow_exponent_off_in_every_shipped_profile():
+# the profiles whose narrow_load_exponent was fitted on their own GPU's training sweeps (sources.model says how)
+FITTED_NARROW = {"h100"}
+
+
+def test_narrow_exponent_off_in_every_shipped_profile_but_the_fitted_ones():
     for name in origami.hardware.SHIPPED:
-        assert origami.load_profile(name).model["narrow_load_exponent"] == 0.0, name
+        hw = origami.load_profile(name)
+        if name in FITTED_NARROW:
+            assert 0.0 < hw.model["narrow_load_exponent"] <= 2.0, name
+            assert "narrow_load_exponent" in hw.sources["model"], name
+        else:
+            assert hw.model["narrow_load_exponent"] == 0.0, name
 
 
 @pytest.mark.parametrize("align", [4, 8])

@@ -44,11 +44,7 @@
 # Session 35 (H100: held-out fp8 and tf32 complete, the unaligned training set complete for fp8 and tf32, the suite
 #   2291 passed at 0a691ac); session 36 timed the fp8 census's split-K picks on an H100 (RETIME_JOBS=
 #   benchmarks/data/jobs/h100_fp8_splitk_census.csv) and shipped the rows: held-out fp8 on the H100 0.853 / 0.741.
-#   Session 36 also shipped h100.yaml's narrow_load_exponent 0.4508 (its 12 moved training picks timed). Refitted on the
-#   re-timed rows the fit gives 0.196, with 2 training picks untimed; on an H100 (about a minute): GIT_SHA=<sha>
-#   STEPS=repick REPICK_PROFILE=h100 REPICK_VARIANTS=narrow_load_exponent=0.196 REPICK_BUDGET=120 bash
-#   benchmarks/gpu_session.sh, then missing_picks.py --profile h100 --apply and compare 0.196 with 0.4508 on the
-#   training file (`python benchmarks/term_eval.py --profile h100 --set narrow_load_exponent=0.196 --training-only`).
+#   Session 36 also shipped h100.yaml's narrow_load_exponent 0.1878 (two rounds of its moved training picks timed).
 #   On an H200, after the repick: TRAINING=1 TRAINING_SETS="unaligned:fp8_e4m3 unaligned:tf32" TRAINING_CONFIGS=40
 #   TRAINING_ARGS="--also-pick mn_major_tile_cost=0 fp8_spill_traffic_limit=0" (h200.yaml has no unaligned fp8 row, so
 #   its fp8_spill_traffic_limit stays 0 and its held-out fp8 split, once swept, would meet the H100's split-K spills).

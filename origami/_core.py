@@ -374,7 +374,7 @@ def _load_class(warps, align, hw):
     benchmarks/shapes/unaligned.yaml): Stream-K and split-K 256x64 tiles with 4 warps, one program an SM,
     ran 2-3x their prediction (2959x13x8063: 182 us against 63; 10677x31x5405: 360 against 121). The
     exponent is fitted on the training sweeps only (``benchmarks/term_eval.py --profile h100 --fit
-    narrow_load_exponent --training-only``: 0.4508)."""
+    narrow_load_exponent --training-only``: 0.1878, every training pick it moves timed)."""
     if align < STAGED_ALIGN:
         return warps, hw[HW_STAGED_EXP]
     if align < 16:

@@ -955,7 +955,22 @@ def merge(paths: list, out: Path) -> None:
         f.write(fh.getvalue())
 
 
+def recorded_gpu(path: Path) -> str:
+    """The GPU a results CSV names in its provenance (``# gpu: ...``), or "an unnamed GPU"."""
+    with open(path) as f:
+        for line in f:
+            if not line.startswith("#"):
+                break
+            if line.startswith("# gpu:"):
+                return line.split(":", 1)[1].strip() or "an unnamed GPU"
+    return "an unnamed GPU"
+
+
 def plot(path: Path) -> Path:
+    """A bar per workload of torch time / ours (blue at or above 1, vermillion below); where the run also timed
+    the vendor-aligned side (``--aligned``), its ratio as a hatched grey bar beside it. Writes PATH.png."""
+    import math
+
     import matplotlib
 
     matplotlib.use("Agg")
@@ -965,13 +980,21 @@ def plot(path: Path) -> Path:
     labels = [f"{r['model']}\n{r['mode']} {r['dtype']}" + (f" @{r['git_sha']}" if r.get("git_sha") else "")
               for r in rows]
     sp = [float(r["speedup"]) for r in rows]
-    fig, ax = plt.subplots(figsize=(max(6, 0.55 * len(rows) + 2), 4.2))
-    colours = ["#0072B2" if s >= 1 else "#D55E00" for s in sp]
-    ax.bar(range(len(sp)), sp, color=colours)
+    al = [float(r.get("aligned_speedup") or "nan") for r in rows]
+    paired = any(math.isfinite(a) for a in al)
+    w = 0.4 if paired else 0.8
+    x = [i - (w / 2 if paired else 0.0) for i in range(len(sp))]
+    fig, ax = plt.subplots(figsize=(max(6, 0.55 * len(rows) + 2), 4.4))
+    colours = ["#0072B2" if v >= 1 else "#D55E00" for v in sp]
+    ax.bar(x, sp, width=w, color=colours, label="default")
+    if paired:
+        ax.bar([i + w / 2 for i in range(len(al))], [a if math.isfinite(a) else 0.0 for a in al], width=w,
+               color="#999999", hatch="//", label="TRITONBLAS_VENDOR_ALIGNED=1")
+        ax.legend(fontsize=7, loc="upper left")
     ax.axhline(1.0, color="black", lw=0.8)
     ax.set_xticks(range(len(sp)), labels, rotation=70, fontsize=7)
     ax.set_ylabel("torch time / tritonblas time")
-    ax.set_title(f"Real models on the H200, torch alone vs tritonblas.enable() ({path.name})", fontsize=9)
+    ax.set_title(f"Real models on {recorded_gpu(path)}\ntorch alone vs tritonblas.enable() ({path.name})", fontsize=9)
     fig.tight_layout()
     out = path.with_suffix(".png")
     fig.savefig(out, dpi=110)

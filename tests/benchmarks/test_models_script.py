@@ -275,3 +275,15 @@ def test_jobs_are_checked_before_any_gpu_work():
     with pytest.raises(SystemExit) as e:
         models.main(["--jobs", "bert-large:prefill:bf16", "--versus-table", "/nonexistent/t.json"])
     assert e.value.code == 2
+
+
+def test_the_plot_title_names_the_gpu_the_csv_recorded(tmp_path):
+    """models.py --plot titles the chart with the CSV's own provenance GPU (an H100 run once said H200)."""
+    from benchmarks import models
+
+    with_gpu = tmp_path / "a.csv"
+    with_gpu.write_text("# git_sha: abc\n# gpu: NVIDIA H100 80GB HBM3\nmodel,mode\n")
+    assert models.recorded_gpu(with_gpu) == "NVIDIA H100 80GB HBM3"
+    without = tmp_path / "b.csv"
+    without.write_text("# git_sha: abc\nmodel,mode\n# gpu: not provenance\n")
+    assert models.recorded_gpu(without) == "an unnamed GPU"

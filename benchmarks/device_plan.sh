@@ -45,6 +45,10 @@
 #   2291 passed at 0a691ac); session 36 timed the fp8 census's split-K picks on an H100 (RETIME_JOBS=
 #   benchmarks/data/jobs/h100_fp8_splitk_census.csv) and shipped the rows: held-out fp8 on the H100 0.853 / 0.741.
 #   Session 36 also shipped h100.yaml's narrow_load_exponent 0.1878 (two rounds of its moved training picks timed).
+#   Cheapest H200 gain in reach (session 36, CPU): candidate M alone, 2 training picks, 67 rows (about a minute):
+#   GIT_SHA=<sha> STEPS=repick REPICK_PROFILE=h200 REPICK_VARIANTS=mn_major_tile_cost=2 REPICK_BUDGET=60 bash
+#   benchmarks/gpu_session.sh; then missing_picks.py --profile h200 --apply and `term_eval.py --profile h200 --set
+#   mn_major_tile_cost=2`: the H200's held-out tf32 (7 of 18 recorded) would read 0.853 / 0.670 -> 0.925 / 0.833.
 #   On an H200, after the repick: TRAINING=1 TRAINING_SETS="unaligned:fp8_e4m3 unaligned:tf32" TRAINING_CONFIGS=40
 #   TRAINING_ARGS="--also-pick mn_major_tile_cost=0 fp8_spill_traffic_limit=0" (h200.yaml has no unaligned fp8 row, so
 #   its fp8_spill_traffic_limit stays 0 and its held-out fp8 split, once swept, would meet the H100's split-K spills).

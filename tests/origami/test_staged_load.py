@@ -23,20 +23,24 @@ def _lat(p, hw, cfg):
 
 # 2-byte rows: register-staged on NVIDIA. 33 x 4097 output: 65 tiles of 64x64, under one per SM.
 STAGED = GemmProblem(33, 4097, 6001, "bf16", "bf16", "bf16", align_bytes=2)
+# 4-byte rows (cp.async, no TMA) and the profile with model.narrow_load_exponent on
+NARROW = GemmProblem(33, 4098, 6002, "bf16", "bf16", "bf16", align_bytes=4)
+NARROW_ON = H200.replace_model(narrow_load_exponent=1.0)
 
 
-# the profiles whose staged_load_exponent was fitted on their own GPU's training sweeps (sources.model says how)
-FITTED = {"h100"}
+# per exponent, the profiles that fitted it on their own GPU's training sweeps (sources.model says how)
+FITTED = {"staged_load_exponent": {"h100"}, "narrow_load_exponent": {"h100"}}
 
 
-def test_off_by_default_in_every_shipped_profile_but_the_fitted_ones():
+@pytest.mark.parametrize("param", sorted(FITTED))
+def test_off_by_default_in_every_shipped_profile_but_the_fitted_ones(param):
     for name in origami.hardware.SHIPPED:
         hw = origami.load_profile(name)
-        if name in FITTED:
-            assert 0.0 < hw.model["staged_load_exponent"] <= 2.0, name
-            assert "staged_load_exponent" in hw.sources["model"], name
+        if name in FITTED[param]:
+            assert 0.0 < hw.model[param] <= 2.0, name
+            assert param in hw.sources["model"], name
         else:
-            assert hw.model["staged_load_exponent"] == 0.0, name
+            assert hw.model[param] == 0.0, name
 
 
 def test_one_four_warp_program_per_sm_pays_and_its_memory_term_grows_by_the_factor():
@@ -62,32 +66,17 @@ def test_aligned_rows_and_amd_profiles_are_unchanged():
     assert (sel_on.config, sel_on.latency_ns) == (sel_off.config, sel_off.latency_ns)
 
 
-def test_select_equals_the_argmin_of_predict_with_it_on():
+@pytest.mark.parametrize("problem, hw", [(STAGED, ON), (NARROW, NARROW_ON)], ids=["staged", "narrow"])
+def test_select_equals_the_argmin_of_predict_with_it_on(problem, hw):
     """The branch and bound's bounds stay bounds (the factor is never below 1): select's pick is the
     best of every candidate's prediction."""
-    pick = origami.select(STAGED, ON)
-    ranked = origami.rank(STAGED, ON)
+    pick = origami.select(problem, hw)
+    ranked = origami.rank(problem, hw)
     assert pick.latency_ns == pytest.approx(min(r.latency_ns for r in ranked), rel=1e-12)
 
 
 # model.narrow_load_exponent: the same factor for rows 4 or 8 bytes aligned (cp.async, no TMA;
-# origami._core._load_class); each exponent prices its own load class only
-NARROW = GemmProblem(33, 4098, 6002, "bf16", "bf16", "bf16", align_bytes=4)
-NARROW_ON = H200.replace_model(narrow_load_exponent=1.0)
-
-
-# the profiles whose narrow_load_exponent was fitted on their own GPU's training sweeps (sources.model says how)
-FITTED_NARROW = {"h100"}
-
-
-def test_narrow_exponent_off_in_every_shipped_profile_but_the_fitted_ones():
-    for name in origami.hardware.SHIPPED:
-        hw = origami.load_profile(name)
-        if name in FITTED_NARROW:
-            assert 0.0 < hw.model["narrow_load_exponent"] <= 2.0, name
-            assert "narrow_load_exponent" in hw.sources["model"], name
-        else:
-            assert hw.model["narrow_load_exponent"] == 0.0, name
+# origami._core._load_class); each exponent prices its own load class only (NARROW, NARROW_ON above)
 
 
 @pytest.mark.parametrize("align", [4, 8])
@@ -106,9 +95,3 @@ def test_narrow_exponent_leaves_register_staged_and_aligned_rows_alone():
     aligned = GemmProblem(33, 4096, 6000, "bf16", "bf16", "bf16")
     assert _lat(aligned, NARROW_ON, cfg) == _lat(aligned, H200, cfg)
     assert _lat(NARROW, NARROW_ON, _dp(64, 64, 8)) == _lat(NARROW, H200, _dp(64, 64, 8))
-
-
-def test_select_equals_the_argmin_of_predict_with_the_narrow_exponent_on():
-    pick = origami.select(NARROW, NARROW_ON)
-    ranked = origami.rank(NARROW, NARROW_ON)
-    assert pick.latency_ns == pytest.approx(min(r.latency_ns for r in ranked), rel=1e-12)

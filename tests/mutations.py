@@ -227,6 +227,12 @@ MUTATIONS = (
              "len(ws := w.shape) == 2 and vendor_aligned(",
              "(ws := w.shape) is not None and vendor_aligned(",
              ("tests/dropin/test_vendor_aligned.py",)),
+    Mutation("vendor_aligned_default_everywhere", "TRITONBLAS_VENDOR_ALIGNED unset sends aligned GEMMs to torch on "
+             "every device (ROCm and the CPU too, where nothing measured torch's op faster)",
+             "tritonblas/fastpath.py",
+             "    if on is settings.DEFAULT and not (t.is_cuda and _NVIDIA_BUILD):",
+             "    if False:",
+             ("tests/dropin/test_vendor_aligned.py",)),
     Mutation("vendor_aligned_any_dtype", "TRITONBLAS_VENDOR_ALIGNED defers fp32 GEMMs too (no evidence there)",
              "tritonblas/fastpath.py",
              "    return t.dtype in _TWO_BYTE or _any_autocast()",

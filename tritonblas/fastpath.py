@@ -112,12 +112,14 @@ def small_eager(raw: str, flop: int, t) -> bool:
 
 _vendor_aligned_raw = raw_getter(ENV_VENDOR_ALIGNED)  # per call; parsed once per raw value (_VENDOR_ON)
 _VENDOR_ON: dict = {}
+_UNREAD = object()
 _TWO_BYTE = (torch.bfloat16, torch.float16)
+_NVIDIA_BUILD = torch.version.hip is None  # torch's CUDA tensors are NVIDIA's GPUs (a ROCm build's are AMD's)
 
 
 def vendor_aligned(raw, t, m: int, n: int, k: int, grad: bool) -> bool:
     """Whether an eager GEMM of sizes m, n, k on operands like ``t`` runs torch's op under
-    ``TRITONBLAS_VENDOR_ALIGNED``, whose raw value the caller read as ``raw`` (None: unset, off): a bf16/fp16
+    ``TRITONBLAS_VENDOR_ALIGNED``, whose raw value the caller read as ``raw`` (None: unset, the default): a bf16/fp16
     GEMM (under autocast, the 2-byte type it runs in) whose M and N both exceed 16 (not decode-sized) and whose
     N and K are multiples of 8 elements (16 bytes), and M too when autograd records it (the backward GEMMs
     lead with M). CUDA graph capture included: the evidence is GPU time, not host time. Every decode call pays the
@@ -143,15 +145,18 @@ def vendor_aligned(raw, t, m: int, n: int, k: int, grad: bool) -> bool:
     (H100, four calls, ``results/models_h100_aligned_3f1abd3_*.csv``; that host ran every side slower): over 12
     workloads 0.964x -> 0.974x, training +1.2 to +3.6%, gpt2-medium prefill +5%, Llama-3.2-1B eager decode -5% in
     all three runs (0.952x -> 0.903x), bert-large prefill -2% (host-bound: the fall-through's toll on top of
-    torch's own host time), the rest within 2%. Off by default: decode pays the rule's reads on every call, and
-    loses more than the training steps gain."""
-    if raw is None:
-        return False
-    on = _VENDOR_ON.get(raw)
-    if on is None:
+    torch's own host time), the rest within 2%. With the reads made cheaper, one call on each GPU, 7 workloads
+    (``results/models_h100_bf08b62.csv``, ``results/models_h200_635e95f.csv``): geomean 0.978x -> 1.062x (H100)
+    and 0.966x -> 1.009x (H200), eager decode 0.916x -> 0.913x and 0.889x -> 0.905x, no workload down by more
+    than 1%. So ``raw`` None (unset) is on for NVIDIA GPUs' tensors (:data:`tritonblas.settings.DEFAULT`); the CPU
+    (the interpreter) and ROCm builds keep ours there: no evidence for them."""
+    on = _VENDOR_ON.get(raw, _UNREAD)
+    if on is _UNREAD:
         on = _VENDOR_ON[raw] = settings.vendor_aligned_on()  # a bad value raises here, naming the variable
     if not on or m <= 16 or n <= 16 or k % 8 or n % 8 or (grad and m % 8):
         return False
+    if on is settings.DEFAULT and not (t.is_cuda and _NVIDIA_BUILD):
+        return False  # the default's evidence is cuBLAS's: not ROCm's libraries, not the CPU
     return t.dtype in _TWO_BYTE or _any_autocast()
 
 
@@ -510,8 +515,8 @@ def linear_hot(x, w, bias=None):
     if (raw := _min_gflop_raw()) is not None and w.dim() == 2 and small_eager(raw, 2 * x.numel() * w.shape[0], x):
         return TORCH
     grad = _grad_enabled() and (x.requires_grad or w.requires_grad or (bias is not None and bias.requires_grad))
-    if (raw := _vendor_aligned_raw()) is not None and len(ws := w.shape) == 2 and vendor_aligned(
-            raw, x, x.numel() // k if (k := ws[1]) else 0, ws[0], k, grad):  # (torch raises where x's K differs)
+    if len(ws := w.shape) == 2 and vendor_aligned(
+            _vendor_aligned_raw(), x, x.numel() // k if (k := ws[1]) else 0, ws[0], k, grad):  # (torch raises where x's K differs)
         return TORCH
     if grad and w.dim() == 2 and x.dim() >= 1:
         (n, k), numel = w.shape, x.numel()  # (each read once: a Parameter's shape costs ~0.3 us)
@@ -549,8 +554,8 @@ def matmul_hot(a, b):
             small_eager(raw, 2 * max(a.numel() * b.shape[-1], b.numel() * a.shape[-2]), a):
         return TORCH  # (2·K·output elements, a batch broadcast from either side)
     grad = _grad_enabled() and (a.requires_grad or b.requires_grad)
-    if (raw := _vendor_aligned_raw()) is not None and len(sa := a.shape) >= 2 and len(sb := b.shape) >= 2 and \
-            vendor_aligned(raw, a, sa[-2], sb[-1], sa[-1], grad):
+    if len(sa := a.shape) >= 2 and len(sb := b.shape) >= 2 and \
+            vendor_aligned(_vendor_aligned_raw(), a, sa[-2], sb[-1], sa[-1], grad):
         return TORCH
     if grad and a.dim() >= 2 and b.dim() >= 2:
         (m, k), n = a.shape[-2:], b.shape[-1]
@@ -595,7 +600,7 @@ def addmm_hot(c, a, b):
     if (raw := _min_gflop_raw()) is not None and small_eager(raw, 2 * a.numel() * b.shape[1], a):
         return TORCH
     grad = _grad_enabled() and (c.requires_grad or a.requires_grad or b.requires_grad)
-    if (raw := _vendor_aligned_raw()) is not None and vendor_aligned(raw, a, (s := a.shape)[0], b.shape[1], s[1], grad):
+    if vendor_aligned(_vendor_aligned_raw(), a, (s := a.shape)[0], b.shape[1], s[1], grad):
         return TORCH
     if grad:
         (m, k), n = a.shape, b.shape[1]
@@ -654,7 +659,7 @@ def bmm_hot(a, b):
     if (raw := _min_gflop_raw()) is not None and small_eager(raw, 2 * a.numel() * b.shape[2], a):
         return TORCH
     grad = _grad_enabled() and (a.requires_grad or b.requires_grad)
-    if (raw := _vendor_aligned_raw()) is not None and vendor_aligned(raw, a, (s := a.shape)[1], b.shape[2], s[2], grad):
+    if vendor_aligned(_vendor_aligned_raw(), a, (s := a.shape)[1], b.shape[2], s[2], grad):
         return TORCH
     if grad:
         (_, m, k), n = a.shape, b.shape[2]

@@ -14,7 +14,7 @@ not import tritonblas) and re-exported here.
 | ``TRITONBLAS_AUTOGRAD`` | ``aten`` (an experiment): under ``enable()``, GEMMs with autograd recording run our kernels below torch's C++ autograd (:mod:`tritonblas.below_autograd`) instead of through our Python autograd Function; read when the first block opens |
 | ``TRITONBLAS_EAGER_MIN_GFLOP`` | ``G`` (an experiment, unset by default): in eager mode, a warm-path GEMM (``F.linear``, ``matmul``/``@``, ``bmm``, positional ``addmm``) of fewer than G GFLOP (2·M·N·K) runs torch's own op; CUDA graph capture and ``torch.compile`` keep ours. Host-bound eager workloads pay our Python call (:mod:`tritonblas.fastpath`) |
 | ``TRITONBLAS_GRAD_MIN_GFLOP`` | ``G`` (default 20; ``0`` turns it off): under ``enable()``, an eager GEMM that autograd records (``F.linear``, ``matmul``/``@``, ``bmm``, positional ``addmm`` with an input that requires grad) of fewer than G GFLOP whose M, N and K are all multiples of 16 bytes' elements runs torch's own op, forward and backward; CUDA graph capture and ``torch.compile`` keep ours. Why: :func:`tritonblas.fastpath.small_grad` |
-| ``TRITONBLAS_VENDOR_ALIGNED`` | ``1`` (an experiment, off by default; ``0`` or unset: off): under ``enable()``, an eager bf16/fp16 GEMM (``F.linear``, ``matmul``/``@``, ``bmm``, positional ``addmm``; under autocast, the 2-byte type it runs in) whose M and N both exceed 16 and whose N and K (and M, when autograd records it) are multiples of 8 runs torch's own op, CUDA graph capture included; ``torch.compile`` keeps ours. Why: :func:`tritonblas.fastpath.vendor_aligned` |
+| ``TRITONBLAS_VENDOR_ALIGNED`` | unset or empty: on for NVIDIA GPUs' tensors (where it was measured, H100 and H200), off for the CPU and ROCm; ``1``: on everywhere; ``0``: off. Under ``enable()``, an eager bf16/fp16 GEMM (``F.linear``, ``matmul``/``@``, ``bmm``, positional ``addmm``; under autocast, the 2-byte type it runs in) whose M and N both exceed 16 and whose N and K (and M, when autograd records it) are multiples of 8 runs torch's own op, CUDA graph capture included; ``torch.compile`` keeps ours. Why: :func:`tritonblas.fastpath.vendor_aligned` |
 | ``TRITON_INTERPRET`` | ``1`` (or ``true``/``yes``/``on``, as Triton reads it) runs the kernels on CPU tensors through Triton's interpreter |
 
 Hot paths read them through :func:`raw_reader` (``dispatch``'s fast key), :func:`raw_equals`
@@ -34,7 +34,7 @@ from origami.toolchain import ENV_TRITON_VERSION
 __all__ = ["ENV_PROFILE", "ENV_TABLE", "ENV_FAST", "ENV_PROFILE_DIR", "ENV_INTERPRET", "ENV_GLUON", "ENV_AUTOGRAD",
            "ENV_TRITON_VERSION", "ALL", "profile", "table", "fast", "profile_dir", "interpret", "gluon", "gluon_off",
            "autograd_aten", "ENV_EAGER_MIN_GFLOP", "eager_min_gflop", "ENV_GRAD_MIN_GFLOP", "GRAD_MIN_GFLOP",
-           "grad_min_gflop", "ENV_VENDOR_ALIGNED", "vendor_aligned_on", "raw_reader", "raw_getter", "raw_equals"]
+           "grad_min_gflop", "ENV_VENDOR_ALIGNED", "vendor_aligned_on", "DEFAULT", "raw_reader", "raw_getter", "raw_equals"]
 
 ENV_PROFILE = "TRITONBLAS_PROFILE"
 ENV_TABLE = "TRITONBLAS_TABLE"
@@ -104,14 +104,28 @@ def grad_min_gflop() -> float:
     return _gflop(ENV_GRAD_MIN_GFLOP, GRAD_MIN_GFLOP)
 
 
-def vendor_aligned_on() -> bool:
+class _Default:
+    """What a switch reads when its variable is unset or empty: on, where its reader's evidence holds (truthy)."""
+
+    def __bool__(self) -> bool:
+        return True
+
+    def __repr__(self) -> str:
+        return "settings.DEFAULT"
+
+
+DEFAULT = _Default()
+
+
+def vendor_aligned_on() -> bool | _Default:
     """``TRITONBLAS_VENDOR_ALIGNED``: whether aligned, larger-than-decode bf16/fp16 GEMMs under ``enable()`` run
-    torch's op (:func:`tritonblas.fastpath.vendor_aligned`); ``1`` on, ``0``, empty or unset off. A ValueError
-    naming the variable for any other value."""
+    torch's op (:func:`tritonblas.fastpath.vendor_aligned`): ``1`` True (on for every device), ``0`` False (off),
+    empty or unset :data:`DEFAULT` (on for NVIDIA GPUs' tensors, where it was measured; off for the CPU and ROCm).
+    A ValueError naming the variable for any other value."""
     text = os.environ.get(ENV_VENDOR_ALIGNED, "").strip()
     if text not in ("", "0", "1"):
-        raise ValueError(f"{ENV_VENDOR_ALIGNED}={text!r}: expected 1 (on) or 0 (off), or unset")
-    return text == "1"
+        raise ValueError(f"{ENV_VENDOR_ALIGNED}={text!r}: expected 1 (on) or 0 (off), or unset (on for NVIDIA GPUs)")
+    return DEFAULT if not text else text == "1"
 
 
 def profile_dir() -> str | None:

@@ -1,7 +1,8 @@
-"""``TRITONBLAS_VENDOR_ALIGNED=1`` (tritonblas.fastpath.vendor_aligned, an experiment, off by default): under
-enable(), an eager bf16/fp16 GEMM whose M and N exceed 16 and whose N and K (and M under autograd) are multiples of
-8 runs torch's op, forward and backward; decode-sized, unaligned, fp32 calls and the variable unset or ``0`` keep
-ours; a bad value is an error naming the variable. CPU (interpreter), counted, never timed."""
+"""``TRITONBLAS_VENDOR_ALIGNED`` (tritonblas.fastpath.vendor_aligned; ``1`` on, ``0`` off, unset the default: on for
+an NVIDIA GPU's tensors, off for the CPU and ROCm): under enable(), an eager bf16/fp16 GEMM whose M and N exceed 16
+and whose N and K (and M under autograd) are multiples of 8 runs torch's op, forward and backward; decode-sized,
+unaligned, fp32 calls and the variable at ``0`` keep ours; a bad value is an error naming the variable. CPU
+(interpreter) and GPU, counted, never timed (tests/conftest.py sets ``0`` for the rest of the suite)."""
 
 from __future__ import annotations
 
@@ -82,15 +83,18 @@ def test_decode_sized_unaligned_and_fp32_keep_ours(device, monkeypatch, name, ca
 
 
 @pytest.mark.parametrize("value", [None, "", "0"])
-def test_unset_empty_or_zero_keep_ours(device, monkeypatch, value):
+def test_zero_keeps_ours_and_unset_is_on_for_nvidia_gpus_only(device, monkeypatch, value):
+    """``0`` keeps ours on any device; unset or empty is the default, torch's op for an NVIDIA GPU's tensors and
+    ours for the CPU's (the interpreter) and a ROCm build's: the rule's evidence is cuBLAS's."""
     if value is None:
         monkeypatch.delenv(settings.ENV_VENDOR_ALIGNED, raising=False)
     else:
         monkeypatch.setenv(settings.ENV_VENDOR_ALIGNED, value)
+    to_torch = value != "0" and device == "cuda" and torch.version.hip is None
     with tritonblas.enable():
         for name, call, _, ref in CALLS:
             out, st = counted(call, ALIGNED, device, False)
-            assert st["routed"] == 1, (name, value, st)
+            assert st["routed"] == (0 if to_torch else 1), (name, value, st)
             ref64, mag, _ = ref(ALIGNED)
             assert_gemm_close(out, ref64, mag, k=16, what=f"{name} {value!r}")
 
@@ -116,7 +120,7 @@ def test_a_bad_value_is_an_error_naming_the_variable(device, monkeypatch, value)
 
 def test_the_reader(monkeypatch):
     assert settings.ENV_VENDOR_ALIGNED in settings.ALL
-    for text, want in ((None, False), ("", False), ("0", False), (" 1 ", True)):
+    for text, want in ((None, settings.DEFAULT), ("", settings.DEFAULT), ("0", False), (" 1 ", True)):
         if text is None:
             monkeypatch.delenv(settings.ENV_VENDOR_ALIGNED, raising=False)
         else:
@@ -225,3 +229,29 @@ def test_odd_operands_get_torchs_result_or_torchs_error(device, monkeypatch, lab
     mag = op(*(t.double().abs() for t in ops))
     assert got[1].dtype == BF, label
     assert_gemm_close(got[1], ref64, mag, k=k, what=label)
+
+
+def test_the_default_reads_the_device(monkeypatch):
+    """Unset, the rule is on for an NVIDIA GPU's tensors only: off for CPU tensors and for a ROCm build's GPU tensors
+    (no evidence there); ``1`` is on for both. The decision alone, on stand-ins for the operand (no GPU here)."""
+    from types import SimpleNamespace
+
+    from tritonblas import fastpath
+
+    def decide(value, t, m=24):  # the variable as the caller reads it: raw is the environment's value
+        if value is None:
+            monkeypatch.delenv(settings.ENV_VENDOR_ALIGNED, raising=False)
+        else:
+            monkeypatch.setenv(settings.ENV_VENDOR_ALIGNED, value)
+        return fastpath.vendor_aligned(fastpath._vendor_aligned_raw(), t, m, 24, 16, False)
+
+    gpu, cpu = SimpleNamespace(is_cuda=True, dtype=BF), SimpleNamespace(is_cuda=False, dtype=BF)
+    monkeypatch.setattr(fastpath, "_NVIDIA_BUILD", True)
+    assert decide(None, gpu) and decide("", gpu)
+    assert not decide(None, gpu, m=16)  # decode-sized stays ours
+    assert not decide(None, cpu)
+    assert decide("1", cpu)
+    assert not decide("0", gpu)
+    monkeypatch.setattr(fastpath, "_NVIDIA_BUILD", False)  # a ROCm build: torch's "cuda" tensors are AMD's
+    assert not decide(None, gpu)
+    assert decide("1", gpu)

@@ -930,7 +930,8 @@ def _header(path: Path) -> dict:
 
 def merge(paths: list, out: Path) -> None:
     """One CSV from several runs: per (model, mode, dtype) the newest run's row unless it is an error
-    row and an older run measured it; a ``git_sha`` column says which run each row is from."""
+    row and an older run measured it; a ``git_sha`` column says which run each row is from (an input that is
+    itself a merge keeps its rows' own)."""
     best: dict = {}
     provs = []
     for p in paths:
@@ -938,7 +939,9 @@ def merge(paths: list, out: Path) -> None:
         provs.append(prov)
         for r in read_rows(p):
             key = (r["model"], r["mode"], r["dtype"])
-            r = {**r, "git_sha": prov.get("git_sha", "unknown"), "date": prov.get("date", "")}
+            # a merged input keeps each row's own run (its git_sha and date columns)
+            r = {**r, "git_sha": r.get("git_sha") or prov.get("git_sha", "unknown"),
+                 "date": r.get("date") or prov.get("date", "")}
             if key not in best or not r["error"] or best[key]["error"]:
                 best[key] = r
     import io

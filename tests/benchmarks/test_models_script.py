@@ -32,6 +32,20 @@ def test_merge_keeps_the_newest_measured_row_and_names_its_run(tmp_path):
     assert f"{(0.8 * 0.75) ** 0.5:.3f}" in text
 
 
+def test_merging_a_merge_keeps_each_rows_own_run(tmp_path):
+    """A merged CSV merged again with a newer run: its older rows keep their runs' git_sha, not "unknown"."""
+    a, b, c = tmp_path / "a.csv", tmp_path / "b.csv", tmp_path / "c.csv"
+    _write(a, "aaa", [models.Row("m1", "prefill", "bf16", torch_ms=2.0, ours_ms=1.0, speedup=2.0)])
+    _write(b, "bbb", [models.Row("m2", "train", "bf16", torch_ms=3.0, ours_ms=4.0, speedup=0.75)])
+    _write(c, "ccc", [models.Row("m2", "train", "bf16", torch_ms=3.0, ours_ms=2.0, speedup=1.5)])
+    first, second = tmp_path / "merged.csv", tmp_path / "merged2.csv"
+    models.merge([a, b], first)
+    models.merge([first, c], second)
+    rows = {(r["model"], r["mode"]): r for r in models.read_rows(second)}
+    assert rows[("m1", "prefill")]["git_sha"] == "aaa"
+    assert rows[("m2", "train")]["git_sha"] == "ccc" and float(rows[("m2", "train")]["speedup"]) == 1.5
+
+
 def test_rows_round_trip_with_provenance(tmp_path):
     p = tmp_path / "r.csv"
     _write(p, "ccc", [models.Row("m", "decode", "fp16", torch_ms=1.5, ours_ms=1.0, speedup=1.5, parity="ok")])

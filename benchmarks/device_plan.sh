@@ -49,6 +49,11 @@
 #   GIT_SHA=<sha> STEPS=repick REPICK_PROFILE=h200 REPICK_VARIANTS=mn_major_tile_cost=2 REPICK_BUDGET=60 bash
 #   benchmarks/gpu_session.sh; then missing_picks.py --profile h200 --apply and `term_eval.py --profile h200 --set
 #   mn_major_tile_cost=2`: the H200's held-out tf32 (7 of 18 recorded) would read 0.853 / 0.670 -> 0.925 / 0.833.
+# Session 37 (H200 at 635e95f): the suite (2300 passed), models (7 workloads), candidate G+M's 82 picks timed, M
+#   shipped in h200.yaml, held-out tf32 complete (18/18), fp8 1 of 18. Left for an H200, in order: the held-out fp8
+#   and square sweeps (`REPICK_BUDGET=0 RAGGED_BUDGET=0 HELDOUT_ARGS="--jobs fp8_e4m3 square"`, resumable), the
+#   unaligned training set below (the H200 has no 4- or 8-byte-aligned training rows: h100's narrow_load_exponent
+#   did not transfer, CHANGELOG session 37), then MODELS=1 at the new vendor-aligned default.
 #   On an H200, after the repick: TRAINING=1 TRAINING_SETS="unaligned:fp8_e4m3 unaligned:tf32" TRAINING_CONFIGS=40
 #   TRAINING_ARGS="--also-pick mn_major_tile_cost=0 fp8_spill_traffic_limit=0" (h200.yaml has no unaligned fp8 row, so
 #   its fp8_spill_traffic_limit stays 0 and its held-out fp8 split, once swept, would meet the H100's split-K spills).

@@ -446,6 +446,20 @@ def _cross_checks(d: dict, errors: list[str]) -> None:
         pass  # already reported as a missing/mistyped field
 
 
+def _as_checked(raw: Any, checked: Any) -> Any:
+    """``raw`` with each number replaced by its checked value (:func:`_check_leaf`'s int or float) where that
+    is the same number: what the content hash reads."""
+    if isinstance(raw, dict) and isinstance(checked, dict):
+        return {k: _as_checked(v, checked[k]) if k in checked else v for k, v in raw.items()}
+    if isinstance(raw, list) and isinstance(checked, (list, tuple)) and len(raw) == len(checked):
+        return [_as_checked(a, b) for a, b in zip(raw, checked)]
+    numbers = (int, float)
+    if (isinstance(raw, numbers) and isinstance(checked, numbers) and not isinstance(raw, bool)
+            and not isinstance(checked, bool) and raw == checked):
+        return checked
+    return raw
+
+
 def _build(raw: Any, where: str) -> HardwareProfile:
     errors: list[str] = []
     d = _check_section(SCHEMA, raw, "", errors)
@@ -460,7 +474,9 @@ def _build(raw: Any, where: str) -> HardwareProfile:
     # profile with it explicit and the same profile without it are one profile
     if any(raw["model"].get(k, v) == v and k in raw["model"] for k, v in OPTIONAL_MODEL_PARAMS.items()):
         raw = {**raw, "model": {k: v for k, v in raw["model"].items() if OPTIONAL_MODEL_PARAMS.get(k, None) != v}}
-    canonical = json.dumps(raw, sort_keys=True, default=str)
+    # numbers hashed as checked (a float field written 2 is 2.0, an int field written 2.0 is 2): one profile
+    # whichever way its numbers are spelled, so a rendered copy (render_profile) hashes as its source
+    canonical = json.dumps(_as_checked(raw, d), sort_keys=True, default=str)
     ro = MappingProxyType
     _BUILDING.on = True  # the hash is of raw (HardwareProfile.__post_init__ keeps it)
     try:

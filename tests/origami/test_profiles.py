@@ -361,6 +361,23 @@ def test_render_profile_reads_back_as_the_same_profile(name):
     assert again == hw and again.to_yaml_dict() == hw.to_yaml_dict() and again.path == f"{name}-copy.yaml"
 
 
+def test_a_number_is_one_number_however_it_is_spelled():
+    """A float field written as an integer (``mn_major_tile_cost: 2``) and an int field written with a decimal
+    point (``compute_units: 132.0``) hash as the profile written ``2.0`` and ``132``, and the rendered copy of either
+    reads back as the same profile."""
+    text = H200
+    assert "  mn_major_tile_cost: 2.0\n" in text and "  compute_units: 132\n" in text
+    plain = check_profile_text(text, "h200-plain.yaml")
+    spelled = check_profile_text(text.replace("  mn_major_tile_cost: 2.0\n", "  mn_major_tile_cost: 2\n")
+                                 .replace("  compute_units: 132\n", "  compute_units: 132.0\n"), "h200-spelled.yaml")
+    assert spelled == plain and spelled.content_hash == plain.content_hash
+    assert isinstance(spelled.model["mn_major_tile_cost"], float) and isinstance(spelled.compute["compute_units"], int)
+    again = check_profile_text(render_profile(spelled.to_yaml_dict(), []), "copy.yaml")
+    assert again == spelled
+    changed = check_profile_text(text.replace("  mn_major_tile_cost: 2.0\n", "  mn_major_tile_cost: 3\n"), "h200-3.yaml")
+    assert changed.content_hash != plain.content_hash  # a different number is a different profile
+
+
 @pytest.mark.parametrize("v, text", [(4.8e12, "4.8e+12"), (1.2e13, "1.2e+13"), (1976.5, "1976.5"), (0.0, "0.0"),
                                       (3000.0, "3000.0"), (0.861, "0.861"), (1e-4, "1.0e-04"),
                                       (150754820096.0, "1.507548e+11")])

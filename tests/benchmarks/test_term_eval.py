@@ -57,3 +57,26 @@ def test_broken_floors_names_the_file_and_the_floor():
     assert broken_floors(rows[:1], {"h200/llm.csv": {"geomean": 0.97, "p10": 0.5}}) == [
         "h200/llm.csv (0.960 / 0.890 < 0.97 / 0.5)"]
     assert broken_floors([("training", "h200/llm.csv", 10, 1, score(0.97, 0.91), score(0.95, 0.90))], floors) == []
+
+
+def test_the_generic_rule_owes_no_particular_file_a_gain(capsys):
+    """term_eval's rule (``gain_sets=()``): met when some held-out file goes up and none goes down by more than
+    the slack, whatever the files; split-K's rule (the default) still asks skinny/longk/fp16/llm to go up."""
+    from benchmarks.splitk_eval import report
+    from origami.fit import PickScore
+
+    def score(g, p):
+        return PickScore(geomean=g, p10=p, per_shape=(), problems=(), missing=())
+
+    up = [("held-out", "h200_heldout/tf32.csv", 18, 2, score(0.80, 0.70), score(0.85, 0.72)),
+          ("held-out", "h200_heldout/llm.csv", 12, 0, score(0.92, 0.80), score(0.92, 0.80))]
+    assert report(up, gain_sets=()) is True
+    assert "met" in capsys.readouterr().out.splitlines()[-1]
+    assert report(up) is False  # the split-K rule: llm (one of skinny/longk/fp16/llm) not up
+    capsys.readouterr()
+    flat = [(s, n, k, 0, a, a) for s, n, k, _, a, _ in up]
+    assert report(flat, gain_sets=()) is False  # nothing lifted: nothing to ship
+    assert "(not: every file)" in capsys.readouterr().out
+    down = up + [("held-out", "h200_heldout/dlrm.csv", 12, 1, score(0.99, 0.97), score(0.97, 0.97))]
+    assert report(down, gain_sets=()) is False
+    assert "(down: h200_heldout/dlrm.csv)" in capsys.readouterr().out

@@ -923,8 +923,8 @@ def _header(path: Path) -> dict:
         for line in fh:
             if not line.startswith("#"):
                 break
-            k, _, v = line[1:].strip().partition(": ")
-            out[k] = v
+            k, _, v = line[1:].strip().partition(":")
+            out[k.strip()] = v.strip()
     return out
 
 
@@ -962,13 +962,7 @@ def merge(paths: list, out: Path) -> None:
 
 def recorded_gpu(path: Path) -> str:
     """The GPU a results CSV names in its provenance (``# gpu: ...``), or "an unnamed GPU"."""
-    with open(path) as f:
-        for line in f:
-            if not line.startswith("#"):
-                break
-            if line.startswith("# gpu:"):
-                return line.split(":", 1)[1].strip() or "an unnamed GPU"
-    return "an unnamed GPU"
+    return _header(path).get("gpu", "").strip() or "an unnamed GPU"
 
 
 def plot(path: Path) -> Path:

@@ -20,11 +20,10 @@
 # Any GPU with MODEL_GEMMS=1 (before all of the branches below but DECODE_PROBE): the training steps' GEMMs, ours vs torch
 #   (gpu_session.sh's train_gemms), then the decode GEMMs' cold sweep and ours vs its best vs torch (its decode step).
 # Any other GPU otherwise: the whole suite, then real models with the device's own profile ($MODELS_ARGS; by default
-#   eager decode first, then the training rows and the prefills, all with the side `aligned`
-#   (TRITONBLAS_VENDOR_ALIGNED=1: aligned bf16/fp16 GEMMs larger than decode's on torch's op; off by default since
-#   session 28 measured eager decode 5% slower under it on the H100, from the size reads each decode call pays, made
-#   cheaper since on the CPU only: decode still decides whether it becomes the default) (issue 16), with the
-#   seconds left.
+#   eager decode first, then the training rows, the prefills, CUDA-graph decode, ViT-L/16 and Llama-3-8B prefill
+#   (issue 16), with the seconds left. The vendor-aligned rule is the default on NVIDIA GPUs since session 37, so the
+#   `aligned` side (--aligned) would repeat ours: add it with MODELS_ENV=TRITONBLAS_VENDOR_ALIGNED=0 to time the rule
+#   against its absence in one run.
 # MODELS=1 takes that last branch (suite, then real models) on an H200 too (issue 16's targets are the H200's).
 # SUITE=1 runs the whole suite first in the branches above that do not; SUITE=0 skips it in the last one.
 # Every step is benchmarks/gpu_session.sh's; the results land in $OUT as they do there.
@@ -196,7 +195,7 @@ else
   if [ $b -gt 60 ]; then  # the workloads session 24's unaligned-out plans touch first (GPT-2's lm_head, DLRM's
     # ragged widths), then the training rows; the aten and eager experiments were decided off (sessions 23-24)
     STEPS=models MODELS_TIMEOUT=$(( b + 30 )) MODELS_BUDGET=$b \
-      MODELS_ARGS=${MODELS_ARGS:---jobs llama3.2-1b:decode:bf16 bert-large:train:bf16 llama3.2-1b:train:bf16 bert-large:prefill:bf16 gpt2-medium:train:bf16 dlrm-mlp:train:fp16 gpt2-medium:prefill:bf16 --aligned} \
+      MODELS_ARGS=${MODELS_ARGS:---jobs llama3.2-1b:decode:bf16 bert-large:train:bf16 llama3.2-1b:train:bf16 bert-large:prefill:bf16 gpt2-medium:train:bf16 dlrm-mlp:train:fp16 gpt2-medium:prefill:bf16 llama3.2-1b:decode_graph:bf16 vit-l16:prefill:bf16 llama3-8b:prefill:bf16} \
       bash benchmarks/gpu_session.sh
   fi
   # (the training step's host split, train_host, ran in sessions 22-23: run it by hand when wanted)

@@ -141,7 +141,7 @@ def test_grad_toll_falls_through_every_call_and_restores_the_environment(monkeyp
 
 @pytest.mark.skipif(torch.cuda.is_available(), reason="CPU-only: CPU tensors under the interpreter's kernels")
 def test_vendor_toll_serves_every_gemm_warm_and_restores_the_environment(monkeypatch):
-    """--vendor-toll: three sides, every GEMM of the decode served warm by ours (the rule must leave decode-sized
+    """--vendor-toll: four sides (torch; the variable 0, unset and 1), every GEMM of the decode served warm by ours (the rule must leave decode-sized
     calls to us, or the toll measured would be something else); the variables it sets are put back. Structure
     only: not a timed test."""
     import os
@@ -154,5 +154,7 @@ def test_vendor_toll_serves_every_gemm_warm_and_restores_the_environment(monkeyp
     lines = host_linear.vendor_toll(rounds=1, tokens=2)
     calls, warm = (int(x) for x in re.findall(r"(\d+) (?:GEMM calls|served warm)", lines[0]))
     assert calls > 0 and warm == calls, lines[0]
-    assert [line.split()[0] for line in lines[1:]] == ["torch", "enable()", "enable(),"] and "x1.0000" in lines[2]
+    assert [line[2:30].strip() for line in lines[1:]] == [  # each side's name, as vendor_toll pads it
+        "torch", "enable(), VENDOR_ALIGNED=0", "enable(), unset", "enable(), VENDOR_ALIGNED=1"], lines
+    assert "x1.0000" in lines[2]  # the base side against itself
     assert settings.ENV_VENDOR_ALIGNED not in os.environ and "TRITON_INTERPRET" not in os.environ

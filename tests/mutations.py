@@ -227,6 +227,12 @@ MUTATIONS = (
              "len(ws := w.shape) == 2 and vendor_aligned(",
              "(ws := w.shape) is not None and vendor_aligned(",
              ("tests/dropin/test_vendor_aligned.py",)),
+    Mutation("profile_hash_reads_spelling", "a profile's content hash reads how its numbers are spelled (2 vs 2.0: "
+             "one profile, two hashes; a rendered copy looks like another profile)",
+             "origami/hardware.py",
+             "    canonical = json.dumps(_as_checked(raw, d), sort_keys=True, default=str)",
+             "    canonical = json.dumps(raw, sort_keys=True, default=str)",
+             ("tests/origami/test_profiles.py",)),
     Mutation("vendor_aligned_default_everywhere", "TRITONBLAS_VENDOR_ALIGNED unset sends aligned GEMMs to torch on "
              "every device (ROCm and the CPU too, where nothing measured torch's op faster)",
              "tritonblas/fastpath.py",

@@ -36,7 +36,7 @@ import threading
 
 import torch
 
-from tritonblas import _compat, autocast, counters, dispatch
+from tritonblas import _compat, autocast, counters, dispatch, tables
 from tritonblas import plan as _plan
 
 __all__ = ["ENV_FAST", "enabled", "direct", "linear", "matmul", "linear_hot", "matmul_hot", "clear", "MAX_ENTRIES",
@@ -149,14 +149,17 @@ def vendor_aligned(raw, t, m: int, n: int, k: int, grad: bool) -> bool:
     (``results/models_h100_bf08b62.csv``, ``results/models_h200_635e95f.csv``): geomean 0.978x -> 1.062x (H100)
     and 0.966x -> 1.009x (H200), eager decode 0.916x -> 0.913x and 0.889x -> 0.905x, no workload down by more
     than 1%. So ``raw`` None (unset) is on for NVIDIA GPUs' tensors (:data:`tritonblas.settings.DEFAULT`); the CPU
-    (the interpreter) and ROCm builds keep ours there: no evidence for them."""
+    (the interpreter) and ROCm builds keep ours there: no evidence for them. Unset, it also leaves the call to a
+    tile table in force (``tritonblas.set_table``, ``TRITONBLAS_TABLE``), whose entries are per-shape measurements
+    (ours, or torch's op where an entry says VENDOR)."""
     on = _VENDOR_ON.get(raw, _UNREAD)
     if on is _UNREAD:
         on = _VENDOR_ON[raw] = settings.vendor_aligned_on()  # a bad value raises here, naming the variable
     if not on or m <= 16 or n <= 16 or k % 8 or n % 8 or (grad and m % 8):
         return False
-    if on is settings.DEFAULT and not (t.is_cuda and _NVIDIA_BUILD):
-        return False  # the default's evidence is cuBLAS's: not ROCm's libraries, not the CPU
+    if on is settings.DEFAULT and (not (t.is_cuda and _NVIDIA_BUILD) or any(tables.table_token())):
+        return False  # the default's evidence is cuBLAS's (not ROCm's libraries, not the CPU); a tile table in force
+        # (set_table, $TRITONBLAS_TABLE) measured its shapes itself, ours or torch's (VENDOR entries): it decides
     return t.dtype in _TWO_BYTE or _any_autocast()
 
 

@@ -233,7 +233,8 @@ def test_odd_operands_get_torchs_result_or_torchs_error(device, monkeypatch, lab
 
 def test_the_default_reads_the_device(monkeypatch):
     """Unset, the rule is on for an NVIDIA GPU's tensors only: off for CPU tensors and for a ROCm build's GPU tensors
-    (no evidence there); ``1`` is on for both. The decision alone, on stand-ins for the operand (no GPU here)."""
+    (no evidence there), and off while a tile table is in force (its entries were measured per shape); ``1`` is on
+    for all of them. The decision alone, on stand-ins for the operand (no GPU here)."""
     from types import SimpleNamespace
 
     from tritonblas import fastpath
@@ -252,6 +253,15 @@ def test_the_default_reads_the_device(monkeypatch):
     assert not decide(None, cpu)
     assert decide("1", cpu)
     assert not decide("0", gpu)
+    monkeypatch.setenv(settings.ENV_TABLE, "/a/table.json")  # a tile table in force decides its shapes itself
+    assert not decide(None, gpu)
+    assert decide("1", gpu)
+    monkeypatch.setenv(settings.ENV_TABLE, "")  # empty: no table
+    assert decide(None, gpu)
+    monkeypatch.delenv(settings.ENV_TABLE)
+    with monkeypatch.context() as m:
+        m.setattr(fastpath.tables, "table_token", lambda: (3, None))  # one set_table installed
+        assert not decide(None, gpu)
     monkeypatch.setattr(fastpath, "_NVIDIA_BUILD", False)  # a ROCm build: torch's "cuda" tensors are AMD's
     assert not decide(None, gpu)
     assert decide("1", gpu)

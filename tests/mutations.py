@@ -236,13 +236,13 @@ MUTATIONS = (
     Mutation("vendor_aligned_default_everywhere", "TRITONBLAS_VENDOR_ALIGNED unset sends aligned GEMMs to torch on "
              "every device (ROCm and the CPU too, where nothing measured torch's op faster)",
              "tritonblas/fastpath.py",
-             "    if on is settings.DEFAULT and (not (t.is_cuda and _NVIDIA_BUILD) or any(tables.table_token())):",
-             "    if on is settings.DEFAULT and any(tables.table_token()):",
+             "    if on is settings.DEFAULT and (not (t.is_cuda and _NVIDIA_BUILD) or _TABLE_GEN[0] or _table_raw()):",
+             "    if on is settings.DEFAULT and (_TABLE_GEN[0] or _table_raw()):",
              ("tests/dropin/test_vendor_aligned.py",)),
     Mutation("vendor_aligned_over_a_table", "TRITONBLAS_VENDOR_ALIGNED unset overrides a tile table in force (its "
              "per-shape measurements, ours where it measured ours faster)",
              "tritonblas/fastpath.py",
-             "    if on is settings.DEFAULT and (not (t.is_cuda and _NVIDIA_BUILD) or any(tables.table_token())):",
+             "    if on is settings.DEFAULT and (not (t.is_cuda and _NVIDIA_BUILD) or _TABLE_GEN[0] or _table_raw()):",
              "    if on is settings.DEFAULT and not (t.is_cuda and _NVIDIA_BUILD):",
              ("tests/dropin/test_vendor_aligned.py",)),
     Mutation("vendor_aligned_any_dtype", "TRITONBLAS_VENDOR_ALIGNED defers fp32 GEMMs too (no evidence there)",

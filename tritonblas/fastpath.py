@@ -115,6 +115,8 @@ _VENDOR_ON: dict = {}
 _UNREAD = object()
 _TWO_BYTE = (torch.bfloat16, torch.float16)
 _NVIDIA_BUILD = torch.version.hip is None  # torch's CUDA tensors are NVIDIA's GPUs (a ROCm build's are AMD's)
+# a tile table in force, as tables.table_token() tells it, at 30 ns instead of 700 (set_table's number, the variable)
+_TABLE_GEN, _table_raw = tables.GENERATION, raw_getter(tables.ENV_TABLE)
 
 
 def vendor_aligned(raw, t, m: int, n: int, k: int, grad: bool) -> bool:
@@ -157,7 +159,7 @@ def vendor_aligned(raw, t, m: int, n: int, k: int, grad: bool) -> bool:
         on = _VENDOR_ON[raw] = settings.vendor_aligned_on()  # a bad value raises here, naming the variable
     if not on or m <= 16 or n <= 16 or k % 8 or n % 8 or (grad and m % 8):
         return False
-    if on is settings.DEFAULT and (not (t.is_cuda and _NVIDIA_BUILD) or any(tables.table_token())):
+    if on is settings.DEFAULT and (not (t.is_cuda and _NVIDIA_BUILD) or _TABLE_GEN[0] or _table_raw()):
         return False  # the default's evidence is cuBLAS's (not ROCm's libraries, not the CPU); a tile table in force
         # (set_table, $TRITONBLAS_TABLE) measured its shapes itself, ours or torch's (VENDOR entries): it decides
     return t.dtype in _TWO_BYTE or _any_autocast()

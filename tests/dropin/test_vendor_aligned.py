@@ -259,9 +259,12 @@ def test_the_default_reads_the_device(monkeypatch):
     monkeypatch.setenv(settings.ENV_TABLE, "")  # empty: no table
     assert decide(None, gpu)
     monkeypatch.delenv(settings.ENV_TABLE)
-    with monkeypatch.context() as m:
-        m.setattr(fastpath.tables, "table_token", lambda: (3, None))  # one set_table installed
+    generation = fastpath.tables.GENERATION  # (a one-item list: tables.table_token()'s set_table number)
+    before, generation[0] = generation[0], 3  # one set_table installed
+    try:
         assert not decide(None, gpu)
+    finally:
+        generation[0] = before
     monkeypatch.setattr(fastpath, "_NVIDIA_BUILD", False)  # a ROCm build: torch's "cuda" tensors are AMD's
     assert not decide(None, gpu)
     assert decide("1", gpu)

@@ -39,7 +39,9 @@ def per_call_us(fn, n=200):
 
 def main() -> int:
     # our entry points under enable(), not the vendor-aligned default's hand-over to torch (NVIDIA GPUs)
-    os.environ.setdefault("TRITONBLAS_VENDOR_ALIGNED", "0")
+    from tritonblas import settings
+
+    os.environ.setdefault(settings.ENV_VENDOR_ALIGNED, "0")
     for m, n, k in ((4096, 1024, 4096), (2048, 1024, 64)):
         entries(m, n, k)
     for tokens in (4096, 2048):

@@ -595,7 +595,9 @@ def main(argv=None) -> int:
 
     # these time our warm path under enable(): on an NVIDIA GPU the vendor-aligned default would hand their
     # aligned bf16 calls to torch's op (set TRITONBLAS_VENDOR_ALIGNED yourself to time the default instead)
-    os.environ.setdefault("TRITONBLAS_VENDOR_ALIGNED", "0")
+    from tritonblas import settings
+
+    os.environ.setdefault(settings.ENV_VENDOR_ALIGNED, "0")
     if args.cpu_stub:
         os.environ.setdefault("TRITON_INTERPRET", "1")
         os.environ.setdefault("TRITONBLAS_PROFILE", "h200")

@@ -962,7 +962,7 @@ def merge(paths: list, out: Path) -> None:
 
 def recorded_gpu(path: Path) -> str:
     """The GPU a results CSV names in its provenance (``# gpu: ...``), or "an unnamed GPU"."""
-    return _header(path).get("gpu", "").strip() or "an unnamed GPU"
+    return _header(path).get("gpu") or "an unnamed GPU"
 
 
 def plot(path: Path) -> Path:

@@ -52,7 +52,7 @@ from numba import njit, prange
 from origami import pidmap
 from origami._encoding import (K_DP, K_PERSISTENT, K_SPLITK, K_STREAMK, K_WS, R_BK, R_BM, R_BN, R_CHUNK, R_GMULT, R_GROUP,
                                R_KIND, R_LBK, R_LBM, R_LBN, R_NCHIP, R_OCC, R_SPILL, R_SPLIT, R_STAGES, R_TWIN, R_WARPS,
-                               STAGED_ALIGN, persistent_grid)
+                               STAGED_ALIGN, VECTOR_ALIGN, persistent_grid)
 from origami._jitcache import CACHE
 
 FASTMATH = False  # IEEE semantics: rankings must be identical with NUMBA_DISABLE_JIT=1
@@ -377,7 +377,7 @@ def _load_class(warps, align, hw):
     narrow_load_exponent --training-only``: 0.1878, every training pick it moves timed)."""
     if align < STAGED_ALIGN:
         return warps, hw[HW_STAGED_EXP]
-    if align < 16:
+    if align < VECTOR_ALIGN:
         return warps, hw[HW_NARROW_EXP]
     return 0.0, 0.0
 

@@ -34,6 +34,9 @@ CODE_KIND = {v: k for k, v in KIND_CODE.items()}
 # NVIDIA rows under this many bytes aligned cannot use cp.async (4, 8 or 16 bytes a copy): their loads
 # go through registers (origami.space.register_staged; origami._core's staged terms)
 STAGED_ALIGN = 4
+# ... and rows of this many bytes load 16-byte vectors (TMA, or cp.async/dwordx4 of full width): under it, and at or
+# over STAGED_ALIGN, NVIDIA's copies are 4 or 8 bytes wide (origami._core._load_class) and AMD's lose their dwordx4
+VECTOR_ALIGN = 16
 
 
 def persistent_grid(programs: int, tiles: int) -> int:

@@ -22,7 +22,7 @@ from origami.config import Kind
 from origami.kmajor import KMAJOR_ONLY_DTYPES, mma_reads_through_registers
 from origami.space import PREDICATES, amd_direct_to_lds, narrow_loads, resident_programs, staged_spills
 from origami._encoding import (KIND_CODE, PERSISTENT_GRID_CODES, R_BM, R_BN, R_GMULT, R_KIND, R_NCHIP,
-                               persistent_grid)
+                               STAGED_ALIGN, VECTOR_ALIGN, persistent_grid)
 from origami.enumerate import base_array, config_for_tiles, row_tiles, row_to_config, search_plan
 from origami.hardware import HardwareProfile, load_profile
 from origami.problem import GemmProblem
@@ -403,13 +403,13 @@ _ALIGN = attrgetter("align_bytes")
 
 def _classes(problems: Sequence[GemmProblem]) -> dict[tuple, list[int]]:
     """Problem indices by class (runs of one class cost one comparison a problem): dtypes, layouts
-    and whether the operands are under 4 and under 16 bytes aligned (the alignment classes of
-    :func:`origami.space.narrow_loads`, which applies the vendor)."""
+    and whether the operands are under STAGED_ALIGN (4) and under VECTOR_ALIGN (16) bytes aligned (the alignment
+    classes of :func:`origami.space.narrow_loads`, which applies the vendor, and of ``_core._load_class``)."""
     classes: dict[tuple, list[int]] = {}
     last, members = None, []
     for j, key in enumerate(map(_CLASS, problems)):
         if key != last:
-            last, members = key, classes.setdefault((*key[:5], key[5] < 4, key[5] < 16), [])
+            last, members = key, classes.setdefault((*key[:5], key[5] < STAGED_ALIGN, key[5] < VECTOR_ALIGN), [])
         members.append(j)
     return classes
 

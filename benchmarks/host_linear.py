@@ -17,7 +17,7 @@ host never waits on a full launch queue). Prints a table; ``--profile`` adds a c
     python3 benchmarks/host_linear.py --fallthrough-ops [--rounds 7]         # the same per call of every routed op
     python3 benchmarks/host_linear.py --grad-toll [--rounds 7]               # no GPU: the grad rule's fall-through toll
     python3 benchmarks/host_linear.py --inmodel-grad [MODEL ...] [--rounds 9]  # no GPU: autograd's cost a call in a model
-    python3 benchmarks/host_linear.py --vendor-toll [--rounds 200]           # no GPU: VENDOR_ALIGNED's cost on decode
+    python3 benchmarks/host_linear.py --vendor-toll [--rounds 200]           # no GPU: a handed-over call's toll on decode
 
 ``--cpu-stub`` (no GPU needed; sets ``TRITON_INTERPRET=1`` and ``TRITONBLAS_PROFILE=h200``): the warm
 routed call's host cost with the launch stubbed out (:func:`cpu_stub`). ``--fallthrough`` (CPU, no
@@ -427,14 +427,14 @@ def _fallthrough_ops(rounds: int, n: int, dtypes) -> list[str]:
 
 
 def vendor_toll(rounds: int = 200, tokens: int = 16) -> list[str]:
-    """CPU: what ``TRITONBLAS_VENDOR_ALIGNED`` costs a decode whose every GEMM stays ours (decode-sized, so the rule
-    only reads their sizes): greedy decode with a KV cache of a 4-layer ``transformers`` Llama (hidden 64, bf16,
-    a 16-token prompt: decode-sized too) under ``enable()`` with every launch stubbed (:func:`stubbed_launches`,
-    :func:`emulate_raw_launch`: the warm path's Python as on a GPU), with the variable ``0``, unset (the default)
-    and ``1``, beside torch alone (its CPU GEMMs run). Every setting pays the size reads, which the callers make
-    before the rule reads its switch (since it is on by default for NVIDIA tensors): the ratios to ``0`` are the
-    switch's own cost. Sides rotated per round; the ratio is the median of per-round ratios. Raises when a GEMM of
-    an enable() side is not served warm by ours (then the toll would be something else)."""
+    """CPU: what a GEMM that ``TRITONBLAS_VENDOR_ALIGNED`` hands to torch's op costs an eager decode: greedy decode
+    with a KV cache of a 4-layer ``transformers`` Llama (hidden 64, bf16, a 16-token prompt; every GEMM aligned)
+    under ``enable()`` with the variable ``1`` (every GEMM handed over: the wrapper, the rule's reads, torch's op),
+    beside torch alone; and with ``0`` (every GEMM ours, served warm, its launch stubbed: :func:`stubbed_launches`,
+    :func:`emulate_raw_launch`, the warm path's Python as on a GPU, but without the CPU GEMM the other two sides
+    run, so its ratio understates ours). Sides rotated per round; each ratio is the median of per-round ratios to
+    torch's. Raises when the ``1`` side routes a GEMM or the ``0`` side serves one cold (then the toll measured
+    would be something else)."""
     import torch
     import transformers as tf
     from transformers import LlamaConfig, LlamaForCausalLM
@@ -457,10 +457,10 @@ def vendor_toll(rounds: int = 200, tokens: int = 16) -> list[str]:
                 for _ in range(tokens - 1):
                     out = model(input_ids=out.logits[:, -1:].argmax(-1), past_key_values=cache, use_cache=True)
 
+        handed, ours = "enable(), VENDOR_ALIGNED=1", "enable(), VENDOR_ALIGNED=0"
         sides = {"torch": (contextlib.nullcontext, {}),
-                 "enable(), VENDOR_ALIGNED=0": (tritonblas.enable, {settings.ENV_VENDOR_ALIGNED: "0"}),
-                 "enable(), unset": (tritonblas.enable, {settings.ENV_VENDOR_ALIGNED: None}),
-                 "enable(), VENDOR_ALIGNED=1": (tritonblas.enable, {settings.ENV_VENDOR_ALIGNED: "1"})}
+                 handed: (tritonblas.enable, {settings.ENV_VENDOR_ALIGNED: "1"}),
+                 ours: (tritonblas.enable, {settings.ENV_VENDOR_ALIGNED: "0"})}
 
         def timed(name: str) -> float:
             ctx, env = sides[name]
@@ -468,6 +468,12 @@ def vendor_toll(rounds: int = 200, tokens: int = 16) -> list[str]:
                 t0 = time.perf_counter()
                 step()
                 return time.perf_counter() - t0
+
+        def counted(name: str) -> dict:
+            dispatch.reset_stats()
+            with models.environ(sides[name][1]), tritonblas.enable():
+                step()
+            return dispatch.stats()
 
         threads = torch.get_num_threads()
         torch.set_num_threads(1)
@@ -477,22 +483,24 @@ def vendor_toll(rounds: int = 200, tokens: int = 16) -> list[str]:
                     for _ in range(3):
                         timed(name)  # the checked path records the warm entries
                 emulate_raw_launch()
-                for env in (e for _, e in list(sides.values())[1:]):  # the rule must leave every call to us
-                    dispatch.reset_stats()
-                    with models.environ(env), tritonblas.enable():
-                        step()
-                    st = dispatch.stats()
-                    if not st["intercepted"] or st["fast_hits"] != st["intercepted"]:
-                        raise RuntimeError(f"vendor_toll: not every GEMM served warm with {env or 'nothing'} set: {st}")
+                st = counted(ours)
+                if not st["intercepted"] or st["fast_hits"] != st["intercepted"]:
+                    raise RuntimeError(f"vendor_toll: not every GEMM served warm with {ours}: {st}")
+                st1 = counted(handed)
+                if st1["routed"] or st1["intercepted"] != st["intercepted"]:
+                    raise RuntimeError(f"vendor_toll: not every GEMM handed to torch with {handed}: {st1}")
                 res = _rotated(sides, rounds, timed)
         finally:
             torch.set_num_threads(threads)
-    base = res["enable(), VENDOR_ALIGNED=0"]
-    out = [f"VENDOR_ALIGNED's toll on an all-ours decode: {st['intercepted']} GEMM calls a decode, {st['fast_hits']} "
-           f"served warm (tiny Llama, CPU, launches stubbed; {rounds} rounds):"]
+    calls = st["intercepted"]
+    out = [f"VENDOR_ALIGNED's hand-over on an eager decode: {calls} GEMM calls a decode, {st1['intercepted']} handed "
+           f"to torch at 1, {st['fast_hits']} served warm at 0 (tiny Llama, CPU, launches stubbed; {rounds} rounds):"]
+    base = res["torch"]
     for k in sides:
         ratio = statistics.median(x / b for x, b in zip(res[k], base))
-        out.append(f"  {k:28s} {statistics.median(res[k]) * 1e3:8.3f} ms   x{ratio:.4f} of VENDOR_ALIGNED=0 (paired)")
+        extra = statistics.median((x - b) / calls for x, b in zip(res[k], base)) * 1e6
+        out.append(f"  {k:28s} {statistics.median(res[k]) * 1e3:8.3f} ms   x{ratio:.4f} of torch (paired), "
+                   f"{extra:+.2f} us a GEMM call")
     return out
 
 
@@ -584,7 +592,7 @@ def main(argv=None) -> int:
     ap.add_argument("--fallthrough-ops", action="store_true",
                     help="only enable()'s toll per call of every routed op with nothing routed (CPU, see fallthrough_ops)")
     ap.add_argument("--vendor-toll", action="store_true",
-                    help="only TRITONBLAS_VENDOR_ALIGNED's cost on a decode whose GEMMs stay ours (CPU, see vendor_toll)")
+                    help="only what a GEMM TRITONBLAS_VENDOR_ALIGNED hands to torch costs an eager decode (CPU, see vendor_toll)")
     ap.add_argument("--rounds", type=int, default=None,
                     help="--fallthrough, --fallthrough-ops, --inmodel-stub, --inmodel-grad (default 7), --vendor-toll "
                          "(default 200): rounds (medians)")

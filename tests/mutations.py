@@ -215,11 +215,11 @@ MUTATIONS = (
              "    if grad and w.dim() == 2 and x.dim() >= 1:",
              "    if w.dim() == 2 and x.dim() >= 1:",
              ("tests/dropin/test_small_grad.py",)),
-    Mutation("vendor_aligned_takes_decode", "TRITONBLAS_VENDOR_ALIGNED sends decode-sized GEMMs to torch too (M or N "
-             "<= 16, where our split-K picks beat cuBLAS)",
+    Mutation("vendor_aligned_keeps_decode", "TRITONBLAS_VENDOR_ALIGNED leaves decode-sized GEMMs (M or N <= 16) to "
+             "ours, where cuBLAS measured faster on F.linear's K-major weight (session 38)",
              "tritonblas/fastpath.py",
-             "    if not on or m <= 16 or n <= 16 or k % 8 or n % 8 or (grad and m % 8):",
              "    if not on or k % 8 or n % 8 or (grad and m % 8):",
+             "    if not on or m <= 16 or n <= 16 or k % 8 or n % 8 or (grad and m % 8):",
              ("tests/dropin/test_vendor_aligned.py",)),
     Mutation("vendor_aligned_unguarded_weight", "TRITONBLAS_VENDOR_ALIGNED reads F.linear's weight as 2-D unchecked "
              "(an IndexError, not torch's result or error, for a 1-D or 0-d weight)",

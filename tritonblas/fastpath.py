@@ -122,14 +122,12 @@ _TABLE_GEN, _table_raw = tables.GENERATION, raw_getter(tables.ENV_TABLE)
 def vendor_aligned(raw, t, m: int, n: int, k: int, grad: bool) -> bool:
     """Whether an eager GEMM of sizes m, n, k on operands like ``t`` runs torch's op under
     ``TRITONBLAS_VENDOR_ALIGNED``, whose raw value the caller read as ``raw`` (None: unset, the default): a bf16/fp16
-    GEMM (under autocast, the 2-byte type it runs in) whose M and N both exceed 16 (not decode-sized) and whose
-    N and K are multiples of 8 elements (16 bytes), and M too when autograd records it (the backward GEMMs
-    lead with M). CUDA graph capture included: the evidence is GPU time, not host time. Every decode call pays the
+    GEMM (under autocast, the 2-byte type it runs in) whose N and K are multiples of 8 elements (16 bytes), and M
+    too when autograd records it (the backward GEMMs lead with M); decode-sized ones (M or N up to 16) included since
+    session 38 (below). CUDA graph capture included: the evidence is GPU time, not host time. Every call pays the
     caller's reads of the sizes, so they are the cheapest the op allows (``F.linear``: ``w.shape`` and
     ``x.numel()``, 0.30 us in a CPU loop against 0.62 for the four reads before; a ``torch.Size`` slice alone
-    costs ~0.4 us). ``python benchmarks/host_linear.py --vendor-toll`` (a tiny Llama's eager decode on the CPU,
-    launches stubbed, every GEMM decode-sized and ours, 200 paired rounds): the variable costs the step 2.1%,
-    against 3.2% with the reads before (2026-12-06).
+    costs ~0.4 us).
 
     Why, measured (H200, our pick against ``torch.matmul`` on the recorded shapes, CUDA graphs, warm L2;
     ``python benchmarks/vendor_gap.py --classes``): on 16-byte-aligned bf16/fp16 shapes with min(M, N) > 16
@@ -138,8 +136,8 @@ def vendor_aligned(raw, t, m: int, n: int, k: int, grad: bool) -> bool:
     decode-sized aligned shapes (min(M, N) <= 16) 0.977x training (49), 1.041x held-out (3). In the models (H100,
     ``results/models_h100_499b5b3.csv``) bert-large's and Llama-3.2-1B's routed training GEMMs (34-69 GFLOP,
     aligned) took 14.77 against 14.55 ms and 12.86 against 12.63 ms of GPU time, and more host time. Where we win is elsewhere: unaligned widths
-    (GPT-2's 50257-wide lm_head, 1.4 against 5.2 ms a training step; DLRM's MLP) and decode, which this rule
-    leaves to us. Measured on the models (H100, 9a771a7, each side in the same alternation as torch;
+    (GPT-2's 50257-wide lm_head, 1.4 against 5.2 ms a training step; DLRM's MLP), which this rule leaves to us.
+    Measured on the models (H100, 9a771a7, each side in the same alternation as torch;
     ``results/models_h100_aligned_9a771a7.csv``): bert-large training 0.861x -> 0.977x, Llama-3.2-1B training
     0.965x -> 0.990x, gpt2-medium training 1.016x -> 1.036x and prefill 1.001x -> 1.062x, DLRM training 1.530x ->
     1.533x, bert-large prefill 0.865x -> 0.881x (0.886x -> 0.878x on a rerun: host-bound, the fall-through toll
@@ -153,11 +151,20 @@ def vendor_aligned(raw, t, m: int, n: int, k: int, grad: bool) -> bool:
     than 1%. So ``raw`` None (unset) is on for NVIDIA GPUs' tensors (:data:`tritonblas.settings.DEFAULT`); the CPU
     (the interpreter) and ROCm builds keep ours there: no evidence for them. Unset, it also leaves the call to a
     tile table in force (``tritonblas.set_table``, ``TRITONBLAS_TABLE``), whose entries are per-shape measurements
-    (ours, or torch's op where an entry says VENDOR)."""
+    (ours, or torch's op where an entry says VENDOR).
+
+    Decode-sized GEMMs (session 38). Until then the rule left M or N up to 16 to us, on the H200's per-GEMM data
+    in the NN layout (warm L2, above: a loss on average, a win on 3 held-out shapes). What models
+    call is ``F.linear``'s K-major weight, and there cuBLAS was faster every time it was measured: the decode
+    step's GEMM GPU time, ours against torch's, 22.0 against 19.6 ms on the H200 (``results/models_h200_635e95f.csv``)
+    and 24.97 against 24.08 ms on an H100 (``results/models_h100_cad2780.csv``; under CUDA graphs 0.79 against
+    0.76 ms, ``models_h100_cad2780_b.csv``), and 0.910x torch per GEMM over the 30 decode GEMMs of three LLMs on an
+    H100 (cold L2, ``results/compare_decode_h100_5079c44.csv``). On the CPU proxy of an eager decode
+    (``python benchmarks/host_linear.py --vendor-toll``) a handed-over call HANDOVER_TOLL."""
     on = _VENDOR_ON.get(raw, _UNREAD)
     if on is _UNREAD:
         on = _VENDOR_ON[raw] = settings.vendor_aligned_on()  # a bad value raises here, naming the variable
-    if not on or m <= 16 or n <= 16 or k % 8 or n % 8 or (grad and m % 8):
+    if not on or k % 8 or n % 8 or (grad and m % 8):
         return False
     if on is settings.DEFAULT and (not (t.is_cuda and _NVIDIA_BUILD) or _TABLE_GEN[0] or _table_raw()):
         return False  # the default's evidence is cuBLAS's (not ROCm's libraries, not the CPU); a tile table in force

@@ -140,10 +140,10 @@ def test_grad_toll_falls_through_every_call_and_restores_the_environment(monkeyp
 
 
 @pytest.mark.skipif(torch.cuda.is_available(), reason="CPU-only: CPU tensors under the interpreter's kernels")
-def test_vendor_toll_serves_every_gemm_warm_and_restores_the_environment(monkeypatch):
-    """--vendor-toll: four sides (torch; the variable 0, unset and 1), every GEMM of the decode served warm by ours (the rule must leave decode-sized
-    calls to us, or the toll measured would be something else); the variables it sets are put back. Structure
-    only: not a timed test."""
+def test_vendor_toll_hands_over_every_gemm_at_1_serves_each_warm_at_0_and_restores_the_environment(monkeypatch):
+    """--vendor-toll: three sides (torch; the variable 1, every GEMM of the decode handed to torch's op; 0, every one
+    served warm by ours), or the toll measured would be something else; the variables it sets are put back.
+    Structure only: not a timed test."""
     import os
 
     pytest.importorskip("transformers")
@@ -152,9 +152,9 @@ def test_vendor_toll_serves_every_gemm_warm_and_restores_the_environment(monkeyp
     monkeypatch.delenv(settings.ENV_VENDOR_ALIGNED, raising=False)
     monkeypatch.delenv("TRITON_INTERPRET", raising=False)
     lines = host_linear.vendor_toll(rounds=1, tokens=2)
-    calls, warm = (int(x) for x in re.findall(r"(\d+) (?:GEMM calls|served warm)", lines[0]))
-    assert calls > 0 and warm == calls, lines[0]
+    calls, handed, warm = (int(x) for x in re.findall(r"(\d+) (?:GEMM calls|handed|served warm)", lines[0]))
+    assert calls > 0 and handed == warm == calls, lines[0]
     assert [line[2:30].strip() for line in lines[1:]] == [  # each side's name, as vendor_toll pads it
-        "torch", "enable(), VENDOR_ALIGNED=0", "enable(), unset", "enable(), VENDOR_ALIGNED=1"], lines
-    assert "x1.0000" in lines[2]  # the base side against itself
+        "torch", "enable(), VENDOR_ALIGNED=1", "enable(), VENDOR_ALIGNED=0"], lines
+    assert "x1.0000 of torch" in lines[1] and "+0.00 us" in lines[1]  # the base side against itself
     assert settings.ENV_VENDOR_ALIGNED not in os.environ and "TRITON_INTERPRET" not in os.environ

@@ -1,7 +1,7 @@
 """``TRITONBLAS_VENDOR_ALIGNED`` (tritonblas.fastpath.vendor_aligned; ``1`` on, ``0`` off, unset the default: on for
-an NVIDIA GPU's tensors, off for the CPU and ROCm): under enable(), an eager bf16/fp16 GEMM whose M and N exceed 16
-and whose N and K (and M under autograd) are multiples of 8 runs torch's op, forward and backward; decode-sized,
-unaligned, fp32 calls and the variable at ``0`` keep ours; a bad value is an error naming the variable. CPU
+an NVIDIA GPU's tensors, off for the CPU and ROCm): under enable(), an eager bf16/fp16 GEMM whose N and K (and M
+under autograd) are multiples of 8 runs torch's op, forward and backward, decode-sized ones (M or N up to 16)
+included; unaligned, fp32 calls and the variable at ``0`` keep ours; a bad value is an error naming the variable. CPU
 (interpreter) and GPU, counted, never timed (tests/conftest.py sets ``0`` for the rest of the suite)."""
 
 from __future__ import annotations
@@ -24,11 +24,12 @@ pytestmark = pytest.mark.usefixtures("cpu_profile")  # tests/dropin/conftest.py
 
 BF = torch.bfloat16
 ALIGNED = operands(24, 24, 16, BF, batch=2)  # M and N over 16, all multiples of 8
+# decode-sized and aligned: torch's op too (session 38; fastpath.vendor_aligned says why)
+DECODE = [("decode-sized M", operands(1, 24, 16, BF, batch=1)), ("M of 16", operands(16, 24, 16, BF, batch=1)),
+          ("decode-sized N", operands(24, 16, 16, BF, batch=1))]
 # each keeps ours under the rule: (label, operands, grad)
 # (batch 1: F.linear's M counts the rows of every batch; bmm's is per batch)
 KEEP = [
-    ("decode-sized M", operands(16, 24, 16, BF, batch=1), False),
-    ("decode-sized N", operands(24, 16, 16, BF, batch=1), False),
     ("unaligned K", operands(24, 24, 20, BF, batch=1), False),
     ("unaligned N", operands(24, 20, 16, BF, batch=1), False),
     ("unaligned M under autograd", operands(20, 24, 16, BF, batch=1), True),
@@ -59,6 +60,19 @@ def test_on_an_aligned_2_byte_gemm_runs_torch_forward_and_backward(device, monke
         assert type(out.grad_fn).__name__ == type(want.grad_fn).__name__
 
 
+@pytest.mark.parametrize("label,ops", DECODE, ids=[d[0] for d in DECODE])
+@pytest.mark.parametrize("name,call,batches,ref", CALLS, ids=IDS)
+def test_a_decode_sized_aligned_gemm_runs_torch(device, monkeypatch, name, call, batches, ref, label, ops):
+    """M or N up to 16 (a decode step's GEMMs): torch's op, its result bit for bit."""
+    monkeypatch.setenv(settings.ENV_VENDOR_ALIGNED, "1")
+    want = call(ops, device, False)
+    with tritonblas.enable():
+        for _ in range(2):
+            out, st = counted(call, ops, device, False)
+            assert st["routed"] == st["launches"] == 0 and st["intercepted"] == 1, (label, st)
+    assert torch.equal(out, want)
+
+
 def test_under_autograd_the_gradients_are_torchs(device, monkeypatch):
     monkeypatch.setenv(settings.ENV_VENDOR_ALIGNED, "1")
     x, w, b = (fresh(ALIGNED, n, device, True) for n in ("x3", "w", "b"))
@@ -73,7 +87,7 @@ def test_under_autograd_the_gradients_are_torchs(device, monkeypatch):
 
 @pytest.mark.parametrize("label,ops,grad", KEEP, ids=[k[0] for k in KEEP])
 @pytest.mark.parametrize("name,call,batches,ref", CALLS, ids=IDS)
-def test_decode_sized_unaligned_and_fp32_keep_ours(device, monkeypatch, name, call, batches, ref, label, ops, grad):
+def test_unaligned_and_fp32_keep_ours(device, monkeypatch, name, call, batches, ref, label, ops, grad):
     monkeypatch.setenv(settings.ENV_VENDOR_ALIGNED, "1")
     with tritonblas.enable():
         out, st = counted(call, ops, device, grad)
@@ -249,7 +263,7 @@ def test_the_default_reads_the_device(monkeypatch):
     gpu, cpu = SimpleNamespace(is_cuda=True, dtype=BF), SimpleNamespace(is_cuda=False, dtype=BF)
     monkeypatch.setattr(fastpath, "_NVIDIA_BUILD", True)
     assert decide(None, gpu) and decide("", gpu)
-    assert not decide(None, gpu, m=16)  # decode-sized stays ours
+    assert decide(None, gpu, m=1) and decide(None, gpu, m=16)  # decode-sized too (since session 38)
     assert not decide(None, cpu)
     assert decide("1", cpu)
     assert not decide("0", gpu)

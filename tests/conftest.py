@@ -22,7 +22,7 @@ if not HAS_CUDA:
 # torch (TRITONBLAS_GRAD_MIN_GFLOP, tritonblas.fastpath.small_grad), so it is off here: tests/dropin/test_small_grad.py
 # checks the default and the threshold themselves
 os.environ.setdefault("TRITONBLAS_GRAD_MIN_GFLOP", "0")
-# likewise on an NVIDIA GPU the drop-in sends aligned bf16/fp16 GEMMs larger than decode's to torch by default
+# likewise on an NVIDIA GPU the drop-in sends aligned bf16/fp16 GEMMs (decode-sized too) to torch by default
 # (TRITONBLAS_VENDOR_ALIGNED, tritonblas.fastpath.vendor_aligned), so the GPU suite would test cuBLAS there: off
 # here; tests/dropin/test_vendor_aligned.py checks the default and the switch themselves
 os.environ.setdefault("TRITONBLAS_VENDOR_ALIGNED", "0")

@@ -315,8 +315,8 @@ def _wrapper(orig: Callable, parse: Callable, route: Callable, hot: Callable | N
                     except TypeError:  # not the positional form hot takes
                         r = None
                     if r is not None:
-                        if r is _TORCH:  # a signature a tile table's VENDOR entry gives to torch
-                            count(_INTERCEPTED)
+                        if r is _TORCH:  # a rule's hand-over, or a tile table's VENDOR entry: torch's op
+                            _COUNTS["intercepted"] += 1  # (count(_INTERCEPTED), inline: the hand-over's frame less)
                             return orig(*args)
                         _COUNTS["intercepted"] += 1  # (count(_ROUTED_BOTH), inline: the warm call's own frame less)
                         _COUNTS["routed"] += 1

@@ -56,6 +56,12 @@
 #   On an H200, after the repick: TRAINING=1 TRAINING_SETS="unaligned:fp8_e4m3 unaligned:tf32" TRAINING_CONFIGS=40
 #   TRAINING_ARGS="--also-pick mn_major_tile_cost=0 fp8_spill_traffic_limit=0" (h200.yaml has no unaligned fp8 row, so
 #   its fp8_spill_traffic_limit stays 0 and its held-out fp8 split, once swept, would meet the H100's split-K spills).
+# Session 38 (H100 twice at cad2780: the suite, 2308 passed; models at the vendor-aligned default, 10 workloads, geomean
+#   1.028). The rule then took decode-sized GEMMs too (fastpath.vendor_aligned), not yet measured end to end. First,
+#   on any GPU (about 200 s): MODELS=1 SUITE=0 MODELS_ENV=TRITONBLAS_VENDOR_ALIGNED=0 MODELS_ARGS="--aligned --jobs
+#   llama3.2-1b:decode_graph:bf16 llama3.2-1b:decode:bf16 llama3-8b:decode_graph:bf16" (ours = our kernels
+#   everywhere, aligned = the default now); then on an H200 the held-out sweeps (REPICK_BUDGET=0 RAGGED_BUDGET=0
+#   HELDOUT_ARGS="--jobs square fp8_e4m3": square has 7 small shapes left, fp8 17), then the unaligned training set.
 set -u -o pipefail
 : "${GIT_SHA:?set GIT_SHA=<the commit of the tree you send>}"
 export GIT_SHA

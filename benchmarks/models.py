@@ -1054,8 +1054,8 @@ def main(argv=None) -> int:
                     help="a side: enable() with TRITONBLAS_GRAD_MIN_GFLOP=GFLOP (0: without the training rule; the "
                          "grad_* columns), in the same alternation")
     ap.add_argument("--aligned", action="store_true",
-                    help="a side: enable() with TRITONBLAS_VENDOR_ALIGNED=1 (aligned bf16/fp16 GEMMs larger than "
-                         "decode's on torch's op; the aligned_* columns), in the same alternation")
+                    help="a side: enable() with TRITONBLAS_VENDOR_ALIGNED=1 (aligned bf16/fp16 GEMMs, decode-sized ones "
+                         "included, on torch's op; the aligned_* columns), in the same alternation")
     ap.add_argument("--versus", action="store_true",
                     help="a side with the ours-or-torch table tritonblas.versus measures (the versus_* columns)")
     ap.add_argument("--versus-table", default=None, metavar="TABLE.json",

@@ -42,7 +42,7 @@ from tritonblas import plan as _plan
 __all__ = ["ENV_FAST", "enabled", "direct", "linear", "matmul", "linear_hot", "matmul_hot", "clear", "MAX_ENTRIES",
            "TORCH", "record_unroutable_linear", "record_unroutable_matmul", "addmm_hot", "bmm_hot",
            "refused_class", "record_refused_class", "REFUSED_CLASSES", "small_eager", "small_grad", "vendor_aligned",
-           "stage_shared"]
+           "vendor_scaled", "stage_shared"]
 
 from tritonblas import settings  # noqa: E402
 from tritonblas.settings import (ENV_EAGER_MIN_GFLOP, ENV_FAST, ENV_GRAD_MIN_GFLOP, ENV_VENDOR_ALIGNED,  # noqa: E402
@@ -171,6 +171,28 @@ def vendor_aligned(raw, t, m: int, n: int, k: int, grad: bool) -> bool:
         return False  # the default's evidence is cuBLAS's (not ROCm's libraries, not the CPU); a tile table in force
         # (set_table, $TRITONBLAS_TABLE) measured its shapes itself, ours or torch's (VENDOR entries): it decides
     return t.dtype in _TWO_BYTE or _any_autocast()
+
+
+def vendor_scaled(t) -> bool:
+    """Whether an eager ``torch._scaled_mm`` call that :func:`tritonblas.scaled.routable` would give us, on operands
+    like ``t``, runs torch's op instead under ``TRITONBLAS_VENDOR_ALIGNED`` (the same switch as
+    :func:`vendor_aligned`: unset, on for NVIDIA GPUs' tensors unless a tile table is in force; ``1`` on, ``0`` off).
+    Every call torch's CUDA kernel takes is 16-byte aligned (K and N multiples of 16), so no size is read.
+    ``tritonblas.scaled_mm``, called by name, stays ours.
+
+    Why, measured (H200, ``benchmarks/scaled_mm_compare.py``, 40 shapes of the llm set, e4m3 with row-wise scales, bf16
+    out, one run each): origami's Triton pick ran at a geometric mean of 0.524x ``torch._scaled_mm``'s speed, faster on
+    2 of 40 (``results/scaled_mm_h200_36cc947.csv``); the Gluon kernel at 0.546x, and 0.784x with fast
+    accumulation (``results/scaled_mm_h200_gluon_a8a7db8.csv``, ``..._gluon_fast_a8a7db8.csv``). Routing torch's
+    fp8 calls to ours made them slower, so on NVIDIA GPUs they are torch's until our fp8 kernels measure faster
+    (issue 18). No H100 comparison is recorded; the default covers it as it does for :func:`vendor_aligned`."""
+    raw = _vendor_aligned_raw()
+    on = _VENDOR_ON.get(raw, _UNREAD)
+    if on is _UNREAD:
+        on = _VENDOR_ON[raw] = settings.vendor_aligned_on()  # a bad value raises here, naming the variable
+    if on is settings.DEFAULT:
+        return bool(t.is_cuda and _NVIDIA_BUILD) and not (_TABLE_GEN[0] or _table_raw())
+    return bool(on)
 
 
 def _under(cache: dict, raw, reader, flop: int) -> bool:

@@ -239,6 +239,8 @@ def _r_scaled_mm(profile, a, b, scale_a, scale_b, bias, scale_result, out_dtype,
     # eager only: under torch.compile Inductor lowers torch._scaled_mm itself
     if _is_compiling():
         return NotImplemented
+    if profile is None and isinstance(a, Tensor) and fastpath.vendor_scaled(a):  # on NVIDIA GPUs, by default: cuBLAS
+        return NotImplemented  # ran these faster (fastpath.vendor_scaled says how much)
     return scaled.route(profile, a, b, scale_a, scale_b, bias, scale_result, out_dtype, use_fast_accum)
 
 

@@ -382,3 +382,61 @@ def test_fnuz_nan_propagates_like_the_reference(device):
         assert dispatch.stats()["launches"] == launches, profile
         assert out[3].isnan().all(), profile
         assert_gemm_close(out, ref, mag, k, fp8_mma=True, what=f"fnuz with a NaN on {profile}")
+
+
+@pytest.mark.parametrize("value", ["1", "0", None])
+def test_the_vendor_switch_hands_torchs_fp8_calls_to_torch(device, monkeypatch, value):
+    """``TRITONBLAS_VENDOR_ALIGNED`` (tritonblas.fastpath.vendor_scaled): ``1`` hands a ``torch._scaled_mm`` call we
+    could run to torch's op (its result or its error, as outside the block), ``0`` routes it; unset is ``1`` for an
+    NVIDIA GPU's tensors and ``0`` for the CPU's. ``tritonblas.scaled_mm``, called by name, stays ours."""
+    from tritonblas import settings
+
+    if value is None:
+        monkeypatch.delenv(settings.ENV_VENDOR_ALIGNED, raising=False)
+    else:
+        monkeypatch.setenv(settings.ENV_VENDOR_ALIGNED, value)
+    to_torch = value == "1" or (value is None and torch.device(device).type == "cuda" and torch.version.hip is None)
+    a, b = _fp8(32, 64, E4M3, False, device, 21), _fp8(64, 48, E4M3, True, device, 22)
+    sa, sb = _scales("row", 32, 48, device, seed=4)
+    call = lambda: torch._scaled_mm(a, b, sa, sb, out_dtype=torch.bfloat16)  # noqa: E731
+    outside = _outcome(call)
+    with tritonblas.enable():
+        dispatch.reset_stats()
+        inside = _outcome(call)
+        st = dispatch.stats()
+        dispatch.reset_stats()
+        named = tritonblas.scaled_mm(a, b, sa, sb, out_dtype=torch.bfloat16)
+        assert dispatch.stats()["launches"] == 1  # by name: ours whatever the switch
+    assert st["intercepted"] == 1 and st["routed"] == (0 if to_torch else 1), (value, st)
+    if to_torch:
+        assert inside[1] == outside[1] and (inside[0] is None) == (outside[0] is None)
+        assert inside[0] is None or torch.equal(inside[0].float(), outside[0].float())
+    else:
+        torch.testing.assert_close(inside[0], named, rtol=0, atol=0)
+
+
+def test_the_vendor_switch_default_reads_the_device(monkeypatch):
+    """Unset, ``vendor_scaled`` is on for an NVIDIA GPU's tensors only, and off while a tile table is in force or on a
+    ROCm build; ``1`` and ``0`` decide everywhere. The decision alone, on stand-ins for the operand (no GPU here)."""
+    from types import SimpleNamespace
+
+    from tritonblas import fastpath, settings
+
+    gpu, cpu = SimpleNamespace(is_cuda=True), SimpleNamespace(is_cuda=False)
+    monkeypatch.delenv(settings.ENV_VENDOR_ALIGNED, raising=False)
+    monkeypatch.delenv(settings.ENV_TABLE, raising=False)
+    monkeypatch.setattr(fastpath, "_NVIDIA_BUILD", True)
+    assert fastpath.vendor_scaled(gpu) and not fastpath.vendor_scaled(cpu)
+    monkeypatch.setenv(settings.ENV_TABLE, "/a/table.json")
+    assert not fastpath.vendor_scaled(gpu)
+    monkeypatch.delenv(settings.ENV_TABLE)
+    monkeypatch.setattr(fastpath, "_NVIDIA_BUILD", False)
+    assert not fastpath.vendor_scaled(gpu)
+    monkeypatch.setenv(settings.ENV_VENDOR_ALIGNED, "1")
+    assert fastpath.vendor_scaled(gpu) and fastpath.vendor_scaled(cpu)
+    monkeypatch.setenv(settings.ENV_VENDOR_ALIGNED, "0")
+    monkeypatch.setattr(fastpath, "_NVIDIA_BUILD", True)
+    assert not fastpath.vendor_scaled(gpu)
+    monkeypatch.setenv(settings.ENV_VENDOR_ALIGNED, "on")
+    with pytest.raises(ValueError, match=settings.ENV_VENDOR_ALIGNED):
+        fastpath.vendor_scaled(gpu)

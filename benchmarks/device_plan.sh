@@ -58,10 +58,11 @@
 #   its fp8_spill_traffic_limit stays 0 and its held-out fp8 split, once swept, would meet the H100's split-K spills).
 # Session 38 (H100 twice at cad2780: the suite, 2308 passed; models at the vendor-aligned default, 10 workloads, geomean
 #   1.028). The rule then took decode-sized GEMMs too (fastpath.vendor_aligned), not yet measured end to end. First,
-#   on any GPU (about 200 s): MODELS=1 SUITE=0 MODELS_ENV=TRITONBLAS_VENDOR_ALIGNED=0 MODELS_ARGS="--aligned --jobs
-#   llama3.2-1b:decode_graph:bf16 llama3.2-1b:decode:bf16 llama3-8b:decode_graph:bf16" (ours = our kernels
-#   everywhere, aligned = the default now); then on an H200 the held-out sweeps (REPICK_BUDGET=0 RAGGED_BUDGET=0
-#   HELDOUT_ARGS="--jobs square fp8_e4m3": square has 7 small shapes left, fp8 17), then the unaligned training set.
+#   on any GPU, FIRST_MODELS (below, about 200 s), then on an H200 the held-out sweeps with the rest, in one call:
+#   GIT_SHA=<sha> TOTAL=575 FIRST_MODELS="llama3.2-1b:decode_graph:bf16 llama3.2-1b:decode:bf16
+#   llama3-8b:decode_graph:bf16" REPICK_BUDGET=0 RAGGED_BUDGET=0 HELDOUT_ARGS="--jobs square fp8_e4m3" bash
+#   benchmarks/device_plan.sh (square has 7 small shapes left, fp8 17; on an H100 add SUITE=0 or the suite and the
+#   models follow); then the unaligned training set on an H200.
 set -u -o pipefail
 : "${GIT_SHA:?set GIT_SHA=<the commit of the tree you send>}"
 export GIT_SHA
@@ -119,6 +120,14 @@ CAND_M=mn_major_tile_cost=2
 if [ -n "${SUITE:-}" ] && { [[ "$gpu" == *H200* ]] || [ -n "${OTHER_HELDOUT:-}${MODEL_GEMMS:-}" ]; }; then
   # SUITE=1: the whole suite first, in a branch that does not run it (tritonblas/ changed since the last GPU run)
   STEPS=tests TESTS_TIMEOUT=${TESTS_TIMEOUT:-320} bash benchmarks/gpu_session.sh
+fi
+if [ -n "${FIRST_MODELS:-}" ]; then
+  # FIRST_MODELS="<model:mode:dtype ...>" (any GPU; before every branch, $FIRST_MODELS_BUDGET s, default 200): those
+  # models.py jobs with the `ours` side at TRITONBLAS_VENDOR_ALIGNED=0 (our kernels everywhere) and the default as the
+  # `aligned` side (--aligned), into models_<gpu>_first.csv / models_first.log (session 38's decode hand-over)
+  fb=${FIRST_MODELS_BUDGET:-200}
+  STEPS=models MODELS_ENV=TRITONBLAS_VENDOR_ALIGNED=0 MODELS_SUFFIX=_first MODELS_TIMEOUT=$(( fb + 40 )) \
+    MODELS_BUDGET=$fb MODELS_ARGS="--aligned --jobs $FIRST_MODELS" bash benchmarks/gpu_session.sh
 fi
 if [ -n "${REPICK_H100:-}" ]; then  # REPICK_H100=1 (an H100; first): candidate E's untimed h100 training picks
   STEPS=repick REPICK_PROFILE=h100 REPICK_VARIANTS=${REPICK_VARIANTS_H100:-$CAND_E} REPICK_BUDGET=${REPICK_BUDGET:-120} \

@@ -121,47 +121,31 @@ _TABLE_GEN, _table_raw = tables.GENERATION, raw_getter(tables.ENV_TABLE)
 
 def vendor_aligned(raw, t, m: int, n: int, k: int, grad: bool) -> bool:
     """Whether an eager GEMM of sizes m, n, k on operands like ``t`` runs torch's op under
-    ``TRITONBLAS_VENDOR_ALIGNED``, whose raw value the caller read as ``raw`` (None: unset, the default): a bf16/fp16
-    GEMM (under autocast, the 2-byte type it runs in) whose N and K are multiples of 8 elements (16 bytes), and M
-    too when autograd records it (the backward GEMMs lead with M); decode-sized ones (M or N up to 16) included since
-    session 38 (below). CUDA graph capture included: the evidence is GPU time, not host time. Every call pays the
-    caller's reads of the sizes, so they are the cheapest the op allows (``F.linear``: ``w.shape`` and
-    ``x.numel()``, 0.30 us in a CPU loop against 0.62 for the four reads before; a ``torch.Size`` slice alone
-    costs ~0.4 us).
+    ``TRITONBLAS_VENDOR_ALIGNED``, whose raw value the caller read as ``raw`` (None: unset, the default).
 
-    Why, measured (H200, our pick against ``torch.matmul`` on the recorded shapes, CUDA graphs, warm L2;
-    ``python benchmarks/vendor_gap.py --classes``): on 16-byte-aligned bf16/fp16 shapes with min(M, N) > 16
-    our pick ran at a geometric mean of 0.911x cuBLAS's speed on 164 training shapes under 100 GFLOP (84 lost
-    by more than 5%, 29 won) and 0.996x on 110 at or over, 0.811x and 0.950x on the held-out shapes (31 and 20);
-    decode-sized aligned shapes (min(M, N) <= 16) 0.977x training (49), 1.041x held-out (3). In the models (H100,
-    ``results/models_h100_499b5b3.csv``) bert-large's and Llama-3.2-1B's routed training GEMMs (34-69 GFLOP,
-    aligned) took 14.77 against 14.55 ms and 12.86 against 12.63 ms of GPU time, and more host time. Where we win is elsewhere: unaligned widths
-    (GPT-2's 50257-wide lm_head, 1.4 against 5.2 ms a training step; DLRM's MLP), which this rule leaves to us.
-    Measured on the models (H100, 9a771a7, each side in the same alternation as torch;
-    ``results/models_h100_aligned_9a771a7.csv``): bert-large training 0.861x -> 0.977x, Llama-3.2-1B training
-    0.965x -> 0.990x, gpt2-medium training 1.016x -> 1.036x and prefill 1.001x -> 1.062x, DLRM training 1.530x ->
-    1.533x, bert-large prefill 0.865x -> 0.881x (0.886x -> 0.878x on a rerun: host-bound, the fall-through toll
-    stays), eager decode 0.923x -> 0.896x (0.911x -> 0.889x); geomean over the 7 1.005x -> 1.037x. Again at 3f1abd3
-    (H100, four calls, ``results/models_h100_aligned_3f1abd3_*.csv``; that host ran every side slower): over 12
-    workloads 0.964x -> 0.974x, training +1.2 to +3.6%, gpt2-medium prefill +5%, Llama-3.2-1B eager decode -5% in
-    all three runs (0.952x -> 0.903x), bert-large prefill -2% (host-bound: the fall-through's toll on top of
-    torch's own host time), the rest within 2%. With the reads made cheaper, one call on each GPU, 7 workloads
-    (``results/models_h100_bf08b62.csv``, ``results/models_h200_635e95f.csv``): geomean 0.978x -> 1.062x (H100)
-    and 0.966x -> 1.009x (H200), eager decode 0.916x -> 0.913x and 0.889x -> 0.905x, no workload down by more
-    than 1%. So ``raw`` None (unset) is on for NVIDIA GPUs' tensors (:data:`tritonblas.settings.DEFAULT`); the CPU
-    (the interpreter) and ROCm builds keep ours there: no evidence for them. Unset, it also leaves the call to a
-    tile table in force (``tritonblas.set_table``, ``TRITONBLAS_TABLE``), whose entries are per-shape measurements
-    (ours, or torch's op where an entry says VENDOR).
+    Contract: a bf16/fp16 GEMM (under autocast, the 2-byte type it runs in) whose N and K are multiples of 8
+    elements (16 bytes), and M too when autograd records it (the backward GEMMs lead with M), any M and N
+    (decode-sized included). CUDA graph capture included: the evidence is GPU time. Unset means on for NVIDIA GPUs'
+    tensors (:data:`tritonblas.settings.DEFAULT`) unless a tile table is in force (``set_table``,
+    ``TRITONBLAS_TABLE``: its entries are per-shape measurements, ours or torch's VENDOR), and off for the CPU
+    (the interpreter) and ROCm builds, where nothing measured it; ``1`` on everywhere, ``0`` off. The callers read
+    the sizes the cheapest way the op allows (``F.linear``: ``w.shape`` and ``x.numel()``), since every call pays them.
 
-    Decode-sized GEMMs (session 38). Until then the rule left M or N up to 16 to us, on the H200's per-GEMM data
-    in the NN layout (warm L2, above: a loss on average, a win on 3 held-out shapes). What models
-    call is ``F.linear``'s K-major weight, and there cuBLAS was faster every time it was measured: the decode
-    step's GEMM GPU time, ours against torch's, 22.0 against 19.6 ms on the H200 (``results/models_h200_635e95f.csv``)
-    and 24.97 against 24.08 ms on an H100 (``results/models_h100_cad2780.csv``; under CUDA graphs 0.79 against
-    0.76 ms, ``models_h100_cad2780_b.csv``), and 0.910x torch per GEMM over the 30 decode GEMMs of three LLMs on an
-    H100 (cold L2, ``results/compare_decode_h100_5079c44.csv``). On the CPU proxy of an eager decode
-    (``python benchmarks/host_linear.py --vendor-toll``: a tiny Llama, every GEMM handed over) a handed-over call
-    costs 2.16 us over torch's own, x1.064 of that small step (300 paired rounds, 2026-12-07)."""
+    Evidence (H200 unless said; history in CHANGELOG.md and docs/dropin.md):
+    - per GEMM, our pick against ``torch.matmul``, CUDA graphs, warm L2 (``python benchmarks/vendor_gap.py
+      --classes``): aligned shapes with min(M, N) > 16 at a geomean of 0.910x cuBLAS's speed on 164 training shapes
+      under 100 GFLOP and 0.996x on 110 over, 0.811x and 0.950x on the held-out ones; min(M, N) <= 16 0.972x (49)
+      and 1.041x (3 held-out) in the NN layout; in ``F.linear``'s K-major layout, the 30 decode GEMMs of three LLMs
+      at 0.910x torch per GEMM (H100, cold L2, ``results/compare_decode_h100_5079c44.csv``);
+    - in the models (``benchmarks/models.py``, each side in one alternation): 7 workloads geomean 0.966x -> 1.009x
+      with the rule (``results/models_h200_635e95f.csv``), 0.978x -> 1.062x on an H100
+      (``results/models_h100_bf08b62.csv``), no workload down by more than 1%; the decode step's GEMMs, which the
+      rule left to us until session 38, took 22.0 against cuBLAS's 19.6 ms of GPU time (635e95f) and 24.97 against
+      24.08 on an H100 (``results/models_h100_cad2780.csv``; 0.79 against 0.76 under CUDA graphs);
+    - what we keep is where we win: unaligned widths (GPT-2's 50257-wide lm_head, DLRM's MLP: 1.27-1.35x torch's
+      training step). A handed-over call costs 2.16 us over torch's own on the CPU proxy of an eager decode (``python
+      benchmarks/host_linear.py --vendor-toll``, 300 paired rounds, 2026-12-07).
+    """
     on = _VENDOR_ON.get(raw, _UNREAD)
     if on is _UNREAD:
         on = _VENDOR_ON[raw] = settings.vendor_aligned_on()  # a bad value raises here, naming the variable

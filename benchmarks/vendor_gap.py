@@ -14,7 +14,8 @@ arithmetic intensity, alignment, the pick's kind and predicted time) fitted on t
 only, choosing ours where it predicts more than ``--margin`` of gain.
 
     python benchmarks/vendor_gap.py --max-m 16     # instead: every shape with M <= 16 (decode, GEMV-like), one row each
-    python benchmarks/vendor_gap.py --classes      # instead: per split, the classes tritonblas.fastpath.vendor_aligned was decided on (aligned decode-sized, aligned larger, other)
+    python benchmarks/vendor_gap.py --classes      # instead: per split, the classes fastpath.vendor_aligned was
+                                                   # decided on (aligned decode-sized, aligned larger, other)
 
 ``--max-m M`` prints, per recorded shape with at most M rows, torch's time, our pick's and the best recorded
 config's (microseconds) and the two ratios, then their geometric means per split: whether a decode-sized

@@ -221,6 +221,12 @@ MUTATIONS = (
              "    if not on or k % 8 or n % 8 or (grad and m % 8):",
              "    if not on or m <= 16 or n <= 16 or k % 8 or n % 8 or (grad and m % 8):",
              ("tests/dropin/test_vendor_aligned.py",)),
+    Mutation("vendor_aligned_hot_path_only", "the vendor rule holds only on the hot path: torch.mm, keyword forms, "
+             "baddbmm and torch.compile's graphs run ours on the shapes it hands to cuBLAS",
+             "tritonblas/routing.py",
+             "    if a.dim() >= 2 and b.dim() >= 2 and _handed(profile, a, a.shape[-2], b.shape[-1], a.shape[-1], a, b):",
+             "    if False:",
+             ("tests/dropin/test_vendor_aligned.py",)),
     Mutation("vendor_scaled_ignored", "torch._scaled_mm under enable() runs ours on NVIDIA GPUs by default, where "
              "torch's fp8 GEMM ran 1.9x faster (H200, 40 shapes)",
              "tritonblas/routing.py",

@@ -125,8 +125,9 @@ def vendor_aligned(raw, t, m: int, n: int, k: int, grad: bool) -> bool:
 
     Contract: a bf16/fp16 GEMM (under autocast, the 2-byte type it runs in) whose N and K are multiples of 8
     elements (16 bytes), and M too when autograd records it (the backward GEMMs lead with M), any M and N
-    (decode-sized included). CUDA graph capture included: the evidence is GPU time. Unset means on for NVIDIA GPUs'
-    tensors (:data:`tritonblas.settings.DEFAULT`) unless a tile table is in force (``set_table``,
+    (decode-sized included). CUDA graph capture included: the evidence is GPU time. The hot path (``*_hot``) and the
+    routes (:mod:`tritonblas.routing`: every op and spelling, and ``torch.compile`` at trace time) ask it. Unset means
+    on for NVIDIA GPUs' tensors (:data:`tritonblas.settings.DEFAULT`) unless a tile table is in force (``set_table``,
     ``TRITONBLAS_TABLE``: its entries are per-shape measurements, ours or torch's VENDOR), and off for the CPU
     (the interpreter) and ROCm builds, where nothing measured it; ``1`` on everywhere, ``0`` off. The callers read
     the sizes the cheapest way the op allows (``F.linear``: ``w.shape`` and ``x.numel()``), since every call pays them.

@@ -30,7 +30,7 @@ from typing import Any, Callable
 
 import torch
 
-from tritonblas import _compat, autocast, below_autograd, counters, dispatch, fastpath, ops, scaled
+from tritonblas import _compat, autocast, below_autograd, counters, dispatch, fastpath, ops, scaled, settings
 
 __all__ = ["enable", "active", "serving_default", "busy", "ROUTED"]
 
@@ -140,8 +140,24 @@ def _run(profile: Any, fn: Callable, tensors: tuple, out: Any, **kwargs):
     return fn(*tensors, out=out, profile=profile, **kwargs)
 
 
+_vendor_raw = settings.raw_getter(settings.ENV_VENDOR_ALIGNED)
+
+
+def _handed(profile, t: Tensor, m, n, k, *leaves) -> bool:
+    """Whether the vendor rule (:func:`tritonblas.fastpath.vendor_aligned`) gives this call to torch's op, in a
+    route: every form the hot path does not take (keywords, ``torch.mm``, ``baddbmm``, ``addbmm``) and every call
+    under ``torch.compile`` (decided at trace time: the graph then holds torch's op). Only for the default profile,
+    as on the hot path; ``leaves`` are the operands whose ``requires_grad`` makes it a training GEMM."""
+    if profile is not None:
+        return False
+    grad = torch.is_grad_enabled() and any(x is not None and x.requires_grad for x in leaves)
+    return fastpath.vendor_aligned(_vendor_raw(), t, m, n, k, grad)
+
+
 def _r_linear(profile, x, w, bias):
     if not isinstance(x, Tensor) or not isinstance(w, Tensor) or (bias is not None and not isinstance(bias, Tensor)):
+        return NotImplemented
+    if w.dim() == 2 and _handed(profile, x, x.numel() // k if (k := w.shape[1]) else 0, w.shape[0], k, x, w, bias):
         return NotImplemented
     if profile is None and not _is_compiling() and not autocast.on(x.device.type):
         r = fastpath.linear(x, w, bias)
@@ -175,6 +191,8 @@ def _matmul_shapes_ok(a: Tensor, b: Tensor) -> bool:
 def _r_matmul(profile, a, b, out):
     if not isinstance(a, Tensor) or not isinstance(b, Tensor) or (out is not None and not isinstance(out, Tensor)):
         return NotImplemented
+    if a.dim() >= 2 and b.dim() >= 2 and _handed(profile, a, a.shape[-2], b.shape[-1], a.shape[-1], a, b):
+        return NotImplemented
     if out is None and profile is None and not _is_compiling() and not autocast.on(a.device.type):
         r = fastpath.matmul(a, b)
         if r is fastpath.TORCH:  # a tile table's VENDOR entry: torch's own function
@@ -196,12 +214,16 @@ def _r_bmm(profile, a, b, out):
     if (not _tensors(a, b) or a.dim() != 3 or b.dim() != 3 or a.shape[0] != b.shape[0]
             or a.shape[2] != b.shape[1]):
         return NotImplemented
+    if _handed(profile, a, a.shape[1], b.shape[2], a.shape[2], a, b):
+        return NotImplemented
     return _run(profile, ops.bmm, (a, b), out)
 
 
 def _r_addmm(profile, c, a, b, beta, alpha, out):
     if (not _tensors(c, a, b) or a.dim() != 2 or b.dim() != 2 or a.shape[1] != b.shape[0]
             or not ops.expands_to(tuple(c.shape), (a.shape[0], b.shape[1])) or _not_real(alpha, beta)):
+        return NotImplemented
+    if _handed(profile, a, a.shape[0], b.shape[1], a.shape[1], c, a, b):
         return NotImplemented
     return _run(profile, ops.addmm, (c, a, b), out, alpha=alpha, beta=beta)
 
@@ -211,6 +233,8 @@ def _r_baddbmm(profile, c, a, b, beta, alpha, out):
             or a.shape[2] != b.shape[1] or not ops.expands_to(tuple(c.shape), (a.shape[0], a.shape[1], b.shape[2]))
             or _not_real(alpha, beta)):
         return NotImplemented
+    if _handed(profile, a, a.shape[1], b.shape[2], a.shape[2], c, a, b):
+        return NotImplemented
     return _run(profile, ops.baddbmm, (c, a, b), out, alpha=alpha, beta=beta)
 
 
@@ -218,6 +242,8 @@ def _r_addbmm(profile, c, a, b, beta, alpha, out):
     if (not _tensors(c, a, b) or a.dim() != 3 or b.dim() != 3 or a.shape[0] != b.shape[0]
             or a.shape[2] != b.shape[1] or not ops.expands_to(tuple(c.shape), (a.shape[1], b.shape[2]))
             or _not_real(alpha, beta)):
+        return NotImplemented
+    if _handed(profile, a, a.shape[1], b.shape[2], a.shape[2], c, a, b):
         return NotImplemented
     return _run(profile, ops.addbmm, (c, a, b), out, alpha=alpha, beta=beta)
 

@@ -17,7 +17,7 @@ import tritonblas
 from tritonblas import dispatch, settings
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # tests/_check.py, tests/_rule_calls.py
-from _check import assert_gemm_close  # noqa: E402  (the one comparator, RELIABILITY §4.2)
+from _check import assert_gemm_close, reference  # noqa: E402  (the one comparator, RELIABILITY §4.2)
 from _rule_calls import CALLS, IDS, counted, fresh, operands  # noqa: E402
 
 pytestmark = pytest.mark.usefixtures("cpu_profile")  # tests/dropin/conftest.py
@@ -282,3 +282,70 @@ def test_the_default_reads_the_device(monkeypatch):
     monkeypatch.setattr(fastpath, "_NVIDIA_BUILD", False)  # a ROCm build: torch's "cuda" tensors are AMD's
     assert not decide(None, gpu)
     assert decide("1", gpu)
+
+
+def _forms(device):
+    """Calls the hot path does not take (keywords, ``torch.mm``, ``baddbmm``, ``addbmm``, ``out=``), each with its
+    float64 reference and magnitude (tests/_check.reference): (label, call, (ref, mag)); aligned bf16 operands
+    (M 24, N 24, K 16, batch 2)."""
+    g = torch.Generator().manual_seed(7)
+    r = lambda *s: torch.randn(*s, generator=g).to(BF).to(device)  # noqa: E731
+    x, w, b, a3, b3, c = r(24, 16), r(24, 16), r(24), r(2, 24, 16), r(2, 16, 24), r(24, 24)
+    batched, batched_mag, _ = reference(a3, b3)
+    return [
+        ("F.linear bias=", lambda: F.linear(x, w, bias=b), reference(x, w.t(), bias=b)[:2]),
+        ("torch.mm", lambda: torch.mm(x, w.t()), reference(x, w.t())[:2]),
+        ("torch.matmul out=", lambda: torch.matmul(x, w.t(), out=torch.empty(24, 24, dtype=BF, device=device)),
+         reference(x, w.t())[:2]),
+        ("torch.addmm beta=", lambda: torch.addmm(c, x, w.t(), beta=1.0), reference(x, w.t(), c=c, beta=1.0)[:2]),
+        ("torch.baddbmm", lambda: torch.baddbmm(c, a3, b3), reference(a3, b3, c=c, beta=1.0)[:2]),
+        ("torch.addbmm", lambda: torch.addbmm(c, a3, b3),
+         (batched.sum(0) + c.double(), batched_mag.sum(0) + c.double().abs())),
+    ]
+
+
+@pytest.mark.parametrize("value", ["1", "0"])
+def test_the_rule_holds_for_every_routed_form(device, monkeypatch, value):
+    """The routes apply the rule too, so it does not depend on how the GEMM is spelled: ``1`` hands each form
+    to torch's op (its result bit for bit), ``0`` routes it to ours (within RELIABILITY.md's bound)."""
+    monkeypatch.setenv(settings.ENV_VENDOR_ALIGNED, value)
+    for label, call, ref in _forms(device):
+        want = call()  # torch alone
+        with tritonblas.enable():
+            dispatch.reset_stats()
+            got = call()
+            st = dispatch.stats()
+        if value == "1":
+            assert st["routed"] == st["launches"] == 0 and st["intercepted"] == 1, (label, st)
+            assert torch.equal(got, want), label
+        else:
+            assert st["routed"] == 1 and st["launches"] >= 1, (label, st)
+            assert_gemm_close(got, *ref, k=32, what=label)
+
+
+@pytest.mark.parametrize("value", ["1", "0"])
+def test_under_torch_compile_the_rule_is_decided_at_trace_time(device, monkeypatch, value):
+    """``torch.compile(fullgraph=True)`` of F.linear and torch.mm under ``enable()``: at ``1`` the graph holds torch's
+    ops (nothing of ours launches; the result is torch's compiled one), at ``0`` ours, with no graph break either way."""
+    monkeypatch.setenv(settings.ENV_VENDOR_ALIGNED, value)
+    ops = operands(24, 24, 16, BF, batch=2)
+    x, w = fresh(ops, "x3", device), fresh(ops, "w", device)
+
+    def f(x, w):
+        return torch.mm(F.linear(x, w).reshape(-1, 24), w).relu()  # (48 x 24) @ (24 x 16): aligned
+
+    torch._dynamo.reset()
+    want = torch.compile(f, fullgraph=True, backend="aot_eager")(x, w)
+    torch._dynamo.reset()
+    with tritonblas.enable():
+        dispatch.reset_stats()
+        got = torch.compile(f, fullgraph=True, backend="aot_eager")(x, w)
+        launches = dispatch.stats()["launches"]
+    torch._dynamo.reset()
+    if value == "1":
+        assert launches == 0 and torch.equal(got, want)
+    else:
+        assert launches >= 2
+        h = F.linear(x, w).reshape(-1, 24)  # the first GEMM's own rounding, then the second's bound on it
+        ref, mag, _ = reference(h, w, activation="relu")
+        assert_gemm_close(got, ref, mag, k=24, what="compiled")

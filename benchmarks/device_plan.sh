@@ -62,7 +62,8 @@
 #   GIT_SHA=<sha> TOTAL=575 FIRST_MODELS="llama3.2-1b:decode_graph:bf16 llama3.2-1b:decode:bf16
 #   llama3-8b:decode_graph:bf16" REPICK_BUDGET=0 RAGGED_BUDGET=0 HELDOUT_ARGS="--jobs square fp8_e4m3" bash
 #   benchmarks/device_plan.sh (square has 7 small shapes left, fp8 17; on an H100 add SUITE=0 or the suite and the
-#   models follow); then the unaligned training set on an H200.
+#   models follow); then the unaligned training set on an H200. The rule also holds under torch.compile since session
+#   38 (routing._handed): llama3-8b:decode_compile:bf16 and llama3.2-1b:compile:bf16 in FIRST_MODELS measure that.
 set -u -o pipefail
 : "${GIT_SHA:?set GIT_SHA=<the commit of the tree you send>}"
 export GIT_SHA

@@ -42,7 +42,7 @@ from tritonblas import plan as _plan
 __all__ = ["ENV_FAST", "enabled", "direct", "linear", "matmul", "linear_hot", "matmul_hot", "clear", "MAX_ENTRIES",
            "TORCH", "record_unroutable_linear", "record_unroutable_matmul", "addmm_hot", "bmm_hot",
            "refused_class", "record_refused_class", "REFUSED_CLASSES", "small_eager", "small_grad", "vendor_aligned",
-           "vendor_scaled", "stage_shared"]
+           "vendor_scaled", "vendor_aligned_raw", "stage_shared"]
 
 from tritonblas import settings  # noqa: E402
 from tritonblas.settings import (ENV_EAGER_MIN_GFLOP, ENV_FAST, ENV_GRAD_MIN_GFLOP, ENV_VENDOR_ALIGNED,  # noqa: E402
@@ -110,13 +110,29 @@ def small_eager(raw: str, flop: int, t) -> bool:
     return not (t.is_cuda and dispatch.capturing())
 
 
-_vendor_aligned_raw = raw_getter(ENV_VENDOR_ALIGNED)  # per call; parsed once per raw value (_VENDOR_ON)
+vendor_aligned_raw = raw_getter(ENV_VENDOR_ALIGNED)  # per call; parsed once per raw value (_switch)
 _VENDOR_ON: dict = {}
 _UNREAD = object()
 _TWO_BYTE = (torch.bfloat16, torch.float16)
 _NVIDIA_BUILD = torch.version.hip is None  # torch's CUDA tensors are NVIDIA's GPUs (a ROCm build's are AMD's)
 # a tile table in force, as tables.table_token() tells it, at 30 ns instead of 700 (set_table's number, the variable)
 _TABLE_GEN, _table_raw = tables.GENERATION, raw_getter(tables.ENV_TABLE)
+
+
+def _switch(raw):
+    """``TRITONBLAS_VENDOR_ALIGNED``'s raw value ``raw`` parsed (:func:`tritonblas.settings.vendor_aligned_on`, once
+    per raw value): True, False or :data:`~tritonblas.settings.DEFAULT`."""
+    on = _VENDOR_ON.get(raw, _UNREAD)
+    if on is _UNREAD:
+        on = _VENDOR_ON[raw] = settings.vendor_aligned_on()  # a bad value raises here, naming the variable
+    return on
+
+
+def _default_on(t) -> bool:
+    """Where the switch's default is on: an NVIDIA GPU's tensor (its evidence is cuBLAS's, not ROCm's libraries, not
+    the CPU's), and no tile table in force (``set_table``, ``$TRITONBLAS_TABLE``: it measured its shapes itself,
+    ours or torch's VENDOR entries, and decides)."""
+    return bool(t.is_cuda and _NVIDIA_BUILD) and not (_TABLE_GEN[0] or _table_raw())
 
 
 def vendor_aligned(raw, t, m: int, n: int, k: int, grad: bool) -> bool:
@@ -140,21 +156,20 @@ def vendor_aligned(raw, t, m: int, n: int, k: int, grad: bool) -> bool:
       at 0.910x torch per GEMM (H100, cold L2, ``results/compare_decode_h100_5079c44.csv``);
     - in the models (``benchmarks/models.py``, each side in one alternation): 7 workloads geomean 0.966x -> 1.009x
       with the rule (``results/models_h200_635e95f.csv``), 0.978x -> 1.062x on an H100
-      (``results/models_h100_bf08b62.csv``), no workload down by more than 1%; the decode step's GEMMs, which the
-      rule left to us until session 38, took 22.0 against cuBLAS's 19.6 ms of GPU time (635e95f) and 24.97 against
-      24.08 on an H100 (``results/models_h100_cad2780.csv``; 0.79 against 0.76 under CUDA graphs);
+      (``results/models_h100_bf08b62.csv``), no workload down by more than 1%; a decode step's GEMMs (M = 1,
+      ``F.linear``'s K-major weight) on ours took 22.0 against cuBLAS's 19.6 ms of GPU time (635e95f) and 24.97
+      against 24.08 on an H100 (``results/models_h100_cad2780.csv``; 0.79 against 0.76 under CUDA graphs);
     - what we keep is where we win: unaligned widths (GPT-2's 50257-wide lm_head, DLRM's MLP: 1.27-1.35x torch's
       training step). A handed-over call costs 2.16 us over torch's own on the CPU proxy of an eager decode (``python
       benchmarks/host_linear.py --vendor-toll``, 300 paired rounds, 2026-12-07).
     """
-    on = _VENDOR_ON.get(raw, _UNREAD)
+    on = _VENDOR_ON.get(raw, _UNREAD)  # (_switch's lookup inline, its parse on a miss: a frame less every GEMM call)
     if on is _UNREAD:
-        on = _VENDOR_ON[raw] = settings.vendor_aligned_on()  # a bad value raises here, naming the variable
+        on = _switch(raw)
     if not on or k % 8 or n % 8 or (grad and m % 8):
         return False
     if on is settings.DEFAULT and (not (t.is_cuda and _NVIDIA_BUILD) or _TABLE_GEN[0] or _table_raw()):
-        return False  # the default's evidence is cuBLAS's (not ROCm's libraries, not the CPU); a tile table in force
-        # (set_table, $TRITONBLAS_TABLE) measured its shapes itself, ours or torch's (VENDOR entries): it decides
+        return False  # (not _default_on(t), inline: every GEMM call on an NVIDIA GPU reads it)
     return t.dtype in _TWO_BYTE or _any_autocast()
 
 
@@ -171,13 +186,8 @@ def vendor_scaled(t) -> bool:
     accumulation (``results/scaled_mm_h200_gluon_a8a7db8.csv``, ``..._gluon_fast_a8a7db8.csv``). Routing torch's
     fp8 calls to ours made them slower, so on NVIDIA GPUs they are torch's until our fp8 kernels measure faster
     (issue 18). No H100 comparison is recorded; the default covers it as it does for :func:`vendor_aligned`."""
-    raw = _vendor_aligned_raw()
-    on = _VENDOR_ON.get(raw, _UNREAD)
-    if on is _UNREAD:
-        on = _VENDOR_ON[raw] = settings.vendor_aligned_on()  # a bad value raises here, naming the variable
-    if on is settings.DEFAULT:
-        return bool(t.is_cuda and _NVIDIA_BUILD) and not (_TABLE_GEN[0] or _table_raw())
-    return bool(on)
+    on = _switch(vendor_aligned_raw())
+    return _default_on(t) if on is settings.DEFAULT else bool(on)
 
 
 def _under(cache: dict, raw, reader, flop: int) -> bool:
@@ -536,7 +546,7 @@ def linear_hot(x, w, bias=None):
         return TORCH
     grad = _grad_enabled() and (x.requires_grad or w.requires_grad or (bias is not None and bias.requires_grad))
     if len(ws := w.shape) == 2 and vendor_aligned(
-            _vendor_aligned_raw(), x, x.numel() // k if (k := ws[1]) else 0, ws[0], k, grad):  # (torch raises where x's K differs)
+            vendor_aligned_raw(), x, x.numel() // k if (k := ws[1]) else 0, ws[0], k, grad):  # (torch raises where x's K differs)
         return TORCH
     if grad and w.dim() == 2 and x.dim() >= 1:
         (n, k), numel = w.shape, x.numel()  # (each read once: a Parameter's shape costs ~0.3 us)
@@ -575,7 +585,7 @@ def matmul_hot(a, b):
         return TORCH  # (2·K·output elements, a batch broadcast from either side)
     grad = _grad_enabled() and (a.requires_grad or b.requires_grad)
     if len(sa := a.shape) >= 2 and len(sb := b.shape) >= 2 and \
-            vendor_aligned(_vendor_aligned_raw(), a, sa[-2], sb[-1], sa[-1], grad):
+            vendor_aligned(vendor_aligned_raw(), a, sa[-2], sb[-1], sa[-1], grad):
         return TORCH
     if grad and a.dim() >= 2 and b.dim() >= 2:
         (m, k), n = a.shape[-2:], b.shape[-1]
@@ -620,7 +630,7 @@ def addmm_hot(c, a, b):
     if (raw := _min_gflop_raw()) is not None and small_eager(raw, 2 * a.numel() * b.shape[1], a):
         return TORCH
     grad = _grad_enabled() and (c.requires_grad or a.requires_grad or b.requires_grad)
-    if vendor_aligned(_vendor_aligned_raw(), a, (s := a.shape)[0], b.shape[1], s[1], grad):
+    if vendor_aligned(vendor_aligned_raw(), a, (s := a.shape)[0], b.shape[1], s[1], grad):
         return TORCH
     if grad:
         (m, k), n = a.shape, b.shape[1]
@@ -679,7 +689,7 @@ def bmm_hot(a, b):
     if (raw := _min_gflop_raw()) is not None and small_eager(raw, 2 * a.numel() * b.shape[2], a):
         return TORCH
     grad = _grad_enabled() and (a.requires_grad or b.requires_grad)
-    if vendor_aligned(_vendor_aligned_raw(), a, (s := a.shape)[1], b.shape[2], s[2], grad):
+    if vendor_aligned(vendor_aligned_raw(), a, (s := a.shape)[1], b.shape[2], s[2], grad):
         return TORCH
     if grad:
         (_, m, k), n = a.shape, b.shape[2]

@@ -30,7 +30,7 @@ from typing import Any, Callable
 
 import torch
 
-from tritonblas import _compat, autocast, below_autograd, counters, dispatch, fastpath, ops, scaled, settings
+from tritonblas import _compat, autocast, below_autograd, counters, dispatch, fastpath, ops, scaled
 
 __all__ = ["enable", "active", "serving_default", "busy", "ROUTED"]
 
@@ -140,9 +140,6 @@ def _run(profile: Any, fn: Callable, tensors: tuple, out: Any, **kwargs):
     return fn(*tensors, out=out, profile=profile, **kwargs)
 
 
-_vendor_raw = settings.raw_getter(settings.ENV_VENDOR_ALIGNED)
-
-
 def _handed(profile, t: Tensor, m, n, k, *leaves) -> bool:
     """Whether the vendor rule (:func:`tritonblas.fastpath.vendor_aligned`) gives this call to torch's op, in a
     route: every form the hot path does not take (keywords, ``torch.mm``, ``baddbmm``, ``addbmm``) and every call
@@ -151,7 +148,7 @@ def _handed(profile, t: Tensor, m, n, k, *leaves) -> bool:
     if profile is not None:
         return False
     grad = torch.is_grad_enabled() and any(x is not None and x.requires_grad for x in leaves)
-    return fastpath.vendor_aligned(_vendor_raw(), t, m, n, k, grad)
+    return fastpath.vendor_aligned(fastpath.vendor_aligned_raw(), t, m, n, k, grad)
 
 
 def _r_linear(profile, x, w, bias):

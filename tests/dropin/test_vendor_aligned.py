@@ -258,7 +258,7 @@ def test_the_default_reads_the_device(monkeypatch):
             monkeypatch.delenv(settings.ENV_VENDOR_ALIGNED, raising=False)
         else:
             monkeypatch.setenv(settings.ENV_VENDOR_ALIGNED, value)
-        return fastpath.vendor_aligned(fastpath._vendor_aligned_raw(), t, m, 24, 16, False)
+        return fastpath.vendor_aligned(fastpath.vendor_aligned_raw(), t, m, 24, 16, False)
 
     gpu, cpu = SimpleNamespace(is_cuda=True, dtype=BF), SimpleNamespace(is_cuda=False, dtype=BF)
     monkeypatch.setattr(fastpath, "_NVIDIA_BUILD", True)

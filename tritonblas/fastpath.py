@@ -42,7 +42,7 @@ from tritonblas import plan as _plan
 __all__ = ["ENV_FAST", "enabled", "direct", "linear", "matmul", "linear_hot", "matmul_hot", "clear", "MAX_ENTRIES",
            "TORCH", "record_unroutable_linear", "record_unroutable_matmul", "addmm_hot", "bmm_hot",
            "refused_class", "record_refused_class", "REFUSED_CLASSES", "small_eager", "small_grad", "vendor_aligned",
-           "vendor_scaled", "vendor_aligned_raw", "stage_shared"]
+           "vendor_scaled", "vendor_aligned_raw", "vendor_aligned_traced", "stage_shared"]
 
 from tritonblas import settings  # noqa: E402
 from tritonblas.settings import (ENV_EAGER_MIN_GFLOP, ENV_FAST, ENV_GRAD_MIN_GFLOP, ENV_VENDOR_ALIGNED,  # noqa: E402
@@ -171,6 +171,26 @@ def vendor_aligned(raw, t, m: int, n: int, k: int, grad: bool) -> bool:
     if on is settings.DEFAULT and (not (t.is_cuda and _NVIDIA_BUILD) or _TABLE_GEN[0] or _table_raw()):
         return False  # (not _default_on(t), inline: every GEMM call on an NVIDIA GPU reads it)
     return t.dtype in _TWO_BYTE or _any_autocast()
+
+
+def vendor_aligned_traced(t, m, n, k, grad: bool) -> bool:
+    """:func:`vendor_aligned` for a route that ``torch.compile`` traces: the sizes' test is traced (dynamo guards
+    it, symbolic sizes included), the switch and the tile table are read once at trace time by a call dynamo does
+    not trace (:func:`_vendor_at_trace`), whose verdict becomes a constant of the graph.
+
+    Why, measured: torch 2.11's dynamo cannot trace the hot path's raw read of the environment (a partial of its
+    dict's lookup; "Attempted to call function marked as skipped"), and every routed form under
+    ``torch.compile(fullgraph=True)`` failed on the GPU suite (H100, torch 2.11, 5a1b5be); torch 2.13 traces it."""
+    if k % 8 or n % 8 or (grad and m % 8):
+        return False
+    return _vendor_at_trace(t.device, t.dtype)
+
+
+@torch.compiler.assume_constant_result
+def _vendor_at_trace(device, dtype) -> bool:
+    """:func:`vendor_aligned`'s verdict for an aligned GEMM on ``device`` in ``dtype``, run eagerly at trace time
+    (an empty tensor stands for the operands: the rule reads only their device and dtype)."""
+    return vendor_aligned(vendor_aligned_raw(), torch.empty(0, dtype=dtype, device=device), 8, 8, 8, False)
 
 
 def vendor_scaled(t) -> bool:

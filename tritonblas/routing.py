@@ -148,6 +148,8 @@ def _handed(profile, t: Tensor, m, n, k, *leaves) -> bool:
     if profile is not None:
         return False
     grad = torch.is_grad_enabled() and any(x is not None and x.requires_grad for x in leaves)
+    if _is_compiling():  # the settings read outside dynamo, at trace time (torch 2.11 cannot trace the raw read)
+        return fastpath.vendor_aligned_traced(t, m, n, k, grad)
     return fastpath.vendor_aligned(fastpath.vendor_aligned_raw(), t, m, n, k, grad)
 
 

@@ -6,6 +6,7 @@ included; unaligned, fp32 calls and the variable at ``0`` keep ours; a bad value
 
 from __future__ import annotations
 
+import os
 import sys
 from pathlib import Path
 
@@ -349,3 +350,28 @@ def test_under_torch_compile_the_rule_is_decided_at_trace_time(device, monkeypat
         h = F.linear(x, w).reshape(-1, 24)  # the first GEMM's own rounding, then the second's bound on it
         ref, mag, _ = reference(h, w, activation="relu")
         assert_gemm_close(got, ref, mag, k=24, what="compiled")
+
+
+def test_under_torch_compile_the_settings_are_read_outside_dynamo(device, monkeypatch):
+    """The switch's and the table's raw values are read at trace time by a call dynamo does not trace
+    (``fastpath.vendor_aligned_traced``): torch 2.11's dynamo cannot trace the environment lookup the hot path uses,
+    and broke ``fullgraph=True`` on every routed form (GPU suite at 5a1b5be). Here the raw read is a function dynamo
+    refuses under ``fullgraph`` on any torch version; the compiled graph must still hold torch's op."""
+    monkeypatch.setenv(settings.ENV_VENDOR_ALIGNED, "1")
+    monkeypatch.setattr(tritonblas.fastpath, "vendor_aligned_raw",
+                        torch._dynamo.disable(lambda: os.environ.get(settings.ENV_VENDOR_ALIGNED)))
+    ops = operands(24, 24, 16, BF)
+    x, w = fresh(ops, "x", device), fresh(ops, "w", device)
+
+    def f(x, w):
+        return torch.mm(F.linear(x, w), w)  # (24 x 24) @ (24 x 16): aligned
+
+    torch._dynamo.reset()
+    want = torch.compile(f, fullgraph=True, backend="aot_eager")(x, w)
+    torch._dynamo.reset()
+    with tritonblas.enable():
+        dispatch.reset_stats()
+        got = torch.compile(f, fullgraph=True, backend="aot_eager")(x, w)
+        launches = dispatch.stats()["launches"]
+    torch._dynamo.reset()
+    assert launches == 0 and torch.equal(got, want)

@@ -218,8 +218,15 @@ MUTATIONS = (
     Mutation("vendor_aligned_keeps_decode", "TRITONBLAS_VENDOR_ALIGNED leaves decode-sized GEMMs (M or N <= 16) to "
              "ours, where cuBLAS measured faster on F.linear's K-major weight (session 38)",
              "tritonblas/fastpath.py",
-             "    if not on or k % 8 or n % 8 or (grad and m % 8):",
-             "    if not on or m <= 16 or n <= 16 or k % 8 or n % 8 or (grad and m % 8):",
+             "    if not thin and (k % 8 or n % 8 or (grad and m % 8)):\n        return False\n    if on is",
+             "    if not thin and (m <= 16 or n <= 16 or k % 8 or n % 8 or (grad and m % 8)):\n        return False\n"
+             "    if on is",
+             ("tests/dropin/test_vendor_aligned.py",)),
+    Mutation("vendor_thin_k_ours", "TRITONBLAS_VENDOR_ALIGNED leaves GEMMs whose K is under one MMA step to ours (the "
+             "rotary embedding's fp32 K = 1 matmul took the cold route once a forward: H100 eager decode, session 39)",
+             "tritonblas/fastpath.py",
+             "MMA_K_BYTES = 32\n",
+             "MMA_K_BYTES = 0\n",
              ("tests/dropin/test_vendor_aligned.py",)),
     Mutation("vendor_aligned_hot_path_only", "the vendor rule holds only on the hot path: torch.mm, keyword forms, "
              "baddbmm and torch.compile's graphs run ours on the shapes it hands to cuBLAS",

@@ -110,6 +110,10 @@ def small_eager(raw: str, flop: int, t) -> bool:
     return not (t.is_cuda and dispatch.capturing())
 
 
+# the K extent of one tensor-core MMA step, in bytes of the operands' type (Hopper's wgmma and Ampere's mma.sync:
+# K = 16 for bf16/fp16, 8 for tf32, 32 for fp8): a GEMM whose K is under it is an outer product of a few ranks, which
+# the vendor rule hands to torch's op whatever its dtype and alignment (vendor_aligned)
+MMA_K_BYTES = 32
 vendor_aligned_raw = raw_getter(ENV_VENDOR_ALIGNED)  # per call; parsed once per raw value (_switch)
 _VENDOR_ON: dict = {}
 _UNREAD = object()
@@ -141,7 +145,9 @@ def vendor_aligned(raw, t, m: int, n: int, k: int, grad: bool) -> bool:
 
     Contract: a bf16/fp16 GEMM (under autocast, the 2-byte type it runs in) whose N and K are multiples of 8
     elements (16 bytes), and M too when autograd records it (the backward GEMMs lead with M), any M and N
-    (decode-sized included). CUDA graph capture included: the evidence is GPU time. The hot path (``*_hot``) and the
+    (decode-sized included); and a GEMM of any dtype, size or alignment whose K is under one tensor-core MMA step
+    (``K * element_size < MMA_K_BYTES``: an outer product of a few ranks, such as the fp32 ``inv_freq @ positions``
+    of ``transformers``' rotary embeddings, once a forward). CUDA graph capture included: the evidence is GPU time. The hot path (``*_hot``) and the
     routes (:mod:`tritonblas.routing`: every op and spelling, and ``torch.compile`` at trace time) ask it. Unset means
     on for NVIDIA GPUs' tensors (:data:`tritonblas.settings.DEFAULT`) unless a tile table is in force (``set_table``,
     ``TRITONBLAS_TABLE``: its entries are per-shape measurements, ours or torch's VENDOR), and off for the CPU
@@ -166,11 +172,14 @@ def vendor_aligned(raw, t, m: int, n: int, k: int, grad: bool) -> bool:
     on = _VENDOR_ON.get(raw, _UNREAD)  # (_switch's lookup inline, its parse on a miss: a frame less every GEMM call)
     if on is _UNREAD:
         on = _switch(raw)
-    if not on or k % 8 or n % 8 or (grad and m % 8):
+    if not on:
+        return False
+    thin = k < MMA_K_BYTES and k * t.element_size() < MMA_K_BYTES  # (one int compare for every other GEMM)
+    if not thin and (k % 8 or n % 8 or (grad and m % 8)):
         return False
     if on is settings.DEFAULT and (not (t.is_cuda and _NVIDIA_BUILD) or _TABLE_GEN[0] or _table_raw()):
         return False  # (not _default_on(t), inline: every GEMM call on an NVIDIA GPU reads it)
-    return t.dtype in _TWO_BYTE or _any_autocast()
+    return thin or t.dtype in _TWO_BYTE or _any_autocast()
 
 
 def vendor_aligned_traced(t, m, n, k, grad: bool) -> bool:
@@ -181,16 +190,19 @@ def vendor_aligned_traced(t, m, n, k, grad: bool) -> bool:
     Why, measured: torch 2.11's dynamo cannot trace the hot path's raw read of the environment (a partial of its
     dict's lookup; "Attempted to call function marked as skipped"), and every routed form under
     ``torch.compile(fullgraph=True)`` failed on the GPU suite (H100, torch 2.11, 5a1b5be); torch 2.13 traces it."""
-    if k % 8 or n % 8 or (grad and m % 8):
+    thin = k < MMA_K_BYTES and k * t.element_size() < MMA_K_BYTES
+    if not thin and (k % 8 or n % 8 or (grad and m % 8)):
         return False
-    return _vendor_at_trace(t.device, t.dtype)
+    return _vendor_at_trace(t.device, t.dtype, thin)
 
 
 @torch.compiler.assume_constant_result
-def _vendor_at_trace(device, dtype) -> bool:
-    """:func:`vendor_aligned`'s verdict for an aligned GEMM on ``device`` in ``dtype``, run eagerly at trace time
-    (an empty tensor stands for the operands: the rule reads only their device and dtype)."""
-    return vendor_aligned(vendor_aligned_raw(), torch.empty(0, dtype=dtype, device=device), 8, 8, 8, False)
+def _vendor_at_trace(device, dtype, thin: bool) -> bool:
+    """:func:`vendor_aligned`'s verdict for an aligned GEMM (``thin``: one whose K is under an MMA step) on
+    ``device`` in ``dtype``, run eagerly at trace time (an empty tensor stands for the operands: the rule reads only
+    their device, dtype and element size)."""
+    return vendor_aligned(vendor_aligned_raw(), torch.empty(0, dtype=dtype, device=device), 8, 8,
+                          1 if thin else MMA_K_BYTES, False)
 
 
 def vendor_scaled(t) -> bool:

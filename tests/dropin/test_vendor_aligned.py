@@ -261,7 +261,9 @@ def test_the_default_reads_the_device(monkeypatch):
             monkeypatch.setenv(settings.ENV_VENDOR_ALIGNED, value)
         return fastpath.vendor_aligned(fastpath.vendor_aligned_raw(), t, m, 24, 16, False)
 
-    gpu, cpu = SimpleNamespace(is_cuda=True, dtype=BF), SimpleNamespace(is_cuda=False, dtype=BF)
+    two = lambda: 2  # noqa: E731  (element_size)
+    gpu, cpu = SimpleNamespace(is_cuda=True, dtype=BF, element_size=two), \
+        SimpleNamespace(is_cuda=False, dtype=BF, element_size=two)
     monkeypatch.setattr(fastpath, "_NVIDIA_BUILD", True)
     assert decide(None, gpu) and decide("", gpu)
     assert decide(None, gpu, m=1) and decide(None, gpu, m=16)  # decode-sized too (since session 38)
@@ -283,6 +285,37 @@ def test_the_default_reads_the_device(monkeypatch):
     monkeypatch.setattr(fastpath, "_NVIDIA_BUILD", False)  # a ROCm build: torch's "cuda" tensors are AMD's
     assert not decide(None, gpu)
     assert decide("1", gpu)
+
+
+def test_a_gemm_whose_k_is_under_one_mma_step_runs_torch(monkeypatch):
+    """K under one tensor-core MMA step (``K * element_size < 32`` bytes: 16 bf16, 8 fp32, 32 fp8 elements) is an
+    outer product of a few ranks: handed to torch's op whatever its dtype and alignment, as the aligned rule's default
+    says (NVIDIA GPUs' tensors; ``0`` off). The case in every ``transformers`` rotary embedding up to 5.17: an fp32
+    ``(1, 32, 1) @ (1, 1, S)`` matmul once a forward (H100, 5a1b5be: the 32 routed calls of an eager decode). One
+    element more than the step falls back to the dtype and alignment rules."""
+    from types import SimpleNamespace
+
+    from tritonblas import fastpath
+
+    monkeypatch.setattr(fastpath, "_NVIDIA_BUILD", True)
+
+    def decide(value, dtype, size, m, n, k, cuda=True, grad=False):
+        if value is None:
+            monkeypatch.delenv(settings.ENV_VENDOR_ALIGNED, raising=False)
+        else:
+            monkeypatch.setenv(settings.ENV_VENDOR_ALIGNED, value)
+        t = SimpleNamespace(is_cuda=cuda, dtype=dtype, element_size=lambda: size)
+        return fastpath.vendor_aligned(fastpath.vendor_aligned_raw(), t, m, n, k, grad)
+
+    f32, f8 = torch.float32, torch.float8_e4m3fn
+    assert decide(None, f32, 4, 32, 1, 1)  # the rotary embedding's matmul at decode
+    assert decide(None, f32, 4, 32, 4095, 1, grad=True) and decide(None, f32, 4, 7, 9, 7)
+    assert decide(None, BF, 2, 24, 9, 15) and decide(None, f8, 1, 24, 9, 31)
+    assert not decide(None, f32, 4, 32, 24, 8)  # one MMA step: fp32 stays ours
+    assert not decide(None, BF, 2, 24, 9, 16) and not decide(None, f8, 1, 24, 9, 32)  # unaligned N: ours
+    assert not decide(None, f32, 4, 32, 1, 1, cuda=False)  # the CPU's default: off
+    assert not decide("0", f32, 4, 32, 1, 1)
+    assert decide("1", f32, 4, 32, 1, 1, cuda=False)
 
 
 def _forms(device):
@@ -375,3 +408,33 @@ def test_under_torch_compile_the_settings_are_read_outside_dynamo(device, monkey
         launches = dispatch.stats()["launches"]
     torch._dynamo.reset()
     assert launches == 0 and torch.equal(got, want)
+
+
+@pytest.mark.parametrize("value", ["1", "0"])
+def test_the_rotary_embeddings_matmul_follows_the_rule(device, monkeypatch, value):
+    """``transformers``' rotary form, eager and compiled: ``inv_freq[None, :, None].expand(1, -1, 1) @
+    positions[:, None, :]`` in fp32 (K = 1, a stride-0 operand). At ``1`` torch's op runs it (its result bit for bit,
+    nothing routed), at ``0`` ours (routed, within the bound)."""
+    monkeypatch.setenv(settings.ENV_VENDOR_ALIGNED, value)
+    g = torch.Generator().manual_seed(3)
+    inv = torch.rand(32, generator=g).to(device)
+    pos = torch.arange(7, dtype=torch.float32)[None, :].to(device)
+
+    def rope(inv, pos):  # (torch.matmul: under torch.compile, dynamo lowers `@` without the Tensor method)
+        return torch.matmul(inv[None, :, None].float().expand(1, -1, 1), pos[:, None, :].float())
+
+    want = rope(inv, pos)
+    for how, f in (("eager", rope), ("compiled", torch.compile(rope, fullgraph=True, backend="aot_eager"))):
+        torch._dynamo.reset()
+        with tritonblas.enable():
+            dispatch.reset_stats()
+            got = f(inv, pos)
+            st = dispatch.stats()
+        if value == "1":
+            assert st["routed"] == st["launches"] == 0, (how, st)
+            assert torch.equal(got, want), how
+        else:
+            assert st["launches"] >= 1, (how, st)
+            ref, mag, _ = reference(inv[None, :, None].expand(1, -1, 1), pos[:, None, :])
+            assert_gemm_close(got, ref, mag, k=1, what=how)
+    torch._dynamo.reset()

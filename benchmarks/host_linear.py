@@ -18,6 +18,7 @@ host never waits on a full launch queue). Prints a table; ``--profile`` adds a c
     python3 benchmarks/host_linear.py --grad-toll [--rounds 7]               # no GPU: the grad rule's fall-through toll
     python3 benchmarks/host_linear.py --inmodel-grad [MODEL ...] [--rounds 9]  # no GPU: autograd's cost a call in a model
     python3 benchmarks/host_linear.py --vendor-toll [--rounds 200]           # no GPU: a handed-over call's toll on decode
+    python3 benchmarks/host_linear.py --rope-toll [--rounds 200] [--n 200]   # no GPU: the rotary K = 1 matmul, a call
 
 ``--cpu-stub`` (no GPU needed; sets ``TRITON_INTERPRET=1`` and ``TRITONBLAS_PROFILE=h200``): the warm
 routed call's host cost with the launch stubbed out (:func:`cpu_stub`). ``--fallthrough`` (CPU, no
@@ -504,6 +505,60 @@ def vendor_toll(rounds: int = 200, tokens: int = 16) -> list[str]:
     return out
 
 
+def rope_toll(rounds: int = 200, n: int = 200) -> list[str]:
+    """CPU: what the rotary embedding's matmul costs a forward (``transformers`` up to 5.17:
+    ``inv_freq[None, :, None].float().expand(1, -1, 1) @ positions[:, None, :].float()``, fp32, K = 1, a stride-0
+    operand, once a forward; 32 routed calls of the H100's eager decode at 5a1b5be): torch alone; under ``enable()``
+    with ``TRITONBLAS_VENDOR_ALIGNED=0`` and ``TRITONBLAS_FAST=0`` (ours, through the route: on the H100 our warm
+    path served none of those calls, while on the CPU it serves them; the launch stubbed: :func:`stubbed_launches`,
+    so the route's Python alone); and with ``1`` (the rule hands K under one MMA step to
+    torch's op). Per call, ``n`` calls a round, sides rotated per round; medians of the rounds. Raises when the ``0``
+    side does not route the call or the ``1`` side does (then the cost measured would be something else)."""
+    import torch
+
+    import models
+    import tritonblas
+    from tritonblas import dispatch, fastpath, settings
+
+    inv = torch.rand(32)
+    pos = torch.arange(1, dtype=torch.float32)[None, :] + 130  # a decode step's one position
+
+    def rope():
+        return inv[None, :, None].float().expand(1, -1, 1) @ pos[:, None, :].float()
+
+    handed, ours = "enable(), VENDOR_ALIGNED=1", "enable(), VENDOR_ALIGNED=0"
+    sides = {"torch": (contextlib.nullcontext, {}),
+             handed: (tritonblas.enable, {settings.ENV_VENDOR_ALIGNED: "1"}),
+             ours: (tritonblas.enable, {settings.ENV_VENDOR_ALIGNED: "0", fastpath.ENV_FAST: "0"})}
+    with models.environ({"TRITON_INTERPRET": "1", "TRITONBLAS_PROFILE": "h200"}), stubbed_launches():
+        def timed(name: str) -> float:
+            ctx, env = sides[name]
+            with models.environ(env), ctx(), torch.autocast("cpu", enabled=False):
+                t0 = time.perf_counter()
+                for _ in range(n):
+                    rope()
+                return (time.perf_counter() - t0) / n
+
+        counts = {}
+        for name in sides:
+            with models.environ(sides[name][1]), tritonblas.enable():
+                rope()
+                rope()  # (a warm path, were there one, would serve the second)
+                dispatch.reset_stats()
+                rope()
+                counts[name] = dispatch.stats()
+        if not counts[ours]["routed"] or counts[ours]["fast_hits"]:
+            raise RuntimeError(f"rope_toll: the rotary matmul not routed cold with {ours}: {counts[ours]}")
+        if counts[handed]["routed"] or not counts[handed]["intercepted"]:
+            raise RuntimeError(f"rope_toll: the rotary matmul not handed to torch with {handed}: {counts[handed]}")
+        res = _rotated(sides, rounds, timed)
+    out = [f"the rotary embedding's fp32 K = 1 matmul, one call a forward (CPU, launches stubbed; {rounds} rounds "
+           f"of {n} calls):"]
+    for k in sides:
+        out.append(f"  {k:28s} {statistics.median(res[k]) * 1e6:8.2f} us a call")
+    return out
+
+
 def train_forward(name: str, rounds: int = 6, top: int = 12) -> list[str]:
     """A training step's forward alone, torch against ``enable()`` (GPU): with autograd recording and under
     no_grad, the host time to issue it and the time to a device sync (medians of ``rounds`` alternating
@@ -591,6 +646,8 @@ def main(argv=None) -> int:
                     help="only the grad rule's fall-through toll per call (CPU, see grad_toll)")
     ap.add_argument("--fallthrough-ops", action="store_true",
                     help="only enable()'s toll per call of every routed op with nothing routed (CPU, see fallthrough_ops)")
+    ap.add_argument("--rope-toll", action="store_true",
+                    help="the rotary embedding's K = 1 matmul: torch, ours (cold route), handed over (CPU, see rope_toll)")
     ap.add_argument("--vendor-toll", action="store_true",
                     help="only what a GEMM TRITONBLAS_VENDOR_ALIGNED hands to torch costs an eager decode (CPU, see vendor_toll)")
     ap.add_argument("--rounds", type=int, default=None,
@@ -614,6 +671,10 @@ def main(argv=None) -> int:
         return 0
     if args.rounds is not None and args.rounds < 1:
         ap.error(f"--rounds {args.rounds}: expected at least 1")
+    if args.rope_toll:
+        for line in rope_toll(args.rounds or 200, args.n or 200):
+            print(line)
+        return 0
     if args.vendor_toll:
         for line in vendor_toll(args.rounds or 200):
             print(line)

@@ -158,3 +158,20 @@ def test_vendor_toll_hands_over_every_gemm_at_1_serves_each_warm_at_0_and_restor
         "torch", "enable(), VENDOR_ALIGNED=1", "enable(), VENDOR_ALIGNED=0"], lines
     assert "x1.0000 of torch" in lines[1] and "+0.00 us" in lines[1]  # the base side against itself
     assert settings.ENV_VENDOR_ALIGNED not in os.environ and "TRITON_INTERPRET" not in os.environ
+
+@pytest.mark.skipif(torch.cuda.is_available(), reason="CPU-only: CPU tensors under the interpreter's kernels")
+def test_rope_toll_routes_the_rotary_matmul_at_0_hands_it_over_at_1_and_restores_the_environment(monkeypatch):
+    """--rope-toll: three sides (torch; the variable 1, the K = 1 matmul handed to torch's op by the rule; 0 with the
+    warm path off, our route each call), or the cost measured would be something else; the variables it sets are put
+    back. Structure only: not a timed test."""
+    import os
+
+    from tritonblas import fastpath, settings
+
+    for name in (settings.ENV_VENDOR_ALIGNED, fastpath.ENV_FAST, "TRITON_INTERPRET"):
+        monkeypatch.delenv(name, raising=False)
+    lines = host_linear.rope_toll(rounds=1, n=2)
+    assert [line[2:30].strip() for line in lines[1:]] == [
+        "torch", "enable(), VENDOR_ALIGNED=1", "enable(), VENDOR_ALIGNED=0"], lines
+    assert all(float(line.split()[-4]) > 0 for line in lines[1:]), lines
+    assert not any(n in os.environ for n in (settings.ENV_VENDOR_ALIGNED, fastpath.ENV_FAST, "TRITON_INTERPRET"))

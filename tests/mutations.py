@@ -266,7 +266,7 @@ MUTATIONS = (
              ("tests/dropin/test_vendor_aligned.py",)),
     Mutation("vendor_aligned_any_dtype", "TRITONBLAS_VENDOR_ALIGNED defers fp32 GEMMs too (no evidence there)",
              "tritonblas/fastpath.py",
-             "    return t.dtype in _TWO_BYTE or _any_autocast()",
+             "    return thin or t.dtype in _TWO_BYTE or _any_autocast()",
              "    return True",
              ("tests/dropin/test_vendor_aligned.py",)),
     Mutation("below_autograd_unchecked_shapes", "the kernels below autograd take shapes torch rejects (our error, "

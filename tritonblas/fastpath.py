@@ -147,11 +147,12 @@ def vendor_aligned(raw, t, m: int, n: int, k: int, grad: bool) -> bool:
     elements (16 bytes), and M too when autograd records it (the backward GEMMs lead with M), any M and N
     (decode-sized included); and a GEMM of any dtype, size or alignment whose K is under one tensor-core MMA step
     (``K * element_size < MMA_K_BYTES``: an outer product of a few ranks, such as the fp32 ``inv_freq @ positions``
-    of ``transformers``' rotary embeddings, once a forward). CUDA graph capture included: the evidence is GPU time. The hot path (``*_hot``) and the
-    routes (:mod:`tritonblas.routing`: every op and spelling, and ``torch.compile`` at trace time) ask it. Unset means
-    on for NVIDIA GPUs' tensors (:data:`tritonblas.settings.DEFAULT`) unless a tile table is in force (``set_table``,
-    ``TRITONBLAS_TABLE``: its entries are per-shape measurements, ours or torch's VENDOR), and off for the CPU
-    (the interpreter) and ROCm builds, where nothing measured it; ``1`` on everywhere, ``0`` off. The callers read
+    of ``transformers``' rotary embeddings, once a forward). CUDA graph capture included: the evidence is GPU time.
+    The hot path (``*_hot``) and the routes (:mod:`tritonblas.routing`: every op and spelling, and ``torch.compile``
+    at trace time, :func:`vendor_aligned_traced`) ask it. Unset means on for NVIDIA GPUs' tensors
+    (:data:`tritonblas.settings.DEFAULT`) unless a tile table is in force (``set_table``, ``TRITONBLAS_TABLE``: its
+    entries are per-shape measurements, ours or torch's VENDOR), and off for the CPU (the interpreter) and ROCm
+    builds, where nothing measured it; ``1`` on everywhere, ``0`` off. The callers read
     the sizes the cheapest way the op allows (``F.linear``: ``w.shape`` and ``x.numel()``), since every call pays them.
 
     Evidence (H200 unless said; history in CHANGELOG.md and docs/dropin.md):
@@ -167,7 +168,10 @@ def vendor_aligned(raw, t, m: int, n: int, k: int, grad: bool) -> bool:
       against 24.08 on an H100 (``results/models_h100_cad2780.csv``; 0.79 against 0.76 under CUDA graphs);
     - what we keep is where we win: unaligned widths (GPT-2's 50257-wide lm_head, DLRM's MLP: 1.27-1.35x torch's
       training step). A handed-over call costs 2.16 us over torch's own on the CPU proxy of an eager decode (``python
-      benchmarks/host_linear.py --vendor-toll``, 300 paired rounds, 2026-12-07).
+      benchmarks/host_linear.py --vendor-toll``, 300 paired rounds, 2026-12-07);
+    - K under one MMA step: the rotary embedding's fp32 K = 1 matmul was our warm path's miss on the H100, so our
+      route ran once a forward (32 routed calls of an eager decode at 5a1b5be); on the CPU proxy that route costs
+      28.7 us a call against 8.1 handed over and torch's 6.8 (``python benchmarks/host_linear.py --rope-toll``).
     """
     on = _VENDOR_ON.get(raw, _UNREAD)  # (_switch's lookup inline, its parse on a miss: a frame less every GEMM call)
     if on is _UNREAD:
@@ -190,7 +194,7 @@ def vendor_aligned_traced(t, m, n, k, grad: bool) -> bool:
     Why, measured: torch 2.11's dynamo cannot trace the hot path's raw read of the environment (a partial of its
     dict's lookup; "Attempted to call function marked as skipped"), and every routed form under
     ``torch.compile(fullgraph=True)`` failed on the GPU suite (H100, torch 2.11, 5a1b5be); torch 2.13 traces it."""
-    thin = k < MMA_K_BYTES and k * t.element_size() < MMA_K_BYTES
+    thin = k < MMA_K_BYTES and k * t.element_size() < MMA_K_BYTES  # (vendor_aligned's size tests, as they read there)
     if not thin and (k % 8 or n % 8 or (grad and m % 8)):
         return False
     return _vendor_at_trace(t.device, t.dtype, thin)

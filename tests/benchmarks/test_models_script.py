@@ -301,3 +301,23 @@ def test_the_plot_title_names_the_gpu_the_csv_recorded(tmp_path):
     without = tmp_path / "b.csv"
     without.write_text("# git_sha: abc\nmodel,mode\n# gpu: not provenance\n")
     assert models.recorded_gpu(without) == "an unnamed GPU"
+
+
+def test_the_ours_profile_names_the_problems_it_routed(monkeypatch, capsys):
+    """The profile of a side prints the routed count and the problems planned, so a routed call in a model that
+    should have gone to torch is named in the log, not deduced from a count (session 39's rotary matmul). CPU,
+    interpreter; the GPU split stubbed."""
+    import torch
+
+    import tritonblas
+
+    monkeypatch.setenv("TRITON_INTERPRET", "1")
+    monkeypatch.setenv("TRITONBLAS_PROFILE", "h200")
+    monkeypatch.setattr(models, "_gpu_split", lambda step: (0.0, 0.0))
+    monkeypatch.setattr(models, "_sync", lambda: None)
+    a, b = torch.randn(5, 7), torch.randn(7, 3)
+    tritonblas.clear_caches()  # (planned problems are listed since the last clear)
+    got = models._profile_side(models.Side("ours"), lambda: torch.matmul(a, b))
+    out = capsys.readouterr().out
+    assert got[3] == 1 and got[4] == 1, got  # one GEMM call, routed
+    assert "routed 1 calls; problems planned so far" in out and "5x3x7" in out.replace(" ", ""), out

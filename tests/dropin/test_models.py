@@ -445,3 +445,37 @@ def test_enable_exited_in_another_thread(device):
     go.set()
     t.join()
     assert done == [True] and torch.mm is torch._C._VariableFunctions.mm
+
+
+@pytest.mark.parametrize("value", ["0", "1"])
+def test_a_compiled_llama_traces_whole_under_enable(device, monkeypatch, value):
+    """``torch.compile(fullgraph=True)`` of a tiny bf16 ``transformers`` Llama's forward under ``enable()`` traces
+    whole (a graph break raises), with the vendor switch's raw read made one dynamo refuses: what torch 2.11's dynamo
+    made of the hot path's read (the GPU suite at 5a1b5be; in models.py's compiled rows, a graph break at every routed
+    GEMM). At ``0`` our kernels run its GEMMs inside the graph (within bf16's bound of eager torch); at ``1`` (every
+    GEMM of this model aligned) torch's ops, nothing of ours launched."""
+    import os
+
+    from tritonblas import fastpath, settings
+
+    monkeypatch.setenv(settings.ENV_VENDOR_ALIGNED, value)
+    monkeypatch.setattr(fastpath, "vendor_aligned_raw",
+                        torch._dynamo.disable(lambda: os.environ.get(settings.ENV_VENDOR_ALIGNED)))
+    model, inputs, _ = models.build("llama3-8b", torch.bfloat16, device, tiny=True)
+    kw = inputs("prefill")
+    with torch.inference_mode():
+        ref = models.primary_output(models.model_forward(model, kw))
+    torch._dynamo.reset()
+    try:
+        with tritonblas.enable(), torch.inference_mode():
+            dispatch.reset_stats()
+            f = torch.compile(lambda kw: models.primary_output(models.model_forward(model, kw)), fullgraph=True,
+                              backend="aot_eager")
+            out = f(kw)
+            launches = dispatch.stats()["launches"]
+    finally:
+        torch._dynamo.reset()
+    if value == "0":
+        assert launches >= 1 and _rel(out, ref) < 2e-2, (launches, _rel(out, ref))
+    else:
+        assert launches == 0 and _rel(out, ref) < 1e-2, (launches, _rel(out, ref))

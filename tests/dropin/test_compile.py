@@ -155,3 +155,33 @@ def test_a_replaced_profile_object_compiles_as_itself(device, monkeypatch):
     got = torch.compile(lambda a, b: tritonblas.matmul(a, b, profile=slow), backend="aot_eager", fullgraph=True)(a, b)
     assert seen and seen[-1] is slow
     torch.testing.assert_close(got.double(), a.double() @ b.double(), rtol=1e-5, atol=1e-5)
+
+
+@pytest.mark.parametrize("form", ["a @ b", "a.matmul(b)", "a.mm(b)", "torch.matmul(a, b)", "torch.mm(a, b)"])
+def test_under_torch_compile_tensor_methods_are_dynamos_own(device, monkeypatch, form):
+    """What docs/dropin.md says of compiled regions: dynamo traces the Tensor-method forms as torch's own ops (nothing
+    of ours launches, the result is torch's), while the function forms reach the routes (ours launches, within the
+    bound). Eager, every form is routed. The vendor rule off, so that the routes run ours."""
+    from _check import assert_gemm_close, reference
+
+    from tritonblas import settings
+
+    monkeypatch.setenv(settings.ENV_VENDOR_ALIGNED, "0")
+    a, b = torch.randn(24, 40, device=device), torch.randn(40, 8, device=device)
+    f = eval(f"lambda a, b: {form}")  # noqa: S307  (one of the literal forms above)
+    with tritonblas.enable():
+        dispatch.reset_stats()
+        f(a, b)
+        eager = dispatch.stats()["launches"]
+        compiled = torch.compile(f, fullgraph=True, backend="aot_eager")
+        compiled(a, b)
+        dispatch.reset_stats()
+        got = compiled(a, b)
+        launches = dispatch.stats()["launches"]
+    assert eager == 1, form
+    if form.startswith("torch."):
+        assert launches == 1, form
+        ref, mag, _ = reference(a, b)
+        assert_gemm_close(got, ref, mag, k=40, what=form)
+    else:
+        assert launches == 0 and torch.equal(got, a @ b), form

@@ -320,4 +320,4 @@ def test_the_ours_profile_names_the_problems_it_routed(monkeypatch, capsys):
     got = models._profile_side(models.Side("ours"), lambda: torch.matmul(a, b))
     out = capsys.readouterr().out
     assert got[3] == 1 and got[4] == 1, got  # one GEMM call, routed
-    assert "routed 1 calls; problems planned so far" in out and "5x3x7" in out.replace(" ", ""), out
+    assert "routed 1 calls (0 served warm); problems planned so far" in out and "5x3x7" in out.replace(" ", ""), out

@@ -67,12 +67,14 @@
 # Session 39 (H100 twice at 5a1b5be): the decode hand-over measured (CUDA-graph decode 1.005 / 1.008, eager 0.918); the
 #   suite failed 5 compile tests under torch 2.11 (fixed at 3c10343, not rerun on a GPU); the rule also hands K under
 #   one MMA step to torch since 193a4e8 (the rotary embedding's fp32 K = 1 matmul), not measured. The compiled rows
-#   at 5a1b5be measured a broken compile (a graph break at every routed GEMM under torch 2.11). First, on any GPU
-#   (about 420 s): GIT_SHA=<sha> TOTAL=575 SUITE=1 FIRST_MODELS="llama3.2-1b:decode:bf16 llama3-8b:decode_compile:bf16
+#   at 5a1b5be measured a broken compile (a graph break at every routed GEMM under torch 2.11). Next call, whatever
+#   GPU comes: GIT_SHA=<sha> TOTAL=575 FIRST_MODELS="llama3.2-1b:decode:bf16 llama3-8b:decode_compile:bf16
 #   llama3.2-1b:compile:bf16" FIRST_MODELS_BUDGET=200 REPICK_BUDGET=0 RAGGED_BUDGET=0 HELDOUT_ARGS="--jobs square
-#   fp8_e4m3" bash benchmarks/device_plan.sh (on an H100 the suite runs in the last branch: leave SUITE out and add
-#   MODELS_ARGS="--jobs llama3.2-1b:decode_graph:bf16"); `aligned` is the default there, `ours` the rule off; the
-#   eager decode's routed count at the default should be 0 (models.log names what was routed).
+#   fp8_e4m3" MODELS_ARGS="--jobs llama3.2-1b:decode_graph:bf16" bash benchmarks/device_plan.sh
+#   (about 240 s of models; `aligned` there is the default, `ours` the rule off; the eager decode's routed count at
+#   the default should be 0, and models.log names what was routed). Then on an H100 the suite runs (the last
+#   branch), on an H200 the held-out sweeps with the seconds left; a second H200 call with SUITE=1 and no
+#   FIRST_MODELS runs the suite first (the 5 compile tests that failed at 5a1b5be must pass).
 set -u -o pipefail
 : "${GIT_SHA:?set GIT_SHA=<the commit of the tree you send>}"
 export GIT_SHA

@@ -511,9 +511,9 @@ def rope_toll(rounds: int = 200, n: int = 200) -> list[str]:
     operand, once a forward; 32 routed calls of the H100's eager decode at 5a1b5be): torch alone; under ``enable()``
     with ``TRITONBLAS_VENDOR_ALIGNED=0`` and ``TRITONBLAS_FAST=0`` (ours, through the route: on the H100 our warm
     path served none of those calls, while on the CPU it serves them; the launch stubbed: :func:`stubbed_launches`,
-    so the route's Python alone); and with ``1`` (the rule hands K under one MMA step to
-    torch's op). Per call, ``n`` calls a round, sides rotated per round; medians of the rounds. Raises when the ``0``
-    side does not route the call or the ``1`` side does (then the cost measured would be something else)."""
+    so the route's Python alone); and with ``1`` (the rule hands K under one MMA step to torch's op). Per call, ``n``
+    calls a round, sides rotated per round; medians of the rounds. Raises when the ``0`` side does not route the call
+    or the ``1`` side does (then the cost measured would be something else)."""
     import torch
 
     import models

@@ -549,8 +549,9 @@ def _profile_side(side: Side, step) -> tuple:
         st = dispatch.stats()
     if st["routed"]:  # what reached our kernels, named (session 39 had to deduce the rotary matmul from a count)
         planned = dispatch.planned_problems()
+        named = "; ".join(p.describe() for p in planned[:16]) + (" ..." if len(planned) > 16 else "")
         print(f"    routed {st['routed']} calls ({st['fast_hits']} served warm); problems planned so far "
-              f"({len(planned)}): " + "; ".join(p.describe() for p in planned[:16]) + (" ..." if len(planned) > 16 else ""))
+              f"({len(planned)}): {named}")
     per = shim.ns / 1e3 / shim.calls if shim.calls else math.nan
     return g, o, per, shim.calls, st["routed"], st["fallbacks"], st["fast_hits"]
 

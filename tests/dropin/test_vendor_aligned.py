@@ -357,6 +357,22 @@ def test_the_rule_holds_for_every_routed_form(device, monkeypatch, value):
             assert_gemm_close(got, *ref, k=32, what=label)
 
 
+def _compiled_beside_torch(f, *args) -> tuple:
+    """``torch.compile(f, fullgraph=True, backend="aot_eager")(*args)`` without ``enable()`` (torch's compiled result)
+    and under it: (want, got, how many of our kernels launched under it), dynamo's caches reset around each."""
+    torch._dynamo.reset()
+    want = torch.compile(f, fullgraph=True, backend="aot_eager")(*args)
+    torch._dynamo.reset()
+    try:
+        with tritonblas.enable():
+            dispatch.reset_stats()
+            got = torch.compile(f, fullgraph=True, backend="aot_eager")(*args)
+            launches = dispatch.stats()["launches"]
+    finally:
+        torch._dynamo.reset()
+    return want, got, launches
+
+
 @pytest.mark.parametrize("value", ["1", "0"])
 def test_under_torch_compile_the_rule_is_decided_at_trace_time(device, monkeypatch, value):
     """``torch.compile(fullgraph=True)`` of F.linear and torch.mm under ``enable()``: at ``1`` the graph holds torch's
@@ -368,14 +384,7 @@ def test_under_torch_compile_the_rule_is_decided_at_trace_time(device, monkeypat
     def f(x, w):
         return torch.mm(F.linear(x, w).reshape(-1, 24), w).relu()  # (48 x 24) @ (24 x 16): aligned
 
-    torch._dynamo.reset()
-    want = torch.compile(f, fullgraph=True, backend="aot_eager")(x, w)
-    torch._dynamo.reset()
-    with tritonblas.enable():
-        dispatch.reset_stats()
-        got = torch.compile(f, fullgraph=True, backend="aot_eager")(x, w)
-        launches = dispatch.stats()["launches"]
-    torch._dynamo.reset()
+    want, got, launches = _compiled_beside_torch(f, x, w)
     if value == "1":
         assert launches == 0 and torch.equal(got, want)
     else:
@@ -399,14 +408,7 @@ def test_under_torch_compile_the_settings_are_read_outside_dynamo(device, monkey
     def f(x, w):
         return torch.mm(F.linear(x, w), w)  # (24 x 24) @ (24 x 16): aligned
 
-    torch._dynamo.reset()
-    want = torch.compile(f, fullgraph=True, backend="aot_eager")(x, w)
-    torch._dynamo.reset()
-    with tritonblas.enable():
-        dispatch.reset_stats()
-        got = torch.compile(f, fullgraph=True, backend="aot_eager")(x, w)
-        launches = dispatch.stats()["launches"]
-    torch._dynamo.reset()
+    want, got, launches = _compiled_beside_torch(f, x, w)
     assert launches == 0 and torch.equal(got, want)
 
 

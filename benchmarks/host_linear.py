@@ -18,6 +18,7 @@ host never waits on a full launch queue). Prints a table; ``--profile`` adds a c
     python3 benchmarks/host_linear.py --grad-toll [--rounds 7]               # no GPU: the grad rule's fall-through toll
     python3 benchmarks/host_linear.py --inmodel-grad [MODEL ...] [--rounds 9]  # no GPU: autograd's cost a call in a model
     python3 benchmarks/host_linear.py --vendor-toll [--rounds 200]           # no GPU: a handed-over call's toll on decode
+    PYTHONPATH=$PWD python3 benchmarks/host_linear.py --handover-gpu  # the vendor rule's toll a call, this host
     python3 benchmarks/host_linear.py --rope-toll [--rounds 200] [--n 200]   # no GPU: the rotary K = 1 matmul, a call
 
 ``--cpu-stub`` (no GPU needed; sets ``TRITON_INTERPRET=1`` and ``TRITONBLAS_PROFILE=h200``): the warm
@@ -559,6 +560,66 @@ def rope_toll(rounds: int = 200, n: int = 200) -> list[str]:
     return out
 
 
+def handover_gpu(rounds: int = 9, n: int = 2000) -> list[str]:
+    """GPU: what a GEMM the vendor rule hands to torch's op costs per call on this host (session 40: the H100's
+    models measured ~4-7 us a GEMM call over torch's, the CPU proxy 1-2). Tiny aligned ``nn.Linear`` calls (bf16,
+    a ``Parameter`` weight; the GPU's work under the host's, so wall time is host time), under ``inference_mode``,
+    torch alone against ``enable()`` at the default, the order flipped every round, ``n`` calls a side timed up to
+    the drained queue; medians of each side and of the paired differences. Then the hand-over's stages timed alone
+    in a loop: the hot path's verdict (``fastpath.linear_hot``), the rule (``fastpath.vendor_aligned``) and the
+    reads it makes. Raises when the enable() side routes a call (then the toll would be something else)."""
+    import torch
+
+    import tritonblas
+    from tritonblas import dispatch, fastpath
+
+    def side_us(f, on: bool) -> float:
+        with tritonblas.enable() if on else contextlib.nullcontext():
+            dispatch.reset_stats()
+            torch.cuda.synchronize()
+            t0 = time.perf_counter()
+            for _ in range(n):
+                f()
+            torch.cuda.synchronize()
+            us = (time.perf_counter() - t0) / n * 1e6
+            if on and dispatch.stats()["routed"]:
+                raise RuntimeError(f"handover_gpu: the default routed calls: {dispatch.stats()}")
+        return us
+
+    out = [f"hand-over toll on {torch.cuda.get_device_name()} (us per call, medians of {rounds} rounds of {n})",
+           f"{'case':34} {'torch':>7} {'enable()':>9} {'toll':>6}"]
+    first = None
+    for name, rows_m, k, n_out, bias in (("linear 1x1x256 @ 256x256", 1, 256, 256, False),
+                                         ("linear+bias 1x1x256 @ 512x256", 1, 256, 512, True),
+                                         ("linear 1x16x1024 @ 1024x1024", 16, 1024, 1024, False)):
+        lin = torch.nn.Linear(k, n_out, bias=bias, device="cuda", dtype=torch.bfloat16)
+        x = torch.randn(1, rows_m, k, device="cuda", dtype=torch.bfloat16)
+        first = first or (lin.weight, x)
+        base, ours = [], []
+        with torch.inference_mode():
+            f = lambda: lin(x)  # noqa: E731
+            for i in range(rounds + 1):  # the first round warms both sides, not counted
+                pair = {on: side_us(f, on) for on in ((True, False) if i % 2 else (False, True))}
+                if i:
+                    base.append(pair[False])
+                    ours.append(pair[True])
+        d = statistics.median(o - t for o, t in zip(ours, base))
+        out.append(f"{name:34} {statistics.median(base):7.2f} {statistics.median(ours):9.2f} {d:6.2f}")
+    out.append("stages alone (inference_mode, the first case's operands), us per call:")
+    w, x = first
+    raw = fastpath.vendor_aligned_raw()
+    with torch.inference_mode():
+        stages = {"fastpath.linear_hot(x, w)": lambda: fastpath.linear_hot(x, w),
+                  "fastpath.vendor_aligned(...)": lambda: fastpath.vendor_aligned(raw, x, 1, 256, 256, False),
+                  "fastpath.vendor_aligned_raw()": fastpath.vendor_aligned_raw,
+                  "w.shape": lambda: w.shape, "x.numel()": x.numel, "x.is_cuda": lambda: x.is_cuda,
+                  "torch.is_grad_enabled()": torch.is_grad_enabled, "(empty lambda)": lambda: None}
+        for stage, fn in stages.items():
+            us = statistics.median(_loop_us(fn, n * 5) for _ in range(rounds))
+            out.append(f"  {stage:32} {us:7.3f}")
+    return out
+
+
 def train_forward(name: str, rounds: int = 6, top: int = 12) -> list[str]:
     """A training step's forward alone, torch against ``enable()`` (GPU): with autograd recording and under
     no_grad, the host time to issue it and the time to a device sync (medians of ``rounds`` alternating
@@ -648,6 +709,8 @@ def main(argv=None) -> int:
                     help="only enable()'s toll per call of every routed op with nothing routed (CPU, see fallthrough_ops)")
     ap.add_argument("--rope-toll", action="store_true",
                     help="the rotary embedding's K = 1 matmul: torch, ours (cold route), handed over (CPU, see rope_toll)")
+    ap.add_argument("--handover-gpu", action="store_true",
+                    help="only the vendor rule's hand-over toll per call on this GPU's host, and its stages (see handover_gpu)")
     ap.add_argument("--vendor-toll", action="store_true",
                     help="only what a GEMM TRITONBLAS_VENDOR_ALIGNED hands to torch costs an eager decode (CPU, see vendor_toll)")
     ap.add_argument("--rounds", type=int, default=None,
@@ -662,6 +725,7 @@ def main(argv=None) -> int:
     # aligned bf16 calls to torch's op (set TRITONBLAS_VENDOR_ALIGNED yourself to time the default instead)
     from tritonblas import settings
 
+    vendor_set = settings.ENV_VENDOR_ALIGNED in os.environ
     os.environ.setdefault(settings.ENV_VENDOR_ALIGNED, "0")
     if args.cpu_stub:
         os.environ.setdefault("TRITON_INTERPRET", "1")
@@ -680,6 +744,12 @@ def main(argv=None) -> int:
             print(line)
         return 0
     args.rounds = args.rounds or 7
+    if args.handover_gpu:  # the default's hand-over: the rule as a user runs it (unset) unless set by hand
+        if not vendor_set:
+            os.environ.pop(settings.ENV_VENDOR_ALIGNED, None)
+        for line in handover_gpu(args.rounds, args.n or 2000):
+            print(line)
+        return 0
     if args.inmodel_stub is not None:
         for name in args.inmodel_stub or ("gpt2-medium", "bert-large"):
             for line in inmodel_stub(name, args.rounds):

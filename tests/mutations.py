@@ -250,8 +250,14 @@ MUTATIONS = (
     Mutation("vendor_aligned_unguarded_weight", "TRITONBLAS_VENDOR_ALIGNED reads F.linear's weight as 2-D unchecked "
              "(an IndexError, not torch's result or error, for a 1-D or 0-d weight)",
              "tritonblas/fastpath.py",
-             "len(ws := w.shape) == 2 and vendor_aligned(",
-             "(ws := w.shape) is not None and vendor_aligned(",
+             "    ws = w.shape\n    if len(ws) != 2:\n        return False\n    n, k = ws\n",
+             "    ws = w.shape\n    n, k = ws[0], ws[-1]\n",
+             ("tests/dropin/test_vendor_aligned.py",)),
+    Mutation("linear_front_swaps_n_k", "the routing wrapper's front for F.linear reads the weight's shape as (K, N): "
+             "the vendor rule asked with F.linear's sizes swapped (session 40's front)",
+             "tritonblas/fastpath.py",
+             "    ws = w.shape\n    if len(ws) != 2:\n        return False\n    n, k = ws\n",
+             "    ws = w.shape\n    if len(ws) != 2:\n        return False\n    k, n = ws\n",
              ("tests/dropin/test_vendor_aligned.py",)),
     Mutation("profile_hash_reads_spelling", "a profile's content hash reads how its numbers are spelled (2 vs 2.0: "
              "one profile, two hashes; a rendered copy looks like another profile)",

@@ -39,7 +39,7 @@ import torch
 from tritonblas import _compat, autocast, counters, dispatch, tables
 from tritonblas import plan as _plan
 
-__all__ = ["ENV_FAST", "enabled", "direct", "linear", "matmul", "linear_hot", "matmul_hot", "clear", "MAX_ENTRIES",
+__all__ = ["ENV_FAST", "enabled", "direct", "linear", "matmul", "linear_handed", "linear_hot", "matmul_hot", "clear", "MAX_ENTRIES",
            "TORCH", "record_unroutable_linear", "record_unroutable_matmul", "addmm_hot", "bmm_hot",
            "refused_class", "record_refused_class", "REFUSED_CLASSES", "small_eager", "small_grad", "vendor_aligned",
            "vendor_scaled", "vendor_aligned_raw", "vendor_aligned_traced", "stage_shared"]
@@ -564,6 +564,27 @@ def linear(x, w, bias=None):
     return _linear_run(x, w, bias)
 
 
+def linear_handed(x, w, bias=None) -> bool:
+    """Whether the vendor rule (:func:`vendor_aligned`) gives ``F.linear(x, w, bias)`` to torch's op: the routing
+    wrapper's first look at an eager, positional call in a block with the default profile, before the rest of the
+    wrapper and :func:`linear_hot` (which then no longer asks). The sizes are read the cheapest way the op allows
+    (``w.shape`` once; ``x.numel()`` only when autograd records the call, the one case the rule reads M). Tensor
+    subclasses are read as the route reads them (it asks the same rule before it refuses them); an argument that is no tensor raises AttributeError or TypeError, which the
+    wrapper reads as "not handed" (its route then gives torch's result or error).
+
+    Why a front of its own: every Python operation on the hand-over costs ~0.2 us inside a model (4-6x what it
+    costs in a loop), and the hand-over is what most calls take on NVIDIA GPUs. On the CPU proxy of an eager decode
+    (``python benchmarks/host_linear.py --vendor-toll``, every GEMM handed over) the wrapper's checks, the hot
+    path's and the rule's frames cost x1.062 torch's time; the front x1.046 (session 40, 60 rounds each)."""
+    ws = w.shape
+    if len(ws) != 2:
+        return False
+    n, k = ws
+    grad = _grad_enabled() and (x.requires_grad or w.requires_grad or (bias is not None and bias.requires_grad))
+    # (torch raises where x's K differs from k; the rule reads M only under autograd)
+    return vendor_aligned(vendor_aligned_raw(), x, (x.numel() // k if k else 0) if grad else 0, n, k, grad)
+
+
 def linear_hot(x, w, bias=None):
     """:func:`linear` for the eager, default-profile call the routing wrapper sees first
     (``F.linear(x, w[, b])`` positionally, not compiling: the wrapper checked; under autocast on the
@@ -580,10 +601,8 @@ def linear_hot(x, w, bias=None):
     # or transform, and a call they hand over skips that check (~0.4 us of the fall-through's toll, CPU loop)
     if (raw := _min_gflop_raw()) is not None and w.dim() == 2 and small_eager(raw, 2 * x.numel() * w.shape[0], x):
         return TORCH
+    # (the vendor rule was asked before this call, by the routing wrapper's front: linear_handed)
     grad = _grad_enabled() and (x.requires_grad or w.requires_grad or (bias is not None and bias.requires_grad))
-    if len(ws := w.shape) == 2 and vendor_aligned(
-            vendor_aligned_raw(), x, x.numel() // k if (k := ws[1]) else 0, ws[0], k, grad):  # (torch raises where x's K differs)
-        return TORCH
     if grad and w.dim() == 2 and x.dim() >= 1:
         (n, k), numel = w.shape, x.numel()  # (each read once: a Parameter's shape costs ~0.3 us)
         if small_grad(_grad_min_raw(), x, 2 * numel * n, numel // max(k, 1), n, k):

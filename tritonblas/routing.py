@@ -269,9 +269,10 @@ def _r_scaled_mm(profile, a, b, scale_a, scale_b, bias, scale_result, out_dtype,
     return scaled.route(profile, a, b, scale_a, scale_b, bias, scale_result, out_dtype, use_fast_accum)
 
 
-# (owner, attribute, signature, route[, hot, unroutable])
+# (owner, attribute, signature, route[, hot, unroutable[, front]])
 _TARGETS: tuple = (
-    (torch.nn.functional, "linear", _p_linear, _r_linear, fastpath.linear_hot, fastpath.record_unroutable_linear),
+    (torch.nn.functional, "linear", _p_linear, _r_linear, fastpath.linear_hot, fastpath.record_unroutable_linear,
+     fastpath.linear_handed),
     (torch, "matmul", _p_binary, _r_matmul, fastpath.matmul_hot, fastpath.record_unroutable_matmul),
     (torch, "mm", _p_mm, _r_mm),
     (torch, "bmm", _p_mm, _r_bmm, fastpath.bmm_hot),
@@ -307,12 +308,13 @@ _COUNTS = counters.COUNTS
 
 
 def _wrapper(orig: Callable, parse: Callable, route: Callable, hot: Callable | None = None,
-             unroutable: Callable | None = None) -> Callable:
+             unroutable: Callable | None = None, front: Callable | None = None) -> Callable:
     """The routing wrapper of one entry point. ``hot`` (optional, :mod:`tritonblas.fastpath`'s
     ``*_hot``) is tried first on an eager, positional call in a block with the default profile: it
     serves a warm signature in one call, or returns None and the call takes ``route`` as usual; when
     the route then refuses the call, ``unroutable`` (fastpath's ``record_unroutable_*``) remembers its
-    signature for ``hot``. Before either, under the default profile, a call whose operands are of a class
+    signature for ``hot``. ``front`` (optional, fastpath's ``*_handed``) comes before all of it
+    (:func:`_fronted`). Before ``hot`` and the route, under the default profile, a call whose operands are of a class
     no call can route (fastpath.refused_class: fp64, a GPU without a profile, CPU without the interpreter)
     goes to torch; every op's refusals teach that memory (fastpath.record_refused_class)."""
     def routed(*args, **kwargs):
@@ -368,12 +370,38 @@ def _wrapper(orig: Callable, parse: Callable, route: Callable, hot: Callable | N
         return orig(*args, **kwargs)
 
     _compat.dynamo_eager_only(routed)
+    if front is not None:
+        routed = _fronted(orig, front, routed)
     routed.__name__ = getattr(orig, "__name__", "routed")
     routed.__qualname__ = getattr(orig, "__qualname__", routed.__name__)
     routed.__doc__ = getattr(orig, "__doc__", None)
     routed.__wrapped__ = orig
     routed._tritonblas_route = True
     return routed
+
+
+def _fronted(orig: Callable, front: Callable, routed: Callable) -> Callable:
+    """``routed`` behind a front that hands a call to torch's op at the least cost: an eager, positional call in a
+    thread whose innermost block has the default profile (and not inside a routed call) goes to ``orig`` when
+    ``front(*args)`` (fastpath's ``*_handed``: the vendor rule) says so; every other call is ``routed``'s, unchanged.
+    ``front`` raising TypeError or AttributeError (a form or an argument it does not read) means not handed.
+    Why: the hand-over is what most GEMM calls take on NVIDIA GPUs, and inside a model every Python operation on
+    its way costs ~0.2 us (fastpath.linear_handed says what this front measured)."""
+    def fronted(*args, **kwargs):
+        if _ACTIVE[0] and not kwargs and not _is_compiling():
+            stack = _TLS.stack
+            if stack and stack[-1] is None and not _TLS.busy:
+                try:
+                    handed = front(*args)
+                except (TypeError, AttributeError):
+                    handed = False
+                if handed:
+                    _COUNTS["intercepted"] += 1  # (count(_INTERCEPTED), inline: a frame less)
+                    return orig(*args)
+        return routed(*args, **kwargs)
+
+    _compat.dynamo_eager_only(fronted)
+    return fronted
 
 
 _WRAPPERS: dict = {}  # (owner, name, original) -> its wrapper: the same object every time it is installed,

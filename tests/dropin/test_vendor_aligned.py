@@ -440,3 +440,81 @@ def test_the_rotary_embeddings_matmul_follows_the_rule(device, monkeypatch, valu
             ref, mag, _ = reference(inv[None, :, None].expand(1, -1, 1), pos[:, None, :])
             assert_gemm_close(got, ref, mag, k=1, what=how)
     torch._dynamo.reset()
+
+
+@pytest.mark.parametrize("value", ["0", "1", None], ids=["off", "on", "unset"])
+def test_the_front_gives_the_rules_verdict_with_f_linears_sizes(device, monkeypatch, value):
+    """fastpath.linear_handed (the routing wrapper's front for F.linear) is the rule (fastpath.vendor_aligned) asked
+    with F.linear's sizes: M the activation's rows over every batch, read only under autograd; N and K from the
+    weight; a weight that is not 2-D is never handed over. Over 1-D to 3-D activations, aligned and not, with and
+    without autograd, bf16 and fp32, each switch value. A size read wrong (N for K, M of one batch) fails here."""
+    from tritonblas import fastpath
+
+    if value is None:
+        monkeypatch.delenv(settings.ENV_VENDOR_ALIGNED, raising=False)
+    else:
+        monkeypatch.setenv(settings.ENV_VENDOR_ALIGNED, value)
+    raw = fastpath.vendor_aligned_raw()
+    seen = set()
+    for lead in ((), (3,), (5,), (2, 4), (2, 5), (1, 1)):
+        for n, k in ((24, 16), (16, 24), (24, 20), (20, 16), (8, 2), (12, 1)):
+            for dtype in (BF, torch.float32):
+                for grad in (False, True):
+                    x = torch.randn(*lead, k, dtype=dtype, device=device).requires_grad_(grad)
+                    w = torch.randn(n, k, dtype=dtype, device=device)
+                    m = x.numel() // k
+                    want = fastpath.vendor_aligned(raw, x, m, n, k, grad)
+                    got = fastpath.linear_handed(x, w, None)
+                    assert got == want, (value, lead, n, k, dtype, grad)
+                    seen.add(want)
+                    with torch.no_grad():  # autograd off: M is not read
+                        assert fastpath.linear_handed(x, w, None) == fastpath.vendor_aligned(raw, x, 3, n, k, False)
+    on = value == "1" or (value is None and device == "cuda")  # unset: on for an NVIDIA GPU's tensors
+    assert seen == ({False, True} if on else {False})
+    assert not fastpath.linear_handed(torch.randn(16, dtype=BF), torch.randn(16, dtype=BF))  # a 1-D weight
+
+
+def test_a_handed_over_linear_never_reaches_the_hot_path_or_the_route(device, monkeypatch):
+    """With the rule on, an aligned bf16 ``F.linear`` under enable() goes to torch's op from the wrapper's front:
+    neither the hot path nor the route runs (counted with spies), the call is counted as intercepted, not routed, and
+    the result is torch's bit for bit. An unaligned one passes the front and reaches the hot path; a keyword call, a
+    profile block and a call inside a routed one skip the front."""
+    from tritonblas import fastpath, routing
+
+    monkeypatch.setenv(settings.ENV_VENDOR_ALIGNED, "1")
+    calls = []
+
+    def spy(name, fn):
+        def wrapped(*a, **k):
+            calls.append(name)
+            return fn(*a, **k)
+        return wrapped
+
+    monkeypatch.setattr(routing, "_WRAPPERS", {})  # wrappers built now bind the spies
+    monkeypatch.setattr(routing, "_TARGETS", tuple(
+        (o, n, p, spy("route", r), spy("hot", h[0]), *h[1:]) if n == "linear" else (o, n, p, r, *h)
+        for o, n, p, r, *h in routing._TARGETS))
+    lin = torch.nn.Linear(16, 24).to(device=device, dtype=BF)
+    x = torch.randn(2, 3, 16, device=device, dtype=BF)
+    odd = torch.nn.Linear(20, 24).to(device=device, dtype=BF)
+    x_odd = torch.randn(2, 3, 20, device=device, dtype=BF)
+    with torch.no_grad():
+        ref = F.linear(x, lin.weight, lin.bias)
+        with tritonblas.enable():
+            dispatch.reset_stats()
+            got = lin(x)
+            assert calls == [] and dispatch.stats()["intercepted"] == 1 and dispatch.stats()["routed"] == 0
+            assert torch.equal(got, ref)
+            odd(x_odd)
+            assert calls[:1] == ["hot"] and dispatch.stats()["routed"] == 1, (calls, dispatch.stats())
+            calls.clear()
+            F.linear(x, lin.weight, bias=lin.bias)  # keyword: the route (which asks the rule itself)
+            assert calls == ["route"]
+            calls.clear()
+            with tritonblas.enable(profile="h200"):  # a profile block: the rule is the default profile's
+                lin(x)
+            assert calls == ["route"]
+            calls.clear()
+            with routing.busy():  # inside a routed call: torch's own op, nothing of ours
+                lin(x)
+            assert calls == []

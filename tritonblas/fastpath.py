@@ -39,7 +39,7 @@ import torch
 from tritonblas import _compat, autocast, counters, dispatch, tables
 from tritonblas import plan as _plan
 
-__all__ = ["ENV_FAST", "enabled", "direct", "linear", "matmul", "linear_handed", "linear_hot", "matmul_hot", "clear", "MAX_ENTRIES",
+__all__ = ["ENV_FAST", "enabled", "direct", "linear", "matmul", "linear_handed", "matmul_handed", "addmm_handed", "bmm_handed", "linear_hot", "matmul_hot", "clear", "MAX_ENTRIES",
            "TORCH", "record_unroutable_linear", "record_unroutable_matmul", "addmm_hot", "bmm_hot",
            "refused_class", "record_refused_class", "REFUSED_CLASSES", "small_eager", "small_grad", "vendor_aligned",
            "vendor_scaled", "vendor_aligned_raw", "vendor_aligned_traced", "stage_shared"]
@@ -148,8 +148,9 @@ def vendor_aligned(raw, t, m: int, n: int, k: int, grad: bool) -> bool:
     (decode-sized included); and a GEMM of any dtype, size or alignment whose K is under one tensor-core MMA step
     (``K * element_size < MMA_K_BYTES``: an outer product of a few ranks, such as the fp32 ``inv_freq @ positions``
     of ``transformers``' rotary embeddings, once a forward). CUDA graph capture included: the evidence is GPU time.
-    The hot path (``*_hot``) and the routes (:mod:`tritonblas.routing`: every op and spelling, and ``torch.compile``
-    at trace time, :func:`vendor_aligned_traced`) ask it. Unset means on for NVIDIA GPUs' tensors
+    The routing wrapper's fronts (``*_handed``: eager positional calls of the ops with a hot path, before it) and the
+    routes (:mod:`tritonblas.routing`: every op and spelling, and ``torch.compile`` at trace time,
+    :func:`vendor_aligned_traced`) ask it. Unset means on for NVIDIA GPUs' tensors
     (:data:`tritonblas.settings.DEFAULT`) unless a tile table is in force (``set_table``, ``TRITONBLAS_TABLE``: its
     entries are per-shape measurements, ours or torch's VENDOR), and off for the CPU (the interpreter) and ROCm
     builds, where nothing measured it; ``1`` on everywhere, ``0`` off. The callers read
@@ -629,6 +630,35 @@ def linear_hot(x, w, bias=None):
     return None if hit is None else _linear_warm(hit, x, w, bias)
 
 
+def matmul_handed(a, b) -> bool:
+    """:func:`linear_handed` for ``torch.matmul(a, b)`` / ``a @ b`` / ``a.matmul(b)``: the rule asked with M, N and
+    K of one matrix product (``a``'s last two sizes, ``b``'s last), operands of 2 dimensions or more."""
+    sa, sb = a.shape, b.shape
+    if len(sa) < 2 or len(sb) < 2:
+        return False
+    grad = _grad_enabled() and (a.requires_grad or b.requires_grad)
+    return vendor_aligned(vendor_aligned_raw(), a, sa[-2], sb[-1], sa[-1], grad)
+
+
+def addmm_handed(c, a, b) -> bool:
+    """:func:`linear_handed` for ``torch.addmm(c, a, b)`` (GPT-2's Conv1D) and ``c.addmm(a, b)``, positional (beta =
+    alpha = 1): the rule asked with the 2-D product's M, N and K."""
+    sa, sb = a.shape, b.shape
+    if len(sa) != 2 or len(sb) != 2:
+        return False
+    grad = _grad_enabled() and (c.requires_grad or a.requires_grad or b.requires_grad)
+    return vendor_aligned(vendor_aligned_raw(), a, sa[0], sb[1], sa[1], grad)
+
+
+def bmm_handed(a, b) -> bool:
+    """:func:`linear_handed` for ``torch.bmm(a, b)`` / ``a.bmm(b)``: the rule asked with one batch's M, N and K."""
+    sa, sb = a.shape, b.shape
+    if len(sa) != 3 or len(sb) != 3:
+        return False
+    grad = _grad_enabled() and (a.requires_grad or b.requires_grad)
+    return vendor_aligned(vendor_aligned_raw(), a, sa[1], sb[2], sa[2], grad)
+
+
 def matmul_hot(a, b):
     """:func:`linear_hot` for ``torch.matmul(a, b)`` / ``a @ b``."""
     if type(a) not in _PLAIN or type(b) not in _PLAIN:
@@ -638,10 +668,7 @@ def matmul_hot(a, b):
     if (raw := _min_gflop_raw()) is not None and a.dim() >= 2 and b.dim() >= 2 and \
             small_eager(raw, 2 * max(a.numel() * b.shape[-1], b.numel() * a.shape[-2]), a):
         return TORCH  # (2·K·output elements, a batch broadcast from either side)
-    grad = _grad_enabled() and (a.requires_grad or b.requires_grad)
-    if len(sa := a.shape) >= 2 and len(sb := b.shape) >= 2 and \
-            vendor_aligned(vendor_aligned_raw(), a, sa[-2], sb[-1], sa[-1], grad):
-        return TORCH
+    grad = _grad_enabled() and (a.requires_grad or b.requires_grad)  # (the vendor rule: matmul_handed, before)
     if grad and a.dim() >= 2 and b.dim() >= 2:
         (m, k), n = a.shape[-2:], b.shape[-1]
         if small_grad(_grad_min_raw(), a, 2 * max(a.numel() * n, b.numel() * m), m, n, k):
@@ -684,9 +711,7 @@ def addmm_hot(c, a, b):
         return None
     if (raw := _min_gflop_raw()) is not None and small_eager(raw, 2 * a.numel() * b.shape[1], a):
         return TORCH
-    grad = _grad_enabled() and (c.requires_grad or a.requires_grad or b.requires_grad)
-    if vendor_aligned(vendor_aligned_raw(), a, (s := a.shape)[0], b.shape[1], s[1], grad):
-        return TORCH
+    grad = _grad_enabled() and (c.requires_grad or a.requires_grad or b.requires_grad)  # (the rule: addmm_handed)
     if grad:
         (m, k), n = a.shape, b.shape[1]
         if small_grad(_grad_min_raw(), a, 2 * m * n * k, m, n, k):
@@ -743,9 +768,7 @@ def bmm_hot(a, b):
         return None
     if (raw := _min_gflop_raw()) is not None and small_eager(raw, 2 * a.numel() * b.shape[2], a):
         return TORCH
-    grad = _grad_enabled() and (a.requires_grad or b.requires_grad)
-    if vendor_aligned(vendor_aligned_raw(), a, (s := a.shape)[1], b.shape[2], s[2], grad):
-        return TORCH
+    grad = _grad_enabled() and (a.requires_grad or b.requires_grad)  # (the vendor rule: bmm_handed, before)
     if grad:
         (_, m, k), n = a.shape, b.shape[2]
         if small_grad(_grad_min_raw(), a, 2 * a.numel() * n, m, n, k):

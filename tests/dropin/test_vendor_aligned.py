@@ -518,3 +518,69 @@ def test_a_handed_over_linear_never_reaches_the_hot_path_or_the_route(device, mo
             with routing.busy():  # inside a routed call: torch's own op, nothing of ours
                 lin(x)
             assert calls == []
+
+
+@pytest.mark.parametrize("value", ["0", "1"], ids=["off", "on"])
+def test_the_other_fronts_give_the_rules_verdict_with_their_ops_sizes(device, monkeypatch, value):
+    """matmul_handed, addmm_handed and bmm_handed (the fronts of torch.matmul / ``@``, addmm and bmm) are the rule asked
+    with the sizes their routes read: matmul M, N, K of one product (a's last two sizes, b's last), addmm the 2-D
+    product's, bmm one batch's; operands of the wrong rank are never handed over. Aligned and not, each size in
+    turn, with and without autograd."""
+    from tritonblas import fastpath
+
+    monkeypatch.setenv(settings.ENV_VENDOR_ALIGNED, value)
+    raw = fastpath.vendor_aligned_raw()
+    seen = set()
+    for m, n, k in ((24, 24, 16), (20, 24, 16), (24, 20, 16), (24, 24, 20), (16, 8, 2)):
+        for grad in (False, True):
+            def t(*shape):
+                return torch.randn(*shape, dtype=BF, device=device).requires_grad_(grad)
+            want = fastpath.vendor_aligned(raw, t(1), m, n, k, grad)
+            seen.add(want)
+            assert fastpath.matmul_handed(t(m, k), t(k, n)) == want, (m, n, k, grad)
+            assert fastpath.matmul_handed(t(3, m, k), t(k, n)) == want
+            assert fastpath.matmul_handed(t(2, 3, m, k), t(3, k, n)) == want
+            assert fastpath.addmm_handed(t(n), t(m, k), t(k, n)) == want
+            assert fastpath.bmm_handed(t(3, m, k), t(3, k, n)) == want
+    assert seen == ({False, True} if value == "1" else {False})
+    v = torch.randn(16, dtype=BF, device=device)
+    assert not fastpath.matmul_handed(torch.randn(8, 16, dtype=BF, device=device), v)  # matrix @ vector
+    assert not fastpath.addmm_handed(v, torch.randn(2, 8, 16, dtype=BF, device=device), torch.randn(16, 8, dtype=BF))
+    assert not fastpath.bmm_handed(torch.randn(8, 16, dtype=BF, device=device), torch.randn(16, 8, dtype=BF))
+
+
+def test_every_fronted_form_hands_over_without_the_hot_path(device, monkeypatch):
+    """With the rule on, the positional forms with a front (F.linear, torch.matmul, ``@``, ``.matmul``, torch.addmm,
+    ``.addmm``, torch.bmm, ``.bmm``) on aligned bf16 operands go to torch's op from the front: no hot path runs, the
+    call counts as intercepted and not routed, and the result is torch's bit for bit."""
+    from tritonblas import fastpath, routing
+
+    monkeypatch.setenv(settings.ENV_VENDOR_ALIGNED, "1")
+    hot = []
+
+    def spy(fn):
+        def wrapped(*a):
+            hot.append(fn.__name__)
+            return fn(*a)
+        return wrapped
+
+    monkeypatch.setattr(routing, "_WRAPPERS", {})  # wrappers built now bind the spies
+    monkeypatch.setattr(routing, "_TARGETS", tuple(
+        (o, n, p, r, spy(h[0]), *h[1:]) if h and h[0] is not None else (o, n, p, r, *h)
+        for o, n, p, r, *h in routing._TARGETS))
+    assert any(len(t) == 7 for t in routing._TARGETS)  # (the fronts are the seventh field)
+    g = torch.Generator().manual_seed(7)
+    x, w, c = (torch.randn(*s, generator=g).to(device=device, dtype=BF) for s in ((24, 16), (16, 32), (32,)))
+    x3, w3 = (torch.randn(*s, generator=g).to(device=device, dtype=BF) for s in ((2, 24, 16), (2, 16, 32)))
+    forms = {"F.linear": lambda: F.linear(x, w.t()), "torch.matmul": lambda: torch.matmul(x, w),
+             "@": lambda: x @ w, ".matmul": lambda: x.matmul(w), "torch.addmm": lambda: torch.addmm(c, x, w),
+             ".addmm": lambda: c.addmm(x, w), "torch.bmm": lambda: torch.bmm(x3, w3), ".bmm": lambda: x3.bmm(w3)}
+    with torch.no_grad():
+        refs = {name: f() for name, f in forms.items()}
+        with tritonblas.enable():
+            for name, f in forms.items():
+                dispatch.reset_stats()
+                got = f()
+                st = dispatch.stats()
+                assert hot == [] and st["intercepted"] == 1 and st["routed"] == 0, (name, hot, st)
+                assert torch.equal(got, refs[name]), name

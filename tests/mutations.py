@@ -253,6 +253,12 @@ MUTATIONS = (
              "    ws = w.shape\n    if len(ws) != 2:\n        return False\n    n, k = ws\n",
              "    ws = w.shape\n    n, k = ws[0], ws[-1]\n",
              ("tests/dropin/test_vendor_aligned.py",)),
+    Mutation("routes_read_nested_sizes", "the routes read a nested tensor's sizes (a strided-layout one has none: "
+             "an internal error instead of torch's result for bmm, or torch's own error for matmul)",
+             "tritonblas/routing.py",
+             "    return all(isinstance(x, torch.Tensor) and not x.is_nested for x in xs)",
+             "    return all(isinstance(x, torch.Tensor) for x in xs)",
+             ("tests/dropin/test_routed_ops.py",)),
     Mutation("linear_front_swaps_n_k", "the routing wrapper's front for F.linear reads the weight's shape as (K, N): "
              "the vendor rule asked with F.linear's sizes swapped (session 40's front)",
              "tritonblas/fastpath.py",

@@ -571,7 +571,8 @@ def linear_handed(x, w, bias=None) -> bool:
     wrapper and :func:`linear_hot` (which then no longer asks). The sizes are read the cheapest way the op allows
     (``w.shape`` once; ``x.numel()`` only when autograd records the call, the one case the rule reads M). Tensor
     subclasses are read as the route reads them (it asks the same rule before it refuses them); an argument that is no tensor raises AttributeError or TypeError, which the
-    wrapper reads as "not handed" (its route then gives torch's result or error).
+    wrapper reads as "not handed", as it reads a RuntimeError from sizes it cannot read (a nested tensor of the strided
+    layout); its route then gives torch's result or error.
 
     Why a front of its own: every Python operation on the hand-over costs ~0.2 us inside a model (4-6x what it
     costs in a loop), and the hand-over is what most calls take on NVIDIA GPUs. On the CPU proxy of an eager decode
@@ -762,8 +763,8 @@ def bmm_hot(a, b):
     """:func:`addmm_hot` for ``torch.bmm(a, b)``."""
     if type(a) not in _PLAIN or type(b) not in _PLAIN:
         return None
-    if a.dim() != 3 or b.dim() != 3 or a.shape[0] != b.shape[0]:  # torch.bmm raises (a matmul entry may broadcast)
-        return None
+    if a.dim() != 3 or b.dim() != 3 or a.is_nested or b.is_nested or a.shape[0] != b.shape[0]:
+        return None  # (torch.bmm raises where the batches differ, a matmul entry may broadcast; nested: torch's)
     if _fast_off():
         return None
     if (raw := _min_gflop_raw()) is not None and small_eager(raw, 2 * a.numel() * b.shape[2], a):

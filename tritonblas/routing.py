@@ -126,7 +126,9 @@ def _not_real(*xs: Any) -> bool:
 
 
 def _tensors(*xs: Any) -> bool:
-    return all(isinstance(x, torch.Tensor) for x in xs)
+    """Whether every x is a tensor our routes read: not a nested tensor, whose sizes a strided-layout one does not
+    have (reading them raises where torch's op computes or raises its own error)."""
+    return all(isinstance(x, torch.Tensor) and not x.is_nested for x in xs)
 
 
 
@@ -154,7 +156,7 @@ def _handed(profile, t: Tensor, m, n, k, *leaves) -> bool:
 
 
 def _r_linear(profile, x, w, bias):
-    if not isinstance(x, Tensor) or not isinstance(w, Tensor) or (bias is not None and not isinstance(bias, Tensor)):
+    if not _tensors(x, w) or (bias is not None and not _tensors(bias)):
         return NotImplemented
     if w.dim() == 2 and _handed(profile, x, x.numel() // k if (k := w.shape[1]) else 0, w.shape[0], k, x, w, bias):
         return NotImplemented
@@ -188,7 +190,7 @@ def _matmul_shapes_ok(a: Tensor, b: Tensor) -> bool:
 
 
 def _r_matmul(profile, a, b, out):
-    if not isinstance(a, Tensor) or not isinstance(b, Tensor) or (out is not None and not isinstance(out, Tensor)):
+    if not _tensors(a, b) or (out is not None and not _tensors(out)):
         return NotImplemented
     if a.dim() >= 2 and b.dim() >= 2 and _handed(profile, a, a.shape[-2], b.shape[-1], a.shape[-1], a, b):
         return NotImplemented
@@ -386,7 +388,8 @@ def _fronted(orig: Callable, front: Callable, routed: Callable) -> Callable:
     """``routed`` behind a front that hands a call to torch's op at the least cost: an eager, positional call in a
     thread whose innermost block has the default profile (and not inside a routed call) goes to ``orig`` when
     ``front(*args)`` (fastpath's ``*_handed``: the vendor rule) says so; every other call is ``routed``'s, unchanged.
-    ``front`` raising TypeError or AttributeError (a form or an argument it does not read) means not handed.
+    ``front`` raising TypeError, AttributeError or RuntimeError (a form, an argument or a tensor whose sizes it
+    cannot read: a nested tensor of the strided layout) means not handed.
     Why: the hand-over is what most GEMM calls take on NVIDIA GPUs, and inside a model every Python operation on
     its way costs ~0.2 us (fastpath.linear_handed says what this front measured)."""
     def fronted(*args, **kwargs):
@@ -395,7 +398,7 @@ def _fronted(orig: Callable, front: Callable, routed: Callable) -> Callable:
             if stack and stack[-1] is None and not _TLS.busy:
                 try:
                     handed = front(*args)
-                except (TypeError, AttributeError):
+                except (TypeError, AttributeError, RuntimeError):
                     handed = False
                 if handed:
                     _COUNTS["intercepted"] += 1  # (count(_INTERCEPTED), inline: a frame less)

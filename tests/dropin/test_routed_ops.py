@@ -224,3 +224,49 @@ def test_alpha_beta_numbers_torch_takes_still_run(device):
     want = torch.addmm(c.double(), a.double(), b.double(), beta=2.0, alpha=-0.5).float()
     for beta, alpha in ((torch.tensor(2.0), -0.5), (np.float32(2.0), np.float64(-0.5)), (2, torch.tensor(-0.5))):
         torch.testing.assert_close(tritonblas.addmm(c, a, b, beta=beta, alpha=alpha), want, rtol=1e-5, atol=1e-5)
+
+
+def _outcome(f):
+    """A call's result, or its exception's type and message."""
+    try:
+        return f()
+    except Exception as e:  # noqa: BLE001  (the comparison is of torch's error with ours)
+        return (type(e), str(e))
+
+
+@pytest.mark.parametrize("value", ["0", "1"], ids=["rule_off", "rule_on"])
+@pytest.mark.parametrize("layout", [torch.strided, torch.jagged], ids=["strided", "jagged"])
+def test_nested_tensors_get_torchs_result_or_torchs_error(device, monkeypatch, layout, value):
+    """A nested tensor through every routed op under enable(): torch's result (bmm, matmul of two nested tensors,
+    F.linear, matmul of a jagged one) or torch's own error (mm, addmm, mv, matmul of a strided nested tensor and a
+    dense one), with the vendor rule off and on. Before session 40 the routes and bmm's hot path read the sizes of
+    a strided-layout nested tensor, which it does not have: "NestedTensorImpl doesn't support sizes" instead of
+    torch's result; the fronts of session 40 did the same for addmm."""
+    import torch.nn.functional as F
+
+    monkeypatch.setenv("TRITONBLAS_VENDOR_ALIGNED", value)
+    g = torch.Generator().manual_seed(3)
+
+    def nested(*shapes):
+        return torch.nested.nested_tensor([torch.randn(*s, generator=g) for s in shapes], layout=layout).to(device)
+
+    n, n2 = nested((3, 8), (5, 8)), nested((8, 16), (8, 16))
+    w, lin = torch.randn(8, 16, generator=g).to(device), torch.nn.Linear(8, 16).to(device)
+    cases = {"matmul": lambda: torch.matmul(n, w), "@": lambda: n @ w, "linear": lambda: F.linear(n, lin.weight, lin.bias),
+             "linear_no_bias": lambda: F.linear(n, lin.weight), "bmm": lambda: torch.bmm(n, n2), ".bmm": lambda: n.bmm(n2),
+             "matmul_nested": lambda: torch.matmul(n, n2), "mm": lambda: torch.mm(n, w),
+             "addmm": lambda: torch.addmm(torch.randn(16, device=device), n, w),
+             "mv": lambda: torch.mv(n, torch.randn(8, device=device))}
+    computed = 0
+    for name, f in cases.items():
+        ref = _outcome(f)
+        with torch.no_grad(), tritonblas.enable():
+            got = _outcome(f)
+        if isinstance(ref, tuple):
+            assert got == ref, (name, ref, got)
+        else:
+            assert isinstance(got, torch.Tensor) and got.is_nested, (name, got)
+            for r, o in zip(ref.unbind(), got.unbind()):
+                torch.testing.assert_close(o, r)
+            computed += 1
+    assert computed >= 3  # torch computes some of these (the test would otherwise compare errors only)

@@ -75,6 +75,13 @@
 #   the default should be 0, and models.log names what was routed). Then on an H100 the suite runs (the last
 #   branch), on an H200 the held-out sweeps with the seconds left; a second H200 call with SUITE=1 and no
 #   FIRST_MODELS runs the suite first (the 5 compile tests that failed at 5a1b5be must pass).
+# Session 40 (no device started: ten requests refused or failed, ~900 s of device time): fronts for the hand-over
+#   (routing._fronted; CPU proxy x1.056 -> x1.046) and the nested-tensor fix, CPU-tested only. Next call, whatever
+#   GPU comes: GIT_SHA=<sha> TOTAL=540 FIRST_MODELS="llama3.2-1b:decode:bf16 llama3-8b:decode_compile:bf16
+#   bert-large:prefill:bf16 llama3.2-1b:compile:bf16" FIRST_MODELS_BUDGET=230 REPICK_BUDGET=0 RAGGED_BUDGET=0
+#   HELDOUT_ARGS="--jobs square fp8_e4m3" bash benchmarks/device_plan.sh, then (same call)
+#   `PYTHONPATH=$PWD python3 benchmarks/host_linear.py --handover-gpu > $OUT/handover.txt` (the toll per call on
+#   that host); on an H200 add SUITE=1 (the suite has not run since the compile fix of session 39).
 set -u -o pipefail
 : "${GIT_SHA:?set GIT_SHA=<the commit of the tree you send>}"
 export GIT_SHA

@@ -393,7 +393,7 @@ def _fronted(orig: Callable, front: Callable, routed: Callable) -> Callable:
     Why: the hand-over is what most GEMM calls take on NVIDIA GPUs, and inside a model every Python operation on
     its way costs ~0.2 us (fastpath.linear_handed says what this front measured)."""
     def fronted(*args, **kwargs):
-        if _ACTIVE[0] and not kwargs and not _is_compiling():
+        if not kwargs and not _is_compiling():  # (no open block anywhere: this thread's stack is empty too)
             stack = _TLS.stack
             if stack and stack[-1] is None and not _TLS.busy:
                 try:

@@ -117,7 +117,7 @@ MUTATIONS = (
              ("tests/dropin/test_scaled_mm.py",)),
     Mutation("bmm_hot_answers_any_entry", "the hot bmm serves a 2-D or batch-broadcast entry another op recorded",
              "tritonblas/fastpath.py",
-             "    if a.dim() != 3 or b.dim() != 3 or a.shape[0] != b.shape[0]:",
+             "    if a.dim() != 3 or b.dim() != 3 or a.is_nested or b.is_nested or a.shape[0] != b.shape[0]:",
              "    if False:",
              ("tests/dropin/test_hot_addmm_bmm.py",)),
     Mutation("addmm_grad_layout_ignored", "the warm addmm's backward writes a transposed weight's gradient row-major",

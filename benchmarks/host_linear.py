@@ -566,8 +566,9 @@ def handover_gpu(rounds: int = 9, n: int = 2000) -> list[str]:
     a ``Parameter`` weight; the GPU's work under the host's, so wall time is host time), under ``inference_mode``,
     torch alone against ``enable()`` at the default, the order flipped every round, ``n`` calls a side timed up to
     the drained queue; medians of each side and of the paired differences. Then the hand-over's stages timed alone
-    in a loop: the hot path's verdict (``fastpath.linear_hot``), the rule (``fastpath.vendor_aligned``) and the
-    reads it makes. Raises when the enable() side routes a call (then the toll would be something else)."""
+    in a loop: the wrapper's front (``fastpath.linear_handed``: the sizes and the rule), the rule
+    (``fastpath.vendor_aligned``) and the reads it makes (session 40's H100 run timed ``linear_hot`` there, which
+    no longer asks the rule). Raises when the enable() side routes a call (then the toll would be something else)."""
     import torch
 
     import tritonblas
@@ -609,7 +610,7 @@ def handover_gpu(rounds: int = 9, n: int = 2000) -> list[str]:
     w, x = first
     raw = fastpath.vendor_aligned_raw()
     with torch.inference_mode():
-        stages = {"fastpath.linear_hot(x, w)": lambda: fastpath.linear_hot(x, w),
+        stages = {"fastpath.linear_handed(x, w)": lambda: fastpath.linear_handed(x, w),
                   "fastpath.vendor_aligned(...)": lambda: fastpath.vendor_aligned(raw, x, 1, 256, 256, False),
                   "fastpath.vendor_aligned_raw()": fastpath.vendor_aligned_raw,
                   "w.shape": lambda: w.shape, "x.numel()": x.numel, "x.is_cuda": lambda: x.is_cuda,

@@ -248,7 +248,7 @@ MUTATIONS = (
              "    if False:",
              ("tests/dropin/test_scaled_mm.py",)),
     Mutation("vendor_aligned_unguarded_weight", "TRITONBLAS_VENDOR_ALIGNED reads F.linear's weight as 2-D unchecked "
-             "(an IndexError, not torch's result or error, for a 1-D or 0-d weight)",
+             "(a 0-d weight: an IndexError, not torch's error; a 1-D weight handed over by a rule that never read it)",
              "tritonblas/fastpath.py",
              "    ws = w.shape\n    if len(ws) != 2:\n        return False\n    n, k = ws\n",
              "    ws = w.shape\n    n, k = ws[0], ws[-1]\n",

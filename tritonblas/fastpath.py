@@ -662,8 +662,8 @@ def bmm_handed(a, b) -> bool:
 
 def matmul_hot(a, b):
     """:func:`linear_hot` for ``torch.matmul(a, b)`` / ``a @ b``."""
-    if type(a) not in _PLAIN or type(b) not in _PLAIN:
-        return None
+    if type(a) not in _PLAIN or type(b) not in _PLAIN or a.is_nested or b.is_nested:
+        return None  # (nested: sizes a strided-layout one lacks; the route hands it to torch)
     if _fast_off():
         return None
     if (raw := _min_gflop_raw()) is not None and a.dim() >= 2 and b.dim() >= 2 and \

@@ -144,9 +144,10 @@ def _run(profile: Any, fn: Callable, tensors: tuple, out: Any, **kwargs):
 
 def _handed(profile, t: Tensor, m, n, k, *leaves) -> bool:
     """Whether the vendor rule (:func:`tritonblas.fastpath.vendor_aligned`) gives this call to torch's op, in a
-    route: every form the hot path does not take (keywords, ``torch.mm``, ``baddbmm``, ``addbmm``) and every call
-    under ``torch.compile`` (decided at trace time: the graph then holds torch's op). Only for the default profile,
-    as on the hot path; ``leaves`` are the operands whose ``requires_grad`` makes it a training GEMM."""
+    route: every form no front takes (keywords, ``torch.mm``, ``baddbmm``, ``addbmm``; :func:`_fronted`), every
+    call under ``torch.compile`` (decided at trace time: the graph then holds torch's op), and again a call a front
+    declined (the same verdict). Only for the default profile, as at the fronts; ``leaves`` are the operands whose
+    ``requires_grad`` makes it a training GEMM."""
     if profile is not None:
         return False
     grad = torch.is_grad_enabled() and any(x is not None and x.requires_grad for x in leaves)

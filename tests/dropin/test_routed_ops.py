@@ -234,23 +234,30 @@ def _outcome(f):
         return (type(e), str(e))
 
 
+@pytest.mark.parametrize("mode", ["no_grad", "autograd", "eager_min_gflop"])
 @pytest.mark.parametrize("value", ["0", "1"], ids=["rule_off", "rule_on"])
 @pytest.mark.parametrize("layout", [torch.strided, torch.jagged], ids=["strided", "jagged"])
-def test_nested_tensors_get_torchs_result_or_torchs_error(device, monkeypatch, layout, value):
+def test_nested_tensors_get_torchs_result_or_torchs_error(device, monkeypatch, layout, value, mode):
     """A nested tensor through every routed op under enable(): torch's result (bmm, matmul of two nested tensors,
     F.linear, matmul of a jagged one) or torch's own error (mm, addmm, mv, matmul of a strided nested tensor and a
     dense one), with the vendor rule off and on. Before session 40 the routes and bmm's hot path read the sizes of
     a strided-layout nested tensor, which it does not have: "NestedTensorImpl doesn't support sizes" instead of
-    torch's result; the fronts of session 40 did the same for addmm."""
+    torch's result; the fronts of session 40 did the same for addmm. Under autograd (the first operand a leaf that
+    requires grad) and with the TRITONBLAS_EAGER_MIN_GFLOP experiment set, matmul's hot path read them too."""
+    import contextlib
+
     import torch.nn.functional as F
 
     monkeypatch.setenv("TRITONBLAS_VENDOR_ALIGNED", value)
+    if mode == "eager_min_gflop":
+        monkeypatch.setenv("TRITONBLAS_EAGER_MIN_GFLOP", "20")
     g = torch.Generator().manual_seed(3)
 
-    def nested(*shapes):
-        return torch.nested.nested_tensor([torch.randn(*s, generator=g) for s in shapes], layout=layout).to(device)
+    def nested(*shapes, grad=False):
+        return torch.nested.nested_tensor([torch.randn(*s, generator=g) for s in shapes], layout=layout,
+                                          device=device, requires_grad=grad)
 
-    n, n2 = nested((3, 8), (5, 8)), nested((8, 16), (8, 16))
+    n, n2 = nested((3, 8), (5, 8), grad=mode == "autograd"), nested((8, 16), (8, 16))
     w, lin = torch.randn(8, 16, generator=g).to(device), torch.nn.Linear(8, 16).to(device)
     cases = {"matmul": lambda: torch.matmul(n, w), "@": lambda: n @ w, "linear": lambda: F.linear(n, lin.weight, lin.bias),
              "linear_no_bias": lambda: F.linear(n, lin.weight), "bmm": lambda: torch.bmm(n, n2), ".bmm": lambda: n.bmm(n2),
@@ -259,14 +266,16 @@ def test_nested_tensors_get_torchs_result_or_torchs_error(device, monkeypatch, l
              "mv": lambda: torch.mv(n, torch.randn(8, device=device))}
     computed = 0
     for name, f in cases.items():
-        ref = _outcome(f)
-        with torch.no_grad(), tritonblas.enable():
+        quiet = contextlib.nullcontext if mode == "autograd" else torch.no_grad
+        with quiet():
+            ref = _outcome(f)
+        with quiet(), tritonblas.enable():
             got = _outcome(f)
         if isinstance(ref, tuple):
             assert got == ref, (name, ref, got)
         else:
             assert isinstance(got, torch.Tensor) and got.is_nested, (name, got)
             for r, o in zip(ref.unbind(), got.unbind()):
-                torch.testing.assert_close(o, r)
+                torch.testing.assert_close(o.detach(), r.detach())
             computed += 1
     assert computed >= 3  # torch computes some of these (the test would otherwise compare errors only)

@@ -259,6 +259,12 @@ MUTATIONS = (
              "    return all(isinstance(x, torch.Tensor) and not x.is_nested for x in xs)",
              "    return all(isinstance(x, torch.Tensor) for x in xs)",
              ("tests/dropin/test_routed_ops.py",)),
+    Mutation("scale_beyond_float_ours", "an alpha/beta beyond the operands' type's range reaches our kernels under "
+             "enable() (±inf where torch raises its overflow error: a helper's hunt, session 40)",
+             "tritonblas/routing.py",
+             "    return any(math.isfinite(v := float(x)) and abs(v) > top for x in xs)",
+             "    return False",
+             ("tests/dropin/test_routed_ops.py",)),
     Mutation("linear_front_swaps_n_k", "the routing wrapper's front for F.linear reads the weight's shape as (K, N): "
              "the vendor rule asked with F.linear's sizes swapped (session 40's front)",
              "tritonblas/fastpath.py",

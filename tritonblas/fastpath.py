@@ -39,7 +39,8 @@ import torch
 from tritonblas import _compat, autocast, counters, dispatch, tables
 from tritonblas import plan as _plan
 
-__all__ = ["ENV_FAST", "enabled", "direct", "linear", "matmul", "linear_handed", "matmul_handed", "addmm_handed", "bmm_handed", "linear_hot", "matmul_hot", "clear", "MAX_ENTRIES",
+__all__ = ["ENV_FAST", "enabled", "direct", "linear", "matmul", "linear_handed", "matmul_handed", "addmm_handed",
+           "bmm_handed", "linear_hot", "matmul_hot", "clear", "MAX_ENTRIES",
            "TORCH", "record_unroutable_linear", "record_unroutable_matmul", "addmm_hot", "bmm_hot",
            "refused_class", "record_refused_class", "REFUSED_CLASSES", "small_eager", "small_grad", "vendor_aligned",
            "vendor_scaled", "vendor_aligned_raw", "vendor_aligned_traced", "stage_shared"]
@@ -570,7 +571,8 @@ def linear_handed(x, w, bias=None) -> bool:
     wrapper's first look at an eager, positional call in a block with the default profile, before the rest of the
     wrapper and :func:`linear_hot` (which then no longer asks). The sizes are read the cheapest way the op allows
     (``w.shape`` once; ``x.numel()`` only when autograd records the call, the one case the rule reads M). Tensor
-    subclasses are read as the route reads them (it asks the same rule before it refuses them); an argument that is no tensor raises AttributeError or TypeError, which the
+    subclasses are read as the route reads them (it asks the same rule before it refuses them); an argument that
+    is no tensor raises AttributeError or TypeError, which the
     wrapper reads as "not handed", as it reads a RuntimeError from sizes it cannot read (a nested tensor of the strided
     layout); its route then gives torch's result or error.
 

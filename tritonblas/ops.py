@@ -520,7 +520,13 @@ def _scalar(name: str, arg: str, x: Any) -> float:
     if not real_scalar(x):
         raise TypeError(f"{name}(): argument '{arg}' must be a Number (or a 0-D tensor), not "
                         f"{type(x).__name__}{'' if not isinstance(x, torch.Tensor) else f' of shape {_shape(x)}'}")
-    return float(x)
+    v = float(x)
+    if math.isfinite(v) and abs(v) > _FLOAT_MAX:  # torch's own error: its kernels take alpha/beta as float
+        raise RuntimeError(f"{name}(): value cannot be converted to type float without overflow: {arg}={x!r}")
+    return v
+
+
+_FLOAT_MAX = torch.finfo(torch.float32).max
 
 
 def addmm(c: Tensor, a: Tensor, b: Tensor, *, alpha: float = 1, beta: float = 1, out: Tensor | None = None,

@@ -25,6 +25,7 @@ enabled thread, ``routed`` those tritonblas ran.
 
 from __future__ import annotations
 
+import math
 import threading
 from typing import Any, Callable
 
@@ -119,10 +120,18 @@ def _kernel_ok(profile: Any, *tensors: Any) -> bool:
     return dispatch.has_profile(ts[0].device, profile)
 
 
-def _not_real(*xs: Any) -> bool:
+def _not_real(dtype: torch.dtype, *xs: Any) -> bool:
     """Whether an alpha/beta is not a real number torch takes (complex, or not a number at all: a
-    string, None, a 1-D tensor): torch runs the call and raises or computes as it does."""
-    return not all(ops.real_scalar(x) for x in xs)
+    string, None, a 1-D tensor), or a finite one beyond the largest value of the operands' ``dtype`` (torch
+    converts it to float, or on some paths to the operands' type, and raises "value cannot be converted ...
+    without overflow" where it does not fit; ours computed with it as inf): torch runs the call and raises or
+    computes as it does."""
+    if not all(ops.real_scalar(x) for x in xs):
+        return True
+    if not dtype.is_floating_point:
+        return False
+    top = torch.finfo(dtype).max
+    return any(math.isfinite(v := float(x)) and abs(v) > top for x in xs)
 
 
 def _tensors(*xs: Any) -> bool:
@@ -223,7 +232,7 @@ def _r_bmm(profile, a, b, out):
 
 def _r_addmm(profile, c, a, b, beta, alpha, out):
     if (not _tensors(c, a, b) or a.dim() != 2 or b.dim() != 2 or a.shape[1] != b.shape[0]
-            or not ops.expands_to(tuple(c.shape), (a.shape[0], b.shape[1])) or _not_real(alpha, beta)):
+            or not ops.expands_to(tuple(c.shape), (a.shape[0], b.shape[1])) or _not_real(a.dtype, alpha, beta)):
         return NotImplemented
     if _handed(profile, a, a.shape[0], b.shape[1], a.shape[1], c, a, b):
         return NotImplemented
@@ -233,7 +242,7 @@ def _r_addmm(profile, c, a, b, beta, alpha, out):
 def _r_baddbmm(profile, c, a, b, beta, alpha, out):
     if (not _tensors(c, a, b) or a.dim() != 3 or b.dim() != 3 or a.shape[0] != b.shape[0]
             or a.shape[2] != b.shape[1] or not ops.expands_to(tuple(c.shape), (a.shape[0], a.shape[1], b.shape[2]))
-            or _not_real(alpha, beta)):
+            or _not_real(a.dtype, alpha, beta)):
         return NotImplemented
     if _handed(profile, a, a.shape[1], b.shape[2], a.shape[2], c, a, b):
         return NotImplemented
@@ -243,7 +252,7 @@ def _r_baddbmm(profile, c, a, b, beta, alpha, out):
 def _r_addbmm(profile, c, a, b, beta, alpha, out):
     if (not _tensors(c, a, b) or a.dim() != 3 or b.dim() != 3 or a.shape[0] != b.shape[0]
             or a.shape[2] != b.shape[1] or not ops.expands_to(tuple(c.shape), (a.shape[1], b.shape[2]))
-            or _not_real(alpha, beta)):
+            or _not_real(a.dtype, alpha, beta)):
         return NotImplemented
     if _handed(profile, a, a.shape[1], b.shape[2], a.shape[2], c, a, b):
         return NotImplemented
@@ -258,7 +267,7 @@ def _r_mv(profile, a, v, out):
 
 def _r_addmv(profile, c, a, v, beta, alpha, out):
     if (not _tensors(c, a, v) or a.dim() != 2 or v.dim() != 1 or a.shape[1] != v.shape[0]
-            or not ops.expands_to(tuple(c.shape), (a.shape[0],)) or _not_real(alpha, beta)):
+            or not ops.expands_to(tuple(c.shape), (a.shape[0],)) or _not_real(a.dtype, alpha, beta)):
         return NotImplemented
     return _run(profile, ops.addmv, (c, a, v), out, alpha=alpha, beta=beta)
 

@@ -279,3 +279,45 @@ def test_nested_tensors_get_torchs_result_or_torchs_error(device, monkeypatch, l
                 torch.testing.assert_close(o.detach(), r.detach())
             computed += 1
     assert computed >= 3  # torch computes some of these (the test would otherwise compare errors only)
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float16, torch.bfloat16], ids=["fp32", "fp16", "bf16"])
+@pytest.mark.parametrize("op", ["addmm", "baddbmm", "addbmm", "addmv"])
+def test_alpha_or_beta_beyond_the_float_range_gets_torchs_result_or_error(device, op, dtype):
+    """An alpha or beta that is finite but beyond what torch converts it to (float; on some paths the operands'
+    type) under enable(): torch's error ("value cannot be converted ... without overflow") or torch's result,
+    never ours computed with an inf scale (a helper's hunt, session 40: ±inf where torch raised)."""
+    g = torch.Generator().manual_seed(11)
+
+    def r(*shape):
+        return torch.randn(*shape, generator=g).to(device=device, dtype=dtype)
+
+    args = {"addmm": (r(5, 3), r(5, 7), r(7, 3)), "baddbmm": (r(2, 5, 3), r(2, 5, 7), r(2, 7, 3)),
+            "addbmm": (r(5, 3), r(2, 5, 7), r(2, 7, 3)), "addmv": (r(5), r(5, 7), r(7))}[op]
+    def fn(*a, **k):  # (looked up per call: under enable() torch's attribute is the routing wrapper)
+        return getattr(torch, op)(*a, **k)
+
+    routed = 0
+    for kw in ({"alpha": 1e39}, {"beta": -1e300}, {"alpha": torch.tensor(1e39, dtype=torch.float64)},
+               {"alpha": 7e4}, {"alpha": 2.0, "beta": 0.5}):
+        ref = _outcome(lambda: fn(*args, **kw))
+        with torch.no_grad(), tritonblas.enable():
+            dispatch.reset_stats()
+            got = _outcome(lambda: fn(*args, **kw))
+            routed += dispatch.stats()["routed"]
+        if isinstance(ref, tuple):
+            assert got == ref, (op, kw, ref, got)
+        else:
+            assert isinstance(got, torch.Tensor) and torch.isfinite(got).all() == torch.isfinite(ref).all(), (op, kw)
+            torch.testing.assert_close(got.float(), ref.float(), rtol=2e-2, atol=2e-2 * float(ref.abs().max()))
+    assert routed >= 1  # the in-range scales reach our kernels (else this compares torch with torch)
+
+
+def test_the_public_ops_raise_torchs_overflow_error_for_alpha_beyond_float(device):
+    """tritonblas.addmm called by name with an alpha beyond the float range raises torch's RuntimeError, naming
+    the argument (it computed with an inf scale)."""
+    a, b, c = torch.randn(5, 7, device=device), torch.randn(7, 3, device=device), torch.randn(5, 3, device=device)
+    with pytest.raises(RuntimeError, match="without overflow: alpha"):
+        tritonblas.addmm(c, a, b, alpha=1e39)
+    with pytest.raises(RuntimeError, match="without overflow: beta"):
+        tritonblas.addmm(c, a, b, beta=-1e300)

@@ -75,13 +75,14 @@
 #   the default should be 0, and models.log names what was routed). Then on an H100 the suite runs (the last
 #   branch), on an H200 the held-out sweeps with the seconds left; a second H200 call with SUITE=1 and no
 #   FIRST_MODELS runs the suite first (the 5 compile tests that failed at 5a1b5be must pass).
-# Session 40 (no device started: ten requests refused or failed, ~900 s of device time): fronts for the hand-over
-#   (routing._fronted; CPU proxy x1.056 -> x1.046) and the nested-tensor fix, CPU-tested only. Next call, whatever
-#   GPU comes: GIT_SHA=<sha> TOTAL=540 FIRST_MODELS="llama3.2-1b:decode:bf16 llama3-8b:decode_compile:bf16
-#   bert-large:prefill:bf16 llama3.2-1b:compile:bf16" FIRST_MODELS_BUDGET=230 REPICK_BUDGET=0 RAGGED_BUDGET=0
-#   HELDOUT_ARGS="--jobs square fp8_e4m3" bash benchmarks/device_plan.sh, then (same call)
-#   `PYTHONPATH=$PWD python3 benchmarks/host_linear.py --handover-gpu > $OUT/handover.txt` (the toll per call on
-#   that host); on an H200 add SUITE=1 (the suite has not run since the compile fix of session 39).
+# Session 40 (one H100 call at 1a7087f after eleven refused or failed requests, ~1100 s of device time): fronts for
+#   the hand-over (routing._fronted); eager decode 0.970 at the default (models_h100_1a7087f_first.csv); the suite
+#   passed but for one CPU-only test (fixed since); the models step fit only the decode job in 170 s. Next call,
+#   whatever GPU comes: the models at the default with the seconds left (the last branch: SUITE=0 MODELS=1 on an
+#   H200; the compiled rows now measure a working compile), then (same call) `PYTHONPATH=$PWD python3
+#   benchmarks/host_linear.py --handover-gpu > $OUT/handover.txt`; on an H200 a second call with SUITE=1 (the suite
+#   has not run on an H200 since session 37), then the held-out fp8/square sweeps (REPICK_BUDGET=0 RAGGED_BUDGET=0
+#   HELDOUT_ARGS="--jobs square fp8_e4m3"), then the unaligned training set (TRAINING=1, session 37's line).
 set -u -o pipefail
 : "${GIT_SHA:?set GIT_SHA=<the commit of the tree you send>}"
 export GIT_SHA

@@ -567,8 +567,7 @@ def handover_gpu(rounds: int = 9, n: int = 2000) -> list[str]:
     torch alone against ``enable()`` at the default, the order flipped every round, ``n`` calls a side timed up to
     the drained queue; medians of each side and of the paired differences. Then the hand-over's stages timed alone
     in a loop: the wrapper's front (``fastpath.linear_handed``: the sizes and the rule), the rule
-    (``fastpath.vendor_aligned``) and the reads it makes (session 40's H100 run timed ``linear_hot`` there, which
-    no longer asks the rule). Raises when the enable() side routes a call (then the toll would be something else)."""
+    (``fastpath.vendor_aligned``) and the reads it makes. Raises when the enable() side routes a call (then the toll would be something else)."""
     import torch
 
     import tritonblas

@@ -262,7 +262,7 @@ MUTATIONS = (
     Mutation("scale_beyond_float_ours", "an alpha/beta beyond the operands' type's range reaches our kernels under "
              "enable() (±inf where torch raises its overflow error: a helper's hunt, session 40)",
              "tritonblas/routing.py",
-             "    return any(math.isfinite(v := float(x)) and abs(v) > top for x in xs)",
+             "    return dtype.is_floating_point and any(ops.scale_overflows(x, dtype) for x in xs)",
              "    return False",
              ("tests/dropin/test_routed_ops.py",)),
     Mutation("linear_front_swaps_n_k", "the routing wrapper's front for F.linear reads the weight's shape as (K, N): "

@@ -572,14 +572,16 @@ def linear_handed(x, w, bias=None) -> bool:
     wrapper and :func:`linear_hot` (which then no longer asks). The sizes are read the cheapest way the op allows
     (``w.shape`` once; ``x.numel()`` only when autograd records the call, the one case the rule reads M). Tensor
     subclasses are read as the route reads them (it asks the same rule before it refuses them); an argument that
-    is no tensor raises AttributeError or TypeError, which the
-    wrapper reads as "not handed", as it reads a RuntimeError from sizes it cannot read (a nested tensor of the strided
-    layout); its route then gives torch's result or error.
+    is no tensor raises AttributeError or TypeError, which the wrapper reads as "not handed", as it reads a
+    RuntimeError from sizes it cannot read (a nested tensor of the strided layout); its route then gives torch's
+    result or error.
 
     Why a front of its own: every Python operation on the hand-over costs ~0.2 us inside a model (4-6x what it
-    costs in a loop), and the hand-over is what most calls take on NVIDIA GPUs. On the CPU proxy of an eager decode
-    (``python benchmarks/host_linear.py --vendor-toll``, every GEMM handed over) the wrapper's checks, the hot
-    path's and the rule's frames cost x1.062 torch's time; the front x1.046 (session 40, 60 rounds each)."""
+    costs in a loop), and the hand-over is what most calls take on NVIDIA GPUs. Evidence: on the CPU proxy of an
+    eager decode (``python benchmarks/host_linear.py --vendor-toll --rounds 60``, every GEMM handed over) x1.031-1.048
+    torch's time through the fronts against x1.056-1.071 through the wrapper's checks and the hot path (six runs
+    each); Llama-3.2-1B eager decode at the default 0.970x torch on an H100, nothing routed
+    (``benchmarks/results/models_h100_1a7087f_first.csv``)."""
     ws = w.shape
     if len(ws) != 2:
         return False

@@ -40,7 +40,7 @@ from origami.hardware import HardwareProfile, profile_by_hash
 from tritonblas import _compat, dispatch, fastpath
 
 __all__ = ["matmul", "addmm", "bmm", "baddbmm", "addbmm", "mv", "addmv", "linear", "explain", "clear_caches",
-           "expands_to", "real_scalar"]
+           "expands_to", "real_scalar", "scale_overflows"]
 
 Tensor = torch.Tensor
 
@@ -520,13 +520,17 @@ def _scalar(name: str, arg: str, x: Any) -> float:
     if not real_scalar(x):
         raise TypeError(f"{name}(): argument '{arg}' must be a Number (or a 0-D tensor), not "
                         f"{type(x).__name__}{'' if not isinstance(x, torch.Tensor) else f' of shape {_shape(x)}'}")
-    v = float(x)
-    if math.isfinite(v) and abs(v) > _FLOAT_MAX:  # torch's own error: its kernels take alpha/beta as float
+    if scale_overflows(x):  # torch's own error: its kernels take alpha/beta as float
         raise RuntimeError(f"{name}(): value cannot be converted to type float without overflow: {arg}={x!r}")
-    return v
+    return float(x)
 
 
-_FLOAT_MAX = torch.finfo(torch.float32).max
+def scale_overflows(x: Any, dtype: torch.dtype = torch.float32) -> bool:
+    """Whether a real alpha/beta ``x`` (:func:`real_scalar`) is finite but beyond the largest value of ``dtype``
+    (float32: what torch converts alpha/beta to; an operand's type: what some of its paths convert to), where torch
+    raises "value cannot be converted ... without overflow" and a kernel would compute with inf."""
+    v = float(x)
+    return math.isfinite(v) and abs(v) > torch.finfo(dtype).max
 
 
 def addmm(c: Tensor, a: Tensor, b: Tensor, *, alpha: float = 1, beta: float = 1, out: Tensor | None = None,

@@ -25,7 +25,6 @@ enabled thread, ``routed`` those tritonblas ran.
 
 from __future__ import annotations
 
-import math
 import threading
 from typing import Any, Callable
 
@@ -128,10 +127,7 @@ def _not_real(dtype: torch.dtype, *xs: Any) -> bool:
     computes as it does."""
     if not all(ops.real_scalar(x) for x in xs):
         return True
-    if not dtype.is_floating_point:
-        return False
-    top = torch.finfo(dtype).max
-    return any(math.isfinite(v := float(x)) and abs(v) > top for x in xs)
+    return dtype.is_floating_point and any(ops.scale_overflows(x, dtype) for x in xs)
 
 
 def _tensors(*xs: Any) -> bool:

@@ -151,3 +151,12 @@ def check_gemm(out, a, b, *, what="", tf32=False, fp8_mma=False, **epilogue):
     ref, mag, _ = reference(a, b, **epilogue)
     assert_gemm_close(out, ref, mag, a.shape[-1], tf32=tf32, fp8_mma=fp8_mma,
                       activation=epilogue.get("activation"), what=what)
+
+
+def outcome(fn, *args):
+    """("ok", result) or ("error", (type, message)) of ``fn(*args)``: what a drop-in test compares between torch
+    alone and ``enable()`` (torch's error, whatever its type, is what ours must equal)."""
+    try:
+        return "ok", fn(*args)
+    except Exception as e:  # noqa: BLE001 (the error itself is what is compared)
+        return "error", (type(e), str(e))

@@ -4,13 +4,18 @@ accumulated input, None for a tensor, a 1-D weight with a bias, concurrent calls
 
 from __future__ import annotations
 
+import sys
 import threading
+from pathlib import Path
 
 import pytest
 import torch
 
 import tritonblas
 from tritonblas import dispatch
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # tests/_check.py
+from _check import outcome  # noqa: E402  (torch's result or error against ours)
 
 pytestmark = pytest.mark.usefixtures("cpu_profile")  # tests/dropin/conftest.py
 
@@ -226,14 +231,6 @@ def test_alpha_beta_numbers_torch_takes_still_run(device):
         torch.testing.assert_close(tritonblas.addmm(c, a, b, beta=beta, alpha=alpha), want, rtol=1e-5, atol=1e-5)
 
 
-def _outcome(f):
-    """A call's result, or its exception's type and message."""
-    try:
-        return f()
-    except Exception as e:  # noqa: BLE001  (the comparison is of torch's error with ours)
-        return (type(e), str(e))
-
-
 @pytest.mark.parametrize("mode", ["no_grad", "autograd", "eager_min_gflop"])
 @pytest.mark.parametrize("value", ["0", "1"], ids=["rule_off", "rule_on"])
 @pytest.mark.parametrize("layout", [torch.strided, torch.jagged], ids=["strided", "jagged"])
@@ -268,10 +265,11 @@ def test_nested_tensors_get_torchs_result_or_torchs_error(device, monkeypatch, l
     for name, f in cases.items():
         quiet = contextlib.nullcontext if mode == "autograd" else torch.no_grad
         with quiet():
-            ref = _outcome(f)
+            kind, ref = outcome(f)
         with quiet(), tritonblas.enable():
-            got = _outcome(f)
-        if isinstance(ref, tuple):
+            got_kind, got = outcome(f)
+        assert got_kind == kind, (name, ref, got)
+        if kind == "error":
             assert got == ref, (name, ref, got)
         else:
             assert isinstance(got, torch.Tensor) and got.is_nested, (name, got)
@@ -300,12 +298,13 @@ def test_alpha_or_beta_beyond_the_float_range_gets_torchs_result_or_error(device
     routed = 0
     for kw in ({"alpha": 1e39}, {"beta": -1e300}, {"alpha": torch.tensor(1e39, dtype=torch.float64)},
                {"alpha": 7e4}, {"alpha": 2.0, "beta": 0.5}):
-        ref = _outcome(lambda: fn(*args, **kw))
+        kind, ref = outcome(lambda: fn(*args, **kw))
         with torch.no_grad(), tritonblas.enable():
             dispatch.reset_stats()
-            got = _outcome(lambda: fn(*args, **kw))
+            got_kind, got = outcome(lambda: fn(*args, **kw))
             routed += dispatch.stats()["routed"]
-        if isinstance(ref, tuple):
+        assert got_kind == kind, (op, kw, ref, got)
+        if kind == "error":
             assert got == ref, (op, kw, ref, got)
         else:
             assert isinstance(got, torch.Tensor) and torch.isfinite(got).all() == torch.isfinite(ref).all(), (op, kw)

@@ -18,7 +18,7 @@ import tritonblas
 from tritonblas import dispatch, settings
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # tests/_check.py, tests/_rule_calls.py
-from _check import assert_gemm_close, reference  # noqa: E402  (the one comparator, RELIABILITY §4.2)
+from _check import assert_gemm_close, outcome, reference  # noqa: E402  (the one comparator, RELIABILITY §4.2)
 from _rule_calls import CALLS, IDS, counted, fresh, operands  # noqa: E402
 
 pytestmark = pytest.mark.usefixtures("cpu_profile")  # tests/dropin/conftest.py
@@ -196,14 +196,6 @@ def test_under_transforms_and_modes_the_call_is_torchs(device, monkeypatch):
 
 
 
-def _outcome(fn, *args):
-    """("ok", result) or ("error", (type, message)) of ``fn(*args)``."""
-    try:
-        return "ok", fn(*args)
-    except Exception as e:  # noqa: BLE001 (torch's error, whatever its type, is what ours must equal)
-        return "error", (type(e), str(e))
-
-
 # operands the rule's size reads must not trip over, (label, op's name, operand shapes, K): each call's outcome under the
 # rule is torch's
 ODD = [
@@ -233,9 +225,9 @@ def test_odd_operands_get_torchs_result_or_torchs_error(device, monkeypatch, lab
     monkeypatch.setenv(settings.ENV_VENDOR_ALIGNED, "1")
     g = torch.Generator().manual_seed(7)
     ops = [torch.randn(shape, generator=g).to(BF) for shape in shapes]
-    want = _outcome(op, *ops)
+    want = outcome(op, *ops)
     with tritonblas.enable():
-        got = _outcome(op, *(t.to(device) for t in ops))
+        got = outcome(op, *(t.to(device) for t in ops))
     assert got[0] == want[0], (label, got, want)
     if want[0] == "error":
         assert got[1] == want[1], label

@@ -18,6 +18,7 @@ host never waits on a full launch queue). Prints a table; ``--profile`` adds a c
     python3 benchmarks/host_linear.py --grad-toll [--rounds 7]               # no GPU: the grad rule's fall-through toll
     python3 benchmarks/host_linear.py --inmodel-grad [MODEL ...] [--rounds 9]  # no GPU: autograd's cost a call in a model
     python3 benchmarks/host_linear.py --vendor-toll [--rounds 200]           # no GPU: a handed-over call's toll on decode
+    python3 benchmarks/host_linear.py --module-toll [--rounds 300]           # no GPU: the same on a prefill, nn.Linear's forward
     PYTHONPATH=$PWD python3 benchmarks/host_linear.py --handover-gpu  # the vendor rule's toll a call, this host
     python3 benchmarks/host_linear.py --rope-toll [--rounds 200] [--n 200]   # no GPU: the rotary K = 1 matmul, a call
 
@@ -506,6 +507,81 @@ def vendor_toll(rounds: int = 200, tokens: int = 16) -> list[str]:
     return out
 
 
+def module_toll(rounds: int = 300) -> list[str]:
+    """CPU: what ``enable()`` costs a host-bound prefill whose every GEMM the vendor rule hands to torch's op: a tiny
+    24-layer ``transformers`` BERT (hidden 64, 4 heads, bf16, 2 x 16 tokens, ``inference_mode``; 145 ``nn.Linear``
+    calls a forward, every one aligned) with ``TRITONBLAS_VENDOR_ALIGNED=1``: torch alone; ``enable()`` as shipped
+    (``nn.Linear``'s forward replaced: :func:`tritonblas.fastpath.linear_forward`); and ``enable()`` with torch's
+    own forward put back for the block, so every call meets ``F.linear``'s wrapper and its front (the mechanism
+    before). Sides rotated per round, one thread; each ratio is the median of per-round ratios to torch's. Raises
+    when a side routes a GEMM or does not intercept every one (then the toll measured would be something else)."""
+    import torch
+    from transformers import BertConfig, BertModel
+
+    import models
+    import tritonblas
+    from tritonblas import dispatch, settings
+
+    with models.environ({"TRITON_INTERPRET": "1", "TRITONBLAS_PROFILE": "h200", settings.ENV_VENDOR_ALIGNED: "1"}):
+        torch.manual_seed(0)
+        cfg = BertConfig(hidden_size=64, intermediate_size=256, num_hidden_layers=24, num_attention_heads=4,
+                         vocab_size=512)
+        model = BertModel(cfg).eval().to(torch.bfloat16)
+        ids = torch.randint(0, 512, (2, 16))
+
+        def step() -> None:
+            with torch.inference_mode():
+                model(input_ids=ids)
+
+        @contextlib.contextmanager
+        def front_only():
+            with tritonblas.enable():
+                ours = torch.nn.Linear.forward
+                torch.nn.Linear.forward = ours.__wrapped__
+                try:
+                    yield
+                finally:
+                    torch.nn.Linear.forward = ours
+
+        sides = {"torch": contextlib.nullcontext, "enable()": tritonblas.enable,
+                 "enable(), F.linear's front only": front_only}
+
+        def timed(name: str) -> float:
+            with sides[name]():
+                t0 = time.perf_counter()
+                step()
+                return time.perf_counter() - t0
+
+        counts = {}
+        for name in sides:
+            dispatch.reset_stats()
+            with sides[name]():
+                step()
+            counts[name] = dispatch.stats()
+        calls = counts["enable()"]["intercepted"]
+        for name in list(sides)[1:]:
+            st = counts[name]
+            if st["routed"] or not st["intercepted"] or st["intercepted"] != calls:
+                raise RuntimeError(f"module_toll: not every GEMM handed to torch with {name}: {st}")
+        threads = torch.get_num_threads()
+        torch.set_num_threads(1)
+        try:
+            for name in sides:
+                timed(name)
+            res = _rotated(sides, rounds, timed)
+        finally:
+            torch.set_num_threads(threads)
+    out = [f"enable()'s hand-over on a host-bound prefill: {calls} GEMM calls a forward, every one handed to torch "
+           f"(tiny 24-layer BERT, CPU; {rounds} rounds):"]
+    base = res["torch"]
+    for k in sides:
+        ratio = statistics.median(x / b for x, b in zip(res[k], base))
+        extra = statistics.median((x - b) / calls for x, b in zip(res[k], base)) * 1e6
+        out.append(f"  {k:34s} {statistics.median(res[k]) * 1e3:8.3f} ms   x{ratio:.4f} of torch (paired), "
+                   f"{extra:+.2f} us a GEMM call")
+    return out
+
+
 def rope_toll(rounds: int = 200, n: int = 200) -> list[str]:
     """CPU: what the rotary embedding's matmul costs a forward (``transformers`` up to 5.17:
     ``inv_freq[None, :, None].float().expand(1, -1, 1) @ positions[:, None, :].float()``, fp32, K = 1, a stride-0
@@ -562,7 +638,8 @@ def rope_toll(rounds: int = 200, n: int = 200) -> list[str]:
 
 def handover_gpu(rounds: int = 9, n: int = 2000) -> list[str]:
     """GPU: what a GEMM the vendor rule hands to torch's op costs per call on this host (session 40: the H100's
-    models measured ~4-7 us a GEMM call over torch's, the CPU proxy 1-2). Tiny aligned ``nn.Linear`` calls (bf16,
+    models measured ~4-7 us a GEMM call over torch's, the CPU proxy 1-2). Tiny aligned ``nn.Linear`` calls, and one
+    ``F.linear`` call (bf16,
     a ``Parameter`` weight; the GPU's work under the host's, so wall time is host time), under ``inference_mode``,
     torch alone against ``enable()`` at the default, the order flipped every round, ``n`` calls a side timed up to
     the drained queue; medians of each side and of the paired differences. Then the hand-over's stages timed alone
@@ -591,13 +668,15 @@ def handover_gpu(rounds: int = 9, n: int = 2000) -> list[str]:
     first = None
     for name, rows_m, k, n_out, bias in (("linear 1x1x256 @ 256x256", 1, 256, 256, False),
                                          ("linear+bias 1x1x256 @ 512x256", 1, 256, 512, True),
-                                         ("linear 1x16x1024 @ 1024x1024", 16, 1024, 1024, False)):
+                                         ("linear 1x16x1024 @ 1024x1024", 16, 1024, 1024, False),
+                                         ("F.linear 1x1x256 @ 256x256", 1, 256, 256, False)):
         lin = torch.nn.Linear(k, n_out, bias=bias, device="cuda", dtype=torch.bfloat16)
         x = torch.randn(1, rows_m, k, device="cuda", dtype=torch.bfloat16)
         first = first or (lin.weight, x)
         base, ours = [], []
         with torch.inference_mode():
-            f = lambda: lin(x)  # noqa: E731
+            # nn.Linear's forward (enable() installs its own), or F.linear itself (its wrapper's front)
+            f = (lambda: torch.nn.functional.linear(x, lin.weight)) if name.startswith("F.") else (lambda: lin(x))
             for i in range(rounds + 1):  # the first round warms both sides, not counted
                 pair = {on: side_us(f, on) for on in ((True, False) if i % 2 else (False, True))}
                 if i:
@@ -711,6 +790,9 @@ def main(argv=None) -> int:
                     help="the rotary embedding's K = 1 matmul: torch, ours (cold route), handed over (CPU, see rope_toll)")
     ap.add_argument("--handover-gpu", action="store_true",
                     help="only the vendor rule's hand-over toll per call on this GPU's host, and its stages (see handover_gpu)")
+    ap.add_argument("--module-toll", action="store_true",
+                    help="what enable() costs a host-bound prefill whose GEMMs are all handed to torch: nn.Linear's "
+                         "forward against F.linear's front (CPU, see module_toll)")
     ap.add_argument("--vendor-toll", action="store_true",
                     help="only what a GEMM TRITONBLAS_VENDOR_ALIGNED hands to torch costs an eager decode (CPU, see vendor_toll)")
     ap.add_argument("--rounds", type=int, default=None,
@@ -737,6 +819,10 @@ def main(argv=None) -> int:
         ap.error(f"--rounds {args.rounds}: expected at least 1")
     if args.rope_toll:
         for line in rope_toll(args.rounds or 200, args.n or 200):
+            print(line)
+        return 0
+    if args.module_toll:
+        for line in module_toll(args.rounds or 300):
             print(line)
         return 0
     if args.vendor_toll:

@@ -28,12 +28,29 @@ def _batch(ops: dict) -> int:
     return ops["x3"].shape[0]
 
 
+def _module(o: dict, d: str, g: bool, x: str, bias: bool) -> torch.Tensor:
+    """An ``nn.Linear`` holding fresh copies of ``w`` (and ``b``) as its parameters, called on a fresh ``x``
+    (what models call: ``enable()`` replaces ``nn.Linear.forward``)."""
+    w = o["w"]
+    lin = torch.nn.Linear(w.shape[1], w.shape[0], bias=bias, device=d, dtype=w.dtype)
+    with torch.no_grad():
+        lin.weight.copy_(w)
+        if bias:
+            lin.bias.copy_(o["b"])
+    lin.requires_grad_(g)
+    return lin(fresh(o, x, d, g))
+
+
 # (name, call(operands, device, grad), how many M x N x K GEMMs the call is, its float64 reference): each op with a
 # warm path, M, N and K as the rules read them; under autograd the first operand (and the weight) require grad
 CALLS = [
     ("linear", lambda o, d, g: F.linear(fresh(o, "x", d, g), fresh(o, "w", d, g), fresh(o, "b", d)), lambda o: 1,
      lambda o: reference(o["x"], o["w"].t(), bias=o["b"])),
     ("linear_3d", lambda o, d, g: F.linear(fresh(o, "x3", d, g), fresh(o, "w", d, g)), _batch,
+     lambda o: reference(o["x3"], o["w"].t())),
+    ("nn_linear", lambda o, d, g: _module(o, d, g, "x", True), lambda o: 1,
+     lambda o: reference(o["x"], o["w"].t(), bias=o["b"])),
+    ("nn_linear_3d", lambda o, d, g: _module(o, d, g, "x3", False), _batch,
      lambda o: reference(o["x3"], o["w"].t())),
     ("matmul", lambda o, d, g: torch.matmul(fresh(o, "x", d, g), fresh(o, "w", d, g).t()), lambda o: 1,
      lambda o: reference(o["x"], o["w"].t())),

@@ -33,6 +33,7 @@ from __future__ import annotations
 
 import math
 import threading
+import weakref
 
 import torch
 
@@ -43,7 +44,7 @@ __all__ = ["ENV_FAST", "enabled", "direct", "linear", "matmul", "linear_handed",
            "bmm_handed", "linear_hot", "matmul_hot", "clear", "MAX_ENTRIES",
            "TORCH", "record_unroutable_linear", "record_unroutable_matmul", "addmm_hot", "bmm_hot",
            "refused_class", "record_refused_class", "REFUSED_CLASSES", "small_eager", "small_grad", "vendor_aligned",
-           "vendor_scaled", "vendor_aligned_raw", "vendor_aligned_traced", "stage_shared"]
+           "vendor_scaled", "vendor_aligned_raw", "vendor_aligned_traced", "stage_shared", "linear_forward"]
 
 from tritonblas import settings  # noqa: E402
 from tritonblas.settings import (ENV_EAGER_MIN_GFLOP, ENV_FAST, ENV_GRAD_MIN_GFLOP, ENV_VENDOR_ALIGNED,  # noqa: E402
@@ -53,6 +54,7 @@ MAX_ENTRIES = 4096
 _PLAIN = (torch.Tensor, torch.nn.Parameter)
 _C = torch._C
 _is_compiling = torch.compiler.is_compiling
+_dynamo_compiling = torch.compiler.is_dynamo_compiling
 _grad_enabled = torch.is_grad_enabled
 _tf_modes = _C._is_torch_function_mode_enabled
 _dispatch_modes = _C._len_torch_dispatch_stack
@@ -268,13 +270,15 @@ def small_grad(raw, t, flop: int, m: int, n: int, k: int) -> bool:
 
 
 def clear() -> None:
-    """Forget every warm signature (the dispatcher's fast entries are cleared with its caches)."""
+    """Forget every warm signature and every weight's kept verdict (the dispatcher's fast entries are cleared with
+    its caches)."""
     with _LOCK:
         _LINEAR.clear()
         _MATMUL.clear()
         _TORCH_SIGS.clear()
         REFUSED_CLASSES.clear()
         _ROUTABLE_CLASSES.clear()
+        _VERDICTS.clear()
 
 
 def direct(*tensors) -> bool:
@@ -591,6 +595,112 @@ def linear_handed(x, w, bias=None) -> bool:
     return vendor_aligned(vendor_aligned_raw(), x, (x.numel() // k if k else 0) if grad else 0, n, k, grad)
 
 
+# --- nn.Linear's forward under enable(): the rule's verdict kept per weight ------------------------------------------
+# id(weight) -> (a weak reference to it, the raw values of TRITONBLAS_VENDOR_ALIGNED and TRITONBLAS_TABLE, the tile
+# table generation, its dtype, whether it is a CUDA tensor, the verdict: True / False, or None where the call decides;
+# its N and K)
+_VERDICTS: dict = {}
+_READS_PARAMETERS: dict = {}  # an nn.Linear class -> whether its weight and bias are what its _parameters hold
+
+
+def _forget(key: int, ref) -> None:
+    if _VERDICTS.get(key, (None,))[0] is ref:  # (the entry of this weight, not of a later object with its id)
+        del _VERDICTS[key]
+
+
+def _weight_verdict(w) -> tuple:
+    """The :data:`_VERDICTS` entry of ``w`` (stored): :func:`vendor_aligned`'s verdict for ``F.linear`` with that
+    weight and an operand of its dtype and device, which holds for every call autograd does not record; None
+    (ask per call) for a weight whose verdict also reads the call (neither 2-byte nor under one MMA step: autocast
+    decides)."""
+    raw, table_raw, gen = vendor_aligned_raw(), _table_raw(), _TABLE_GEN[0]
+    ws = w.shape
+    verdict, n, k = False, 0, 0
+    if len(ws) == 2:
+        n, k = ws
+        verdict = vendor_aligned(raw, w, 0, n, k, False)
+        if w.dtype not in _TWO_BYTE and not (k < MMA_K_BYTES and k * w.element_size() < MMA_K_BYTES):
+            verdict = None
+    key = id(w)
+    entry = (weakref.ref(w, lambda ref, key=key: _forget(key, ref)), raw, table_raw, gen, w.dtype, w.is_cuda, verdict,
+             n, k)
+    _VERDICTS[key] = entry
+    return entry
+
+
+def _reads_parameters(cls) -> bool:
+    """Whether ``self.weight`` / ``self.bias`` of an instance of ``cls`` are its ``_parameters`` entries whenever
+    those exist: nn.Module's own attribute lookup, and no class attribute of either name (a parametrized module's
+    class has a property)."""
+    return (getattr(cls, "__getattr__", None) is torch.nn.Module.__getattr__
+            and cls.__getattribute__ is object.__getattribute__
+            and not any(name in vars(c) for c in cls.__mro__ for name in ("weight", "bias")))
+
+
+def _remember_reads(cls) -> bool:
+    reads = _READS_PARAMETERS[cls] = _reads_parameters(cls)
+    return reads
+
+
+def linear_forward(tls, routed, orig):
+    """The ``torch.nn.Linear.forward`` that :func:`tritonblas.enable` installs while a block is open (routing's
+    thread state ``tls``: its ``stack`` of open blocks' profiles and ``busy``): in a thread whose innermost block
+    has the default profile, outside a routed call, a call the vendor rule (:func:`vendor_aligned`) hands to torch
+    runs ``orig`` (torch's ``F.linear`` as the block found it) at once, counted as intercepted; every other call
+    (another profile, no block in this thread, ``torch.compile``, a call the rule keeps) is ``routed(input,
+    weight, bias)``: ``F.linear``'s routing wrapper behind its front. The result is torch's ``F.linear(input,
+    self.weight, self.bias)`` or ours, as ``F.linear`` under ``enable()`` gives it.
+
+    Cost: the rule's verdict is kept per weight (:data:`_VERDICTS`, dropped with the weight) and checked per call
+    against what it read: the weight's identity, dtype and device, the two variables' raw values and the tile
+    table's generation; a call autograd records asks the rule again with its M, and a weight neither 2-byte nor
+    under one MMA step asks the whole rule every call (autocast decides). ``self.weight`` and ``self.bias`` are read from ``_parameters``
+    where that is what the attributes are (:func:`_reads_parameters`; nn.Module's ``__getattr__`` costs two
+    Python frames a call).
+    Why: nn.Linear is what models call, and each Python operation on the hand-over costs ~0.2 us inside a model.
+    CPU proxy, a tiny 24-layer ``transformers`` BERT prefill with every GEMM handed over (145 a forward):
+    x1.050 torch's time through ``F.linear``'s front, x1.017 through this forward (300 rotated rounds,
+    2026-12-07, ``python benchmarks/host_linear.py --module-toll``)."""
+    params_of, linear_cls = _READS_PARAMETERS, torch.nn.Linear
+
+    def forward(self, input):
+        if _dynamo_compiling() or _tracing():  # F.linear's route (a non-dynamo compile runs this on fake tensors)
+            return routed(input, self.weight, self.bias)
+        cls = type(self)
+        if cls is linear_cls or params_of.get(cls) or (cls not in params_of and _remember_reads(cls)):
+            p = self._parameters
+            try:
+                w, b = p["weight"], p["bias"]
+            except KeyError:  # pruned (a plain attribute) or not registered: nn.Module's lookup
+                w, b = self.weight, self.bias
+        else:
+            w, b = self.weight, self.bias
+        stack = tls.stack
+        if stack and stack[-1] is None and not tls.busy:
+            e = _VERDICTS.get(id(w))
+            try:
+                if (e is None or e[0]() is not w or e[1] != vendor_aligned_raw() or e[2] != _table_raw()
+                        or e[3] != _TABLE_GEN[0] or e[4] is not w.dtype or e[5] is not w.is_cuda):
+                    e = _weight_verdict(w)
+                handed = e[6]
+                if handed is None:
+                    handed = linear_handed(input, w, b)
+                elif handed and _grad_enabled() and (
+                        w.requires_grad or input.requires_grad or (b is not None and b.requires_grad)):
+                    k = e[8]  # recorded by autograd: the rule reads M too (F.linear's: the rows of every batch)
+                    handed = vendor_aligned(e[1], input, input.numel() // k if k else 0, e[7], k, True)
+            except (TypeError, AttributeError, RuntimeError):  # not a tensor, sizes it cannot read: not handed
+                handed = False
+            if handed:
+                _COUNTS["intercepted"] += 1
+                return orig(input, w, b)
+        return routed(input, w, b)
+
+    forward.__name__ = "forward"
+    forward.__qualname__ = "Linear.forward"
+    return forward
+
+
 def linear_hot(x, w, bias=None):
     """:func:`linear` for the eager, default-profile call the routing wrapper sees first
     (``F.linear(x, w[, b])`` positionally, not compiling: the wrapper checked; under autocast on the
@@ -806,7 +916,7 @@ def _unroutable(op: str, key_of, tensors) -> None:
         return  # a state the hot path does not serve: the refusal may have come from it, not the signature
     try:
         key = key_of(*tensors)
-    except (RuntimeError, NotImplementedError):
+    except (RuntimeError, NotImplementedError, AttributeError, TypeError):  # (no tensor where one must be: torch's error)
         return
     _store(_TORCH_SIGS, (op, key), False)
 

@@ -404,6 +404,14 @@ class Row:
     aligned_bwd_host_ms: float = math.nan
     aligned_peak_mb: float = math.nan
     aligned_err: float = math.nan
+    front_ms: float = math.nan
+    front_speedup: float = math.nan
+    front_gemm_gpu_ms: float = math.nan
+    front_other_gpu_ms: float = math.nan
+    front_host_us_per_gemm: float = math.nan
+    front_bwd_host_ms: float = math.nan
+    front_peak_mb: float = math.nan
+    front_err: float = math.nan
     versus_ms: float = math.nan
     versus_speedup: float = math.nan
     versus_gemm_gpu_ms: float = math.nan
@@ -495,11 +503,12 @@ def parse_job(spec: str) -> tuple[str, str, str]:
 
 
 def make_sides(gluon: bool, aten: bool = False, eager: float | None = None, grad: float | None = None,
-               aligned: bool = False) -> dict:
+               aligned: bool = False, front: bool = False) -> dict:
     """torch, ours (origami's picks) and, with ``gluon``, ours with TRITONBLAS_GLUON=1; with ``aten``, ours
     with TRITONBLAS_AUTOGRAD=aten; with ``eager`` (GFLOP), ours with TRITONBLAS_EAGER_MIN_GFLOP=eager; with
     ``grad`` (GFLOP), ours with TRITONBLAS_GRAD_MIN_GFLOP=grad; with ``aligned``, ours with
-    TRITONBLAS_VENDOR_ALIGNED=1."""
+    TRITONBLAS_VENDOR_ALIGNED=1; with ``front``, ours with TRITONBLAS_LINEAR_FORWARD=0 (nn.Linear's calls meet
+    F.linear's wrapper and its front, the hand-over before session 41)."""
     from tritonblas import settings
 
     sides = {"torch": Side("torch"), "ours": Side("ours")}
@@ -513,6 +522,8 @@ def make_sides(gluon: bool, aten: bool = False, eager: float | None = None, grad
         sides["grad"] = Side("grad", env={settings.ENV_GRAD_MIN_GFLOP: f"{grad:g}"})
     if aligned:
         sides["aligned"] = Side("aligned", env={settings.ENV_VENDOR_ALIGNED: "1"})
+    if front:
+        sides["front"] = Side("front", env={settings.ENV_LINEAR_FORWARD: "0"})
     return sides
 
 
@@ -599,12 +610,13 @@ def _versus_side(row: Row, table_path: str | None = None) -> "Side":
 
 def run_workload(name: str, mode: str, dtype_name: str, reps: int, device: str = "cuda", gluon: bool = False,
                  versus: bool = False, aten: bool = False, eager: float | None = None,
-                 grad: float | None = None, aligned: bool = False, versus_table: str | None = None) -> Row:
+                 grad: float | None = None, aligned: bool = False, versus_table: str | None = None,
+                 front: bool = False) -> Row:
     import torch
 
     dtype = {"bf16": torch.bfloat16, "fp16": torch.float16}[dtype_name]
     row = Row(name, mode, dtype_name, reps=reps)
-    sides = make_sides(gluon, aten, eager, grad, aligned)
+    sides = make_sides(gluon, aten, eager, grad, aligned, front)
     if eager is not None:
         row.eager_gflop = eager
     if grad is not None:
@@ -631,7 +643,7 @@ def run_workload(name: str, mode: str, dtype_name: str, reps: int, device: str =
             setattr(row, f"{k}_peak_mb", timed[k][1])
         row.speedup = row.torch_ms / row.ours_ms
         for k in sides:
-            if k not in ("torch", "ours"):  # gluon, aten, eager, grad, aligned, versus
+            if k not in ("torch", "ours"):  # gluon, aten, eager, grad, aligned, front, versus
                 setattr(row, f"{k}_speedup", row.torch_ms / getattr(row, f"{k}_ms"))
         for k in sides:
             g, o, per, calls, routed, fb, hits = _profile_side(*steps[k])
@@ -1012,7 +1024,7 @@ def plot(path: Path) -> Path:
 
 def run_isolated(model: str, mode: str, dtype: str, reps: int, timeout_s: float, gluon: bool = False,
               versus: bool = False, aten: bool = False, eager: float | None = None, grad: float | None = None,
-              aligned: bool = False, versus_table: str | None = None) -> Row:
+              aligned: bool = False, versus_table: str | None = None, front: bool = False) -> Row:
     """One workload in its own process: a device-side assert, a hang or a leak ends only its row."""
     import json
 
@@ -1020,7 +1032,7 @@ def run_isolated(model: str, mode: str, dtype: str, reps: int, timeout_s: float,
            *(["--versus"] if versus else []), *(["--aten"] if aten else []),
            *(["--eager", f"{eager:g}"] if eager is not None else []),
            *(["--grad", f"{grad:g}"] if grad is not None else []), *(["--aligned"] if aligned else []),
-           *(["--versus-table", str(versus_table)] if versus_table else [])]
+           *(["--versus-table", str(versus_table)] if versus_table else []), *(["--front"] if front else [])]
     try:
         p = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout_s, cwd=ROOT)
     except subprocess.TimeoutExpired:
@@ -1066,6 +1078,9 @@ def main(argv=None) -> int:
     ap.add_argument("--aligned", action="store_true",
                     help="a side: enable() with TRITONBLAS_VENDOR_ALIGNED=1 (aligned bf16/fp16 GEMMs, decode-sized ones "
                          "included, on torch's op; the aligned_* columns), in the same alternation")
+    ap.add_argument("--front", action="store_true",
+                    help="a side: enable() with TRITONBLAS_LINEAR_FORWARD=0 (nn.Linear's calls through F.linear's "
+                         "wrapper and its front; the front_* columns), in the same alternation")
     ap.add_argument("--versus", action="store_true",
                     help="a side with the ours-or-torch table tritonblas.versus measures (the versus_* columns)")
     ap.add_argument("--versus-table", default=None, metavar="TABLE.json",
@@ -1089,7 +1104,7 @@ def main(argv=None) -> int:
         import json
 
         r = run_workload(*args.one, args.reps, gluon=args.gluon, versus=args.versus, aten=args.aten, eager=args.eager,
-                         grad=args.grad, aligned=args.aligned, versus_table=args.versus_table)
+                         grad=args.grad, aligned=args.aligned, versus_table=args.versus_table, front=args.front)
         print("ROW " + json.dumps(asdict(r)), flush=True)
         return 0
     if args.plot is not None:
@@ -1115,11 +1130,12 @@ def main(argv=None) -> int:
         t0 = time.time()
         r = run_isolated(m, mo, d, args.reps, min(args.job_timeout_s, max(30.0, args.budget_s - (t0 - start) + 30)),
                       gluon=args.gluon, versus=args.versus, aten=args.aten, eager=args.eager, grad=args.grad,
-                      aligned=args.aligned, versus_table=args.versus_table)
+                      aligned=args.aligned, versus_table=args.versus_table, front=args.front)
         rows.append(r)
         print(f"{m} {mo} {d}: torch {r.torch_ms:.3f} ms ours {r.ours_ms:.3f} ms x{r.speedup:.3f} "
               f"versus {r.versus_ms:.3f} ms x{r.versus_speedup:.3f} "
-              f"({time.time() - t0:.0f} s) {r.error}", flush=True)
+              + (f"front {r.front_ms:.3f} ms x{r.front_speedup:.3f} " if args.front else "")
+              + f"({time.time() - t0:.0f} s) {r.error}", flush=True)
         if args.out:
             write_rows(args.out, rows, prov)
     print(summary([{k: (str(v) if not isinstance(v, float) else f"{v:.4g}") for k, v in asdict(r).items()}

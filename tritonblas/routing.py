@@ -34,7 +34,7 @@ from typing import Any, Callable
 
 import torch
 
-from tritonblas import _compat, autocast, below_autograd, counters, dispatch, fastpath, ops, scaled
+from tritonblas import _compat, autocast, below_autograd, counters, dispatch, fastpath, ops, scaled, settings
 
 __all__ = ["enable", "active", "serving_default", "busy", "ROUTED"]
 
@@ -429,6 +429,7 @@ _BELOW = below_autograd.LIBRARY  # non-empty while the kernels below autograd ar
 
 
 def _install() -> None:
+    module_forward = settings.linear_forward()  # (a bad value raises here, before anything is installed)
     below_autograd.arm(serving_default, busy)
     for owner, name, parse, route, *hot in _TARGETS:
         own = name in vars(owner)
@@ -441,12 +442,14 @@ def _install() -> None:
         if w is None or w.__wrapped__ is not orig:
             w = _WRAPPERS[key] = _wrapper(orig, parse, route, *hot)
         setattr(owner, name, w)
-    _install_linear_forward()
+    if module_forward:
+        _install_linear_forward()
 
 
 def _install_linear_forward() -> None:
     """``torch.nn.Linear.forward`` replaced by :func:`tritonblas.fastpath.linear_forward` over ``F.linear``'s
-    wrapper just installed (what most models' GEMMs call: its hand-over costs less than ``F.linear``'s front)."""
+    wrapper just installed (what most models' GEMMs call: its hand-over costs less than ``F.linear``'s front), unless
+    ``TRITONBLAS_LINEAR_FORWARD=0``."""
     owner, lin = torch.nn.Linear, torch.nn.functional.linear
     orig = vars(owner).get("forward")
     inner = getattr(lin, "_tritonblas_inner", None)

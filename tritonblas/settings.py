@@ -34,7 +34,7 @@ from origami.toolchain import ENV_TRITON_VERSION
 __all__ = ["ENV_PROFILE", "ENV_TABLE", "ENV_FAST", "ENV_PROFILE_DIR", "ENV_INTERPRET", "ENV_GLUON", "ENV_AUTOGRAD",
            "ENV_TRITON_VERSION", "ALL", "profile", "table", "fast", "profile_dir", "interpret", "gluon", "gluon_off",
            "autograd_aten", "ENV_EAGER_MIN_GFLOP", "eager_min_gflop", "ENV_GRAD_MIN_GFLOP", "GRAD_MIN_GFLOP",
-           "grad_min_gflop", "ENV_VENDOR_ALIGNED", "vendor_aligned_on", "DEFAULT", "raw_reader", "raw_getter", "raw_equals"]
+           "grad_min_gflop", "ENV_VENDOR_ALIGNED", "vendor_aligned_on", "ENV_LINEAR_FORWARD", "linear_forward", "DEFAULT", "raw_reader", "raw_getter", "raw_equals"]
 
 ENV_PROFILE = "TRITONBLAS_PROFILE"
 ENV_TABLE = "TRITONBLAS_TABLE"
@@ -46,8 +46,9 @@ ENV_EAGER_MIN_GFLOP = "TRITONBLAS_EAGER_MIN_GFLOP"
 ENV_GRAD_MIN_GFLOP = "TRITONBLAS_GRAD_MIN_GFLOP"
 GRAD_MIN_GFLOP = 20.0  # the default of TRITONBLAS_GRAD_MIN_GFLOP (fastpath.small_grad says why)
 ENV_VENDOR_ALIGNED = "TRITONBLAS_VENDOR_ALIGNED"
+ENV_LINEAR_FORWARD = "TRITONBLAS_LINEAR_FORWARD"
 ALL = (ENV_PROFILE, ENV_TABLE, ENV_FAST, ENV_PROFILE_DIR, ENV_TRITON_VERSION, ENV_INTERPRET, ENV_GLUON, ENV_AUTOGRAD,
-       ENV_EAGER_MIN_GFLOP, ENV_GRAD_MIN_GFLOP, ENV_VENDOR_ALIGNED)
+       ENV_EAGER_MIN_GFLOP, ENV_GRAD_MIN_GFLOP, ENV_VENDOR_ALIGNED, ENV_LINEAR_FORWARD)
 
 
 def profile() -> str | None:
@@ -69,6 +70,18 @@ def gluon() -> bool:
 def gluon_off() -> bool:
     """``TRITONBLAS_GLUON=0``: the dispatcher never runs the warp-specialised kernel (kind 'ws')."""
     return os.environ.get(ENV_GLUON) == "0"
+
+
+def linear_forward() -> bool:
+    """``TRITONBLAS_LINEAR_FORWARD``: unset, empty or ``1``: ``enable()`` replaces ``nn.Linear.forward`` while a block
+    is open (:func:`tritonblas.fastpath.linear_forward`); ``0``: it leaves it alone (every ``nn.Linear`` call then
+    meets ``F.linear``'s wrapper). Read when the first block opens; anything else is an error naming the variable."""
+    raw = os.environ.get(ENV_LINEAR_FORWARD, "").strip()
+    if raw in ("", "1"):
+        return True
+    if raw == "0":
+        return False
+    raise ValueError(f"{ENV_LINEAR_FORWARD}={raw!r}: expected 0 or 1")
 
 
 def autograd_aten() -> bool:

@@ -60,6 +60,24 @@ def test_the_forward_is_installed_in_a_block_and_restored_after(device):
     assert torch.nn.Linear.forward is torch_forward
 
 
+def test_the_switch_leaves_the_forward_alone_and_a_bad_value_is_its_error(device, monkeypatch):
+    torch_forward, torch_linear, torch_mm = torch.nn.Linear.forward, F.linear, torch.mm
+    monkeypatch.setenv(settings.ENV_LINEAR_FORWARD, "0")
+    lin, x = _linear(device), _x(device)
+    monkeypatch.setenv(settings.ENV_VENDOR_ALIGNED, "1")
+    with torch.no_grad(), tritonblas.enable():
+        assert torch.nn.Linear.forward is torch_forward
+        out, st = _counted(lambda: lin(x))  # F.linear's wrapper hands it over
+        assert st["intercepted"] == 1 and st["routed"] == 0, st
+    assert torch.equal(out, F.linear(x, lin.weight, lin.bias))
+    monkeypatch.setenv(settings.ENV_LINEAR_FORWARD, "yes")
+    with pytest.raises(ValueError, match=settings.ENV_LINEAR_FORWARD):
+        with tritonblas.enable():
+            pass
+    assert torch.nn.Linear.forward is torch_forward and F.linear is torch_linear and torch.mm is torch_mm
+    assert not tritonblas.routing.active()
+
+
 def test_the_kept_verdict_follows_the_variable_the_dtype_and_the_table(device, monkeypatch):
     lin, x = _linear(device), _x(device)
     with torch.no_grad(), tritonblas.enable():

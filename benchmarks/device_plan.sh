@@ -83,6 +83,12 @@
 #   benchmarks/host_linear.py --handover-gpu > $OUT/handover.txt`; on an H200 a second call with SUITE=1 (the suite
 #   has not run on an H200 since session 37), then the held-out fp8/square sweeps (REPICK_BUDGET=0 RAGGED_BUDGET=0
 #   HELDOUT_ARGS="--jobs square fp8_e4m3"), then the unaligned training set (TRAINING=1, session 37's line).
+# Session 41 (four H100 calls, no refusals: 6e0db3a, ae5e565, 3b64bb6 twice): models at the default; the suite at
+#   ae5e565 (2419 passed); nn.Linear's forward (fastpath.linear_forward) against F.linear's front in one alternation
+#   (MODELS_ARGS="--front --reps 20 --jobs ..."). Next, whatever GPU comes: the same with the other workloads and the
+#   compiled rows (llama3.2-1b:decode_graph, llama3-8b:decode_compile, llama3.2-1b:compile; MODELS_ARGS with --front
+#   adds the mechanism's side); on an H200 SUITE=1 MODELS=1 first (no suite on an H200 since session 37), then the
+#   held-out fp8/square sweeps and the unaligned training set as in session 40's line.
 set -u -o pipefail
 : "${GIT_SHA:?set GIT_SHA=<the commit of the tree you send>}"
 export GIT_SHA

@@ -271,6 +271,30 @@ MUTATIONS = (
              "    ws = w.shape\n    if len(ws) != 2:\n        return False\n    n, k = ws\n",
              "    ws = w.shape\n    if len(ws) != 2:\n        return False\n    k, n = ws\n",
              ("tests/dropin/test_vendor_aligned.py",)),
+    Mutation("linear_forward_keeps_a_stale_verdict", "nn.Linear's forward under enable() keeps a weight's verdict "
+             "when TRITONBLAS_VENDOR_ALIGNED changes (session 41's kept verdict, unchecked against the variable)",
+             "tritonblas/fastpath.py",
+             "e[0]() is not w or e[1] != vendor_aligned_raw() or e[2] != _table_raw()",
+             "e[0]() is not w or e[2] != _table_raw()",
+             ("tests/dropin/test_linear_forward.py",)),
+    Mutation("linear_forward_misses_a_dtype_change", "nn.Linear's forward keeps a weight's verdict after its data "
+             "changed dtype (param.data = ..., the same Parameter)",
+             "tritonblas/fastpath.py",
+             "or e[3] != _TABLE_GEN[0] or e[4] is not w.dtype or e[5] is not w.is_cuda):",
+             "or e[3] != _TABLE_GEN[0] or e[5] is not w.is_cuda):",
+             ("tests/dropin/test_linear_forward.py",)),
+    Mutation("linear_forward_skips_autograds_m", "nn.Linear's forward hands a call autograd records to torch without "
+             "the rule's M test (an unaligned M's backward GEMMs on torch's op)",
+             "tritonblas/fastpath.py",
+             "                elif handed and _grad_enabled() and (",
+             "                elif handed and False and (",
+             ("tests/dropin/test_linear_forward.py", "tests/dropin/test_vendor_aligned.py")),
+    Mutation("linear_forward_reads_parameters_always", "nn.Linear's forward reads _parameters whatever the class "
+             "(a parametrized module's or a custom __getattr__'s weight is not what torch's forward multiplies by)",
+             "tritonblas/fastpath.py",
+             "        if cls is linear_cls or params_of.get(cls) or (cls not in params_of and _remember_reads(cls)):",
+             "        if True:",
+             ("tests/dropin/test_linear_forward.py",)),
     Mutation("profile_hash_reads_spelling", "a profile's content hash reads how its numbers are spelled (2 vs 2.0: "
              "one profile, two hashes; a rendered copy looks like another profile)",
              "origami/hardware.py",

@@ -295,6 +295,18 @@ MUTATIONS = (
              "        if cls is linear_cls or params_of.get(cls) or (cls not in params_of and _remember_reads(cls)):",
              "        if True:",
              ("tests/dropin/test_linear_forward.py",)),
+    Mutation("front_reads_sizes_under_jit_trace", "the routing wrapper's front reads sizes under torch.jit.trace (a "
+             "refused trace then crashed the process: the front swallowed the tracer's error)",
+             "tritonblas/routing.py",
+             "        if not kwargs and not _is_compiling() and not _jit_tracing():",
+             "        if not kwargs and not _is_compiling():",
+             ("tests/dropin/test_jit_trace.py",)),
+    Mutation("wrapper_routes_under_jit_trace", "the routing wrapper routes calls under torch.jit.trace (the first and "
+             "second invocation take different paths: the tracer's check fails)",
+             "tritonblas/routing.py",
+             "                if _jit_tracing():  # torch.jit.trace",
+             "                if False:  # torch.jit.trace",
+             ("tests/dropin/test_jit_trace.py",)),
     Mutation("profile_hash_reads_spelling", "a profile's content hash reads how its numbers are spelled (2 vs 2.0: "
              "one profile, two hashes; a rendered copy looks like another profile)",
              "origami/hardware.py",

@@ -40,6 +40,7 @@ __all__ = ["enable", "active", "serving_default", "busy", "ROUTED"]
 
 Tensor = torch.Tensor
 _is_compiling = torch.compiler.is_compiling
+_jit_tracing = torch._C._get_tracing_state
 _functorch_level = torch._C._functorch.peek_interpreter_stack
 _PLAIN = (torch.Tensor, torch.nn.Parameter)
 
@@ -343,6 +344,9 @@ def _wrapper(orig: Callable, parse: Callable, route: Callable, hot: Callable | N
             tls = _TLS
             stack = tls.stack
             if stack and not tls.busy:
+                if _jit_tracing():  # torch.jit.trace: torch's op, so that every invocation records the same graph
+                    count(_INTERCEPTED)
+                    return orig(*args, **kwargs)
                 default = stack[-1] is None
                 if default and _REFUSED and refused_class(args, kwargs):  # a dtype/device no call can route: torch's
                     count(_INTERCEPTED)
@@ -405,7 +409,8 @@ def _fronted(orig: Callable, front: Callable, routed: Callable) -> Callable:
     Why: the hand-over is what most GEMM calls take on NVIDIA GPUs, and inside a model every Python operation on
     its way costs ~0.2 us (fastpath.linear_handed says what this front measured)."""
     def fronted(*args, **kwargs):
-        if not kwargs and not _is_compiling():  # (no open block anywhere: this thread's stack is empty too)
+        # (torch.jit.trace: no front, whose reads of sizes the tracer records or refuses: the wrapper gives torch's op)
+        if not kwargs and not _is_compiling() and not _jit_tracing():
             stack = _TLS.stack
             if stack and stack[-1] is None and not _TLS.busy:
                 try:

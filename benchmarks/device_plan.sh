@@ -57,7 +57,7 @@
 #   TRAINING_ARGS="--also-pick mn_major_tile_cost=0 fp8_spill_traffic_limit=0" (h200.yaml has no unaligned fp8 row, so
 #   its fp8_spill_traffic_limit stays 0 and its held-out fp8 split, once swept, would meet the H100's split-K spills).
 # Session 38 (H100 twice at cad2780: the suite, 2308 passed; models at the vendor-aligned default, 10 workloads, geomean
-#   1.028). The rule then took decode-sized GEMMs too (fastpath.vendor_aligned), not yet measured end to end. First,
+#   1.028). The rule then took decode-sized GEMMs too (handover.vendor_aligned), not yet measured end to end. First,
 #   on any GPU, FIRST_MODELS (below, about 200 s), then on an H200 the held-out sweeps with the rest, in one call:
 #   GIT_SHA=<sha> TOTAL=575 FIRST_MODELS="llama3.2-1b:decode_graph:bf16 llama3.2-1b:decode:bf16
 #   llama3-8b:decode_graph:bf16" REPICK_BUDGET=0 RAGGED_BUDGET=0 HELDOUT_ARGS="--jobs square fp8_e4m3" bash
@@ -84,7 +84,7 @@
 #   has not run on an H200 since session 37), then the held-out fp8/square sweeps (REPICK_BUDGET=0 RAGGED_BUDGET=0
 #   HELDOUT_ARGS="--jobs square fp8_e4m3"), then the unaligned training set (TRAINING=1, session 37's line).
 # Session 41 (four H100 calls, no refusals: 6e0db3a, ae5e565, 3b64bb6 twice): models at the default; the suite at
-#   ae5e565 (2419 passed); nn.Linear's forward (fastpath.linear_forward) against F.linear's front in one alternation
+#   ae5e565 (2419 passed); nn.Linear's forward (handover.linear_forward) against F.linear's front in one alternation
 #   (MODELS_ARGS="--front --reps 20 --jobs ..."). Next, whatever GPU comes: the same with the other workloads and the
 #   compiled rows (llama3.2-1b:decode_graph, llama3-8b:decode_compile, llama3.2-1b:compile; MODELS_ARGS with --front
 #   adds the mechanism's side); on an H200 SUITE=1 MODELS=1 first (no suite on an H200 since session 37), then the

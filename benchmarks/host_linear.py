@@ -511,7 +511,7 @@ def module_toll(rounds: int = 300) -> list[str]:
     """CPU: what ``enable()`` costs a host-bound prefill whose every GEMM the vendor rule hands to torch's op: a tiny
     24-layer ``transformers`` BERT (hidden 64, 4 heads, bf16, 2 x 16 tokens, ``inference_mode``; 145 ``nn.Linear``
     calls a forward, every one aligned) with ``TRITONBLAS_VENDOR_ALIGNED=1``: torch alone; ``enable()`` as shipped
-    (``nn.Linear``'s forward replaced: :func:`tritonblas.fastpath.linear_forward`); and ``enable()`` with torch's
+    (``nn.Linear``'s forward replaced: :func:`tritonblas.handover.linear_forward`); and ``enable()`` with torch's
     own forward put back for the block, so every call meets ``F.linear``'s wrapper and its front (the mechanism
     before). Sides rotated per round, one thread; each ratio is the median of per-round ratios to torch's. Raises
     when a side routes a GEMM or does not intercept every one (then the toll measured would be something else)."""
@@ -643,12 +643,12 @@ def handover_gpu(rounds: int = 9, n: int = 2000) -> list[str]:
     a ``Parameter`` weight; the GPU's work under the host's, so wall time is host time), under ``inference_mode``,
     torch alone against ``enable()`` at the default, the order flipped every round, ``n`` calls a side timed up to
     the drained queue; medians of each side and of the paired differences. Then the hand-over's stages timed alone
-    in a loop: the wrapper's front (``fastpath.linear_handed``: the sizes and the rule), the rule
-    (``fastpath.vendor_aligned``) and the reads it makes. Raises when the enable() side routes a call (then the toll would be something else)."""
+    in a loop: the wrapper's front (``handover.linear_handed``: the sizes and the rule), the rule
+    (``handover.vendor_aligned``) and the reads it makes. Raises when the enable() side routes a call (then the toll would be something else)."""
     import torch
 
     import tritonblas
-    from tritonblas import dispatch, fastpath
+    from tritonblas import dispatch, handover
 
     def side_us(f, on: bool) -> float:
         with tritonblas.enable() if on else contextlib.nullcontext():
@@ -686,11 +686,11 @@ def handover_gpu(rounds: int = 9, n: int = 2000) -> list[str]:
         out.append(f"{name:34} {statistics.median(base):7.2f} {statistics.median(ours):9.2f} {d:6.2f}")
     out.append("stages alone (inference_mode, the first case's operands), us per call:")
     w, x = first
-    raw = fastpath.vendor_aligned_raw()
+    raw = handover.vendor_aligned_raw()
     with torch.inference_mode():
-        stages = {"fastpath.linear_handed(x, w)": lambda: fastpath.linear_handed(x, w),
-                  "fastpath.vendor_aligned(...)": lambda: fastpath.vendor_aligned(raw, x, 1, 256, 256, False),
-                  "fastpath.vendor_aligned_raw()": fastpath.vendor_aligned_raw,
+        stages = {"handover.linear_handed(x, w)": lambda: handover.linear_handed(x, w),
+                  "handover.vendor_aligned(...)": lambda: handover.vendor_aligned(raw, x, 1, 256, 256, False),
+                  "handover.vendor_aligned_raw()": handover.vendor_aligned_raw,
                   "w.shape": lambda: w.shape, "x.numel()": x.numel, "x.is_cuda": lambda: x.is_cuda,
                   "torch.is_grad_enabled()": torch.is_grad_enabled, "(empty lambda)": lambda: None}
         for stage, fn in stages.items():

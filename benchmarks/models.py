@@ -41,7 +41,7 @@ columns, in the same alternation (``eager_gflop`` records the threshold). ``--gr
 ``enable()`` with ``TRITONBLAS_GRAD_MIN_GFLOP=GFLOP`` (:func:`tritonblas.fastpath.small_grad`; ``0`` is the drop-in
 without that rule, the ``ours`` side its default), in the ``grad_*`` columns (``grad_gflop``). ``--aligned`` adds the
 side ``aligned``: ``enable()`` with ``TRITONBLAS_VENDOR_ALIGNED=1`` (aligned bf16/fp16 GEMMs, decode-sized
-ones included, run torch's op, :func:`tritonblas.fastpath.vendor_aligned`), in the ``aligned_*`` columns. On an NVIDIA GPU that
+ones included, run torch's op, :func:`tritonblas.handover.vendor_aligned`), in the ``aligned_*`` columns. On an NVIDIA GPU that
 rule is the default, so the side repeats ``ours`` unless the process runs with ``TRITONBLAS_VENDOR_ALIGNED=0``
 (``ours`` then has the rule off; the provenance line ``tritonblas_env`` records it).
 

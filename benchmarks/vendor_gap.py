@@ -14,7 +14,7 @@ arithmetic intensity, alignment, the pick's kind and predicted time) fitted on t
 only, choosing ours where it predicts more than ``--margin`` of gain.
 
     python benchmarks/vendor_gap.py --max-m 16     # instead: every shape with M <= 16 (decode, GEMV-like), one row each
-    python benchmarks/vendor_gap.py --classes      # instead: per split, the classes fastpath.vendor_aligned was
+    python benchmarks/vendor_gap.py --classes      # instead: per split, the classes handover.vendor_aligned was
                                                    # decided on (aligned decode-sized, aligned larger, other)
 
 ``--max-m M`` prints, per recorded shape with at most M rows, torch's time, our pick's and the best recorded
@@ -99,7 +99,7 @@ def skinny_table(rows: list[dict]) -> int:
 
 
 def aligned_class(p) -> str:
-    """The class :func:`tritonblas.fastpath.vendor_aligned` decides by: a bf16/fp16 problem of 16-byte-aligned
+    """The class :func:`tritonblas.handover.vendor_aligned` decides by: a bf16/fp16 problem of 16-byte-aligned
     rows, decode-sized (min(M, N) <= 16) or not; everything else "other"."""
     if p.a_dtype.value not in ("bf16", "fp16") or p.align_bytes < 16:
         return "other (unaligned, or not 2-byte)"
@@ -131,7 +131,7 @@ def main(argv=None) -> int:
     ap.add_argument("--max-m", type=int, default=None, metavar="M",
                     help="only list the shapes with at most M rows: torch, pick and best, per shape")
     ap.add_argument("--classes", action="store_true",
-                    help="torch/pick per split, alignment class (fastpath.vendor_aligned's) and GFLOP bucket")
+                    help="torch/pick per split, alignment class (handover.vendor_aligned's) and GFLOP bucket")
     args = ap.parse_args(argv)
     rows = rows_of(args.profile)
     if args.classes:

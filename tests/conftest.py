@@ -23,7 +23,7 @@ if not HAS_CUDA:
 # checks the default and the threshold themselves
 os.environ.setdefault("TRITONBLAS_GRAD_MIN_GFLOP", "0")
 # likewise on an NVIDIA GPU the drop-in sends aligned bf16/fp16 GEMMs (decode-sized too) to torch by default
-# (TRITONBLAS_VENDOR_ALIGNED, tritonblas.fastpath.vendor_aligned), so the GPU suite would test cuBLAS there: off
+# (TRITONBLAS_VENDOR_ALIGNED, tritonblas.handover.vendor_aligned), so the GPU suite would test cuBLAS there: off
 # here; tests/dropin/test_vendor_aligned.py checks the default and the switch themselves
 os.environ.setdefault("TRITONBLAS_VENDOR_ALIGNED", "0")
 os.environ.setdefault("NUMBA_CACHE_DIR", os.path.join(os.path.dirname(__file__), "..", ".numba_cache"))

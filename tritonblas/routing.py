@@ -11,7 +11,7 @@ accepts), and never re-enters itself (torch ops that tritonblas itself calls run
 Anything else runs torch's original function, so results and errors are exactly torch's. Leaving the
 last open block restores the originals.
 
-``torch.nn.Linear.forward`` is replaced too (:func:`tritonblas.fastpath.linear_forward`), since ``nn.Linear`` is
+``torch.nn.Linear.forward`` is replaced too (:func:`tritonblas.handover.linear_forward`), since ``nn.Linear`` is
 what most models' GEMMs call: a call the vendor rule hands to torch's op runs it straight from the forward, the
 rule's verdict kept per weight; every other call goes to ``F.linear``'s wrapper as before.
 
@@ -34,7 +34,7 @@ from typing import Any, Callable
 
 import torch
 
-from tritonblas import _compat, autocast, below_autograd, counters, dispatch, fastpath, ops, scaled, settings
+from tritonblas import _compat, autocast, below_autograd, counters, dispatch, fastpath, handover, ops, scaled, settings
 
 __all__ = ["enable", "active", "serving_default", "busy", "ROUTED"]
 
@@ -153,7 +153,7 @@ def _run(profile: Any, fn: Callable, tensors: tuple, out: Any, **kwargs):
 
 
 def _handed(profile, t: Tensor, m, n, k, *leaves) -> bool:
-    """Whether the vendor rule (:func:`tritonblas.fastpath.vendor_aligned`) gives this call to torch's op, in a
+    """Whether the vendor rule (:func:`tritonblas.handover.vendor_aligned`) gives this call to torch's op, in a
     route: every form no front takes (keywords, ``torch.mm``, ``baddbmm``, ``addbmm``; :func:`_fronted`), every
     call under ``torch.compile`` (decided at trace time: the graph then holds torch's op), and again a call a front
     declined (the same verdict). Only for the default profile, as at the fronts; ``leaves`` are the operands whose
@@ -162,8 +162,8 @@ def _handed(profile, t: Tensor, m, n, k, *leaves) -> bool:
         return False
     grad = torch.is_grad_enabled() and any(x is not None and x.requires_grad for x in leaves)
     if _is_compiling():  # the settings read outside dynamo, at trace time (torch 2.11 cannot trace the raw read)
-        return fastpath.vendor_aligned_traced(t, m, n, k, grad)
-    return fastpath.vendor_aligned(fastpath.vendor_aligned_raw(), t, m, n, k, grad)
+        return handover.vendor_aligned_traced(t, m, n, k, grad)
+    return handover.vendor_aligned(handover.vendor_aligned_raw(), t, m, n, k, grad)
 
 
 def _r_linear(profile, x, w, bias):
@@ -277,32 +277,32 @@ def _r_scaled_mm(profile, a, b, scale_a, scale_b, bias, scale_result, out_dtype,
     # eager only: under torch.compile Inductor lowers torch._scaled_mm itself
     if _is_compiling():
         return NotImplemented
-    if profile is None and isinstance(a, Tensor) and fastpath.vendor_scaled(a):  # on NVIDIA GPUs, by default: cuBLAS
-        return NotImplemented  # ran these faster (fastpath.vendor_scaled says how much)
+    if profile is None and isinstance(a, Tensor) and handover.vendor_scaled(a):  # on NVIDIA GPUs, by default: cuBLAS
+        return NotImplemented  # ran these faster (handover.vendor_scaled says how much)
     return scaled.route(profile, a, b, scale_a, scale_b, bias, scale_result, out_dtype, use_fast_accum)
 
 
 # (owner, attribute, signature, route[, hot, unroutable[, front]])
 _TARGETS: tuple = (
     (torch.nn.functional, "linear", _p_linear, _r_linear, fastpath.linear_hot, fastpath.record_unroutable_linear,
-     fastpath.linear_handed),
+     handover.linear_handed),
     (torch, "matmul", _p_binary, _r_matmul, fastpath.matmul_hot, fastpath.record_unroutable_matmul,
-     fastpath.matmul_handed),
+     handover.matmul_handed),
     (torch, "mm", _p_mm, _r_mm),
-    (torch, "bmm", _p_mm, _r_bmm, fastpath.bmm_hot, None, fastpath.bmm_handed),
-    (torch, "addmm", _p_addmm, _r_addmm, fastpath.addmm_hot, None, fastpath.addmm_handed),
+    (torch, "bmm", _p_mm, _r_bmm, fastpath.bmm_hot, None, handover.bmm_handed),
+    (torch, "addmm", _p_addmm, _r_addmm, fastpath.addmm_hot, None, handover.addmm_handed),
     (torch, "baddbmm", _p_addmm, _r_baddbmm),
     (torch, "addbmm", _p_addmm, _r_addbmm),
     (torch, "mv", _p_mv, _r_mv),
     (torch, "addmv", _p_addmv, _r_addmv),
     (torch, "_scaled_mm", _p_scaled_mm, _r_scaled_mm),
     (torch.Tensor, "matmul", _p_method_binary, _r_matmul, fastpath.matmul_hot, fastpath.record_unroutable_matmul,
-     fastpath.matmul_handed),
+     handover.matmul_handed),
     (torch.Tensor, "__matmul__", _p_method_binary, _r_matmul, fastpath.matmul_hot,
-     fastpath.record_unroutable_matmul, fastpath.matmul_handed),
+     fastpath.record_unroutable_matmul, handover.matmul_handed),
     (torch.Tensor, "mm", _p_method_mm, _r_mm),
-    (torch.Tensor, "bmm", _p_method_mm, _r_bmm, fastpath.bmm_hot, None, fastpath.bmm_handed),
-    (torch.Tensor, "addmm", _p_method_addmm, _r_addmm, fastpath.addmm_hot, None, fastpath.addmm_handed),
+    (torch.Tensor, "bmm", _p_method_mm, _r_bmm, fastpath.bmm_hot, None, handover.bmm_handed),
+    (torch.Tensor, "addmm", _p_method_addmm, _r_addmm, fastpath.addmm_hot, None, handover.addmm_handed),
     (torch.Tensor, "baddbmm", _p_method_addmm, _r_baddbmm),
     (torch.Tensor, "addbmm", _p_method_addmm, _r_addbmm),
     (torch.Tensor, "mv", _p_method_mv, _r_mv),
@@ -407,7 +407,7 @@ def _fronted(orig: Callable, front: Callable, routed: Callable) -> Callable:
     ``front`` raising TypeError, AttributeError or RuntimeError (a form, an argument or a tensor whose sizes it
     cannot read: a nested tensor of the strided layout) means not handed.
     Why: the hand-over is what most GEMM calls take on NVIDIA GPUs, and inside a model every Python operation on
-    its way costs ~0.2 us (fastpath.linear_handed says what this front measured)."""
+    its way costs ~0.2 us (handover.linear_handed says what this front measured)."""
     def fronted(*args, **kwargs):
         # (torch.jit.trace: no front, whose reads of sizes the tracer records or refuses: the wrapper gives torch's op)
         if not kwargs and not _is_compiling() and not _jit_tracing():
@@ -452,7 +452,7 @@ def _install() -> None:
 
 
 def _install_linear_forward() -> None:
-    """``torch.nn.Linear.forward`` replaced by :func:`tritonblas.fastpath.linear_forward` over ``F.linear``'s
+    """``torch.nn.Linear.forward`` replaced by :func:`tritonblas.handover.linear_forward` over ``F.linear``'s
     wrapper just installed (what most models' GEMMs call: its hand-over costs less than ``F.linear``'s front), unless
     ``TRITONBLAS_LINEAR_FORWARD=0``."""
     owner, lin = torch.nn.Linear, torch.nn.functional.linear
@@ -463,7 +463,7 @@ def _install_linear_forward() -> None:
     key = (id(owner), "forward", id(orig), id(lin))
     w = _WRAPPERS.get(key)
     if w is None:
-        w = _WRAPPERS[key] = fastpath.linear_forward(_TLS, inner, lin.__wrapped__)
+        w = _WRAPPERS[key] = handover.linear_forward(_TLS, inner, lin.__wrapped__)
         w.__wrapped__ = orig
         w.__doc__ = orig.__doc__
         w._tritonblas_route = True

@@ -14,7 +14,7 @@ not import tritonblas) and re-exported here.
 | ``TRITONBLAS_AUTOGRAD`` | ``aten`` (an experiment): under ``enable()``, GEMMs with autograd recording run our kernels below torch's C++ autograd (:mod:`tritonblas.below_autograd`) instead of through our Python autograd Function; read when the first block opens |
 | ``TRITONBLAS_EAGER_MIN_GFLOP`` | ``G`` (an experiment, unset by default): in eager mode, a warm-path GEMM (``F.linear``, ``matmul``/``@``, ``bmm``, positional ``addmm``) of fewer than G GFLOP (2·M·N·K) runs torch's own op; CUDA graph capture and ``torch.compile`` keep ours. Host-bound eager workloads pay our Python call (:mod:`tritonblas.fastpath`) |
 | ``TRITONBLAS_GRAD_MIN_GFLOP`` | ``G`` (default 20; ``0`` turns it off): under ``enable()``, an eager GEMM that autograd records (``F.linear``, ``matmul``/``@``, ``bmm``, positional ``addmm`` with an input that requires grad) of fewer than G GFLOP whose M, N and K are all multiples of 16 bytes' elements runs torch's own op, forward and backward; CUDA graph capture and ``torch.compile`` keep ours. Why: :func:`tritonblas.fastpath.small_grad` |
-| ``TRITONBLAS_VENDOR_ALIGNED`` | unset or empty: on for NVIDIA GPUs' tensors (where it was measured, H100 and H200) unless a tile table is in force, off for the CPU and ROCm; ``1``: on everywhere; ``0``: off. Under ``enable()``, a bf16/fp16 GEMM of any routed op (``F.linear``, ``matmul``/``@``, ``mm``, ``bmm``, ``addmm``, ``baddbmm``, ``addbmm``, any spelling; under autocast, the 2-byte type it runs in) whose N and K (and M, when autograd records it) are multiples of 8 runs torch's own op (decode-sized ones included), as does a GEMM of any dtype and alignment whose K is under one tensor-core MMA step (``K * element_size < 32`` bytes), CUDA graph capture included and under ``torch.compile`` decided at trace time; so does an eager ``torch._scaled_mm`` call (fp8); ``tritonblas.scaled_mm`` and the other ``tritonblas`` functions called by name keep ours. Why: :func:`tritonblas.fastpath.vendor_aligned`, :func:`~tritonblas.fastpath.vendor_scaled` |
+| ``TRITONBLAS_VENDOR_ALIGNED`` | unset or empty: on for NVIDIA GPUs' tensors (where it was measured, H100 and H200) unless a tile table is in force, off for the CPU and ROCm; ``1``: on everywhere; ``0``: off. Under ``enable()``, a bf16/fp16 GEMM of any routed op (``F.linear``, ``matmul``/``@``, ``mm``, ``bmm``, ``addmm``, ``baddbmm``, ``addbmm``, any spelling; under autocast, the 2-byte type it runs in) whose N and K (and M, when autograd records it) are multiples of 8 runs torch's own op (decode-sized ones included), as does a GEMM of any dtype and alignment whose K is under one tensor-core MMA step (``K * element_size < 32`` bytes), CUDA graph capture included and under ``torch.compile`` decided at trace time; so does an eager ``torch._scaled_mm`` call (fp8); ``tritonblas.scaled_mm`` and the other ``tritonblas`` functions called by name keep ours. Why: :func:`tritonblas.handover.vendor_aligned`, :func:`~tritonblas.handover.vendor_scaled` |
 | ``TRITON_INTERPRET`` | ``1`` (or ``true``/``yes``/``on``, as Triton reads it) runs the kernels on CPU tensors through Triton's interpreter |
 
 Hot paths read them through :func:`raw_reader` (``dispatch``'s fast key), :func:`raw_equals`
@@ -74,7 +74,7 @@ def gluon_off() -> bool:
 
 def linear_forward() -> bool:
     """``TRITONBLAS_LINEAR_FORWARD``: unset, empty or ``1``: ``enable()`` replaces ``nn.Linear.forward`` while a block
-    is open (:func:`tritonblas.fastpath.linear_forward`); ``0``: it leaves it alone (every ``nn.Linear`` call then
+    is open (:func:`tritonblas.handover.linear_forward`); ``0``: it leaves it alone (every ``nn.Linear`` call then
     meets ``F.linear``'s wrapper). Read when the first block opens; anything else is an error naming the variable."""
     raw = os.environ.get(ENV_LINEAR_FORWARD, "").strip()
     if raw in ("", "1"):
@@ -132,7 +132,7 @@ DEFAULT = _Default()
 
 def vendor_aligned_on() -> bool | _Default:
     """``TRITONBLAS_VENDOR_ALIGNED``: whether aligned bf16/fp16 GEMMs (decode-sized ones included) and GEMMs whose K
-    is under one MMA step, under ``enable()``, run torch's op (:func:`tritonblas.fastpath.vendor_aligned`): ``1``
+    is under one MMA step, under ``enable()``, run torch's op (:func:`tritonblas.handover.vendor_aligned`): ``1``
     True (on for every device), ``0`` False (off),
     empty or unset :data:`DEFAULT` (on for NVIDIA GPUs' tensors, where it was measured; off for the CPU and ROCm).
     A ValueError naming the variable for any other value."""

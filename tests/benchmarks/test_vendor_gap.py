@@ -29,7 +29,7 @@ def test_max_m_lists_skinny_shapes_with_their_own_ratios(capsys):
 
 
 def test_aligned_class_is_the_rules():
-    """``aligned_class`` splits as :func:`tritonblas.fastpath.vendor_aligned` decides: 2-byte, 16-byte-aligned,
+    """``aligned_class`` splits as :func:`tritonblas.handover.vendor_aligned` decides: 2-byte, 16-byte-aligned,
     decode-sized (min(M, N) <= 16) or not; anything else is "other"."""
     from origami.problem import DType, GemmProblem
 

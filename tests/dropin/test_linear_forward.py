@@ -1,8 +1,8 @@
-"""``nn.Linear.forward`` under ``enable()`` (tritonblas.fastpath.linear_forward, installed by tritonblas.routing):
+"""``nn.Linear.forward`` under ``enable()`` (tritonblas.handover.linear_forward, installed by tritonblas.routing):
 installed while a block is open and restored after; the vendor rule's verdict it keeps per weight follows the
-variable, the weight's dtype and the tile table within one block; the weight and bias it reads are what torch's
-forward reads (parametrized, pruned, ``functional_call``, a subclass with its own ``__getattr__``); a thread without a block gets
-torch's forward. CPU (interpreter) and GPU; counted, never timed (the cost is ``benchmarks/host_linear.py
+variable, the weight's dtype and the default within one block; the weight and bias it reads are what torch's
+forward reads (parametrized, pruned, ``functional_call``, a subclass with its own ``__getattr__``); a thread without
+a block gets torch's forward. CPU (interpreter) and GPU; counted, never timed (the cost is ``benchmarks/host_linear.py
 --module-toll``'s)."""
 
 from __future__ import annotations
@@ -17,7 +17,7 @@ import torch
 import torch.nn.functional as F
 
 import tritonblas
-from tritonblas import dispatch, fastpath, settings
+from tritonblas import dispatch, fastpath, handover, settings
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # tests/_check.py
 from _check import assert_gemm_close, reference  # noqa: E402  (the one comparator, RELIABILITY §4.2)
@@ -207,10 +207,10 @@ def test_a_kept_verdict_goes_with_its_weight(device, monkeypatch):
     key = id(lin.weight)
     with torch.no_grad(), tritonblas.enable():
         lin(_x(device))
-    assert key in fastpath._VERDICTS
+    assert key in handover._VERDICTS
     del lin
     gc.collect()
-    assert key not in fastpath._VERDICTS
+    assert key not in handover._VERDICTS
 
 
 def test_a_bad_value_of_the_variable_is_its_error(device, monkeypatch):

@@ -456,10 +456,10 @@ def test_a_compiled_llama_traces_whole_under_enable(device, monkeypatch, value):
     GEMM of this model aligned) torch's ops, nothing of ours launched."""
     import os
 
-    from tritonblas import fastpath, settings
+    from tritonblas import handover, settings
 
     monkeypatch.setenv(settings.ENV_VENDOR_ALIGNED, value)
-    monkeypatch.setattr(fastpath, "vendor_aligned_raw",
+    monkeypatch.setattr(handover, "vendor_aligned_raw",
                         torch._dynamo.disable(lambda: os.environ.get(settings.ENV_VENDOR_ALIGNED)))
     model, inputs, _ = models.build("llama3-8b", torch.bfloat16, device, tiny=True)
     kw = inputs("prefill")

@@ -386,7 +386,7 @@ def test_fnuz_nan_propagates_like_the_reference(device):
 
 @pytest.mark.parametrize("value", ["1", "0", None])
 def test_the_vendor_switch_hands_torchs_fp8_calls_to_torch(device, monkeypatch, value):
-    """``TRITONBLAS_VENDOR_ALIGNED`` (tritonblas.fastpath.vendor_scaled): ``1`` hands a ``torch._scaled_mm`` call we
+    """``TRITONBLAS_VENDOR_ALIGNED`` (tritonblas.handover.vendor_scaled): ``1`` hands a ``torch._scaled_mm`` call we
     could run to torch's op (its result or its error, as outside the block), ``0`` routes it; unset is ``1`` for an
     NVIDIA GPU's tensors and ``0`` for the CPU's. ``tritonblas.scaled_mm``, called by name, stays ours."""
     from tritonblas import settings
@@ -420,23 +420,23 @@ def test_the_vendor_switch_default_reads_the_device(monkeypatch):
     ROCm build; ``1`` and ``0`` decide everywhere. The decision alone, on stand-ins for the operand (no GPU here)."""
     from types import SimpleNamespace
 
-    from tritonblas import fastpath, settings
+    from tritonblas import handover, settings
 
     gpu, cpu = SimpleNamespace(is_cuda=True), SimpleNamespace(is_cuda=False)
     monkeypatch.delenv(settings.ENV_VENDOR_ALIGNED, raising=False)
     monkeypatch.delenv(settings.ENV_TABLE, raising=False)
-    monkeypatch.setattr(fastpath, "_NVIDIA_BUILD", True)
-    assert fastpath.vendor_scaled(gpu) and not fastpath.vendor_scaled(cpu)
+    monkeypatch.setattr(handover, "_NVIDIA_BUILD", True)
+    assert handover.vendor_scaled(gpu) and not handover.vendor_scaled(cpu)
     monkeypatch.setenv(settings.ENV_TABLE, "/a/table.json")
-    assert not fastpath.vendor_scaled(gpu)
+    assert not handover.vendor_scaled(gpu)
     monkeypatch.delenv(settings.ENV_TABLE)
-    monkeypatch.setattr(fastpath, "_NVIDIA_BUILD", False)
-    assert not fastpath.vendor_scaled(gpu)
+    monkeypatch.setattr(handover, "_NVIDIA_BUILD", False)
+    assert not handover.vendor_scaled(gpu)
     monkeypatch.setenv(settings.ENV_VENDOR_ALIGNED, "1")
-    assert fastpath.vendor_scaled(gpu) and fastpath.vendor_scaled(cpu)
+    assert handover.vendor_scaled(gpu) and handover.vendor_scaled(cpu)
     monkeypatch.setenv(settings.ENV_VENDOR_ALIGNED, "0")
-    monkeypatch.setattr(fastpath, "_NVIDIA_BUILD", True)
-    assert not fastpath.vendor_scaled(gpu)
+    monkeypatch.setattr(handover, "_NVIDIA_BUILD", True)
+    assert not handover.vendor_scaled(gpu)
     monkeypatch.setenv(settings.ENV_VENDOR_ALIGNED, "on")
     with pytest.raises(ValueError, match=settings.ENV_VENDOR_ALIGNED):
-        fastpath.vendor_scaled(gpu)
+        handover.vendor_scaled(gpu)

@@ -1,4 +1,4 @@
-"""``TRITONBLAS_VENDOR_ALIGNED`` (tritonblas.fastpath.vendor_aligned; ``1`` on, ``0`` off, unset the default: on for
+"""``TRITONBLAS_VENDOR_ALIGNED`` (tritonblas.handover.vendor_aligned; ``1`` on, ``0`` off, unset the default: on for
 an NVIDIA GPU's tensors, off for the CPU and ROCm): under enable(), an eager bf16/fp16 GEMM whose N and K (and M
 under autograd) are multiples of 8 runs torch's op, forward and backward, decode-sized ones (M or N up to 16)
 included; unaligned, fp32 calls and the variable at ``0`` keep ours; a bad value is an error naming the variable. CPU
@@ -25,7 +25,7 @@ pytestmark = pytest.mark.usefixtures("cpu_profile")  # tests/dropin/conftest.py
 
 BF = torch.bfloat16
 ALIGNED = operands(24, 24, 16, BF, batch=2)  # M and N over 16, all multiples of 8
-# decode-sized and aligned: torch's op too (session 38; fastpath.vendor_aligned says why)
+# decode-sized and aligned: torch's op too (session 38; handover.vendor_aligned says why)
 DECODE = [("decode-sized M", operands(1, 24, 16, BF, batch=1)), ("M of 16", operands(16, 24, 16, BF, batch=1)),
           ("decode-sized N", operands(24, 16, 16, BF, batch=1))]
 # each keeps ours under the rule: (label, operands, grad)
@@ -244,19 +244,19 @@ def test_the_default_reads_the_device(monkeypatch):
     for all of them. The decision alone, on stand-ins for the operand (no GPU here)."""
     from types import SimpleNamespace
 
-    from tritonblas import fastpath
+    from tritonblas import handover
 
     def decide(value, t, m=24):  # the variable as the caller reads it: raw is the environment's value
         if value is None:
             monkeypatch.delenv(settings.ENV_VENDOR_ALIGNED, raising=False)
         else:
             monkeypatch.setenv(settings.ENV_VENDOR_ALIGNED, value)
-        return fastpath.vendor_aligned(fastpath.vendor_aligned_raw(), t, m, 24, 16, False)
+        return handover.vendor_aligned(handover.vendor_aligned_raw(), t, m, 24, 16, False)
 
     two = lambda: 2  # noqa: E731  (element_size)
     gpu, cpu = SimpleNamespace(is_cuda=True, dtype=BF, element_size=two), \
         SimpleNamespace(is_cuda=False, dtype=BF, element_size=two)
-    monkeypatch.setattr(fastpath, "_NVIDIA_BUILD", True)
+    monkeypatch.setattr(handover, "_NVIDIA_BUILD", True)
     assert decide(None, gpu) and decide("", gpu)
     assert decide(None, gpu, m=1) and decide(None, gpu, m=16)  # decode-sized too (since session 38)
     assert not decide(None, cpu)
@@ -268,13 +268,13 @@ def test_the_default_reads_the_device(monkeypatch):
     monkeypatch.setenv(settings.ENV_TABLE, "")  # empty: no table
     assert decide(None, gpu)
     monkeypatch.delenv(settings.ENV_TABLE)
-    generation = fastpath.tables.GENERATION  # (a one-item list: tables.table_token()'s set_table number)
+    generation = handover.tables.GENERATION  # (a one-item list: tables.table_token()'s set_table number)
     before, generation[0] = generation[0], 3  # one set_table installed
     try:
         assert not decide(None, gpu)
     finally:
         generation[0] = before
-    monkeypatch.setattr(fastpath, "_NVIDIA_BUILD", False)  # a ROCm build: torch's "cuda" tensors are AMD's
+    monkeypatch.setattr(handover, "_NVIDIA_BUILD", False)  # a ROCm build: torch's "cuda" tensors are AMD's
     assert not decide(None, gpu)
     assert decide("1", gpu)
 
@@ -287,9 +287,9 @@ def test_a_gemm_whose_k_is_under_one_mma_step_runs_torch(monkeypatch):
     element more than the step falls back to the dtype and alignment rules."""
     from types import SimpleNamespace
 
-    from tritonblas import fastpath
+    from tritonblas import handover
 
-    monkeypatch.setattr(fastpath, "_NVIDIA_BUILD", True)
+    monkeypatch.setattr(handover, "_NVIDIA_BUILD", True)
 
     def decide(value, dtype, size, m, n, k, cuda=True, grad=False):
         if value is None:
@@ -297,7 +297,7 @@ def test_a_gemm_whose_k_is_under_one_mma_step_runs_torch(monkeypatch):
         else:
             monkeypatch.setenv(settings.ENV_VENDOR_ALIGNED, value)
         t = SimpleNamespace(is_cuda=cuda, dtype=dtype, element_size=lambda: size)
-        return fastpath.vendor_aligned(fastpath.vendor_aligned_raw(), t, m, n, k, grad)
+        return handover.vendor_aligned(handover.vendor_aligned_raw(), t, m, n, k, grad)
 
     f32, f8 = torch.float32, torch.float8_e4m3fn
     assert decide(None, f32, 4, 32, 1, 1)  # the rotary embedding's matmul at decode
@@ -388,11 +388,11 @@ def test_under_torch_compile_the_rule_is_decided_at_trace_time(device, monkeypat
 
 def test_under_torch_compile_the_settings_are_read_outside_dynamo(device, monkeypatch):
     """The switch's and the table's raw values are read at trace time by a call dynamo does not trace
-    (``fastpath.vendor_aligned_traced``): torch 2.11's dynamo cannot trace the environment lookup the hot path uses,
+    (``handover.vendor_aligned_traced``): torch 2.11's dynamo cannot trace the environment lookup the hot path uses,
     and broke ``fullgraph=True`` on every routed form (GPU suite at 5a1b5be). Here the raw read is a function dynamo
     refuses under ``fullgraph`` on any torch version; the compiled graph must still hold torch's op."""
     monkeypatch.setenv(settings.ENV_VENDOR_ALIGNED, "1")
-    monkeypatch.setattr(tritonblas.fastpath, "vendor_aligned_raw",
+    monkeypatch.setattr(tritonblas.handover, "vendor_aligned_raw",
                         torch._dynamo.disable(lambda: os.environ.get(settings.ENV_VENDOR_ALIGNED)))
     ops = operands(24, 24, 16, BF)
     x, w = fresh(ops, "x", device), fresh(ops, "w", device)
@@ -436,17 +436,17 @@ def test_the_rotary_embeddings_matmul_follows_the_rule(device, monkeypatch, valu
 
 @pytest.mark.parametrize("value", ["0", "1", None], ids=["off", "on", "unset"])
 def test_the_front_gives_the_rules_verdict_with_f_linears_sizes(device, monkeypatch, value):
-    """fastpath.linear_handed (the routing wrapper's front for F.linear) is the rule (fastpath.vendor_aligned) asked
+    """handover.linear_handed (the routing wrapper's front for F.linear) is the rule (handover.vendor_aligned) asked
     with F.linear's sizes: M the activation's rows over every batch, read only under autograd; N and K from the
     weight; a weight that is not 2-D is never handed over. Over 1-D to 3-D activations, aligned and not, with and
     without autograd, bf16 and fp32, each switch value. A size read wrong (N for K, M of one batch) fails here."""
-    from tritonblas import fastpath
+    from tritonblas import handover
 
     if value is None:
         monkeypatch.delenv(settings.ENV_VENDOR_ALIGNED, raising=False)
     else:
         monkeypatch.setenv(settings.ENV_VENDOR_ALIGNED, value)
-    raw = fastpath.vendor_aligned_raw()
+    raw = handover.vendor_aligned_raw()
     seen = set()
     for lead in ((), (3,), (5,), (2, 4), (2, 5), (1, 1)):
         for n, k in ((24, 16), (16, 24), (24, 20), (20, 16), (8, 2), (12, 1)):
@@ -455,15 +455,15 @@ def test_the_front_gives_the_rules_verdict_with_f_linears_sizes(device, monkeypa
                     x = torch.randn(*lead, k, dtype=dtype, device=device).requires_grad_(grad)
                     w = torch.randn(n, k, dtype=dtype, device=device)
                     m = x.numel() // k
-                    want = fastpath.vendor_aligned(raw, x, m, n, k, grad)
-                    got = fastpath.linear_handed(x, w, None)
+                    want = handover.vendor_aligned(raw, x, m, n, k, grad)
+                    got = handover.linear_handed(x, w, None)
                     assert got == want, (value, lead, n, k, dtype, grad)
                     seen.add(want)
                     with torch.no_grad():  # autograd off: M is not read
-                        assert fastpath.linear_handed(x, w, None) == fastpath.vendor_aligned(raw, x, 3, n, k, False)
+                        assert handover.linear_handed(x, w, None) == handover.vendor_aligned(raw, x, 3, n, k, False)
     on = value == "1" or (value is None and device == "cuda")  # unset: on for an NVIDIA GPU's tensors
     assert seen == ({False, True} if on else {False})
-    assert not fastpath.linear_handed(torch.randn(16, dtype=BF), torch.randn(16, dtype=BF))  # a 1-D weight
+    assert not handover.linear_handed(torch.randn(16, dtype=BF), torch.randn(16, dtype=BF))  # a 1-D weight
 
 
 def test_a_handed_over_linear_never_reaches_the_hot_path_or_the_route(device, monkeypatch):
@@ -471,7 +471,7 @@ def test_a_handed_over_linear_never_reaches_the_hot_path_or_the_route(device, mo
     neither the hot path nor the route runs (counted with spies), the call is counted as intercepted, not routed, and
     the result is torch's bit for bit. An unaligned one passes the front and reaches the hot path; a keyword call, a
     profile block and a call inside a routed one skip the front."""
-    from tritonblas import fastpath, routing
+    from tritonblas import handover, routing
 
     monkeypatch.setenv(settings.ENV_VENDOR_ALIGNED, "1")
     calls = []
@@ -519,34 +519,34 @@ def test_the_other_fronts_give_the_rules_verdict_with_their_ops_sizes(device, mo
     with the sizes their routes read: matmul M, N, K of one product (a's last two sizes, b's last), addmm the 2-D
     product's, bmm one batch's; operands of the wrong rank are never handed over. Aligned and not, each size in
     turn, with and without autograd."""
-    from tritonblas import fastpath
+    from tritonblas import handover
 
     monkeypatch.setenv(settings.ENV_VENDOR_ALIGNED, value)
-    raw = fastpath.vendor_aligned_raw()
+    raw = handover.vendor_aligned_raw()
     seen = set()
     for m, n, k in ((24, 24, 16), (20, 24, 16), (24, 20, 16), (24, 24, 20), (16, 8, 2)):
         for grad in (False, True):
             def t(*shape):
                 return torch.randn(*shape, dtype=BF, device=device).requires_grad_(grad)
-            want = fastpath.vendor_aligned(raw, t(1), m, n, k, grad)
+            want = handover.vendor_aligned(raw, t(1), m, n, k, grad)
             seen.add(want)
-            assert fastpath.matmul_handed(t(m, k), t(k, n)) == want, (m, n, k, grad)
-            assert fastpath.matmul_handed(t(3, m, k), t(k, n)) == want
-            assert fastpath.matmul_handed(t(2, 3, m, k), t(3, k, n)) == want
-            assert fastpath.addmm_handed(t(n), t(m, k), t(k, n)) == want
-            assert fastpath.bmm_handed(t(3, m, k), t(3, k, n)) == want
+            assert handover.matmul_handed(t(m, k), t(k, n)) == want, (m, n, k, grad)
+            assert handover.matmul_handed(t(3, m, k), t(k, n)) == want
+            assert handover.matmul_handed(t(2, 3, m, k), t(3, k, n)) == want
+            assert handover.addmm_handed(t(n), t(m, k), t(k, n)) == want
+            assert handover.bmm_handed(t(3, m, k), t(3, k, n)) == want
     assert seen == ({False, True} if value == "1" else {False})
     v = torch.randn(16, dtype=BF, device=device)
-    assert not fastpath.matmul_handed(torch.randn(8, 16, dtype=BF, device=device), v)  # matrix @ vector
-    assert not fastpath.addmm_handed(v, torch.randn(2, 8, 16, dtype=BF, device=device), torch.randn(16, 8, dtype=BF))
-    assert not fastpath.bmm_handed(torch.randn(8, 16, dtype=BF, device=device), torch.randn(16, 8, dtype=BF))
+    assert not handover.matmul_handed(torch.randn(8, 16, dtype=BF, device=device), v)  # matrix @ vector
+    assert not handover.addmm_handed(v, torch.randn(2, 8, 16, dtype=BF, device=device), torch.randn(16, 8, dtype=BF))
+    assert not handover.bmm_handed(torch.randn(8, 16, dtype=BF, device=device), torch.randn(16, 8, dtype=BF))
 
 
 def test_every_fronted_form_hands_over_without_the_hot_path(device, monkeypatch):
     """With the rule on, the positional forms with a front (F.linear, torch.matmul, ``@``, ``.matmul``, torch.addmm,
     ``.addmm``, torch.bmm, ``.bmm``) on aligned bf16 operands go to torch's op from the front: no hot path runs, the
     call counts as intercepted and not routed, and the result is torch's bit for bit."""
-    from tritonblas import fastpath, routing
+    from tritonblas import handover, routing
 
     monkeypatch.setenv(settings.ENV_VENDOR_ALIGNED, "1")
     hot = []

@@ -924,14 +924,18 @@ def summary(rows: list[dict]) -> str:
                         if r.get("grad_ms") not in (None, "", "nan") else "")
                      + (f"  aligned {float(r['aligned_ms']):.3f} ms x{float(r['aligned_speedup']):.3f} "
                         f"gemm {float(r['aligned_gemm_gpu_ms']):.2f} host us {float(r['aligned_host_us_per_gemm']):.1f}"
-                        if r.get("aligned_ms") not in (None, "", "nan") else ""))
+                        if r.get("aligned_ms") not in (None, "", "nan") else "")
+                     + (f"  front {float(r['front_ms']):.3f} ms x{float(r['front_speedup']):.3f} "
+                        f"host us {float(r['front_host_us_per_gemm']):.1f}"
+                        if r.get("front_ms") not in (None, "", "nan") else ""))
     if ok:
         gm = math.exp(statistics.fmean(math.log(float(r["speedup"])) for r in ok))
         lines.append(f"geomean speedup over {len(ok)} workloads: {gm:.3f}; min {min(float(r['speedup']) for r in ok):.3f}")
         for side, label in (("gluon", "with TRITONBLAS_GLUON=1:"), ("aten", "with TRITONBLAS_AUTOGRAD=aten:"),
                             ("eager", "with TRITONBLAS_EAGER_MIN_GFLOP:"),
                             ("grad", "with the grad side's TRITONBLAS_GRAD_MIN_GFLOP:"),
-                            ("aligned", "with TRITONBLAS_VENDOR_ALIGNED=1:")):
+                            ("aligned", "with TRITONBLAS_VENDOR_ALIGNED=1:"),
+                            ("front", "with TRITONBLAS_LINEAR_FORWARD=0:")):
             xs = [float(r[f"{side}_speedup"]) for r in ok if r.get(f"{side}_speedup") not in (None, "", "nan")]
             if xs:
                 lines.append(f"{label} geomean {math.exp(statistics.fmean(math.log(x) for x in xs)):.3f} "

@@ -123,6 +123,9 @@ SIDES = [
      {"aligned_ms": 1.6, "aligned_speedup": 1.25, "aligned_gemm_gpu_ms": 0.9, "aligned_host_us_per_gemm": 30.0},
      ["aligned 1.600 ms x1.250 gemm 0.90 host us 30.0", "with TRITONBLAS_VENDOR_ALIGNED=1: geomean 1.250 over 1"],
      "--aligned"),
+    ({"front": True}, "front", "TRITONBLAS_LINEAR_FORWARD", "0", None,
+     {"front_ms": 2.1, "front_speedup": 2.0 / 2.1, "front_gemm_gpu_ms": 1.0, "front_host_us_per_gemm": 33.0},
+     ["front 2.100 ms x0.952 host us 33.0", "with TRITONBLAS_LINEAR_FORWARD=0: geomean 0.952 over 1"], "--front"),
 ]
 
 
@@ -134,6 +137,8 @@ def test_a_side_sets_its_variable_only_inside_and_its_columns_round_trip(tmp_pat
     are written, merged and summarised beside the others; the per-workload subprocess gets its flag."""
     import os
 
+    import torch
+
     from tritonblas import below_autograd, routing
 
     if around is None:
@@ -144,9 +149,12 @@ def test_a_side_sets_its_variable_only_inside_and_its_columns_round_trip(tmp_pat
     assert list(sides) == ["torch", "ours", name] and list(models.make_sides(gluon=False)) == ["torch", "ours"]
     with sides[name].ctx():
         assert os.environ[var] == inside and routing.active() and below_autograd.armed() == (name == "aten")
+        # (the front side: enable() without its nn.Linear forward)
+        assert getattr(torch.nn.Linear.forward, "_tritonblas_route", False) == (name != "front")
     assert os.environ.get(var) == around and not routing.active() and not below_autograd.armed()
     with sides["ours"].ctx():
         assert os.environ.get(var) == around and routing.active() and not below_autograd.armed()
+        assert getattr(torch.nn.Linear.forward, "_tritonblas_route", False)
 
     m, text = _merged_and_summary(tmp_path, models.Row("m", "train", "bf16", torch_ms=2.0, ours_ms=2.5, speedup=0.8,
                                                        **columns))

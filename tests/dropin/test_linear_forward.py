@@ -78,7 +78,7 @@ def test_the_switch_leaves_the_forward_alone_and_a_bad_value_is_its_error(device
     assert not tritonblas.routing.active()
 
 
-def test_the_kept_verdict_follows_the_variable_the_dtype_and_the_table(device, monkeypatch):
+def test_the_kept_verdict_follows_the_variable_the_dtype_and_the_default(device, monkeypatch):
     lin, x = _linear(device), _x(device)
     with torch.no_grad(), tritonblas.enable():
         monkeypatch.setenv(settings.ENV_VENDOR_ALIGNED, "1")

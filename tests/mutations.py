@@ -295,6 +295,12 @@ MUTATIONS = (
              "        if cls is linear_cls or params_of.get(cls) or (cls not in params_of and _remember_reads(cls)):",
              "        if True:",
              ("tests/dropin/test_linear_forward.py",)),
+    Mutation("linear_forward_over_a_patched_forward", "enable() replaces an nn.Linear.forward some library patched "
+             "in (its behaviour lost inside the block)",
+             "tritonblas/routing.py",
+             "    if (getattr(orig, \"__module__\", None), getattr(orig, \"__qualname__\", None)) != _TORCH_LINEAR_FORWARD:",
+             "    if False:",
+             ("tests/dropin/test_linear_forward.py",)),
     Mutation("front_reads_sizes_under_jit_trace", "the routing wrapper's front reads sizes under torch.jit.trace (a "
              "refused trace then crashed the process: the front swallowed the tracer's error)",
              "tritonblas/routing.py",

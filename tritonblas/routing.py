@@ -451,6 +451,9 @@ def _install() -> None:
         _install_linear_forward()
 
 
+_TORCH_LINEAR_FORWARD = ("torch.nn.modules.linear", "Linear.forward")  # torch's own, the one replaced
+
+
 def _install_linear_forward() -> None:
     """``torch.nn.Linear.forward`` replaced by :func:`tritonblas.handover.linear_forward` over ``F.linear``'s
     wrapper just installed (what most models' GEMMs call: its hand-over costs less than ``F.linear``'s front), unless
@@ -460,6 +463,8 @@ def _install_linear_forward() -> None:
     inner = getattr(lin, "_tritonblas_inner", None)
     if orig is None or inner is None or getattr(orig, "_tritonblas_route", False):
         return  # F.linear not ours (a copy of this module installed it), or the forward is already one of ours
+    if (getattr(orig, "__module__", None), getattr(orig, "__qualname__", None)) != _TORCH_LINEAR_FORWARD:
+        return  # someone else's forward (a library patched nn.Linear): theirs runs, F.linear's wrapper behind it
     key = (id(owner), "forward", id(orig), id(lin))
     w = _WRAPPERS.get(key)
     if w is None:

@@ -60,6 +60,24 @@ def test_the_forward_is_installed_in_a_block_and_restored_after(device):
     assert torch.nn.Linear.forward is torch_forward
 
 
+def test_a_forward_someone_else_installed_is_left_alone(device, monkeypatch):
+    """A library that patched ``nn.Linear.forward`` before the block: its forward runs inside the block too."""
+    monkeypatch.setenv(settings.ENV_VENDOR_ALIGNED, "1")
+
+    def theirs(self, input):
+        return F.linear(input, self.weight, self.bias) + 1
+
+    monkeypatch.setattr(torch.nn.Linear, "forward", theirs)
+    lin, x = _linear(device), _x(device)
+    with torch.no_grad():
+        want = lin(x)
+        with tritonblas.enable():
+            assert torch.nn.Linear.forward is theirs
+            out, st = _counted(lambda: lin(x))
+        assert st["intercepted"] == 1 and st["routed"] == 0, st  # its F.linear call, handed over by the wrapper
+    assert torch.equal(out, want)
+
+
 def test_the_switch_leaves_the_forward_alone_and_a_bad_value_is_its_error(device, monkeypatch):
     torch_forward, torch_linear, torch_mm = torch.nn.Linear.forward, F.linear, torch.mm
     monkeypatch.setenv(settings.ENV_LINEAR_FORWARD, "0")

@@ -496,13 +496,20 @@ def vendor_toll(rounds: int = 200, tokens: int = 16) -> list[str]:
         finally:
             torch.set_num_threads(threads)
     calls = st["intercepted"]
-    out = [f"VENDOR_ALIGNED's hand-over on an eager decode: {calls} GEMM calls a decode, {st1['intercepted']} handed "
-           f"to torch at 1, {st['fast_hits']} served warm at 0 (tiny Llama, CPU, launches stubbed; {rounds} rounds):"]
+    return [f"VENDOR_ALIGNED's hand-over on an eager decode: {calls} GEMM calls a decode, {st1['intercepted']} handed "
+            f"to torch at 1, {st['fast_hits']} served warm at 0 (tiny Llama, CPU, launches stubbed; {rounds} rounds):",
+            *_paired_lines(res, calls, 28)]
+
+
+def _paired_lines(res: dict, calls: int, width: int) -> list[str]:
+    """One line a side of :func:`_rotated`'s times ``res`` (torch's under "torch"): its median, the median of its
+    per-round ratios to torch's, and the median per-round difference spread over ``calls`` GEMM calls."""
     base = res["torch"]
-    for k in sides:
-        ratio = statistics.median(x / b for x, b in zip(res[k], base))
-        extra = statistics.median((x - b) / calls for x, b in zip(res[k], base)) * 1e6
-        out.append(f"  {k:28s} {statistics.median(res[k]) * 1e3:8.3f} ms   x{ratio:.4f} of torch (paired), "
+    out = []
+    for k, times in res.items():
+        ratio = statistics.median(x / b for x, b in zip(times, base))
+        extra = statistics.median((x - b) / calls for x, b in zip(times, base)) * 1e6
+        out.append(f"  {k:{width}s} {statistics.median(times) * 1e3:8.3f} ms   x{ratio:.4f} of torch (paired), "
                    f"{extra:+.2f} us a GEMM call")
     return out
 
@@ -512,8 +519,8 @@ def module_toll(rounds: int = 300) -> list[str]:
     24-layer ``transformers`` BERT (hidden 64, 4 heads, bf16, 2 x 16 tokens, ``inference_mode``; 145 ``nn.Linear``
     calls a forward, every one aligned) with ``TRITONBLAS_VENDOR_ALIGNED=1``: torch alone; ``enable()`` as shipped
     (``nn.Linear``'s forward replaced: :func:`tritonblas.handover.linear_forward`); and ``enable()`` with torch's
-    own forward put back for the block, so every call meets ``F.linear``'s wrapper and its front (the mechanism
-    before). Sides rotated per round, one thread; each ratio is the median of per-round ratios to torch's. Raises
+    own forward kept for the block (``TRITONBLAS_LINEAR_FORWARD=0``), so every call meets ``F.linear``'s wrapper and
+    its front (the mechanism before). Sides rotated per round, one thread; each ratio is the median of per-round ratios to torch's. Raises
     when a side routes a GEMM or does not intercept every one (then the toll measured would be something else)."""
     import torch
     from transformers import BertConfig, BertModel
@@ -534,14 +541,9 @@ def module_toll(rounds: int = 300) -> list[str]:
                 model(input_ids=ids)
 
         @contextlib.contextmanager
-        def front_only():
-            with tritonblas.enable():
-                ours = torch.nn.Linear.forward
-                torch.nn.Linear.forward = ours.__wrapped__
-                try:
-                    yield
-                finally:
-                    torch.nn.Linear.forward = ours
+        def front_only():  # the block without its nn.Linear forward (the switch is read when a block opens)
+            with models.environ({settings.ENV_LINEAR_FORWARD: "0"}), tritonblas.enable():
+                yield
 
         sides = {"torch": contextlib.nullcontext, "enable()": tritonblas.enable,
                  "enable(), F.linear's front only": front_only}
@@ -571,15 +573,8 @@ def module_toll(rounds: int = 300) -> list[str]:
             res = _rotated(sides, rounds, timed)
         finally:
             torch.set_num_threads(threads)
-    out = [f"enable()'s hand-over on a host-bound prefill: {calls} GEMM calls a forward, every one handed to torch "
-           f"(tiny 24-layer BERT, CPU; {rounds} rounds):"]
-    base = res["torch"]
-    for k in sides:
-        ratio = statistics.median(x / b for x, b in zip(res[k], base))
-        extra = statistics.median((x - b) / calls for x, b in zip(res[k], base)) * 1e6
-        out.append(f"  {k:34s} {statistics.median(res[k]) * 1e3:8.3f} ms   x{ratio:.4f} of torch (paired), "
-                   f"{extra:+.2f} us a GEMM call")
-    return out
+    return [f"enable()'s hand-over on a host-bound prefill: {calls} GEMM calls a forward, every one handed to torch "
+            f"(tiny 24-layer BERT, CPU; {rounds} rounds):", *_paired_lines(res, calls, 34)]
 
 
 def rope_toll(rounds: int = 200, n: int = 200) -> list[str]:

@@ -240,10 +240,11 @@ class GemmShim:
     def __enter__(self):
         import importlib
 
+        import torch
+
+        classes = {"torch.Tensor": torch.Tensor, "torch.nn.Linear": torch.nn.Linear}
         for mod, name in self.NAMES:
-            torch = __import__("torch")
-            owner = {"torch.Tensor": torch.Tensor, "torch.nn.Linear": torch.nn.Linear}.get(mod) \
-                or importlib.import_module(mod)
+            owner = classes.get(mod) or importlib.import_module(mod)
             orig = getattr(owner, name)
             own = name in vars(owner)
             self.saved.append((owner, name, own, orig))

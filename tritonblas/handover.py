@@ -67,6 +67,12 @@ def _default_on(t) -> bool:
     return bool(t.is_cuda and _NVIDIA_BUILD) and not (_TABLE_GEN[0] or _table_raw())
 
 
+def _thin(k: int, t) -> bool:
+    """Whether K is under one tensor-core MMA step for operands like ``t`` (:data:`MMA_K_BYTES`): the rule's test
+    that holds whatever the dtype and alignment (:func:`vendor_aligned` spells it inline, a frame less a call)."""
+    return k < MMA_K_BYTES and k * t.element_size() < MMA_K_BYTES
+
+
 def vendor_aligned(raw, t, m: int, n: int, k: int, grad: bool) -> bool:
     """Whether an eager GEMM of sizes m, n, k on operands like ``t`` runs torch's op under
     ``TRITONBLAS_VENDOR_ALIGNED``, whose raw value the caller read as ``raw`` (None: unset, the default).
@@ -107,7 +113,7 @@ def vendor_aligned(raw, t, m: int, n: int, k: int, grad: bool) -> bool:
         on = _switch(raw)
     if not on:
         return False
-    thin = k < MMA_K_BYTES and k * t.element_size() < MMA_K_BYTES  # (one int compare for every other GEMM)
+    thin = k < MMA_K_BYTES and k * t.element_size() < MMA_K_BYTES  # (_thin, inline: one int compare for most GEMMs)
     if not thin and (k % 8 or n % 8 or (grad and m % 8)):
         return False
     if on is settings.DEFAULT and (not (t.is_cuda and _NVIDIA_BUILD) or _TABLE_GEN[0] or _table_raw()):
@@ -123,7 +129,7 @@ def vendor_aligned_traced(t, m, n, k, grad: bool) -> bool:
     Why, measured: torch 2.11's dynamo cannot trace the hot path's raw read of the environment (a partial of its
     dict's lookup; "Attempted to call function marked as skipped"), and every routed form under
     ``torch.compile(fullgraph=True)`` failed on the GPU suite (H100, torch 2.11, 5a1b5be); torch 2.13 traces it."""
-    thin = k < MMA_K_BYTES and k * t.element_size() < MMA_K_BYTES  # (vendor_aligned's size tests, as they read there)
+    thin = _thin(k, t)  # (vendor_aligned's size tests, as they read there)
     if not thin and (k % 8 or n % 8 or (grad and m % 8)):
         return False
     return _vendor_at_trace(t.device, t.dtype, thin)
@@ -210,7 +216,6 @@ def bmm_handed(a, b) -> bool:
     return vendor_aligned(vendor_aligned_raw(), a, sa[1], sb[2], sa[2], grad)
 
 
-
 # --- nn.Linear's forward under enable(): the rule's verdict kept per weight ------------------------------------------
 # id(weight) -> (a weak reference to it, the raw values of TRITONBLAS_VENDOR_ALIGNED and TRITONBLAS_TABLE, the tile
 # table generation, its dtype, whether it is a CUDA tensor, the verdict: True / False, or None where the call decides;
@@ -235,7 +240,7 @@ def _weight_verdict(w) -> tuple:
     if len(ws) == 2:
         n, k = ws
         verdict = vendor_aligned(raw, w, 0, n, k, False)
-        if w.dtype not in _TWO_BYTE and not (k < MMA_K_BYTES and k * w.element_size() < MMA_K_BYTES):
+        if w.dtype not in _TWO_BYTE and not _thin(k, w):
             verdict = None
     key = id(w)
     entry = (weakref.ref(w, lambda ref, key=key: _forget(key, ref)), raw, table_raw, gen, w.dtype, w.is_cuda, verdict,

@@ -89,6 +89,14 @@
 #   compiled rows (llama3.2-1b:decode_graph, llama3-8b:decode_compile, llama3.2-1b:compile; MODELS_ARGS with --front
 #   adds the mechanism's side); on an H200 SUITE=1 MODELS=1 first (no suite on an H200 since session 37), then the
 #   held-out fp8/square sweeps and the unaligned training set as in session 40's line.
+# Session 42 (one H100 call at 79b0be5 after eight refused or failed requests: the suite, 2442 passed; CUDA-graph decode
+#   1.003 and compiled 8B decode 1.000). Candidate H below (D + model.hbm_latency_ns 1250, chosen on training rows only,
+#   benchmarks/results/terms_h200_candidate_h.txt) meets every training floor on its timed picks and lifts held-out
+#   pooled bf16 0.916 / 0.759 -> 0.929 / 0.788; 12 of its training picks (4 decode shapes) are untimed. Next H200 call,
+#   first (about a minute): GIT_SHA=<sha> STEPS=repick REPICK_PROFILE=h200 REPICK_VARIANTS=$CAND_H REPICK_LEAN=8
+#   REPICK_BUDGET=90 bash benchmarks/gpu_session.sh; then missing_picks.py --apply and `term_eval.py --profile h200 --set
+#   <H>`: ship H in h200.yaml if the rule is met. Then SUITE=1 MODELS=1 (no H200 models since session 37), then the
+#   held-out fp8/square sweeps. Any GPU: llama3.2-1b:compile:bf16 and the --front rows still unmeasured at 79b0be5.
 set -u -o pipefail
 : "${GIT_SHA:?set GIT_SHA=<the commit of the tree you send>}"
 export GIT_SHA
@@ -128,6 +136,12 @@ CAND_E=hbm_latency_ns=1610
 # With session 33's staged_slowdown_limit (1.922 since session 34, shipped in h200.yaml) under it: 0.916 / 0.759 -> 0.935 / 0.789
 # (`python benchmarks/term_eval.py --profile h200 --set <G>`)
 CAND_G=splitk_range_reads=1,streamk_range_reads=1,mem_latency_ns=1133.4,unaligned_penalty=5.865,staged_load_exponent=0.85
+# candidate H (H200, session 42): D with model.hbm_latency_ns 1250, the smallest value on a 50 ns grid at which no
+# training floor breaks (D alone breaks h200_cold/llm's p10, 0.893 < 0.917: its decode picks move from split-K to
+# data-parallel tiles that the cold timer finds 0.87-0.89 of the best); training pooled bf16 0.962 / 0.891 -> 0.977 /
+# 0.932 on the timed picks, held-out 0.916 / 0.759 -> 0.929 / 0.788 with no held-out file down; 12 training picks
+# untimed (1x and 16x 6144x4096 and 10240x8192, warm bf16/fp16 and cold): benchmarks/results/terms_h200_candidate_h.txt
+CAND_H=splitk_range_reads=1,streamk_range_reads=1,mem_latency_ns=1133.4,hbm_latency_ns=1250
 # candidate H (H200, session 31): G with model.staged_spill_penalty fitted on the H200's training sweeps only. Not the
 # default: its held-out gain (pooled bf16 0.938 / 0.797 with the penalty at 0.1062) rested on the spill rule's false
 # positive on dp 128x128x32 w8, which the sm_90 compile census says compiles clean (origami.space.STAGED_SPILL_CENSUS,

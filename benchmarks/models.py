@@ -12,7 +12,8 @@ irregular widths. Modes:
 - ``train``        forward, backward and an AdamW step;
 - ``compile``      ``torch.compile`` (default mode) inference forward.
 
-Per row: ``model, mode, dtype, torch_ms, ours_ms, speedup`` (torch_ms / ours_ms), GEMM and non-GEMM GPU
+Per row: ``model, mode, dtype, torch_ms, ours_ms, speedup`` (torch_ms / ours_ms), ``speedup_q1``/``speedup_q3``
+(the quartiles of the per-repetition paired ratios: :func:`paired_spread`), GEMM and non-GEMM GPU
 time of each (torch.profiler, one profiled iteration each), host µs per GEMM call of each (a timing
 shim around the GEMM entry points, outermost, the same for both), peak GPU memory of each
 (``torch.cuda.max_memory_allocated`` over the timed iterations: workspaces, staging buffers and cached
@@ -347,6 +348,8 @@ class Row:
     torch_ms: float = math.nan
     ours_ms: float = math.nan
     speedup: float = math.nan
+    speedup_q1: float = math.nan  # quartiles of the per-repetition paired ratios (paired_spread)
+    speedup_q3: float = math.nan
     torch_gemm_gpu_ms: float = math.nan
     ours_gemm_gpu_ms: float = math.nan
     torch_other_gpu_ms: float = math.nan
@@ -528,10 +531,24 @@ def make_sides(gluon: bool, aten: bool = False, eager: float | None = None, grad
     return sides
 
 
+def paired_spread(base_ms: list, side_ms: list) -> tuple[float, float]:
+    """The lower and upper quartile of the per-repetition ratios ``base_ms[r] / side_ms[r]`` (a speedup: the two
+    sides' times of one rotation round of :func:`timeit_sides`, run back to back); NaN for both under 4 pairs.
+    Why: a host-bound row's run-to-run spread (±5-8% on the H100's eager decode, sessions 40-41) exceeds the
+    effects measured on it, and the quartiles of the paired ratios say within one run how far its ratio of medians
+    can be trusted."""
+    if len(base_ms) != len(side_ms):
+        raise ValueError(f"paired_spread: {len(base_ms)} base times against {len(side_ms)} side times")
+    if len(base_ms) < 4:
+        return math.nan, math.nan
+    q1, _, q3 = statistics.quantiles([b / s for b, s in zip(base_ms, side_ms)], n=4, method="inclusive")
+    return q1, q3
+
+
 def timeit_sides(step_by_side: dict, reps: int) -> dict:
-    """Interleaved timing of each side's ``step()`` (wall ms with a device sync), medians; peak memory
-    per side over its repetitions. Repetition r runs the sides in their order rotated by r, so every
-    side takes every position equally often (two sides: ABAB)."""
+    """Interleaved timing of each side's ``step()`` (wall ms with a device sync): per side (median ms, peak MiB over
+    its repetitions, every repetition's ms in order). Repetition r runs the sides in their order rotated by r, so
+    every side takes every position equally often (two sides: ABAB)."""
     import torch
 
     times = {k: [] for k in step_by_side}
@@ -549,7 +566,7 @@ def timeit_sides(step_by_side: dict, reps: int) -> dict:
                 _sync()
                 times[k].append((time.perf_counter() - t0) * 1e3)
                 peaks[k] = max(peaks[k], torch.cuda.max_memory_allocated())
-    return {k: (statistics.median(v), peaks[k] / 2**20) for k, v in times.items()}
+    return {k: (statistics.median(v), peaks[k] / 2**20, v) for k, v in times.items()}
 
 
 def _profile_side(side: Side, step) -> tuple:
@@ -643,6 +660,7 @@ def run_workload(name: str, mode: str, dtype_name: str, reps: int, device: str =
             setattr(row, f"{k}_ms", timed[k][0])
             setattr(row, f"{k}_peak_mb", timed[k][1])
         row.speedup = row.torch_ms / row.ours_ms
+        row.speedup_q1, row.speedup_q3 = paired_spread(timed["torch"][2], timed["ours"][2])
         for k in sides:
             if k not in ("torch", "ours"):  # gluon, aten, eager, grad, aligned, front, versus
                 setattr(row, f"{k}_speedup", row.torch_ms / getattr(row, f"{k}_ms"))
@@ -893,16 +911,25 @@ def read_rows(path: Path) -> list[dict]:
         return list(csv.DictReader(line for line in fh if not line.startswith("#")))
 
 
+def _quartiles(r: dict) -> str:
+    """A row's paired-ratio quartiles as ``q1-q3`` (``-`` where the row has none: under 4 reps, or a CSV before the
+    columns)."""
+    q1, q3 = r.get("speedup_q1"), r.get("speedup_q3")
+    if q1 in (None, "", "nan") or q3 in (None, "", "nan"):
+        return "-"
+    return f"{float(q1):.3f}-{float(q3):.3f}"
+
+
 def summary(rows: list[dict]) -> str:
     ok = [r for r in rows if not r["error"] and r["speedup"] not in ("", "nan")]
-    lines = [f"{'model':12} {'mode':15} {'dtype':5} {'torch_ms':>9} {'ours_ms':>9} {'x':>6} {'gemm t/o':>13} "
+    lines = [f"{'model':12} {'mode':15} {'dtype':5} {'torch_ms':>9} {'ours_ms':>9} {'x':>6} {'x q1-q3':>13} {'gemm t/o':>13} "
              f"{'other t/o':>13} {'host us t/o':>12} {'peak MB t/o':>15} {'err t/o':>17}"]
     for r in rows:
         if r["error"]:
             lines.append(f"{r['model']:12} {r['mode']:15} {r['dtype']:5} ERROR {r['error'][:90]}")
             continue
         lines.append(f"{r['model']:12} {r['mode']:15} {r['dtype']:5} {float(r['torch_ms']):9.3f} {float(r['ours_ms']):9.3f} "
-                     f"{float(r['speedup']):6.3f} {float(r['torch_gemm_gpu_ms']):6.2f}/{float(r['ours_gemm_gpu_ms']):<6.2f} "
+                     f"{float(r['speedup']):6.3f} {_quartiles(r):>13} {float(r['torch_gemm_gpu_ms']):6.2f}/{float(r['ours_gemm_gpu_ms']):<6.2f} "
                      f"{float(r['torch_other_gpu_ms']):6.2f}/{float(r['ours_other_gpu_ms']):<6.2f} "
                      f"{float(r['torch_host_us_per_gemm']):5.1f}/{float(r['ours_host_us_per_gemm']):<6.1f} "
                      f"{float(r['torch_peak_mb']):7.0f}/{float(r['ours_peak_mb']):<7.0f} "
@@ -1138,6 +1165,7 @@ def main(argv=None) -> int:
                       aligned=args.aligned, versus_table=args.versus_table, front=args.front)
         rows.append(r)
         print(f"{m} {mo} {d}: torch {r.torch_ms:.3f} ms ours {r.ours_ms:.3f} ms x{r.speedup:.3f} "
+              f"(paired q1-q3 {r.speedup_q1:.3f}-{r.speedup_q3:.3f}) "
               f"versus {r.versus_ms:.3f} ms x{r.versus_speedup:.3f} "
               + (f"front {r.front_ms:.3f} ms x{r.front_speedup:.3f} " if args.front else "")
               + f"({time.time() - t0:.0f} s) {r.error}", flush=True)

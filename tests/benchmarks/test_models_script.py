@@ -212,7 +212,7 @@ def test_parity_fails_when_the_gluon_side_gives_nan(monkeypatch):
     monkeypatch.setattr(models, "build", lambda name, dtype, device: (None, lambda mode: {}, None))
     monkeypatch.setattr(models, "_infer_steps", lambda model, inputs, sides, compiled: (
         {k: (s, lambda: None) for k, s in sides.items()}, ref, outs))
-    monkeypatch.setattr(models, "timeit_sides", lambda steps, reps: {k: (1.0, 0.0) for k in steps})
+    monkeypatch.setattr(models, "timeit_sides", lambda steps, reps: {k: (1.0, 0.0, [1.0] * reps) for k in steps})
     monkeypatch.setattr(models, "_profile_side", lambda side, step: (0.0, 0.0, 1.0, 1, 1, 0, 0))
     monkeypatch.setattr(torch._dynamo, "reset", lambda: None)
     row = models.run_workload("m", "prefill", "bf16", 2, device="cpu", gluon=True)
@@ -280,6 +280,45 @@ def test_timing_puts_every_side_in_every_position(monkeypatch):
         for n in names:
             positions = [r.index(n) for r in rounds]
             assert sorted(positions) == sorted(list(range(len(names))) * (reps // len(names))), (n, rounds)
+
+
+def test_paired_spread_is_the_quartiles_of_the_round_by_round_ratios():
+    """A row's ``speedup_q1``/``speedup_q3`` are the quartiles of torch's time over ours, round by round: a drift
+    that slows both sides alike (the host-bound rows' run-to-run spread) leaves them where the ratio is, while
+    the two sides' own medians would not pair the rounds. Under 4 rounds there are no quartiles; unequal
+    lists are an error, not a silently truncated pairing."""
+    import math
+
+    drift = [10.0, 20.0, 40.0, 80.0, 160.0]  # each round twice as slow as the last, both sides
+    q1, q3 = models.paired_spread(drift, [t / 1.25 for t in drift])
+    assert q1 == pytest.approx(1.25) and q3 == pytest.approx(1.25)
+    q1, q3 = models.paired_spread([1.0, 1.0, 1.0, 1.0, 1.0], [1.0, 2.0, 4.0, 0.5, 0.25])
+    assert (q1, q3) == (pytest.approx(0.5), pytest.approx(2.0))  # ratios 1, .5, .25, 2, 4: inclusive quartiles
+    assert all(math.isnan(q) for q in models.paired_spread([1.0, 2.0, 3.0], [1.0, 2.0, 3.0]))
+    with pytest.raises(ValueError, match="4 base times against 5"):
+        models.paired_spread([1.0] * 4, [1.0] * 5)
+
+
+def test_run_workload_records_the_paired_quartiles(monkeypatch):
+    """run_workload pairs torch's and ours' samples from timeit_sides round by round into the row's quartile
+    columns, and the summary prints them beside the ratio of medians."""
+    import torch
+
+    ref = torch.ones(2, 2)
+    outs = {"torch": ref.clone(), "ours": ref.clone()}
+    monkeypatch.setattr(models, "build", lambda name, dtype, device: (None, lambda mode: {}, None))
+    monkeypatch.setattr(models, "_infer_steps", lambda model, inputs, sides, compiled: (
+        {k: (s, lambda: None) for k, s in sides.items()}, ref, outs))
+    times = {"torch": [10.0, 11.0, 12.0, 13.0, 14.0, 15.0], "ours": [5.0, 11.0, 6.0, 13.0, 7.0, 7.5]}
+    monkeypatch.setattr(models, "timeit_sides", lambda steps, reps: {
+        k: (sorted(times[k])[len(times[k]) // 2], 0.0, times[k]) for k in steps})
+    monkeypatch.setattr(models, "_profile_side", lambda side, step: (0.0, 0.0, 1.0, 1, 1, 0, 0))
+    monkeypatch.setattr(torch._dynamo, "reset", lambda: None)
+    row = models.run_workload("m", "prefill", "bf16", 6, device="cpu")
+    assert row.error == ""
+    assert (row.speedup_q1, row.speedup_q3) == (pytest.approx(1.25), pytest.approx(2.0))  # ratios 2 1 2 1 2 2
+    line = models.summary([{k: str(v) for k, v in models.asdict(row).items()}]).splitlines()[1]
+    assert "1.250-2.000" in line
 
 
 def test_jobs_are_checked_before_any_gpu_work():

@@ -301,6 +301,12 @@ MUTATIONS = (
              "    if (getattr(orig, \"__module__\", None), getattr(orig, \"__qualname__\", None)) != _TORCH_LINEAR_FORWARD:",
              "    if False:",
              ("tests/dropin/test_linear_forward.py",)),
+    Mutation("paired_spread_unpaired", "models.py's paired quartiles pair the two sides' sorted times instead of "
+             "the same rotation round's (a drift common to both sides then reads as spread)",
+             "benchmarks/models.py",
+             "for b, s in zip(base_ms, side_ms)]",
+             "for b, s in zip(sorted(base_ms), sorted(side_ms))]",
+             ("tests/benchmarks/test_models_script.py",)),
     Mutation("front_reads_sizes_under_jit_trace", "the routing wrapper's front reads sizes under torch.jit.trace (a "
              "refused trace then crashed the process: the front swallowed the tracer's error)",
              "tritonblas/routing.py",

@@ -1,0 +1,77 @@
+"""benchmarks/tie_census.py (CPU): a tie is counted from origami's own ranking, the pick is the tie's first config,
+the efficiencies come from the sweep's times, and bad arguments name themselves."""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[2]
+sys.path.insert(0, str(ROOT))
+
+import origami  # noqa: E402
+from benchmarks import tie_census  # noqa: E402
+from origami.fit import read_sweep  # noqa: E402
+
+H200 = origami.load_profile("h200")
+CALIB = read_sweep(ROOT / "benchmarks" / "data" / "h200" / "calib.csv")
+
+
+def _tied_shape():
+    """A calib shape whose best predicted time two configs share under h200, and its tie."""
+    for m in CALIB:
+        tie = tie_census.tied_configs(m.problem, H200)
+        if len(tie) >= 2:
+            return m, tie
+    pytest.fail("no calib shape ties under h200: the census has nothing to test on")
+
+
+def test_the_pick_is_the_first_config_of_its_tie():
+    m, tie = _tied_shape()
+    assert origami.select(m.problem, H200).config == tie[0]
+    est = origami.rank(m.problem, H200, k=64)
+    best = est[0].latency_ns
+    assert [e.config for e in est[:len(tie)]] == tie
+    assert est[len(tie)].latency_ns > best * (1 + tie_census.TIE_REL)  # the tie ends where the times part
+
+
+def test_the_census_scores_the_pick_against_the_best_tied_config():
+    """Two tied configs timed: the pick at twice the other's time reads 0.5 against 1.0; with the times swapped, both
+    read 1.0. A shape without a tie adds to the shapes only."""
+    m, tie = _tied_shape()
+    slow = dataclasses.replace(m, configs=(tie[0], tie[1]), ms=(2.0, 1.0))
+    c = tie_census.census([[slow]], H200)
+    assert (c.shapes, c.tied, c.compared) == (1, 1, 1)
+    assert c.pick_geomean == pytest.approx(0.5) and c.best_tied_geomean == pytest.approx(1.0)
+    fast = dataclasses.replace(m, configs=(tie[0], tie[1]), ms=(1.0, 2.0))
+    c = tie_census.census([[fast]], H200)
+    assert c.pick_geomean == pytest.approx(1.0) and c.best_tied_geomean == pytest.approx(1.0)
+    untied = next(x for x in CALIB if len(tie_census.tied_configs(x.problem, H200)) < 2)
+    c = tie_census.census([[untied, slow]], H200)
+    assert (c.shapes, c.tied, c.compared) == (2, 1, 1)
+    untimed_pick = dataclasses.replace(m, configs=(tie[1], *[x for x in m.configs if x not in tie][:1]), ms=(1.0, 3.0))
+    c = tie_census.census([[untimed_pick]], H200)
+    assert (c.tied, c.compared) == (1, 0) and math.isnan(c.pick_geomean)
+
+
+def test_stage_pairs_count_only_configs_that_differ_in_num_stages_alone(monkeypatch):
+    m, tie = _tied_shape()
+    a = tie[0]
+    b = dataclasses.replace(a, num_stages=a.num_stages + 1)
+    c_ = dataclasses.replace(a, num_stages=a.num_stages + 1, num_warps=a.num_warps * 2)
+    monkeypatch.setattr(tie_census, "tied_configs", lambda problem, hw: [a, b, c_])
+    out = tie_census.census([[dataclasses.replace(m, configs=(a, b, c_), ms=(2.0, 1.0, 5.0))]], H200)
+    assert dict(out.stage_pairs) == {"more stages faster": 1}  # (a, c_) differ in warps too: not a pair
+
+
+def test_bad_arguments_name_themselves(capsys):
+    with pytest.raises(SystemExit) as e:
+        tie_census.main(["--files", "/nonexistent/x.csv"])
+    assert e.value.code == 2 and "/nonexistent/x.csv" in capsys.readouterr().err
+    with pytest.raises(SystemExit) as e:
+        tie_census.main(["--profile", "no-such-gpu"])
+    assert e.value.code == 2 and "--profile" in capsys.readouterr().err

@@ -9,9 +9,8 @@ first of them in the space's fixed row order. Where the pick and at least one ot
 the census compares the pick's measured efficiency (best measured / pick's time) with the best of the tied
 configs', and it counts the timed pairs in a tie that differ only in ``num_stages``.
 
-Why: the model prices num_stages only through the latency term, num_warps only through compute and GROUP_M only
-through the HBM term. Where the binding term reads none of them, configs differing in them tie exactly, and the
-row order, not the model, picks among them. On h200's training sweeps (session 42) 262 of 705 shapes tie at
+Why: two configs that differ only in what a shape's binding term does not read (num_stages where latency is
+hidden, num_warps, GROUP_M, persistent or not) tie exactly, and then the row order, not the model, picks. On h200's training sweeps (session 42) 262 of 705 shapes tie at
 the top. On the 236 with the pick and another tied config timed, the pick's geomean is 0.923 against 0.957 for
 the best tied config.
 CPU only; exit status 0, 2 on a bad argument.

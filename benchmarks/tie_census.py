@@ -7,7 +7,9 @@ held-out sweeps are never read), the configs whose predicted time
 equals the best one's (relative 1e-9; ``origami.rank``'s top 64) are the tie. ``origami.select()`` takes the
 first of them in the space's fixed row order. Where the pick and at least one other tied config were timed,
 the census compares the pick's measured efficiency (best measured / pick's time) with the best of the tied
-configs', and it counts the timed pairs in a tie that differ only in ``num_stages``.
+configs'. It also counts the timed pairs in a tie that differ in one thing only (``num_stages``, ``GROUP_M``, or
+persistent against data-parallel), per binding term of the tie (``Estimate.bound``): whether the higher stage
+count, the larger GROUP_M or the persistent kernel ran faster (under 0.98x), slower (over 1.02x) or within 2%.
 
 Why: two configs that differ only in what a shape's binding term does not read (num_stages where latency is
 hidden, num_warps, GROUP_M, persistent or not) tie exactly, and then the row order, not the model, picks. On h200's training sweeps (session 42) 262 of 705 shapes tie at
@@ -44,28 +46,46 @@ class Census:
     compared: int  # of those, shapes with the pick and another tied config timed
     pick_geomean: float  # on the compared shapes: best measured / pick's time, geomean (nan if none)
     best_tied_geomean: float  # the same for the fastest timed config of each tie
-    stage_pairs: tuple  # ((outcome, count), ...): tied timed pairs differing only in num_stages
+    pairs: tuple  # (((what, bound, outcome), count), ...): tied timed pairs differing in one thing (module docstring)
+
+
+def tied(problem, hw) -> list:
+    """The estimates tied at ``problem``'s best predicted time under ``hw``, in ``select()``'s order (its pick first)."""
+    est = origami.rank(problem, hw, k=TOP_K)
+    top = est[0].latency_ns
+    return [e for e in est if e.latency_ns <= top * (1 + TIE_REL)]
 
 
 def tied_configs(problem, hw) -> list:
-    """The configs tied at ``problem``'s best predicted time under ``hw``, in ``select()``'s order (its pick first)."""
-    est = origami.rank(problem, hw, k=TOP_K)
-    top = est[0].latency_ns
-    return [e.config for e in est if e.latency_ns <= top * (1 + TIE_REL)]
+    """The configs of :func:`tied`."""
+    return [e.config for e in tied(problem, hw)]
+
+
+def _difference(a, b) -> "str | None":
+    """What ``b`` has more of than ``a`` when that is all they differ in: ``num_stages``, ``group_m`` or
+    ``persistent`` (``a`` data-parallel, ``b`` the persistent kernel on the same tile), else None."""
+    for attr in ("num_stages", "group_m"):
+        if getattr(a, attr) < getattr(b, attr) and dataclasses.replace(a, **{attr: getattr(b, attr)}) == b:
+            return attr
+    if (a.kind is origami.Kind.DP and b.kind is origami.Kind.PERSISTENT
+            and dataclasses.replace(a, kind=b.kind, grid=b.grid) == b):
+        return "persistent"
+    return None
 
 
 def census(sweeps, hw) -> Census:
     """The tie census of ``sweeps`` (lists of ``origami.fit.Measured``) under profile ``hw``."""
-    shapes = tied = 0
+    shapes = n_tied = 0
     pick_logs, best_logs = [], []
     pairs: collections.Counter = collections.Counter()
     for data in sweeps:
         for m in data:
             shapes += 1
-            tie = tied_configs(m.problem, hw)
-            if len(tie) < 2:
+            est = tied(m.problem, hw)
+            if len(est) < 2:
                 continue
-            tied += 1
+            tie, bound = [e.config for e in est], est[0].bound
+            n_tied += 1
             meas = dict(zip(m.configs, m.ms))
             best = min(meas.values())
             timed = [c for c in tie if c in meas]
@@ -74,15 +94,15 @@ def census(sweeps, hw) -> Census:
                 best_logs.append(math.log(best / min(meas[c] for c in timed)))
             for a in timed:
                 for b in timed:
-                    if a.num_stages < b.num_stages and dataclasses.replace(a, num_stages=b.num_stages) == b:
+                    what = _difference(a, b)
+                    if what is not None:
                         r = meas[b] / meas[a]
-                        pairs["more stages faster" if r < 0.98 else "more stages slower" if r > 1.02
-                              else "within 2%"] += 1
+                        pairs[(what, bound, "faster" if r < 0.98 else "slower" if r > 1.02 else "within 2%")] += 1
 
     def gm(logs):
         return math.exp(sum(logs) / len(logs)) if logs else math.nan
 
-    return Census(shapes, tied, len(pick_logs), gm(pick_logs), gm(best_logs), tuple(sorted(pairs.items())))
+    return Census(shapes, n_tied, len(pick_logs), gm(pick_logs), gm(best_logs), tuple(sorted(pairs.items())))
 
 
 def main(argv=None) -> int:
@@ -108,8 +128,12 @@ def main(argv=None) -> int:
     print(f"{args.profile}: {c.shapes} training shapes in {len(paths)} files; {c.tied} tie at the best predicted time")
     print(f"  {c.compared} with the pick and another tied config timed: pick geomean {c.pick_geomean:.3f}, "
           f"best tied config {c.best_tied_geomean:.3f}")
-    print("  tied timed pairs differing only in num_stages (the higher against the lower): "
-          + (", ".join(f"{k} {v}" for k, v in c.stage_pairs) or "none"))
+    print("  tied timed pairs differing in one thing (more stages, GROUP_M 8 over 1, persistent over data-parallel),")
+    print("  by the tie's binding term: faster / slower / within 2%")
+    counts = dict(c.pairs)
+    for what, bound in sorted({(w, b) for w, b, _ in counts}):
+        print(f"    {what:11} {bound:8} " + " / ".join(str(counts.get((what, bound, o), 0))
+                                                 for o in ("faster", "slower", "within 2%")))
     return 0
 
 

@@ -58,14 +58,23 @@ def test_the_census_scores_the_pick_against_the_best_tied_config():
     assert (c.tied, c.compared) == (1, 0) and math.isnan(c.pick_geomean)
 
 
-def test_stage_pairs_count_only_configs_that_differ_in_num_stages_alone(monkeypatch):
+def test_pairs_count_configs_that_differ_in_one_thing_per_binding_term(monkeypatch):
+    """A pair is counted under what the second config has more of (stages, GROUP_M, the persistent kernel) and the
+    tie's binding term; configs that differ in two things (stages and warps) are no pair."""
+    import types
+
     m, tie = _tied_shape()
-    a = tie[0]
+    a = dataclasses.replace(tie[0], kind=origami.Kind.DP, group_m=1, grid=0, split_k=1)
     b = dataclasses.replace(a, num_stages=a.num_stages + 1)
     c_ = dataclasses.replace(a, num_stages=a.num_stages + 1, num_warps=a.num_warps * 2)
-    monkeypatch.setattr(tie_census, "tied_configs", lambda problem, hw: [a, b, c_])
-    out = tie_census.census([[dataclasses.replace(m, configs=(a, b, c_), ms=(2.0, 1.0, 5.0))]], H200)
-    assert dict(out.stage_pairs) == {"more stages faster": 1}  # (a, c_) differ in warps too: not a pair
+    d = dataclasses.replace(a, group_m=8)
+    e = dataclasses.replace(a, kind=origami.Kind.PERSISTENT, grid=132)
+    configs = (a, b, c_, d, e)
+    monkeypatch.setattr(tie_census, "tied", lambda problem, hw: [types.SimpleNamespace(config=c, bound="l2")
+                                                                 for c in configs])
+    out = tie_census.census([[dataclasses.replace(m, configs=configs, ms=(2.0, 1.0, 5.0, 2.01, 3.0))]], H200)
+    assert dict(out.pairs) == {("num_stages", "l2", "faster"): 1, ("group_m", "l2", "within 2%"): 1,
+                               ("persistent", "l2", "slower"): 1}
 
 
 def test_bad_arguments_name_themselves(capsys):

@@ -124,7 +124,16 @@ def main(argv=None) -> int:
         paths = [f for d in (args.profile, f"{args.profile}_cold") for f in sorted((data / d).glob("*.csv"))]
         if not paths:
             ap.error(f"--profile {args.profile}: no training sweeps under benchmarks/data/{args.profile}/")
-    c = census([read_sweep(p) for p in paths], hw)
+    sweeps = []
+    for p in paths:
+        try:
+            data = read_sweep(p)
+        except (ValueError, KeyError, TypeError) as e:  # a malformed row, a missing column
+            ap.error(f"{p}: not a readable sweep CSV ({type(e).__name__}: {e})")
+        if not data:
+            ap.error(f"{p}: no shape with two or more timed configs (not a sweep.py CSV?)")
+        sweeps.append(data)
+    c = census(sweeps, hw)
     print(f"{args.profile}: {c.shapes} training shapes in {len(paths)} files; {c.tied} tie at the best predicted time")
     print(f"  {c.compared} with the pick and another tied config timed: pick geomean {c.pick_geomean:.3f}, "
           f"best tied config {c.best_tied_geomean:.3f}")

@@ -84,3 +84,16 @@ def test_bad_arguments_name_themselves(capsys):
     with pytest.raises(SystemExit) as e:
         tie_census.main(["--profile", "no-such-gpu"])
     assert e.value.code == 2 and "--profile" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("text", ["m,n\n1,2\n", "not a csv at all\n",
+                                  "m,n,k,batch,a_dtype,b_dtype,c_dtype,a_layout,b_layout,median_ms\n"
+                                  "1,2,3,1,bf16,bf16,bf16,N,N,abc\n"])
+def test_a_file_that_is_no_sweep_is_an_error_naming_it(tmp_path, capsys, text):
+    """A file with no timed shape, or one whose rows do not parse, exits 2 naming the file: never a census of
+    nothing printed as if it were one."""
+    bad = tmp_path / "bad.csv"
+    bad.write_text(text)
+    with pytest.raises(SystemExit) as e:
+        tie_census.main(["--files", str(bad)])
+    assert e.value.code == 2 and str(bad) in capsys.readouterr().err

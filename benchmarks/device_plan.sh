@@ -91,7 +91,8 @@
 #   held-out fp8/square sweeps and the unaligned training set as in session 40's line.
 # Session 42 (one H100 call at 79b0be5 after eight refused or failed requests: the suite, 2442 passed; CUDA-graph decode
 #   1.003 and compiled 8B decode 1.000). Candidate H below (D + model.hbm_latency_ns 1250, chosen on training rows only,
-#   benchmarks/results/terms_h200_candidate_h.txt) meets every training floor on its timed picks and lifts held-out
+#   benchmarks/results/terms_h200_candidate_h.txt) meets every training floor on its timed picks (the 4 decode shapes
+#   that broke D's cold llm floor are among the untimed: they decide whether H holds) and lifts held-out
 #   pooled bf16 0.916 / 0.759 -> 0.929 / 0.788; 12 of its training picks (4 decode shapes) are untimed. Next H200 call,
 #   first (about a minute): GIT_SHA=<sha> STEPS=repick REPICK_PROFILE=h200 REPICK_VARIANTS=$CAND_H REPICK_LEAN=8
 #   REPICK_BUDGET=90 bash benchmarks/gpu_session.sh; then missing_picks.py --apply and `term_eval.py --profile h200 --set

@@ -1,6 +1,6 @@
 """How often origami's best score is an exact tie, and what the row order that breaks it costs (training sweeps only).
 
-    python benchmarks/tie_census.py [--profile h200] [--files benchmarks/data/h200/llm.csv ...]
+    python benchmarks/tie_census.py [--profile h200] [--files benchmarks/data/h200/llm.csv ...] [--worst N]
 
 For every shape of the profile's training sweeps (benchmarks/data/<profile>/*.csv and <profile>_cold/*.csv;
 held-out sweeps are never read), the configs whose predicted time
@@ -47,6 +47,7 @@ class Census:
     pick_geomean: float  # on the compared shapes: best measured / pick's time, geomean (nan if none)
     best_tied_geomean: float  # the same for the fastest timed config of each tie
     pairs: tuple  # (((what, bound, outcome), count), ...): tied timed pairs differing in one thing (module docstring)
+    losses: tuple = ()  # ((pick's time / the fastest tied config's, problem, pick, fastest), ...), largest first
 
 
 def tied(problem, hw) -> list:
@@ -78,6 +79,7 @@ def census(sweeps, hw) -> Census:
     shapes = n_tied = 0
     pick_logs, best_logs = [], []
     pairs: collections.Counter = collections.Counter()
+    losses: list = []
     for data in sweeps:
         for m in data:
             shapes += 1
@@ -90,8 +92,11 @@ def census(sweeps, hw) -> Census:
             best = min(meas.values())
             timed = [c for c in tie if c in meas]
             if tie[0] in meas and len(timed) >= 2:
+                fastest = min(timed, key=meas.__getitem__)
                 pick_logs.append(math.log(best / meas[tie[0]]))
-                best_logs.append(math.log(best / min(meas[c] for c in timed)))
+                best_logs.append(math.log(best / meas[fastest]))
+                if fastest != tie[0]:
+                    losses.append((meas[tie[0]] / meas[fastest], m.problem, tie[0], fastest))
             for a in timed:
                 for b in timed:
                     what = _difference(a, b)
@@ -102,14 +107,20 @@ def census(sweeps, hw) -> Census:
     def gm(logs):
         return math.exp(sum(logs) / len(logs)) if logs else math.nan
 
-    return Census(shapes, n_tied, len(pick_logs), gm(pick_logs), gm(best_logs), tuple(sorted(pairs.items())))
+    losses.sort(key=lambda x: -x[0])
+    return Census(shapes, n_tied, len(pick_logs), gm(pick_logs), gm(best_logs), tuple(sorted(pairs.items())),
+                  tuple(losses))
 
 
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--profile", default="h200")
     ap.add_argument("--files", nargs="+", default=None, help="sweep CSVs (default: the profile's training sweeps)")
+    ap.add_argument("--worst", type=int, default=0, metavar="N",
+                    help="also list the N shapes whose pick loses most to a tied config (pick / fastest tied)")
     args = ap.parse_args(argv)
+    if args.worst < 0:
+        ap.error(f"--worst {args.worst}: expected a count >= 0")
     try:
         hw = origami.load_profile(args.profile)
     except origami.ProfileError as e:
@@ -143,6 +154,10 @@ def main(argv=None) -> int:
     for what, bound in sorted({(w, b) for w, b, _ in counts}):
         print(f"    {what:11} {bound:8} " + " / ".join(str(counts.get((what, bound, o), 0))
                                                  for o in ("faster", "slower", "within 2%")))
+    if args.worst:
+        print(f"  the {min(args.worst, len(c.losses))} shapes whose pick loses most to a tied config (of {len(c.losses)}):")
+        for ratio, problem, pick, fastest in c.losses[:args.worst]:
+            print(f"    x{ratio:.2f}  {problem.describe()}: pick {pick.short()}, fastest tied {fastest.short()}")
     return 0
 
 

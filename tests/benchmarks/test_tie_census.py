@@ -47,9 +47,14 @@ def test_the_census_scores_the_pick_against_the_best_tied_config():
     c = tie_census.census([[slow]], H200)
     assert (c.shapes, c.tied, c.compared) == (1, 1, 1)
     assert c.pick_geomean == pytest.approx(0.5) and c.best_tied_geomean == pytest.approx(1.0)
+    assert c.losses == ((pytest.approx(2.0), m.problem, tie[0], tie[1]),)
     fast = dataclasses.replace(m, configs=(tie[0], tie[1]), ms=(1.0, 2.0))
     c = tie_census.census([[fast]], H200)
     assert c.pick_geomean == pytest.approx(1.0) and c.best_tied_geomean == pytest.approx(1.0)
+    assert c.losses == ()  # the pick is the fastest tied config: nothing lost
+    worse = dataclasses.replace(m, configs=(tie[0], tie[1]), ms=(3.0, 1.0))
+    c = tie_census.census([[slow, worse]], H200)
+    assert [round(x[0], 6) for x in c.losses] == [3.0, 2.0]  # largest loss first
     untied = next(x for x in CALIB if len(tie_census.tied_configs(x.problem, H200)) < 2)
     c = tie_census.census([[untied, slow]], H200)
     assert (c.shapes, c.tied, c.compared) == (2, 1, 1)
@@ -84,6 +89,19 @@ def test_bad_arguments_name_themselves(capsys):
     with pytest.raises(SystemExit) as e:
         tie_census.main(["--profile", "no-such-gpu"])
     assert e.value.code == 2 and "--profile" in capsys.readouterr().err
+    with pytest.raises(SystemExit) as e:
+        tie_census.main(["--worst", "-1"])
+    assert e.value.code == 2 and "--worst -1" in capsys.readouterr().err
+
+
+def test_worst_lists_the_largest_losses(capsys):
+    assert tie_census.main(["--files", str(ROOT / "benchmarks" / "data" / "h200" / "calib.csv"), "--worst", "2"]) == 0
+    out = capsys.readouterr().out
+    lines = [ln for ln in out.splitlines() if ln.strip().startswith("x")]
+    census = tie_census.census([CALIB], H200)
+    assert len(lines) == min(2, len(census.losses))
+    for ln, (ratio, problem, pick, fastest) in zip(lines, census.losses):
+        assert ln.strip().startswith(f"x{ratio:.2f}") and problem.describe() in ln and pick.short() in ln
 
 
 @pytest.mark.parametrize("text", ["m,n\n1,2\n", "not a csv at all\n",

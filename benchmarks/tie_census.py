@@ -31,6 +31,7 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 import origami  # noqa: E402
+from benchmarks.splitk_eval import _files  # noqa: E402  (the one list of a profile's sweeps)
 from origami.fit import read_sweep  # noqa: E402
 
 TIE_REL = 1e-9  # predicted times within this relative distance of the best tie
@@ -47,7 +48,7 @@ class Census:
     pick_geomean: float  # on the compared shapes: best measured / pick's time, geomean (nan if none)
     best_tied_geomean: float  # the same for the fastest timed config of each tie
     pairs: tuple  # (((what, bound, outcome), count), ...): tied timed pairs differing in one thing (module docstring)
-    losses: tuple = ()  # ((pick's time / the fastest tied config's, problem, pick, fastest), ...), largest first
+    losses: tuple  # ((pick's time / the fastest tied config's, problem, pick, fastest), ...), largest first
 
 
 def tied(problem, hw) -> list:
@@ -55,11 +56,6 @@ def tied(problem, hw) -> list:
     est = origami.rank(problem, hw, k=TOP_K)
     top = est[0].latency_ns
     return [e for e in est if e.latency_ns <= top * (1 + TIE_REL)]
-
-
-def tied_configs(problem, hw) -> list:
-    """The configs of :func:`tied`."""
-    return [e.config for e in tied(problem, hw)]
 
 
 def _difference(a, b) -> "str | None":
@@ -131,8 +127,7 @@ def main(argv=None) -> int:
             ap.error(f"--files: no such file: {', '.join(missing)}")
         paths = [Path(f) for f in args.files]
     else:
-        data = ROOT / "benchmarks" / "data"
-        paths = [f for d in (args.profile, f"{args.profile}_cold") for f in sorted((data / d).glob("*.csv"))]
+        paths = _files(args.profile)[0]  # the training sweeps (held-out ones never)
         if not paths:
             ap.error(f"--profile {args.profile}: no training sweeps under benchmarks/data/{args.profile}/")
     sweeps = []

@@ -24,7 +24,7 @@ CALIB = read_sweep(ROOT / "benchmarks" / "data" / "h200" / "calib.csv")
 def _tied_shape():
     """A calib shape whose best predicted time two configs share under h200, and its tie."""
     for m in CALIB:
-        tie = tie_census.tied_configs(m.problem, H200)
+        tie = [e.config for e in tie_census.tied(m.problem, H200)]
         if len(tie) >= 2:
             return m, tie
     pytest.fail("no calib shape ties under h200: the census has nothing to test on")
@@ -55,7 +55,7 @@ def test_the_census_scores_the_pick_against_the_best_tied_config():
     worse = dataclasses.replace(m, configs=(tie[0], tie[1]), ms=(3.0, 1.0))
     c = tie_census.census([[slow, worse]], H200)
     assert [round(x[0], 6) for x in c.losses] == [3.0, 2.0]  # largest loss first
-    untied = next(x for x in CALIB if len(tie_census.tied_configs(x.problem, H200)) < 2)
+    untied = next(x for x in CALIB if len(tie_census.tied(x.problem, H200)) < 2)
     c = tie_census.census([[untied, slow]], H200)
     assert (c.shapes, c.tied, c.compared) == (2, 1, 1)
     untimed_pick = dataclasses.replace(m, configs=(tie[1], *[x for x in m.configs if x not in tie][:1]), ms=(1.0, 3.0))

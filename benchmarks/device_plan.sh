@@ -143,12 +143,12 @@ CAND_G=splitk_range_reads=1,streamk_range_reads=1,mem_latency_ns=1133.4,unaligne
 # 0.932 on the timed picks, held-out 0.916 / 0.759 -> 0.929 / 0.788 with no held-out file down; 12 training picks
 # untimed (1x and 16x 6144x4096 and 10240x8192, warm bf16/fp16 and cold): benchmarks/results/terms_h200_candidate_h.txt
 CAND_H=splitk_range_reads=1,streamk_range_reads=1,mem_latency_ns=1133.4,hbm_latency_ns=1250
-# candidate H (H200, session 31): G with model.staged_spill_penalty fitted on the H200's training sweeps only. Not the
+# candidate H31 (H200, session 31; the session-42 candidate above took the name H): G with model.staged_spill_penalty fitted on the H200's training sweeps only. Not the
 # default: its held-out gain (pooled bf16 0.938 / 0.797 with the penalty at 0.1062) rested on the spill rule's false
 # positive on dp 128x128x32 w8, which the sm_90 compile census says compiles clean (origami.space.STAGED_SPILL_CENSUS,
 # session 31). With the census's verdicts the fit gives 0.074 and the held-out split 0.911, dlrm and square down: the
 # penalty was standing in for something else that slows dp 128x128x32 w8 on unaligned rows.
-CAND_H=$CAND_G,staged_spill_penalty=0.07435
+CAND_H31=$CAND_G,staged_spill_penalty=0.07435
 # candidate I (H100, session 31): the same term on h100.yaml's training sweeps (0.2874 with the census's verdicts):
 # held-out pooled bf16 0.921 / 0.823 -> 0.928 / 0.820, skinny up, longk and dlrm down. Not the default either
 CAND_I=staged_spill_penalty=0.2874

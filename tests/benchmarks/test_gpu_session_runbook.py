@@ -82,7 +82,11 @@ def test_every_candidate_in_the_device_plan_is_a_valid_variant_of_both_nvidia_pr
     from benchmarks.missing_picks import variant_profiles
 
     plan = (ROOT / "benchmarks" / "device_plan.sh").read_text()
-    cands = dict(re.findall(r"^(CAND_\w+)=(\S+)$", plan, re.M))
+    assigned = re.findall(r"^(CAND_\w+)=(\S+)$", plan, re.M)
+    names = [name for name, _ in assigned]
+    # a second assignment would silently replace the first in the shell (session 31's CAND_H did session 42's)
+    assert len(names) == len(set(names)), sorted(n for n in names if names.count(n) > 1)
+    cands = dict(assigned)
     assert {"CAND_D", "CAND_E", "CAND_G", "CAND_H", "CAND_I", "CAND_M"} <= set(cands), sorted(cands)
     for name in list(cands):
         while "$CAND_" in cands[name]:

@@ -18,13 +18,18 @@ is gone.
 :func:`gluon_tma_copies` — Gluon's TMA load and store builtins on Hopper: ``tma.async_load`` /
 ``tma.async_store`` from Triton 3.9 on (where the 3.6 names ``async_copy_global_to_shared`` /
 ``async_copy_shared_to_global`` raise "has been removed"), the 3.6 names before.
+
+:func:`script_as_builtin` — ``torch.jit.script`` compiles a call of a Python function that stands in for a torch
+builtin (the routing wrappers) as that builtin's aten op, through TorchScript's table of builtins (private, read
+with ``getattr`` so that a torch without it only loses scripting inside an ``enable()`` block).
 """
 
 from __future__ import annotations
 
 import torch
 
-__all__ = ["allow_tf32", "dynamo_eager_only", "gluon_cta_barrier", "gluon_tma_copies", "e4m3fn_overflow_is_nan"]
+__all__ = ["allow_tf32", "dynamo_eager_only", "script_as_builtin", "gluon_cta_barrier", "gluon_tma_copies",
+           "e4m3fn_overflow_is_nan"]
 
 
 def allow_tf32() -> bool:
@@ -49,6 +54,22 @@ def dynamo_eager_only(*fns) -> bool:
         code = getattr(fn, "__code__", None)
         if code is not None:
             set_code_exec_strategy(code, strategy)
+    return True
+
+
+def script_as_builtin(fn, orig) -> bool:
+    """Make ``torch.jit.script`` compile a call of ``fn`` as the aten op it compiles for ``orig`` (a torch builtin
+    such as ``torch.matmul``); False where ``orig`` is none (a Tensor method: the compiler resolves those by name)
+    or this torch has no such table."""
+    try:
+        from torch.jit import _builtins
+    except ImportError:
+        return False
+    find, register = getattr(_builtins, "_find_builtin", None), getattr(_builtins, "_register_builtin", None)
+    op = find(orig) if find is not None else None
+    if op is None or register is None:
+        return False
+    register(fn, op)
     return True
 
 

@@ -397,6 +397,8 @@ def _wrapper(orig: Callable, parse: Callable, route: Callable, hot: Callable | N
     routed.__doc__ = getattr(orig, "__doc__", None)
     routed.__wrapped__ = orig
     routed._tritonblas_route = True
+    # torch.jit.script inside a block: a call of the wrapper compiles as torch's op (the compiler cannot compile it)
+    _compat.script_as_builtin(routed, orig)
     return routed
 
 

@@ -94,3 +94,58 @@ def test_a_trace_torch_refuses_is_torchs_error_not_a_crash(device):
         assert want == got, (case, want, got, want_err, got_err)
         assert (want_err == got_err) if want == "error" else equal, (case, want_err, got_err)
     assert any(w == "error" for w, *_ in out.values())  # (torch does refuse some: the case this test is for)
+
+
+# --- torch.jit.script inside a block: the routed functions compile as torch's ops (the script is torch's) ------------
+def _s_linear(x: torch.Tensor, w: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
+    return F.linear(x, w, b)
+
+
+def _s_matmul(x: torch.Tensor, w: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
+    return torch.matmul(x, w.t())
+
+
+def _s_mm(x: torch.Tensor, w: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
+    return torch.mm(x, w.t())
+
+
+def _s_addmm(x: torch.Tensor, w: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
+    return torch.addmm(b, x, w.t(), beta=0.5, alpha=2.0)
+
+
+def _s_bmm(x: torch.Tensor, w: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
+    return torch.bmm(x[None], w.t()[None])
+
+
+def _s_baddbmm(x: torch.Tensor, w: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
+    return torch.baddbmm(b, x[None], w.t()[None])
+
+
+def _s_addbmm(x: torch.Tensor, w: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
+    return torch.addbmm(b, x[None], w.t()[None])
+
+
+def _s_mv(x: torch.Tensor, w: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
+    return torch.mv(w, x[0])
+
+
+def _s_addmv(x: torch.Tensor, w: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
+    return torch.addmv(b, w, x[0])
+
+
+_SCRIPTED = [_s_linear, _s_matmul, _s_mm, _s_addmm, _s_bmm, _s_baddbmm, _s_addbmm, _s_mv, _s_addmv]
+
+
+@pytest.mark.parametrize("fn", _SCRIPTED, ids=lambda f: f.__name__[3:])
+def test_a_function_scripted_inside_a_block_is_torchs(device, fn):
+    """``torch.jit.script`` inside a block compiles a routed function (``torch.matmul``, ``F.linear``, ...) as
+    torch's aten op, as it does outside. It raised before (the compiler found the routing wrapper, no builtin, and
+    tried to compile it: "module, class, method, function ... expected, got builtin_function_or_method")."""
+    torch.manual_seed(0)
+    x, w, b = (torch.randn(2, 16, device=device), torch.randn(24, 16, device=device),
+               torch.randn(24, device=device))
+    with tritonblas.enable():
+        scripted = torch.jit.script(fn)  # (first scripted here: torch caches a function's script)
+        got = scripted(x, w, b)
+    assert torch.equal(got, fn(x, w, b))
+    assert torch.equal(scripted(x, w, b), got)  # and it runs after the block

@@ -149,3 +149,39 @@ def test_a_function_scripted_inside_a_block_is_torchs(device, fn):
         got = scripted(x, w, b)
     assert torch.equal(got, fn(x, w, b))
     assert torch.equal(scripted(x, w, b), got)  # and it runs after the block
+
+
+_SCRIPT_MODULE = """
+import json, sys
+import torch
+import tritonblas
+torch.manual_seed(0)
+model = torch.nn.Sequential(torch.nn.Linear(16, 24), torch.nn.ReLU(), torch.nn.Linear(24, 8)).to({device!r})
+x = torch.randn(4, 16, device={device!r})
+want = model(x).detach()  # torch's
+out = {{}}
+try:
+    with tritonblas.enable():
+        scripted = torch.jit.script(model)  # the first script of nn.Linear in this process
+        out["inside"] = torch.equal(scripted(x), want) or "differs"
+except Exception as e:
+    out["inside"] = type(e).__name__ + ": " + str(e)[:300]
+try:
+    out["after"] = torch.equal(torch.jit.script(model)(x), want) or "differs"  # the block left
+except Exception as e:
+    out["after"] = type(e).__name__ + ": " + str(e)[:300]
+print("OUT " + json.dumps(out))
+"""
+
+
+def test_a_module_scripted_inside_a_block_is_torchs(device):
+    """``torch.jit.script`` of a model with ``nn.Linear`` inside a block compiles torch's forward (the one the
+    block's forward wraps), as outside. It raised before ("undefined value F": the compiler read torch's source but
+    resolved its names in :mod:`tritonblas.handover`), and the failed compile left nn.Linear's script type half
+    defined, so every later ``torch.jit.script`` of an nn.Linear in the process raised too ("Can't redefine method:
+    forward"). In a child process: the first script of nn.Linear in a process is the one under test."""
+    script = _SCRIPT_MODULE.format(device=device)
+    p = subprocess.run([sys.executable, "-c", textwrap.dedent(script)], capture_output=True, text=True, timeout=600)
+    assert p.returncode == 0, p.stderr[-2000:]
+    out = json.loads(next(line for line in p.stdout.splitlines() if line.startswith("OUT "))[4:])
+    assert out == {"inside": True, "after": True}, out

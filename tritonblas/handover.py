@@ -221,11 +221,11 @@ def bmm_handed(a, b) -> bool:
 # table generation, its dtype, whether it is a CUDA tensor, the verdict: True / False, or None where the call decides;
 # its N and K)
 _VERDICTS: dict = {}
-_READS_PARAMETERS: dict = {}
+_READS_PARAMETERS: dict = {}  # an nn.Linear class -> whether its weight and bias are what its _parameters hold
 # torch.jit.script of an nn.Linear inside a block compiles the source of torch's forward (linear_forward's __wrapped__,
 # which inspect follows) but resolves its names in this module's globals (the installed function's): the names that
 # source reads (tests/dropin/test_jit_trace.py::test_a_module_scripted_inside_a_block_is_torchs)
-F = torch.nn.functional  # an nn.Linear class -> whether its weight and bias are what its _parameters hold
+F = torch.nn.functional
 
 
 def _forget(key: int, ref) -> None:

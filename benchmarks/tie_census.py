@@ -114,6 +114,8 @@ def main(argv=None) -> int:
     ap.add_argument("--files", nargs="+", default=None, help="sweep CSVs (default: the profile's training sweeps)")
     ap.add_argument("--worst", type=int, default=0, metavar="N",
                     help="also list the N shapes whose pick loses most to a tied config (pick / fastest tied)")
+    ap.add_argument("--set", action="append", default=[], metavar="NAME=VALUE[,NAME=VALUE]",
+                    help="score with these model parameters replaced (a candidate's ties before it ships)")
     args = ap.parse_args(argv)
     if args.worst < 0:
         ap.error(f"--worst {args.worst}: expected a count >= 0")
@@ -121,6 +123,9 @@ def main(argv=None) -> int:
         hw = origami.load_profile(args.profile)
     except origami.ProfileError as e:
         ap.error(f"--profile: {e}")
+    if args.set:
+        from benchmarks.missing_picks import variant_profiles  # the one KEY=VALUE[,KEY=VALUE] parser
+        hw = variant_profiles(args.profile, [",".join(args.set)], "--set")[0]
     if args.files:
         missing = [f for f in args.files if not Path(f).is_file()]
         if missing:
@@ -140,7 +145,7 @@ def main(argv=None) -> int:
             ap.error(f"{p}: no shape with two or more timed configs (not a sweep.py CSV?)")
         sweeps.append(data)
     c = census(sweeps, hw)
-    print(f"{args.profile}: {c.shapes} training shapes in {len(paths)} files; {c.tied} tie at the best predicted time")
+    print(f"{args.profile}{' ' + ','.join(args.set) if args.set else ''}: {c.shapes} training shapes in {len(paths)} files; {c.tied} tie at the best predicted time")
     print(f"  {c.compared} with the pick and another tied config timed: pick geomean {c.pick_geomean:.3f}, "
           f"best tied config {c.best_tied_geomean:.3f}")
     print("  tied timed pairs differing in one thing (more stages, GROUP_M 8 over 1, persistent over data-parallel),")

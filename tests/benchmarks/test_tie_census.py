@@ -115,3 +115,19 @@ def test_a_file_that_is_no_sweep_is_an_error_naming_it(tmp_path, capsys, text):
     with pytest.raises(SystemExit) as e:
         tie_census.main(["--files", str(bad)])
     assert e.value.code == 2 and str(bad) in capsys.readouterr().err
+
+
+def test_set_scores_the_census_with_the_parameters_replaced(capsys):
+    """--set is the census of a candidate: its counts are those of the profile with those model parameters, and a
+    parameter that changes the ranking changes them (mem_latency_ns far above h200's breaks latency ties apart)."""
+    calib = str(ROOT / "benchmarks" / "data" / "h200" / "calib.csv")
+    spec = "mem_latency_ns=5000,hbm_latency_ns=9000"
+    assert tie_census.main(["--files", calib, "--set", spec]) == 0
+    out = capsys.readouterr().out
+    variant = H200.replace_model(mem_latency_ns=5000.0, hbm_latency_ns=9000.0)
+    want, base = tie_census.census([CALIB], variant), tie_census.census([CALIB], H200)
+    assert (want.tied, want.compared) != (base.tied, base.compared), "the variant moved no tie: the test tests nothing"
+    assert f"{spec}: {want.shapes} training shapes" in out and f"; {want.tied} tie at" in out
+    with pytest.raises(SystemExit) as e:
+        tie_census.main(["--files", calib, "--set", "no_such_term=1"])
+    assert "no_such_term" in str(e.value)

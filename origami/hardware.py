@@ -189,13 +189,20 @@ class HardwareProfile:
     def __post_init__(self) -> None:
         # A profile made outside _build (dataclasses.replace, a direct call) kept the content_hash it
         # was handed: equal to, and found by profile_by_hash as, a profile with other contents. Its hash
-        # is recomputed from its fields; every profile is then registered under its hash.
+        # is recomputed from its fields; every profile is then registered under its hash. Its fields are
+        # checked as a file's are (a replaced compute_units of 0 reached the scorer: ZeroDivisionError).
         if not getattr(_BUILDING, "on", False):
+            where = f"{self.path} (replaced)"
             try:
-                object.__setattr__(self, "content_hash", _hash_text(json.dumps(_to_raw(self), sort_keys=True,
-                                                                                default=str)))
-            except (TypeError, ValueError, AttributeError):
-                pass  # fields no profile has (a direct call with anything): the hash as given
+                raw = _to_raw(self)
+                canonical = json.dumps(raw, sort_keys=True, default=str)
+            except (TypeError, ValueError, AttributeError) as e:
+                raise ProfileError(f"{where}: not a profile's fields: {e}") from None
+            errors = _validate(raw)[1]
+            if errors:
+                body = "\n  ".join(f"{where}: {e}" for e in errors)
+                raise ProfileError(f"{len(errors)} error(s) in profile {where}:\n  {body}" if len(errors) > 1 else body)
+            object.__setattr__(self, "content_hash", _hash_text(canonical))
         _remember(self)
 
     def __hash__(self) -> int:
@@ -460,13 +467,19 @@ def _as_checked(raw: Any, checked: Any) -> Any:
     return raw
 
 
-def _build(raw: Any, where: str) -> HardwareProfile:
+def _validate(raw: Any) -> tuple[dict, list[str]]:
+    """The checked fields of ``raw`` and every error (dotted path: reason), the schema's and the cross-checks'."""
     errors: list[str] = []
     d = _check_section(SCHEMA, raw, "", errors)
     if isinstance(raw, dict) and "sources" in raw:
         d["sources"] = _check_sources(raw["sources"], errors)
     if not errors:
         _cross_checks(d, errors)
+    return d, errors
+
+
+def _build(raw: Any, where: str) -> HardwareProfile:
+    d, errors = _validate(raw)
     if errors:
         body = "\n  ".join(f"{where}: {e}" for e in errors)
         raise ProfileError(f"{len(errors)} error(s) in profile {where}:\n  {body}" if len(errors) > 1 else body)

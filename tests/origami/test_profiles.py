@@ -351,6 +351,27 @@ def test_replace_model_is_validated():
         hw.replace_model(mma_efficiency=2.0)
 
 
+
+@pytest.mark.parametrize("section, key, value", [
+    ("compute", "compute_units", 0), ("compute", "warp_size", 0), ("memory", "hbm_bytes_per_s", 0.0),
+    ("memory", "l2_bytes_per_s", float("nan")), ("compute", "compute_units", "132"), ("model", "mma_efficiency", 0.0),
+])
+def test_a_profile_made_with_dataclasses_replace_is_validated(section, key, value):
+    """``dataclasses.replace(hw, compute=...)`` (the documented way to vary a profile, tests/dropin/test_compile.py)
+    skipped every check of the schema: 0 compute units or 0 bytes/s of HBM bandwidth reached the scorer and
+    ``origami.select`` raised ZeroDivisionError (warp_size 0: "integer division or modulo by zero"), a string
+    TypeError, a NaN or zero efficiency "no valid kernel configuration" for 512^3. Found by the second
+    reliability hunt of session 43 (a helper, CPU)."""
+    hw = origami.load_profile("h200")
+    changed = dict(getattr(hw, section))
+    changed[key] = value
+    with pytest.raises(origami.ProfileError, match=rf"{section}\.{key}"):
+        dataclasses.replace(hw, **{section: changed})
+    with pytest.raises(origami.ProfileError, match="launch_overhead_ns"):
+        dataclasses.replace(hw, launch_overhead_ns=-1e9)  # was a negative predicted latency
+    ok = dataclasses.replace(hw, launch_overhead_ns=hw.launch_overhead_ns * 10)
+    assert origami.select(origami.GemmProblem(512, 512, 512), ok).latency_ns > 0
+
 # --- the writer (what tritonblas calibrate writes) ---------------------------------------------
 @pytest.mark.parametrize("name", SHIPPED)
 def test_render_profile_reads_back_as_the_same_profile(name):

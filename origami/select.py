@@ -383,9 +383,12 @@ def predict(problem: GemmProblem, hw: "HardwareProfile | str", config: TileConfi
 
 
 def select_many(problems: Sequence[GemmProblem], hw: "HardwareProfile | str") -> list[TileConfig]:
-    """Selected configs, in order, for many problems (parallel over problems)."""
-    for p in problems:
+    """Selected configs, in order, for many problems (parallel over problems); ValueError naming the
+    first problem with an empty output (M, N or batch 0), as :func:`select` raises for it."""
+    for i, p in enumerate(problems):
         _check_problem(p)
+        if p.m == 0 or p.n == 0 or p.batch == 0:
+            raise ValueError(f"problems[{i}]: {p.describe()}: empty output, nothing to select")
     hw = load_profile(hw)
     idx, _, groups = select_many_arrays(problems, hw)
     out: list[TileConfig | None] = [None] * len(problems)
@@ -491,6 +494,8 @@ def candidates(problem: GemmProblem, hw: "HardwareProfile | str") -> list[TileCo
     time (the enumerated axes of :mod:`origami.enumerate` under the predicates of
     :mod:`origami.space`), as TileConfigs, in row order."""
     _check_problem(problem)
+    if problem.m == 0 or problem.n == 0 or problem.batch == 0:
+        raise ValueError(f"{problem.describe()}: empty output, nothing to select")
     hw = load_profile(hw)
     base, lat, _ = score_problem(problem, hw)
     return [row_to_config(base[i], problem, hw) for i in np.nonzero(np.isfinite(lat))[0]]

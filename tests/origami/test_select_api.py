@@ -23,6 +23,18 @@ def test_empty_output_raises(fn, m, n, batch):
         getattr(origami, fn)(GemmProblem(m, n, 64, batch=batch), "h200")
 
 
+@pytest.mark.parametrize("m,n,batch", [(0, 128, 1), (128, 0, 1), (64, 64, 0)])
+def test_empty_output_raises_in_candidates_and_select_many(m, n, batch):
+    """``candidates`` of an empty output raised ZeroDivisionError, and ``select_many`` with one among its
+    problems crashed inside numba (SystemError "returned a result with an exception set"), where select,
+    rank and explain say "empty output". Found by the second reliability hunt of session 43 (a helper, CPU)."""
+    empty = GemmProblem(m, n, 64, batch=batch)
+    with pytest.raises(ValueError, match="empty output"):
+        origami.candidates(empty, "h200")
+    with pytest.raises(ValueError, match=r"^problems\[1\]: .*empty output"):
+        origami.select_many([GemmProblem(64, 64, 64), empty], "h200")
+
+
 @pytest.mark.parametrize("fn", ["rank", "explain"])
 def test_k_must_be_a_positive_int(fn):
     """rank(p, hw, -1) sliced [:-1]: every candidate but the worst, silently; explain(k=-2) likewise,

@@ -102,7 +102,13 @@ def load_yaml(text: str, where: str,
                 lines = [f"{where}: {name(p, k)}: duplicate key {k!r} (lines {a} and {b})" for p, k, a, b in dups]
                 raise YamlError(lines[0] if len(lines) == 1
                                 else f"{len(lines)} duplicate keys in {where}:\n  " + "\n  ".join(lines))
-            return loader.construct_document(node) if node is not None else None
+            try:
+                return loader.construct_document(node) if node is not None else None
+            except (ValueError, TypeError, AttributeError, KeyError) as e:
+                # a scalar resolved (or tagged: !!timestamp soon) to a type whose constructor fails, e.g.
+                # 0x_ read as a YAML 1.1 int: int("", 16); PyYAML raises the constructor's own error
+                raise YamlError(f"{where}: not valid YAML: a value cannot be read as its type "
+                                f"({type(e).__name__}: {e})") from None
         finally:
             loader.dispose()
     except yaml.YAMLError as e:

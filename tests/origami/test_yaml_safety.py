@@ -6,6 +6,7 @@ RecursionError, and a shapes entry ``{m: 64, n: 64, k: 64, m: 8}`` was read as m
 
 from __future__ import annotations
 
+import re
 import subprocess
 import sys
 import time
@@ -97,6 +98,31 @@ def test_shapes_without_duplicates_still_read(tmp_path):
     f = tmp_path / "ok.yaml"
     f.write_text("- {m: 64, n: 32, k: 16}\n- m: 8\n  n: 4\n  k: 2\n")
     assert [(p.m, p.n, p.k) for p in load_shapes(f)] == [(64, 32, 16), (8, 4, 2)]
+
+
+@pytest.mark.parametrize("old, new", [
+    ("compute_units: 132", "compute_units: 0x_"),          # YAML 1.1 resolves it as an int: int("", 16)
+    ("compute_units: 132", "compute_units: 0b_"),
+    ("name: h200", "name: !!timestamp soon"),              # an explicit tag whose value does not parse
+    ("launch_overhead_ns: 580.4", "launch_overhead_ns: !!float fast"),
+    ("dispatch: linear", "dispatch: !!bool maybe"),
+    ("compute_units: 132", "0x_: 1\n  compute_units: 132"),  # as a key
+])
+def test_a_scalar_the_yaml_library_cannot_construct_is_an_error_naming_the_file(tmp_path, old, new):
+    """A scalar PyYAML resolves (or is told with a tag) to a type whose constructor then fails raised that
+    constructor's bare ValueError / AttributeError / KeyError ("invalid literal for int() with base 16: ''",
+    "'NoneType' object has no attribute 'groupdict'") out of load_profile and load_shapes, naming neither the
+    file nor the field. Found by the second reliability hunt of session 43 (a helper, CPU)."""
+    f = tmp_path / "odd.yaml"
+    assert old in H200
+    f.write_text(H200.replace(old, new, 1))
+    with pytest.raises(ProfileError, match=r"^odd\.yaml: "):
+        load_profile(f)
+    s = tmp_path / "shapes.yaml"
+    key, value = new.split("\n")[0].split(": ", 1)
+    s.write_text(f"- {{m: 64, n: 64, k: 64}}\n- {{m: 64, n: 64, {'k' if value != '1' else key}: {value}}}\n")
+    with pytest.raises(ShapesError, match=rf"^{re.escape(str(s))}: "):
+        load_shapes(s)
 
 
 @pytest.mark.parametrize("bomb", sorted(BOMBS))

@@ -23,6 +23,7 @@ through every reader, duplicate keys named in profiles and shapes files).
 from __future__ import annotations
 
 import math
+import re
 from typing import Any, Callable
 
 import yaml
@@ -85,6 +86,36 @@ def _duplicates(node: yaml.Node, path: tuple, out: list) -> list:
     return out
 
 
+# Numbers with one meaning under YAML 1.1 (PyYAML) and 1.2: plain decimal ints, hex, and floats of 1.2's
+# core schema. PyYAML also reads 0132 as octal 90, 2:12 as base 60 (132), 0b101 and 1_000, which YAML 1.2
+# reads as 132 or as strings: a profile's compute_units: 0132 loaded as 90 compute units.
+_INT_TAG, _FLOAT_TAG = "tag:yaml.org,2002:int", "tag:yaml.org,2002:float"
+_PORTABLE = {_INT_TAG: re.compile(r"[-+]?(?:0|[1-9][0-9]*)|0x[0-9a-fA-F]+"),
+             _FLOAT_TAG: re.compile(r"[-+]?(?:\.[0-9]+|[0-9]+(?:\.[0-9]*)?)(?:[eE][-+]?[0-9]+)?"
+                                    r"|[-+]?\.(?:inf|Inf|INF)|\.(?:nan|NaN|NAN)")}
+
+
+def _unportable_numbers(node: yaml.Node) -> list:
+    """(path of the node, its text, line) for every int or float scalar (keys too) not in :data:`_PORTABLE`."""
+    out = []
+    stack = [(node, ())]
+    while stack:
+        n, p = stack.pop()
+        if isinstance(n, yaml.ScalarNode):
+            ok = _PORTABLE.get(n.tag)
+            if ok is not None and not ok.fullmatch(n.value):
+                out.append((p, n.value, n.start_mark.line + 1))
+        elif isinstance(n, yaml.MappingNode):
+            for key_node, value_node in n.value:
+                key = key_node.value if isinstance(key_node, yaml.ScalarNode) else str(key_node.value)
+                stack.append((key_node, p + (str(key),)))
+                stack.append((value_node, p + (str(key),)))
+        elif isinstance(n, yaml.SequenceNode):
+            stack.extend((item, p + (i,)) for i, item in enumerate(n.value))
+    out.sort(key=lambda d: d[2])
+    return out
+
+
 def load_yaml(text: str, where: str,
               describe: Callable[[tuple, str], str] | None = None) -> Any:
     """Parse ``text`` (from file ``where``) to Python data, refusing anchors, aliases and duplicate
@@ -102,6 +133,21 @@ def load_yaml(text: str, where: str,
                 lines = [f"{where}: {name(p, k)}: duplicate key {k!r} (lines {a} and {b})" for p, k, a, b in dups]
                 raise YamlError(lines[0] if len(lines) == 1
                                 else f"{len(lines)} duplicate keys in {where}:\n  " + "\n  ".join(lines))
+            odd = _unportable_numbers(node) if node is not None else []
+            if odd:
+                name = describe or (lambda p, k: ".".join(str(x) for x in p + (k,)))
+
+                def label(p: tuple) -> str:  # describe may name only the mapping holding the key (shapes' entry i)
+                    if not p:
+                        return "(top level)"
+                    text = name(p[:-1], str(p[-1]))
+                    return text if text.endswith(str(p[-1])) else f"{text}.{p[-1]}"
+
+                lines = [f"{where}: {label(p)}: {t!r} (line {line}) is a number "
+                         f"YAML 1.1 and 1.2 read differently (a leading-zero octal, base 60, binary or '_' "
+                         f"separators); write it in plain decimal" for p, t, line in odd]
+                raise YamlError(lines[0] if len(lines) == 1
+                                else f"{len(lines)} ambiguous numbers in {where}:\n  " + "\n  ".join(lines))
             try:
                 return loader.construct_document(node) if node is not None else None
             except (ValueError, TypeError, AttributeError, KeyError) as e:

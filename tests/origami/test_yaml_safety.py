@@ -125,6 +125,34 @@ def test_a_scalar_the_yaml_library_cannot_construct_is_an_error_naming_the_file(
         load_shapes(s)
 
 
+@pytest.mark.parametrize("text, yaml11", [
+    ("0132", 90),        # a leading zero: octal under YAML 1.1, decimal 132 under 1.2
+    ("2:12", 132),       # base 60 under YAML 1.1, a string under 1.2
+    ("0b10000100", 132),  # binary: YAML 1.1 only
+    ("1_32", 132),       # digit separators: YAML 1.1 only
+])
+def test_a_number_yaml_11_and_12_read_differently_is_refused(tmp_path, text, yaml11):
+    """RELIABILITY.md §5.1's YAML 1.1 traps: ``compute_units: 0132`` loaded as 90 compute units (an octal) and
+    ``2:12`` as 132 (base 60), silently; YAML 1.2 reads the first as 132 and the second as a string. Such a number
+    is refused with the field's path and line, in profiles and shapes files alike; plain decimal, floats and hex
+    (one meaning in both versions) still read. Found by the second reliability hunt of session 43 (a helper, CPU)."""
+    import yaml
+
+    assert yaml.safe_load(f"x: {text}")["x"] == yaml11  # what PyYAML makes of it
+    f = tmp_path / "octal.yaml"
+    f.write_text(H200.replace("compute_units: 132", f"compute_units: {text}", 1))
+    with pytest.raises(ProfileError, match=rf"^octal\.yaml: compute\.compute_units: {re.escape(repr(text))} "):
+        load_profile(f)
+    s = tmp_path / "shapes.yaml"
+    s.write_text(f"- {{m: 64, n: 64, k: 64}}\n- {{m: {text}, n: 64, k: 64}}\n")
+    with pytest.raises(ShapesError, match=rf"entry 1\.m: {re.escape(repr(text))} "):
+        load_shapes(s)
+    s.write_text("- {m: 0x40, n: 64, k: 64, batch: +2}\n- {m: 0, n: 64, k: 64}\n")
+    assert [(p.m, p.batch) for p in load_shapes(s)] == [(64, 2), (0, 1)]
+    f.write_text(H200.replace("launch_overhead_ns: 580.4", "launch_overhead_ns: 5.804e+2", 1))
+    assert load_profile(f).launch_overhead_ns == 580.4
+
+
 @pytest.mark.parametrize("bomb", sorted(BOMBS))
 def test_tile_table_with_aliases_is_refused_quickly(tmp_path, bomb):
     """Tile tables are json or csv (no anchors exist there); a YAML bomb in their place is a corrupt

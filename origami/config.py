@@ -10,7 +10,7 @@ import enum
 from dataclasses import asdict, dataclass, fields
 from typing import Any, Mapping
 
-__all__ = ["Kind", "TileConfig", "TRITON_NAMES"]
+__all__ = ["Kind", "TileConfig", "TRITON_NAMES", "checked_names"]
 
 # TileConfig field -> the constexpr a Triton kernel takes it as (to_triton_config's default; the
 # names of Triton's matmul tutorial, BLOCK_SIZE_M..., are also read by from_triton_config).
@@ -108,7 +108,7 @@ class TileConfig:
         if self.kind is not Kind.DP:
             raise ValueError(f"TileConfig.kind: only 'dp' configs map to a triton.Config for a user kernel, "
                              f"got {self.kind.value!r} ({self.short()})")
-        names = _checked_names(names)
+        names = checked_names(names)
         import triton
 
         kwargs = {names[f]: getattr(self, f) for f in TRITON_NAMES}
@@ -120,7 +120,9 @@ class TileConfig:
         """The dp TileConfig of a ``triton.Config`` (anything with ``kwargs``, ``num_warps`` and
         ``num_stages``): block sizes under ``names`` or the default (BLOCK_M, ...) or tutorial
         (BLOCK_SIZE_M, ...) names; GROUP_M absent means 1 (no swizzle); AMD kwargs when present.
-        ValueError names the missing constexpr."""
+        ValueError names the missing constexpr, or a bad ``names`` (:func:`checked_names`)."""
+        if names:
+            checked_names(names)  # a typo'd field was ignored: the default names were read instead
         kw = dict(getattr(config, "kwargs", None) or {})
         values: dict[str, Any] = {}
         for f in TRITON_NAMES:
@@ -149,7 +151,7 @@ class TileConfig:
         return s
 
 
-def _checked_names(names: Mapping[str, str] | None) -> dict[str, str]:
+def checked_names(names: Mapping[str, str] | None) -> dict[str, str]:
     """TRITON_NAMES overridden by ``names``: keys TileConfig fields of TRITON_NAMES, values distinct
     identifiers (a typo'd key was ignored, two fields under one name silently lost one of them)."""
     names = dict(names or {})

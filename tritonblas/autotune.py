@@ -31,6 +31,7 @@ from typing import Any, Callable, Mapping, Sequence
 
 import origami
 from origami import GemmProblem, Layout, TileConfig
+from origami.config import checked_names
 from origami.problem import layout_order
 
 __all__ = ["pruner", "problem_of", "rank_configs", "run_once"]
@@ -79,7 +80,9 @@ def _tile(cfg: Any, hw: origami.HardwareProfile, names: Mapping[str, str] | None
 def rank_configs(configs: Sequence[Any], problem: GemmProblem, hw: "origami.HardwareProfile | str",
                  names: Mapping[str, str] | None = None) -> list[tuple[Any, "origami.Estimate | str"]]:
     """``(config, Estimate)`` for every config the model accepts, fastest first (ties keep the given
-    order), then ``(config, reason)`` for each it rejects, in the given order."""
+    order), then ``(config, reason)`` for each it rejects, in the given order. A bad ``names`` raises
+    ValueError (it would reject every config alike)."""
+    checked_names(names)
     hw = origami.load_profile(hw)
     scored, rejected = [], []
     for i, cfg in enumerate(configs):
@@ -101,6 +104,9 @@ def pruner(*, top_k: int = 1, profile: Any = None, m: str = "M", n: str = "N", k
     ``names`` maps TileConfig fields to the kernel's constexpr names (``{"block_m": "BM"}``)."""
     if isinstance(top_k, bool) or not isinstance(top_k, int) or top_k < 1:
         raise ValueError(f"top_k: must be an int >= 1, got {top_k!r}")
+    checked_names(names)  # fail here, not as every config "rejected" at the kernel's first launch
+    if profile is not None:
+        origami.load_profile(profile)  # a bad name fails here, not deep inside Triton's autotuner
 
     def early_config_prune(configs: Sequence[Any], named_args: Mapping[str, Any], **kwargs: Any) -> list[Any]:
         args = {**named_args, **kwargs}

@@ -112,6 +112,29 @@ def test_pruner_argument_errors():
         pruner(profile="h200")(CONFIGS, {k: v for k, v in _args(64, 64, 64).items() if k != "M"})
 
 
+def test_pruner_refuses_bad_names_and_profile_when_made():
+    """``names=`` with a typo'd field (``{"block_mm": "BM"}``) or a non-identifier value was ignored by
+    ``from_triton_config`` (``to_triton_config`` refuses it): the kernel's ``BM`` configs then failed as "no
+    BLOCK_M constexpr", every one was "rejected" and the pruner returned the first ``top_k`` unranked, silently.
+    A bad ``profile=`` surfaced only at the kernel's first launch, deep inside Triton's autotuner. Both now fail
+    when the pruner is made (and ``rank_configs`` before scoring), as ``OrigamiChoices(profile=)`` does. Found by
+    the second reliability hunt of session 43 (a helper, CPU)."""
+    bm = [triton.Config({"BM": 64, "BN": 64, "BK": 32}, num_warps=4, num_stages=3),
+          triton.Config({"BM": 128, "BN": 128, "BK": 64}, num_warps=8, num_stages=3)]
+    good = {"block_m": "BM", "block_n": "BN", "block_k": "BK"}
+    for bad, needle in (({**good, "block_mm": "BM"}, "unknown TileConfig field"), ({**good, "block_m": 3}, "identifiers")):
+        with pytest.raises(ValueError, match=f"^names: .*{needle}"):
+            TileConfig.from_triton_config(bm[0], bad)
+        with pytest.raises(ValueError, match=f"^names: .*{needle}"):
+            pruner(profile="h200", names=bad)
+        with pytest.raises(ValueError, match=f"^names: .*{needle}"):
+            rank_configs(bm, GemmProblem(4096, 4096, 4096), "h200", bad)
+    with pytest.raises(origami.ProfileError, match="h300: unknown profile"):
+        pruner(profile="h300")
+    ranked = rank_configs(bm, GemmProblem(4096, 4096, 4096), "h200", good)
+    assert all(isinstance(e, origami.Estimate) for _, e in ranked)
+
+
 def test_example_user_kernel_autotunes_through_the_pruner(monkeypatch, device):
     monkeypatch.setenv("TRITONBLAS_PROFILE", "h200")
     spec = importlib.util.spec_from_file_location("autotune_pruner_example", EXAMPLE)

@@ -303,11 +303,16 @@ def select_among(problem: GemmProblem, hw: "HardwareProfile | str", kinds: Seque
     persistent templates run min(SMs, tiles) programs (``grid_per_cu=1``, ``tritonblas.inductor``).
     Scores every row of the problem's class (~10-130 µs; :func:`select` prunes instead)."""
     _check_problem(problem)
+    kinds = _check_kinds(kinds)
+    if grid_per_cu is not None and (isinstance(grid_per_cu, bool) or not isinstance(grid_per_cu, int)
+                                    or grid_per_cu < 1):
+        raise (ValueError if isinstance(grid_per_cu, int) and not isinstance(grid_per_cu, bool) else TypeError)(
+            f"grid_per_cu: expected None or an int >= 1 (programs per compute unit), got {grid_per_cu!r}")
     hw = load_profile(hw)
     if problem.m == 0 or problem.n == 0 or problem.batch == 0:
         raise ValueError(f"{problem.describe()}: empty output, nothing to select")
     base, lat, terms = score_problem(problem, hw)
-    ok = np.isin(base[:, R_KIND], [KIND_CODE[Kind(k)] for k in kinds]) & np.isfinite(lat)
+    ok = np.isin(base[:, R_KIND], [KIND_CODE[k] for k in kinds]) & np.isfinite(lat)
     if not chiplet_remap:
         ok &= base[:, R_NCHIP] == 1
     if grid_per_cu is not None:  # the grids config_for_tiles gives the rows (persistent_grid, vectorised)
@@ -321,10 +326,23 @@ def select_among(problem: GemmProblem, hw: "HardwareProfile | str", kinds: Seque
         ok &= ~streamk | (grid == cus * grid_per_cu)
     rows = np.nonzero(ok)[0]
     if rows.size == 0:
-        raise ValueError(f"no valid {'/'.join(Kind(k).value for k in kinds)} configuration for "
+        raise ValueError(f"no valid {'/'.join(k.value for k in kinds)} configuration for "
                          f"{problem.describe()} on {hw.name}")
     i = int(rows[np.argmin(lat[rows])])
     return _estimate(_space(problem, hw), i, lat[i], terms[i].tolist(), problem)
+
+
+def _check_kinds(kinds: Any) -> tuple[Kind, ...]:
+    """``kinds`` as Kinds, or a TypeError/ValueError naming it: a non-empty sequence of kinds or their values."""
+    if isinstance(kinds, (str, Kind)) or not isinstance(kinds, (list, tuple, set, frozenset)):
+        raise TypeError(f"kinds: expected a list of kinds (e.g. ['dp']), got {type(kinds).__name__} {kinds!r}")
+    allowed = ", ".join(k.value for k in Kind)
+    if not kinds:
+        raise ValueError(f"kinds: expected at least one of {allowed}")
+    try:
+        return tuple(Kind(k) for k in kinds)
+    except ValueError:
+        raise ValueError(f"kinds: unknown kind in {list(kinds)!r}; expected some of {allowed}") from None
 
 
 def _encode(config: TileConfig, problem: GemmProblem, hw: HardwareProfile) -> np.ndarray:

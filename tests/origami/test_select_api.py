@@ -35,6 +35,22 @@ def test_empty_output_raises_in_candidates_and_select_many(m, n, batch):
         origami.select_many([GemmProblem(64, 64, 64), empty], "h200")
 
 
+def test_select_among_names_a_bad_kinds_or_grid_per_cu():
+    """``select_among(p, hw, "dp")`` iterated the string ("'d' is not a valid Kind", naming no argument), an
+    unknown kind said "'bogus' is not a valid Kind", no kinds at all "no valid  configuration", and a
+    ``grid_per_cu`` of 0, -1 or 1.5 "no valid persistent configuration" for a problem that has many. Found by the
+    second reliability hunt of session 43 (a helper, CPU)."""
+    p = GemmProblem(512, 512, 512)
+    for kinds in ("dp", ["bogus"], [], None):
+        with pytest.raises((TypeError, ValueError), match=r"^kinds: "):
+            origami.select_among(p, "h200", kinds)
+    for grid_per_cu in (0, -1, 1.5, True):
+        with pytest.raises((TypeError, ValueError), match=r"^grid_per_cu: "):
+            origami.select_among(p, "h200", ["persistent"], grid_per_cu=grid_per_cu)
+    assert origami.select_among(p, "h200", ("dp",)).config.kind is origami.Kind.DP
+    assert origami.select_among(p, "h200", [origami.Kind.PERSISTENT], grid_per_cu=1).config.kind is origami.Kind.PERSISTENT
+
+
 @pytest.mark.parametrize("fn", ["rank", "explain"])
 def test_k_must_be_a_positive_int(fn):
     """rank(p, hw, -1) sliced [:-1]: every candidate but the worst, silently; explain(k=-2) likewise,

@@ -95,8 +95,9 @@ MODEL_PARAMS: dict[str, tuple[float, float, str]] = {
     "streamk_unaligned_penalty": (1.0, 10.0, "extra slowdown of the Stream-K kernel's loads of unaligned rows (no TMA, "
                                              "masked pointer loads), x unaligned_penalty; 1: the data-parallel "
                                              "kernel's loss"),
-    "fp8_promote_efficiency": (0.05, 1.0, "NVIDIA fp8 main-loop rate with fp32 promotion of the accumulator every 32 K "
-                                          "(the default, fp8_fast_accum off), as a fraction of the profile's fp8 peak "
+    "fp8_promote_efficiency": (0.05, 1.0, "NVIDIA fp8 main-loop rate with fp32 promotion of the accumulator "
+                                          "(the default, fp8_fast_accum off; the shipped values were fitted on "
+                                          "sweeps that promoted every 32 K, every 128 since session 43), as a fraction of the profile's fp8 peak "
                                           "(measured with fast accumulation)"),
     "fp8_single_warpgroup_efficiency": (0.05, 1.0, "extra NVIDIA fp8 main-loop efficiency of a 4-warp program (one "
                                                    "warpgroup: its promotion adds cannot overlap another warpgroup's "

@@ -2,7 +2,8 @@
 
 ``scaled_mm(a, b, scale_a, scale_b, *, bias=None, out_dtype=None, use_fast_accum=False)`` returns
 ``(scale_a ⊙ (a @ b) ⊙ scale_b + bias)`` in ``out_dtype``, the product accumulated in fp32 (fp8 MMAs
-promoted to fp32 every 32 K unless ``use_fast_accum``), the scales and bias applied in the kernel's
+promoted to fp32 every 128 K, or every K-step where a tile's BLOCK_K is smaller, unless
+``use_fast_accum``: ``plan.fp8_promote_k``), the scales and bias applied in the kernel's
 epilogue. Contract, checked in this order (the checks and messages of torch 2.13's
 ``_scaled_mm``; the exception types are torch's):
 

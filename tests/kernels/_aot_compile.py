@@ -75,6 +75,11 @@ CASES = {
     "fp8-NT-rowcol": _case("dp", 128, 128, 128, 8, 3, 4096, 4096, 4096, E4M3, "NT", scales="rowcol"),
     "fp8-NN-fastacc": _case("dp", 128, 128, 128, 8, 3, 4096, 4096, 4096, E4M3, "NN", scales="tensor",
                             fp8_fast_accum=True),
+    # fp8 tiles with BLOCK_K under the promotion interval (plan.fp8_promote_k): h100's picks for 16x28672x8192 and
+    # 128x10240x8192, which failed to compile on an H100 while the interval was passed uncapped ("at 28:14")
+    "fp8-NT-rowcol-bk64": _case("dp", 16, 128, 64, 4, 4, 16, 28672, 8192, E4M3, "NT", scales="rowcol"),
+    "fp8-splitk-NT-rowcol-bk64": _case("splitk", 128, 128, 64, 8, 4, 128, 10240, 8192, E4M3, "NT", scales="rowcol",
+                                       split=4),
 }
 AMD_CASES = {  # gfx942, chiplet remap over 8 XCDs, AMD launch options (configs origami.space admits:
     # 256x256x64 w8 s2 and a 256x128x64 w8 s2 Stream-K spill on gfx942, benchmarks/data/amd_aot/)

@@ -11,10 +11,9 @@ epilogue. Contract, checked in this order (the checks and messages of torch 2.13
   e5m2 each, or both of AMD gfx942's fnuz encodings (e4m3fnuz / e5m2fnuz; ScaledMMError: a RuntimeError and a
   ValueError), their inner dims agree (RuntimeError);
 - scales are float32 and either both one element (tensor-wise) or ``scale_a`` (M, 1) and
-  ``scale_b`` (1, N), contiguous, each with stride(1) 1 (row-wise; ScaledMMError "expected scale_a.stride(1) to
-  be 1" otherwise). torch's block-wise recipes (1x128, 128x128) are valid calls we do not run:
-  NotImplementedError names them, so a caller can tell "not here" from "wrong"; anything else is
-  ScaledMMError "Invalid scaling configuration";
+  ``scale_b`` (1, N), contiguous (row-wise). torch's block-wise recipes (1x128, 128x128) are valid
+  calls we do not run: NotImplementedError names them, so a caller can tell "not here" from
+  "wrong"; anything else is ScaledMMError "Invalid scaling configuration";
 - ``bias`` has N elements, in any shape (read as the vector of N; RuntimeError "Bias must be size N"),
   any float dtype;
 - ``out_dtype`` is bf16, fp16 or fp32. torch's default, fp8 output (``out_dtype=None``, with
@@ -72,9 +71,6 @@ def _recipe(a: Tensor, b: Tensor, scale_a: Tensor, scale_b: Tensor) -> str:
     if sa == (m, 1) and sb == (1, n):
         if not (scale_a.is_contiguous() and scale_b.is_contiguous()):
             raise ScaledMMError("Invalid scaling configuration: row-wise scale_a and scale_b must be contiguous")
-        for name, s in (("scale_a", scale_a), ("scale_b", scale_b)):  # (a size-1 dim's stride: torch checks it)
-            if s.stride(1) != 1:
-                raise ScaledMMError(f"expected {name}.stride(1) to be 1, but got {s.stride(1)}")
         return "row"
     kb, mb, nb = -(-k // 128), -(-m // 128), -(-n // 128)
     if (sa, sb) in (((m, kb), (kb, nb)), ((m, kb), (kb, n)), ((mb, kb), (kb, n))):

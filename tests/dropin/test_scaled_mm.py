@@ -73,6 +73,20 @@ def test_fast_accum_and_zero_k(device):
     assert torch.equal(z, bias.expand(24, 32))
 
 
+
+def test_a_row_scale_whose_size_one_dim_is_strided_is_computed(device):
+    """A row-wise scale_a of shape (M, 1) with stride(1) != 1 (``torch.ones(2, M)[:1].t()``: a size-1 dim, whose stride
+    addresses nothing) is a valid scale: ours computes what the contiguous scale gives. torch disagrees with itself
+    here (2.13's CPU check raises "expected scale_a.stride(1) to be 1", 2.11's CUDA kernel computes it: the GPU suite
+    at f8fbb57), so we follow the math, not one torch's check."""
+    a, b = _fp8(24, 64, E4M3, False, device, 8), _fp8(64, 32, E4M3, True, device, 9)
+    sa = (torch.rand(2, 24, device=device) + 0.5)[:1].t()
+    sb = (torch.rand(32, device=device) + 0.5).reshape(1, 32)
+    assert sa.shape == (24, 1) and sa.stride(1) != 1
+    out = tritonblas.scaled_mm(a, b, sa, sb, out_dtype=torch.bfloat16)
+    ref, mag, _ = reference(a, b, scale_a=sa.contiguous(), scale_b=sb)
+    assert_gemm_close(out, ref, mag, 64, fp8_mma=True, what="strided size-1 scale")
+
 def _bad_cases(device):
     a, b = _fp8(32, 64, E4M3, False, device, 6), _fp8(64, 48, E4M3, True, device, 7)
     one = torch.tensor(1.0, device=device)

@@ -1,0 +1,124 @@
+"""What the fp8 accumulator's promotion costs in registers: compile, on this CPU, origami's top-ranked fp8 configs
+for a shape for sm_90 with the promotion interval each mode gives, and record what ptxas allocated (registers per
+thread, spill bytes). No GPU and no timings: compiler output only.
+
+    python benchmarks/fp8_promote_census.py [--shape 8192 8192 8192] [--top 8] [--modes 32 128 fast]
+        [--profile h200] [--out benchmarks/results/fp8_promote_census.csv]
+
+Why (issue 18): without fast accumulation the kernels promote the wgmma's reduced-precision sum into the fp32
+accumulator every ``tritonblas.plan.fp8_promote_k`` of K, which keeps a second accumulator tile in registers. On an
+H100 (session 43) promoting every 128 K instead of 32 took origami's fp8 picks from 0.715x to 0.887x
+``torch._scaled_mm``, and fast accumulation reached 0.939x: this census says how much of what is left is spilling.
+The problem is ``scaled_mm``'s: e4m3 A (M, K) row-major, B (K, N) K-major (its transpose contiguous), bf16 out,
+16-byte-aligned rows. ``fast`` compiles with ``fp8_fast_accum`` (no promotion); a number N compiles with
+``plan._FP8_PROMOTE_K = N`` (capped at each tile's BLOCK_K, as the launch caps it). TRITON_INTERPRET must not be
+set (it is removed here). Written atomically with ``#`` provenance lines."""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+
+FIELDS = ("m", "n", "k", "mode", "rank", "config", "max_imprecise", "registers", "spill_stores", "spill_loads",
+          "predicted_us", "error")
+DEFAULT_OUT = ROOT / "benchmarks" / "results" / "fp8_promote_census.csv"
+
+
+def mode_value(text: str) -> "int | None":
+    """``fast`` -> None (no promotion); else the promotion interval, a power of two >= 32 (Triton leaves wgmma below
+    32: tritonblas.plan's note)."""
+    if text == "fast":
+        return None
+    try:
+        v = int(text)
+    except ValueError:
+        raise ValueError(f"--modes: {text!r} is neither 'fast' nor an interval") from None
+    if v < 32 or v & (v - 1):
+        raise ValueError(f"--modes: {v} is not a power of two of at least 32")
+    return v
+
+
+def census(m: int, n: int, k: int, top: int, modes: list, profile: str = "h200") -> list[dict]:
+    """One row per (mode, config) for origami's ``top`` ranked fp8 configs of the (m, n, k) scaled_mm problem."""
+    os.environ.pop("TRITON_INTERPRET", None)
+    import torch
+    from triton.backends.compiler import GPUTarget
+
+    import origami
+    from benchmarks.staged_census import _ptxas_info
+    from tritonblas import _aot
+    from tritonblas import plan as P
+
+    _aot.use_target(GPUTarget("cuda", 90, 32))
+    hw = origami.load_profile(profile)
+    a = torch.empty(m, k, dtype=torch.float8_e4m3fn)
+    b = torch.empty(n, k, dtype=torch.float8_e4m3fn).t()
+    out = torch.empty(m, n, dtype=torch.bfloat16)
+    prob = P.problem_from_tensors(a, b, out)
+    ranked = origami.rank(prob, hw, k=top)
+    saved, rows = P._FP8_PROMOTE_K, []
+    try:
+        for mode in modes:
+            if mode is not None:
+                P._FP8_PROMOTE_K = mode
+            for i, est in enumerate(ranked):
+                row = dict(m=m, n=n, k=k, mode="fast" if mode is None else mode, rank=i + 1,
+                           config=est.config.short(), predicted_us=est.latency_ns / 1e3, error="")
+                try:
+                    plan = P.make_plan(est.config, prob, hw)
+                    prep = _aot.prepare_on_cpu(plan, a, b, out, fp8_fast_accum=mode is None)
+                    compiled = prep.kernel.warmup(*prep.args, grid=prep.grid, **prep.kwargs)
+                    row["max_imprecise"] = prep.kwargs.get("MAX_IMPRECISE")
+                    row.update(_ptxas_info(compiled.asm["ptx"]))
+                except Exception as e:  # noqa: BLE001 - recorded per config
+                    row["error"] = " ".join(f"{type(e).__name__}: {e}".split())[:300]
+                rows.append(row)
+    finally:
+        P._FP8_PROMOTE_K = saved
+    return rows
+
+
+def main(argv=None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--shape", nargs=3, type=int, default=[8192, 8192, 8192], metavar=("M", "N", "K"))
+    ap.add_argument("--top", type=int, default=8, help="origami's top-ranked configs to compile (default 8)")
+    ap.add_argument("--modes", nargs="+", default=["32", "128", "fast"],
+                    help="promotion intervals (powers of two >= 32) and/or 'fast' (default: 32 128 fast)")
+    ap.add_argument("--profile", default="h200")
+    ap.add_argument("--out", type=Path, default=DEFAULT_OUT)
+    args = ap.parse_args(argv)
+    if min(args.shape) < 1:
+        ap.error(f"--shape: expected positive M N K, got {args.shape}")
+    if args.top < 1:
+        ap.error(f"--top: expected a count >= 1, got {args.top}")
+    try:
+        modes = [mode_value(t) for t in args.modes]
+    except ValueError as e:
+        ap.error(str(e))
+    import origami
+
+    try:
+        origami.load_profile(args.profile)
+    except origami.ProfileError as e:
+        ap.error(f"--profile: {e}")
+    from benchmarks._harness import provenance, write_csv
+
+    t0 = time.time()
+    rows = census(*args.shape, args.top, modes, args.profile)
+    write_csv(args.out, rows, FIELDS, provenance(profile=args.profile, target="sm_90 (compile only, no GPU)",
+                                                 problem="scaled_mm: e4m3 A row-major, B K-major, bf16 out"))
+    for r in rows:
+        spill = "" if r["error"] else f"{r['registers']} regs, spill {r['spill_stores']}/{r['spill_loads']} B"
+        print(f"{r['mode']:>5} #{r['rank']} {r['config']:<40} {spill or r['error']}")
+    print(f"wrote {args.out} ({len(rows)} rows, {time.time() - t0:.0f} s)")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -98,6 +98,14 @@
 #   REPICK_BUDGET=90 bash benchmarks/gpu_session.sh; then missing_picks.py --apply and `term_eval.py --profile h200 --set
 #   <H>`: ship H in h200.yaml if the rule is met. Then SUITE=1 MODELS=1 (no H200 models since session 37), then the
 #   held-out fp8/square sweeps. Any GPU: llama3.2-1b:compile:bf16 and the --front rows still unmeasured at 79b0be5.
+# Session 43 (two H100 calls at 9786cb3 / f8fbb57 after four refused or failed requests): models (10 workloads, geomean
+#   1.042), the suite (2485 passed; 2 failed on a test since reverted), fp8 promoted every 128 K since f8fbb57 (0.887x
+#   torch._scaled_mm on an H100). Next H200 call: candidate H's repick first (session 42's line, REPICK_VARIANTS=$CAND_H),
+#   then SUITE=1 MODELS=1. Every fp8 sweep was timed promoting every 32 K: re-sweep the H200's fp8 training set
+#   (TRAINING=1 TRAINING_SETS="grid:fp8_e4m3:48") and the held-out fp8 file (HELDOUT_ARGS="--jobs fp8_e4m3", exhaustive),
+#   then refit model.fp8_promote_efficiency on the training rows. Any Hopper: `STEPS=fp8_promote` (three intervals
+#   side by side) at the new default, and the promoted spills of benchmarks/fp8_promote_census.py timed (128x256x128
+#   w8, 1080 bytes of spill stores, against 256x128x128 w8, 12) before a spill predicate is fitted.
 set -u -o pipefail
 : "${GIT_SHA:?set GIT_SHA=<the commit of the tree you send>}"
 export GIT_SHA

@@ -15,8 +15,8 @@ error``) with ``#`` provenance lines, rewritten atomically after every shape. Pr
 mean of ours/torch and the 8192³ TFLOP/s (issue 18's targets: ≥ 0.95, ≥ 1150).
 
 ``--promote-k N`` (a question for issue 18, not a user setting): run origami's Triton fp8 kernel
-with its reduced-precision wgmma sum promoted every N of K instead of ``plan._FP8_PROMOTE_K`` (32,
-one wgmma); 128 is CUTLASS's interval, the one the Gluon kernel uses. The provenance records it.
+with its reduced-precision wgmma sum promoted every N of K (capped at each tile's BLOCK_K) instead of
+``plan._FP8_PROMOTE_K`` (128, CUTLASS's interval; 32 is one wgmma). The provenance records it.
 
 Runs: 36cc947 (origami's pick), a8a7db8 (``TRITONBLAS_GLUON=1``, with and without ``--fast-accum``):
 ``benchmarks/results/scaled_mm_h200_*.csv``.

@@ -96,8 +96,8 @@ MODEL_PARAMS: dict[str, tuple[float, float, str]] = {
                                              "masked pointer loads), x unaligned_penalty; 1: the data-parallel "
                                              "kernel's loss"),
     "fp8_promote_efficiency": (0.05, 1.0, "NVIDIA fp8 main-loop rate with fp32 promotion of the accumulator "
-                                          "(the default, fp8_fast_accum off; the shipped values were fitted on "
-                                          "sweeps that promoted every 32 K, every 128 since session 43), as a fraction of the profile's fp8 peak "
+                                          "(the default, fp8_fast_accum off: every tritonblas.plan.fp8_promote_k of K; "
+                                          "the shipped values were fitted on sweeps promoting every 32 K), as a fraction of the profile's fp8 peak "
                                           "(measured with fast accumulation)"),
     "fp8_single_warpgroup_efficiency": (0.05, 1.0, "extra NVIDIA fp8 main-loop efficiency of a 4-warp program (one "
                                                    "warpgroup: its promotion adds cannot overlap another warpgroup's "
@@ -196,14 +196,14 @@ class HardwareProfile:
             where = f"{self.path} (replaced)"
             try:
                 raw = _to_raw(self)
-                canonical = json.dumps(raw, sort_keys=True, default=str)
+                json.dumps(raw, default=str)
             except (TypeError, ValueError, AttributeError) as e:
                 raise ProfileError(f"{where}: not a profile's fields: {e}") from None
-            errors = _validate(raw)[1]
-            if errors:
-                body = "\n  ".join(f"{where}: {e}" for e in errors)
-                raise ProfileError(f"{len(errors)} error(s) in profile {where}:\n  {body}" if len(errors) > 1 else body)
-            object.__setattr__(self, "content_hash", _hash_text(canonical))
+            # the checked, read-only sections replace the caller's (a dict it keeps could change under the hash)
+            fields, content_hash = _checked(raw, where)
+            for name, value in fields.items():
+                object.__setattr__(self, name, value)
+            object.__setattr__(self, "content_hash", content_hash)
         _remember(self)
 
     def __hash__(self) -> int:
@@ -479,7 +479,10 @@ def _validate(raw: Any) -> tuple[dict, list[str]]:
     return d, errors
 
 
-def _build(raw: Any, where: str) -> HardwareProfile:
+def _checked(raw: Any, where: str) -> tuple[dict, str]:
+    """A profile's fields (read-only sections) and content hash from its raw form, or ProfileError naming every bad
+    field: the one check of a profile file (:func:`_build`) and of a profile made by ``dataclasses.replace`` or a
+    direct call (``HardwareProfile.__post_init__``)."""
     d, errors = _validate(raw)
     if errors:
         body = "\n  ".join(f"{where}: {e}" for e in errors)
@@ -492,15 +495,18 @@ def _build(raw: Any, where: str) -> HardwareProfile:
     # whichever way its numbers are spelled, so a rendered copy (render_profile) hashes as its source
     canonical = json.dumps(_as_checked(raw, d), sort_keys=True, default=str)
     ro = MappingProxyType
-    _BUILDING.on = True  # the hash is of raw (HardwareProfile.__post_init__ keeps it)
+    fields = dict(name=d["name"], vendor=d["vendor"], arch=d["arch"], device_names=d["device_names"],
+                  compute=ro(d["compute"]), memory=ro(d["memory"]), matrix_peak_flops=ro(d["matrix"]["peak_flops"]),
+                  matrix_instr_shape=ro(d["matrix"]["instr_shape"]), launch_overhead_ns=d["launch_overhead_ns"],
+                  model=ro(d["model"]), sources=ro(d["sources"]))
+    return fields, _hash_text(canonical)
+
+
+def _build(raw: Any, where: str) -> HardwareProfile:
+    fields, content_hash = _checked(raw, where)
+    _BUILDING.on = True  # checked here: HardwareProfile.__post_init__ keeps what it is given
     try:
-        return HardwareProfile(
-            name=d["name"], vendor=d["vendor"], arch=d["arch"], device_names=d["device_names"],
-            compute=ro(d["compute"]), memory=ro(d["memory"]),
-            matrix_peak_flops=ro(d["matrix"]["peak_flops"]), matrix_instr_shape=ro(d["matrix"]["instr_shape"]),
-            launch_overhead_ns=d["launch_overhead_ns"], model=ro(d["model"]), sources=ro(d["sources"]),
-            content_hash=_hash_text(canonical), path=where,
-        )
+        return HardwareProfile(**fields, content_hash=content_hash, path=where)
     finally:
         _BUILDING.on = False
 

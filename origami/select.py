@@ -59,8 +59,7 @@ def _hw_vector(hw: HardwareProfile, rate_key: str, mn_regs: bool = False) -> np.
     v[_core.HW_WG1_EFF] = 1.0
     if rate_key == "fp8" and not hw.is_amd:
         # Hopper fp8 with the accumulator promoted to fp32 (our kernels' default): the promotion adds run on
-        # the FP32 pipes next to the MMAs (hardware.MODEL_PARAMS; fitted on sweeps that promoted every 32 K,
-        # the kernels' interval before session 43; every 128 since: tritonblas.plan.fp8_promote_k)
+        # the FP32 pipes next to the MMAs (hardware.MODEL_PARAMS; the interval: tritonblas.plan.fp8_promote_k)
         v[_core.HW_CU_RATE] *= mp["fp8_promote_efficiency"]
         v[_core.HW_WG1_EFF] = mp["fp8_single_warpgroup_efficiency"]
     im, in_, ik = hw.matrix_instr_shape[rate_key]

@@ -77,10 +77,10 @@ TMA_KERNELS = frozenset([*(tma for tma, _ in _KERNELS.values()), _FLAT_KERNEL])
 # reduced-precision sum into the fp32 accumulator after every K = 128 (four Hopper wgmmas, CUTLASS's
 # interval), or once a K-step where BLOCK_K is smaller (:func:`fp8_promote_k`: Triton refuses a value
 # above the dot's K). Values below 32 make Triton 3.6 give up wgmma for fp16 mma.sync (seen in the sm_90
-# PTX); None = never. Measured (H100, 9786cb3, scaled_mm_compare.py, llm set, row-wise scales, bf16
-# out, origami's picks): every 32 geomean 0.715x torch._scaled_mm, 8192^3 506 TFLOP/s; every 128 0.887x
-# (37 shapes: the BLOCK_K 64 picks did not compile before the cap), 856 TFLOP/s; the relative error
-# against the float64 reference the same as at 32 and as torch's (0.00166 on every compared shape).
+# PTX); None = never. Evidence (H100, scaled_mm_compare.py, llm set, row-wise scales, bf16 out, origami's
+# picks; benchmarks/results/scaled_mm_h100_*_9786cb3.csv): every 32 K 0.715x torch._scaled_mm, 8192^3 506
+# TFLOP/s; every 128 K 0.887x, 856 TFLOP/s; the relative error against the float64 reference the same at
+# both as torch's (0.00166 on every shape).
 _FP8_PROMOTE_K = 128
 
 
@@ -629,7 +629,7 @@ def prepare_launch(plan: LaunchPlan, a: torch.Tensor, b: torch.Tensor, out: torc
     alias it; ``bias`` has N elements; ``scale_a`` / ``scale_b`` are one element (per tensor) or
     M / N elements (per row / column). ``allow_tf32`` lets fp32 inputs use TF32 (otherwise IEEE
     fp32). ``fp8_fast_accum`` lets Hopper fp8 MMAs accumulate in reduced precision (faster;
-    default: promote to fp32 after every K = 32 MMA). The sizes and dtypes must match ``plan.problem``.
+    default: promote to fp32 every :func:`fp8_promote_k` of K). The sizes and dtypes must match ``plan.problem``.
 
     Operand staging (``plan.stage_a`` / ``plan.stage_b``, see :func:`staging_for`): after every check
     has passed on the caller's tensors, an operand that is not K-major gets a K-major buffer (a

@@ -117,8 +117,7 @@ def test_pruner_refuses_bad_names_and_profile_when_made():
     ``from_triton_config`` (``to_triton_config`` refuses it): the kernel's ``BM`` configs then failed as "no
     BLOCK_M constexpr", every one was "rejected" and the pruner returned the first ``top_k`` unranked, silently.
     A bad ``profile=`` surfaced only at the kernel's first launch, deep inside Triton's autotuner. Both now fail
-    when the pruner is made (and ``rank_configs`` before scoring), as ``OrigamiChoices(profile=)`` does. Found by
-    the second reliability hunt of session 43 (a helper, CPU)."""
+    when the pruner is made (and ``rank_configs`` before scoring), as ``OrigamiChoices(profile=)`` does."""
     bm = [triton.Config({"BM": 64, "BN": 64, "BK": 32}, num_warps=4, num_stages=3),
           triton.Config({"BM": 128, "BN": 128, "BK": 64}, num_warps=8, num_stages=3)]
     good = {"block_m": "BM", "block_n": "BN", "block_k": "BK"}

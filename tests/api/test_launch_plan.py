@@ -295,3 +295,15 @@ def test_compile_operands_bind_what_the_example_operands_bind(device, h200, layo
         return {k: v for k, v in kw.items() if not isinstance(v, torch.Tensor) and "desc" not in k.lower()}
 
     assert bound(got) == bound(want)
+
+
+def test_fp8_promotes_every_128_k_capped_at_the_tiles_block_k():
+    """The fp8 promotion interval every launch binds (MAX_IMPRECISE): 128 K, or once a K-step where BLOCK_K is
+    smaller (Triton refuses a larger max_num_imprecise_acc: tests/kernels/_aot_compile.py's BLOCK_K 64 cases), and
+    never below one wgmma's 32 for any BLOCK_K the space enumerates."""
+    from origami.enumerate import _block_ks
+    from origami.problem import DType
+    from tritonblas.plan import fp8_promote_k
+
+    assert [fp8_promote_k(bk) for bk in (32, 64, 128, 256, 512)] == [32, 64, 128, 128, 128]
+    assert all(32 <= fp8_promote_k(bk) <= bk for bk in _block_ks(DType("fp8_e4m3")))

@@ -360,8 +360,7 @@ def test_a_profile_made_with_dataclasses_replace_is_validated(section, key, valu
     """``dataclasses.replace(hw, compute=...)`` (the documented way to vary a profile, tests/dropin/test_compile.py)
     skipped every check of the schema: 0 compute units or 0 bytes/s of HBM bandwidth reached the scorer and
     ``origami.select`` raised ZeroDivisionError (warp_size 0: "integer division or modulo by zero"), a string
-    TypeError, a NaN or zero efficiency "no valid kernel configuration" for 512^3. Found by the second
-    reliability hunt of session 43 (a helper, CPU)."""
+    TypeError, a NaN or zero efficiency "no valid kernel configuration" for 512^3."""
     hw = origami.load_profile("h200")
     changed = dict(getattr(hw, section))
     changed[key] = value
@@ -371,6 +370,21 @@ def test_a_profile_made_with_dataclasses_replace_is_validated(section, key, valu
         dataclasses.replace(hw, launch_overhead_ns=-1e9)  # was a negative predicted latency
     ok = dataclasses.replace(hw, launch_overhead_ns=hw.launch_overhead_ns * 10)
     assert origami.select(origami.GemmProblem(512, 512, 512), ok).latency_ns > 0
+
+def test_a_replaced_profile_keeps_its_checked_sections_not_the_callers_dict():
+    """The sections a replaced profile holds are the checked, read-only copies: the caller's dict, changed after the
+    check (compute_units 0), changes neither the profile nor its hash; an unchanged replace is the same profile."""
+    hw = origami.load_profile("h200")
+    same = dataclasses.replace(hw)
+    assert same == hw and same.content_hash == hw.content_hash
+    compute = dict(hw.compute)
+    replaced = dataclasses.replace(hw, compute=compute)
+    compute["compute_units"] = 0
+    assert replaced.compute["compute_units"] == hw.compute["compute_units"] and replaced.content_hash == hw.content_hash
+    with pytest.raises(TypeError):
+        replaced.compute["compute_units"] = 0  # read-only, as a loaded profile's
+    assert origami.select(origami.GemmProblem(512, 512, 512), replaced).latency_ns > 0
+
 
 # --- the writer (what tritonblas calibrate writes) ---------------------------------------------
 @pytest.mark.parametrize("name", SHIPPED)

@@ -27,7 +27,7 @@ def test_empty_output_raises(fn, m, n, batch):
 def test_empty_output_raises_in_candidates_and_select_many(m, n, batch):
     """``candidates`` of an empty output raised ZeroDivisionError, and ``select_many`` with one among its
     problems crashed inside numba (SystemError "returned a result with an exception set"), where select,
-    rank and explain say "empty output". Found by the second reliability hunt of session 43 (a helper, CPU)."""
+    rank and explain say "empty output"."""
     empty = GemmProblem(m, n, 64, batch=batch)
     with pytest.raises(ValueError, match="empty output"):
         origami.candidates(empty, "h200")
@@ -38,8 +38,7 @@ def test_empty_output_raises_in_candidates_and_select_many(m, n, batch):
 def test_select_among_names_a_bad_kinds_or_grid_per_cu():
     """``select_among(p, hw, "dp")`` iterated the string ("'d' is not a valid Kind", naming no argument), an
     unknown kind said "'bogus' is not a valid Kind", no kinds at all "no valid  configuration", and a
-    ``grid_per_cu`` of 0, -1 or 1.5 "no valid persistent configuration" for a problem that has many. Found by the
-    second reliability hunt of session 43 (a helper, CPU)."""
+    ``grid_per_cu`` of 0, -1 or 1.5 "no valid persistent configuration" for a problem that has many."""
     p = GemmProblem(512, 512, 512)
     for kinds in ("dp", ["bogus"], [], None):
         with pytest.raises((TypeError, ValueError), match=r"^kinds: "):

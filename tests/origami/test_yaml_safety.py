@@ -112,7 +112,7 @@ def test_a_scalar_the_yaml_library_cannot_construct_is_an_error_naming_the_file(
     """A scalar PyYAML resolves (or is told with a tag) to a type whose constructor then fails raised that
     constructor's bare ValueError / AttributeError / KeyError ("invalid literal for int() with base 16: ''",
     "'NoneType' object has no attribute 'groupdict'") out of load_profile and load_shapes, naming neither the
-    file nor the field. Found by the second reliability hunt of session 43 (a helper, CPU)."""
+    file nor the field."""
     f = tmp_path / "odd.yaml"
     assert old in H200
     f.write_text(H200.replace(old, new, 1))
@@ -135,7 +135,7 @@ def test_a_number_yaml_11_and_12_read_differently_is_refused(tmp_path, text, yam
     """RELIABILITY.md §5.1's YAML 1.1 traps: ``compute_units: 0132`` loaded as 90 compute units (an octal) and
     ``2:12`` as 132 (base 60), silently; YAML 1.2 reads the first as 132 and the second as a string. Such a number
     is refused with the field's path and line, in profiles and shapes files alike; plain decimal, floats and hex
-    (one meaning in both versions) still read. Found by the second reliability hunt of session 43 (a helper, CPU)."""
+    (one meaning in both versions) still read."""
     import yaml
 
     assert yaml.safe_load(f"x: {text}")["x"] == yaml11  # what PyYAML makes of it

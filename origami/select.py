@@ -242,8 +242,7 @@ def rank(problem: GemmProblem, hw: "HardwareProfile | str", k: int = 5) -> list[
     int >= 1 (a TypeError or ValueError naming ``k`` otherwise)."""
     k = _check_k(k)
     _check_problem(problem)
-    if problem.m == 0 or problem.n == 0 or problem.batch == 0:
-        raise ValueError(f"{problem.describe()}: empty output, nothing to select")
+    _check_output(problem)
     hw = load_profile(hw)
     return list(_rank_cached(problem, hw, k, amd_direct_to_lds(hw)))
 
@@ -254,6 +253,13 @@ def _check_problem(problem: Any) -> GemmProblem:
         raise TypeError(f"problem: expected an origami.GemmProblem, got {type(problem).__name__} "
                         f"(build one with origami.GemmProblem(m, n, k, ...))")
     return problem
+
+
+def _check_output(problem: GemmProblem, what: str = "select", label: str = "") -> None:
+    """ValueError where ``problem``'s output is empty (M, N or batch 0): no kernel to choose (``label`` prefixes the
+    message: which of many problems)."""
+    if problem.m == 0 or problem.n == 0 or problem.batch == 0:
+        raise ValueError(f"{label}{problem.describe()}: empty output, nothing to {what}")
 
 
 def _check_k(k: Any) -> int:
@@ -271,8 +277,7 @@ def _check_k(k: Any) -> int:
 def select(problem: GemmProblem, hw: "HardwareProfile | str") -> Estimate:
     """The best candidate (== rank(problem, hw, 1)[0]), via the branch-and-bound scorer."""
     _check_problem(problem)
-    if problem.m == 0 or problem.n == 0 or problem.batch == 0:
-        raise ValueError(f"{problem.describe()}: empty output, nothing to select")
+    _check_output(problem)
     hw = load_profile(hw)
     return _select_cached(problem, hw, amd_direct_to_lds(hw))
 
@@ -309,8 +314,7 @@ def select_among(problem: GemmProblem, hw: "HardwareProfile | str", kinds: Seque
         raise (ValueError if isinstance(grid_per_cu, int) and not isinstance(grid_per_cu, bool) else TypeError)(
             f"grid_per_cu: expected None or an int >= 1 (programs per compute unit), got {grid_per_cu!r}")
     hw = load_profile(hw)
-    if problem.m == 0 or problem.n == 0 or problem.batch == 0:
-        raise ValueError(f"{problem.describe()}: empty output, nothing to select")
+    _check_output(problem)
     base, lat, terms = score_problem(problem, hw)
     ok = np.isin(base[:, R_KIND], [KIND_CODE[k] for k in kinds]) & np.isfinite(lat)
     if not chiplet_remap:
@@ -382,8 +386,7 @@ def predict(problem: GemmProblem, hw: "HardwareProfile | str", config: TileConfi
     hw = load_profile(hw)
     if not isinstance(config, TileConfig):
         raise TypeError(f"config: expected an origami.TileConfig, got {type(config).__name__}")
-    if problem.m == 0 or problem.n == 0 or problem.batch == 0:
-        raise ValueError(f"{problem.describe()}: empty output, nothing to predict")
+    _check_output(problem, "predict")
     sp = _space(problem, hw)
     for pred in PREDICATES:
         reason = pred(config, problem, hw)
@@ -405,8 +408,7 @@ def select_many(problems: Sequence[GemmProblem], hw: "HardwareProfile | str") ->
     first problem with an empty output (M, N or batch 0), as :func:`select` raises for it."""
     for i, p in enumerate(problems):
         _check_problem(p)
-        if p.m == 0 or p.n == 0 or p.batch == 0:
-            raise ValueError(f"problems[{i}]: {p.describe()}: empty output, nothing to select")
+        _check_output(p, label=f"problems[{i}]: ")
     hw = load_profile(hw)
     idx, _, groups = select_many_arrays(problems, hw)
     out: list[TileConfig | None] = [None] * len(problems)
@@ -512,8 +514,7 @@ def candidates(problem: GemmProblem, hw: "HardwareProfile | str") -> list[TileCo
     time (the enumerated axes of :mod:`origami.enumerate` under the predicates of
     :mod:`origami.space`), as TileConfigs, in row order."""
     _check_problem(problem)
-    if problem.m == 0 or problem.n == 0 or problem.batch == 0:
-        raise ValueError(f"{problem.describe()}: empty output, nothing to select")
+    _check_output(problem)
     hw = load_profile(hw)
     base, lat, _ = score_problem(problem, hw)
     return [row_to_config(base[i], problem, hw) for i in np.nonzero(np.isfinite(lat))[0]]

@@ -51,7 +51,7 @@ def census(m: int, n: int, k: int, top: int, modes: list, profile: str = "h200")
     from triton.backends.compiler import GPUTarget
 
     import origami
-    from benchmarks.staged_census import _ptxas_info
+    from benchmarks.staged_census import ptxas_info
     from tritonblas import _aot
     from tritonblas import plan as P
 
@@ -75,7 +75,7 @@ def census(m: int, n: int, k: int, top: int, modes: list, profile: str = "h200")
                     prep = _aot.prepare_on_cpu(plan, a, b, out, fp8_fast_accum=mode is None)
                     compiled = prep.kernel.warmup(*prep.args, grid=prep.grid, **prep.kwargs)
                     row["max_imprecise"] = prep.kwargs.get("MAX_IMPRECISE")
-                    row.update(_ptxas_info(compiled.asm["ptx"]))
+                    row.update(ptxas_info(compiled.asm["ptx"]))
                 except Exception as e:  # noqa: BLE001 - recorded per config
                     row["error"] = " ".join(f"{type(e).__name__}: {e}".split())[:300]
                 rows.append(row)

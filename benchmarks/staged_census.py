@@ -75,7 +75,7 @@ FIELDS = ("m", "n", "k", "dtype", "align_bytes", "config", "kind", "block_m", "b
           "spill_loads", "compile_s")
 
 
-def _ptxas_info(ptx: str) -> dict:
+def ptxas_info(ptx: str) -> dict:
     import triton
 
     ptxas = Path(triton.__file__).parent / "backends" / "nvidia" / "bin" / "ptxas"
@@ -127,7 +127,7 @@ def compile_one(job: tuple) -> dict:
         plan = P.make_plan(cfg, prob, hw)
         prepared = _aot.prepare_on_cpu(plan, a, b, out)
         compiled = prepared.kernel.warmup(*prepared.args, grid=prepared.grid, **prepared.kwargs)
-        row.update(kernel=prepared.kernel.fn.__name__, **_ptxas_info(compiled.asm["ptx"]))
+        row.update(kernel=prepared.kernel.fn.__name__, **ptxas_info(compiled.asm["ptx"]))
     except Exception as e:  # noqa: BLE001 - recorded per config
         row.update(status="error", error=" ".join(f"{type(e).__name__}: {e}".split())[:300])
     row["compile_s"] = f"{time.time() - t0:.1f}"

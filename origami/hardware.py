@@ -196,7 +196,6 @@ class HardwareProfile:
             where = f"{self.path} (replaced)"
             try:
                 raw = _to_raw(self)
-                json.dumps(raw, default=str)
             except (TypeError, ValueError, AttributeError) as e:
                 raise ProfileError(f"{where}: not a profile's fields: {e}") from None
             # the checked, read-only sections replace the caller's (a dict it keeps could change under the hash)
@@ -468,22 +467,16 @@ def _as_checked(raw: Any, checked: Any) -> Any:
     return raw
 
 
-def _validate(raw: Any) -> tuple[dict, list[str]]:
-    """The checked fields of ``raw`` and every error (dotted path: reason), the schema's and the cross-checks'."""
+def _checked(raw: Any, where: str) -> tuple[dict, str]:
+    """A profile's fields (read-only sections) and content hash from its raw form, or ProfileError naming every bad
+    field (the schema's and the cross-checks'): the one check of a profile file (:func:`_build`) and of a profile
+    made by ``dataclasses.replace`` or a direct call (``HardwareProfile.__post_init__``)."""
     errors: list[str] = []
     d = _check_section(SCHEMA, raw, "", errors)
     if isinstance(raw, dict) and "sources" in raw:
         d["sources"] = _check_sources(raw["sources"], errors)
     if not errors:
         _cross_checks(d, errors)
-    return d, errors
-
-
-def _checked(raw: Any, where: str) -> tuple[dict, str]:
-    """A profile's fields (read-only sections) and content hash from its raw form, or ProfileError naming every bad
-    field: the one check of a profile file (:func:`_build`) and of a profile made by ``dataclasses.replace`` or a
-    direct call (``HardwareProfile.__post_init__``)."""
-    d, errors = _validate(raw)
     if errors:
         body = "\n  ".join(f"{where}: {e}" for e in errors)
         raise ProfileError(f"{len(errors)} error(s) in profile {where}:\n  {body}" if len(errors) > 1 else body)

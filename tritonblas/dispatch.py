@@ -545,20 +545,22 @@ def gemm(a: torch.Tensor, b: torch.Tensor, out: torch.Tensor | None = None, *, c
 
 def scaled_gemm(a: torch.Tensor, b: torch.Tensor, out: torch.Tensor, *, scale_a: torch.Tensor,
                 scale_b: torch.Tensor, bias: torch.Tensor | None = None, fast_accum: bool = False,
-                profile: Any = None) -> torch.Tensor:
+                profile: Any = None, config: TileConfig | None = None) -> torch.Tensor:
     """``out = scale_a ⊙ (a @ b) ⊙ scale_b + bias`` for 2-D fp8 ``a``, ``b`` into a bf16/fp16/fp32
     ``out`` (the caller, :mod:`tritonblas.scaled`, checked torch._scaled_mm's rules): the plan of
     this key (origami's pick for the fp8 problem, cached like every other), launched with the scales
     and bias in the epilogue. Returns ``out``, or None when our kernels cannot run the problem (no
     plan, or every pick refused by the compiler): the caller runs its fallback (:mod:`tritonblas.scaled`
-    knows which of torch's fp8 recipes torch's own kernel accepts)."""
+    knows which of torch's fp8 recipes torch's own kernel accepts). ``config``: a forced TileConfig
+    instead of the pick (as :func:`gemm`'s; benchmarks/scaled_mm_configs.py times the space's configs
+    with the scale epilogue this way)."""
     if out.numel() == 0:
         return out
     if a.shape[-1] == 0:
         _STATS["empty"] += 1
         out.zero_()
         return out.add_(bias) if bias is not None else out
-    if profile is None and settings.gluon() and gluon_route.gluon_scaled(a, b, out, scale_a, scale_b, bias, fast_accum):
+    if profile is None and config is None and settings.gluon() and gluon_route.gluon_scaled(a, b, out, scale_a, scale_b, bias, fast_accum):
         _STATS["launches"] += 1
         return out
     # the kernel's own views of the scales (what prepare_launch binds: one element, or a unit-stride
@@ -567,7 +569,7 @@ def scaled_gemm(a: torch.Tensor, b: torch.Tensor, out: torch.Tensor, *, scale_a:
     sa = scale_a.reshape(1) if scale_a.numel() == 1 else scale_a.reshape(-1)
     sb = scale_b.reshape(1) if scale_b.numel() == 1 else scale_b.reshape(-1)
     beta = 0.0 if bias is None else 1.0
-    fkey = launchcache.fast_key(a, b, out, bias, profile, None)
+    fkey = launchcache.fast_key(a, b, out, bias, profile, config)
     if fkey is not None:
         fkey += (3, sa.shape, sa.stride(), sa.dtype, sa.device, sa.data_ptr() & 15,
                  sb.shape, sb.stride(), sb.dtype, sb.device, sb.data_ptr() & 15, bool(fast_accum))
@@ -577,7 +579,7 @@ def scaled_gemm(a: torch.Tensor, b: torch.Tensor, out: torch.Tensor, *, scale_a:
         _STATS["launches"] += 1
         _STATS["fast_hits"] += 1
         return out
-    info, _, lp, key = _plan_of(a, b, out, bias, profile, None, "scaled_mm")
+    info, _, lp, key = _plan_of(a, b, out, bias, profile, config, "scaled_mm")
 
     def prepare(plan):
         return _plan.prepare_launch(plan, a, b, out, c=bias, beta=beta, scale_a=sa, scale_b=sb,

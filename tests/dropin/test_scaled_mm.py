@@ -454,3 +454,30 @@ def test_the_vendor_switch_default_reads_the_device(monkeypatch):
     monkeypatch.setenv(settings.ENV_VENDOR_ALIGNED, "on")
     with pytest.raises(ValueError, match=settings.ENV_VENDOR_ALIGNED):
         handover.vendor_scaled(gpu)
+
+
+def test_a_forced_config_is_the_one_launched(device, monkeypatch):
+    """``dispatch.scaled_gemm(..., config=cfg)`` (how benchmarks/scaled_mm_configs.py times the space with the
+    scale epilogue) launches ``cfg``, not the pick: forced split-K under deterministic mode raises naming the
+    forced config, a forced data-parallel config computes the §4.2-close product and its warm call too."""
+    import origami
+    from origami.config import Kind
+
+    a, b = _fp8(40, 96, E4M3, False, device, 6), _fp8(96, 48, E4M3, True, device, 7)
+    sa, sb = _scales("row", 40, 48, device)
+    ref, mag, _ = reference(a, b, scale_a=sa, scale_b=sb)
+    dp = origami.TileConfig(kind="dp", block_m=16, block_n=32, block_k=32, num_warps=4, num_stages=2, group_m=1)
+    for _ in range(2):  # cold, then the warm entry of the forced key
+        out = torch.empty(40, 48, dtype=torch.bfloat16, device=device)
+        assert dispatch.scaled_gemm(a, b, out, scale_a=sa, scale_b=sb, config=dp) is out
+        assert_gemm_close(out, ref, mag, 96, fp8_mma=True, what="forced dp config")
+    monkeypatch.setattr(dispatch, "DETERMINISTIC_KINDS", frozenset((Kind.DP,)))
+    sk = origami.TileConfig(kind="splitk", block_m=16, block_n=32, block_k=32, num_warps=4, num_stages=2,
+                            group_m=1, split_k=3)
+    torch.use_deterministic_algorithms(True)
+    try:
+        with pytest.raises(RuntimeError, match=r"tritonblas\.scaled_mm: the splitk kernel .*\(forced by config="):
+            dispatch.scaled_gemm(a, b, torch.empty(40, 48, dtype=torch.bfloat16, device=device),
+                                 scale_a=sa, scale_b=sb, config=sk)
+    finally:
+        torch.use_deterministic_algorithms(False)

@@ -3,7 +3,7 @@ for a shape for sm_90 with the promotion interval each mode gives, and record wh
 thread, spill bytes). No GPU and no timings: compiler output only.
 
     python benchmarks/fp8_promote_census.py [--shape 8192 8192 8192] [--top 8] [--modes 32 128 fast]
-        [--profile h200] [--out benchmarks/results/fp8_promote_census.csv]
+        [--profile h200] [--recipe none|row] [--out benchmarks/results/fp8_promote_census.csv]
 
 Why (issue 18): without fast accumulation the kernels promote the wgmma's reduced-precision sum into the fp32
 accumulator every ``tritonblas.plan.fp8_promote_k`` of K, which keeps a second accumulator tile in registers. On an
@@ -25,7 +25,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-FIELDS = ("m", "n", "k", "mode", "rank", "config", "max_imprecise", "registers", "spill_stores", "spill_loads",
+FIELDS = ("m", "n", "k", "mode", "recipe", "rank", "config", "max_imprecise", "registers", "spill_stores", "spill_loads",
           "predicted_us", "error")
 DEFAULT_OUT = ROOT / "benchmarks" / "results" / "fp8_promote_census.csv"
 
@@ -44,8 +44,10 @@ def mode_value(text: str) -> "int | None":
     return v
 
 
-def census(m: int, n: int, k: int, top: int, modes: list, profile: str = "h200") -> list[dict]:
-    """One row per (mode, config) for origami's ``top`` ranked fp8 configs of the (m, n, k) scaled_mm problem."""
+def census(m: int, n: int, k: int, top: int, modes: list, profile: str = "h200", recipe: str = "none") -> list[dict]:
+    """One row per (mode, config) for origami's ``top`` ranked fp8 configs of the (m, n, k) scaled_mm problem;
+    ``recipe`` ``row``: with scaled_mm's row-wise scales in the epilogue (scale_a over M, scale_b over N), ``none``:
+    the plain kernel the sweeps time."""
     os.environ.pop("TRITON_INTERPRET", None)
     import torch
     from triton.backends.compiler import GPUTarget
@@ -60,6 +62,7 @@ def census(m: int, n: int, k: int, top: int, modes: list, profile: str = "h200")
     a = torch.empty(m, k, dtype=torch.float8_e4m3fn)
     b = torch.empty(n, k, dtype=torch.float8_e4m3fn).t()
     out = torch.empty(m, n, dtype=torch.bfloat16)
+    scales = {} if recipe == "none" else dict(scale_a=torch.empty(m), scale_b=torch.empty(n))
     prob = P.problem_from_tensors(a, b, out)
     ranked = origami.rank(prob, hw, k=top)
     saved, rows = P._FP8_PROMOTE_K, []
@@ -68,11 +71,11 @@ def census(m: int, n: int, k: int, top: int, modes: list, profile: str = "h200")
             if mode is not None:
                 P._FP8_PROMOTE_K = mode
             for i, est in enumerate(ranked):
-                row = dict(m=m, n=n, k=k, mode="fast" if mode is None else mode, rank=i + 1,
+                row = dict(m=m, n=n, k=k, mode="fast" if mode is None else mode, recipe=recipe, rank=i + 1,
                            config=est.config.short(), predicted_us=est.latency_ns / 1e3, error="")
                 try:
                     plan = P.make_plan(est.config, prob, hw)
-                    prep = _aot.prepare_on_cpu(plan, a, b, out, fp8_fast_accum=mode is None)
+                    prep = _aot.prepare_on_cpu(plan, a, b, out, fp8_fast_accum=mode is None, **scales)
                     compiled = prep.kernel.warmup(*prep.args, grid=prep.grid, **prep.kwargs)
                     row["max_imprecise"] = prep.kwargs.get("MAX_IMPRECISE")
                     row.update(ptxas_info(compiled.asm["ptx"]))
@@ -91,6 +94,8 @@ def main(argv=None) -> int:
     ap.add_argument("--modes", nargs="+", default=["32", "128", "fast"],
                     help="promotion intervals (powers of two >= 32) and/or 'fast' (default: 32 128 fast)")
     ap.add_argument("--profile", default="h200")
+    ap.add_argument("--recipe", choices=("none", "row"), default="none",
+                    help="none: the plain kernel (what the sweeps time); row: scaled_mm's row-wise scales in the epilogue")
     ap.add_argument("--out", type=Path, default=DEFAULT_OUT)
     args = ap.parse_args(argv)
     if min(args.shape) < 1:
@@ -110,9 +115,11 @@ def main(argv=None) -> int:
     from benchmarks._harness import provenance, write_csv
 
     t0 = time.time()
-    rows = census(*args.shape, args.top, modes, args.profile)
+    rows = census(*args.shape, args.top, modes, args.profile, args.recipe)
+    epilogue = "no scales" if args.recipe == "none" else "row-wise scales"
     write_csv(args.out, rows, FIELDS, provenance(profile=args.profile, target="sm_90 (compile only, no GPU)",
-                                                 problem="scaled_mm: e4m3 A row-major, B K-major, bf16 out"))
+                                                 problem=f"scaled_mm's layout: e4m3 A row-major, B K-major, bf16 out, "
+                                                         f"{epilogue}"))
     for r in rows:
         spill = "" if r["error"] else f"{r['registers']} regs, spill {r['spill_stores']}/{r['spill_loads']} B"
         print(f"{r['mode']:>5} #{r['rank']} {r['config']:<40} {spill or r['error']}")

@@ -25,7 +25,7 @@ from origami._encoding import (KIND_CODE, PERSISTENT_GRID_CODES, R_BM, R_BN, R_G
                                STAGED_ALIGN, VECTOR_ALIGN, persistent_grid)
 from origami.enumerate import base_array, config_for_tiles, row_tiles, row_to_config, search_plan
 from origami.hardware import HardwareProfile, load_profile
-from origami.problem import GemmProblem, Layout
+from origami.problem import GemmProblem
 
 __all__ = ["Estimate", "rank", "select", "select_among", "predict", "explain", "select_many", "score_problem", "warmup",
            "clear_cache", "candidates"]
@@ -47,10 +47,9 @@ class Estimate:
 
 
 @lru_cache(maxsize=64)
-def _hw_vector(hw: HardwareProfile, rate_key: str, mn_regs: bool = False, kmajor: bool = False) -> np.ndarray:
-    """The scorer's hardware vector for one problem class: ``rate_key``'s matrix rate, with ``mn_regs``
-    (origami.kmajor.mma_reads_through_registers) model.mn_major_tile_cost on the wide MMA, and with ``kmajor``
-    (both operands K-major as given: :func:`_kmajor_class`) model.fp8_kmajor_promote_efficiency where set."""
+def _hw_vector(hw: HardwareProfile, rate_key: str, mn_regs: bool = False) -> np.ndarray:
+    """The scorer's hardware vector for one problem class: ``rate_key``'s matrix rate, and with
+    ``mn_regs`` (origami.kmajor.mma_reads_through_registers) model.mn_major_tile_cost on the wide MMA."""
     c, mem, mp = hw.compute, hw.memory, hw.model
     v = np.zeros(_core.HW_LEN)
     v[_core.HW_CUS] = c["compute_units"]
@@ -61,8 +60,7 @@ def _hw_vector(hw: HardwareProfile, rate_key: str, mn_regs: bool = False, kmajor
     if rate_key == "fp8" and not hw.is_amd:
         # Hopper fp8 with the accumulator promoted to fp32 (our kernels' default): the promotion adds run on
         # the FP32 pipes next to the MMAs (hardware.MODEL_PARAMS; the interval: tritonblas.plan.fp8_promote_k)
-        kmajor_eff = mp["fp8_kmajor_promote_efficiency"] if kmajor else 0.0
-        v[_core.HW_CU_RATE] *= kmajor_eff if kmajor_eff > 0 else mp["fp8_promote_efficiency"]
+        v[_core.HW_CU_RATE] *= mp["fp8_promote_efficiency"]
         v[_core.HW_WG1_EFF] = mp["fp8_single_warpgroup_efficiency"]
     im, in_, ik = hw.matrix_instr_shape[rate_key]
     v[_core.HW_IM], v[_core.HW_IN], v[_core.HW_IK] = im, in_, ik
@@ -115,7 +113,7 @@ class _Space:
                  mn_regs: bool = False):
         self.hw = hw
         self.base = base_array(hw, a_dtype, b_dtype, a_layout, b_layout, staged)
-        self.hv = _hw_vector(hw, hw.rate_key(a_dtype), mn_regs, _kmajor_class(a_layout, b_layout))
+        self.hv = _hw_vector(hw, hw.rate_key(a_dtype), mn_regs)
         self.effs = _core.tile_efficiencies(self.base, self.hv)
         self.effs.setflags(write=False)
         self.fams, self.fam_rows = search_plan(hw, a_dtype, b_dtype, a_layout, b_layout, staged)
@@ -140,15 +138,6 @@ class _Space:
                 self.configs.clear()
             cfg = self.configs[(i, grid)] = config_for_tiles(self.base[i].tolist(), grid, self.hw)
         return cfg
-
-
-def _kmajor_class(a_layout, b_layout) -> bool:
-    """Whether a problem class gives both operands K-major (A row-major, B column-major): the layout of
-    torch._scaled_mm and of tritonblas.scaled_mm's callers, whose fp8 rate model.fp8_kmajor_promote_efficiency
-    prices. On the H100's exhaustive NT sweep (benchmarks/data/h100/fp8_ceiling.csv) promoting every 128 K ran at
-    0.77 of the fp8 peak, where the N-major training rows (kmajor, unaligned: B read through registers or
-    register-staged) keep fp8_promote_efficiency's 0.48."""
-    return Layout(a_layout) is Layout.N and Layout(b_layout) is Layout.T
 
 
 @lru_cache(maxsize=256)

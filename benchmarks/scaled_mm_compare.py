@@ -14,6 +14,11 @@ rows (``m, n, k, recipe, ours_us, torch_us, ratio, ours_tflops, torch_tflops, ou
 error``) with ``#`` provenance lines, rewritten atomically after every shape. Prints the geometric
 mean of ours/torch and the 8192³ TFLOP/s (issue 18's targets: ≥ 0.95, ≥ 1150).
 
+``--variant K=V[,K=V]``: ours also on this GPU's profile with those model parameters replaced
+(``tritonblas.scaled_mm(profile=...)``), in the same alternation: the A/B of a model term on scaled_mm's
+picks, which two runs cannot give (session 44: unmoved small-shape picks moved 0.4-0.6x between two H100
+runs). The rows then carry both picks (``ours_config``, ``variant_config``).
+
 ``--promote-k N`` (a question for issue 18, not a user setting): run origami's Triton fp8 kernel
 with its reduced-precision wgmma sum promoted every N of K (capped at each tile's BLOCK_K) instead of
 ``plan._FP8_PROMOTE_K`` (128, CUTLASS's interval; 32 is one wgmma). The provenance records it.
@@ -37,7 +42,7 @@ sys.path.insert(0, str(ROOT / "benchmarks"))
 from _harness import provenance, write_csv  # noqa: E402
 
 FIELDS = ("m", "n", "k", "recipe", "ours_us", "torch_us", "ratio", "ours_tflops", "torch_tflops",
-          "ours_err", "torch_err", "error")
+          "ours_err", "torch_err", "error", "ours_config", "variant_config", "variant_us", "variant_ratio", "variant_err")
 
 
 def _rel(x, ref) -> float:
@@ -50,7 +55,8 @@ def _round16(x: int) -> int:
     return max(16, -(-x // 16) * 16)
 
 
-def one(m: int, n: int, k: int, recipe: str, fast: bool, rep_ms: int) -> dict:
+def one(m: int, n: int, k: int, recipe: str, fast: bool, rep_ms: int, variant=None) -> dict:
+    """One shape: torch and ours (and, with ``variant``, a HardwareProfile, ours on it), alternating."""
     import torch
     import triton
 
@@ -67,24 +73,45 @@ def one(m: int, n: int, k: int, recipe: str, fast: bool, rep_ms: int) -> dict:
     row = {"m": m, "n": n, "k": k, "recipe": recipe, "error": ""}
     ours = lambda: tritonblas.scaled_mm(a, b, sa, sb, out_dtype=torch.bfloat16, use_fast_accum=fast)  # noqa: E731
     theirs = lambda: torch._scaled_mm(a, b, sa, sb, out_dtype=torch.bfloat16, use_fast_accum=fast)  # noqa: E731
+    alt = lambda: tritonblas.scaled_mm(a, b, sa, sb, out_dtype=torch.bfloat16, use_fast_accum=fast,  # noqa: E731
+                                       profile=variant)
     try:
         ref = (sa.double().reshape(-1, 1) if recipe == "row" else sa.double()) * (a.double() @ b.double())
         ref = ref * (sb.double().reshape(1, -1) if recipe == "row" else sb.double())
         row["ours_err"], row["torch_err"] = _rel(ours(), ref), _rel(theirs(), ref)
-        if row["ours_err"] > 5e-2:
-            row["error"] = f"ours: relative error {row['ours_err']:.3g} > 5e-2"
-            return row
+        if variant is not None:
+            row["variant_err"] = _rel(alt(), ref)
+        for side in ("ours", "variant"):
+            if row.get(f"{side}_err", 0.0) > 5e-2:
+                row["error"] = f"{side}: relative error {row[side + '_err']:.3g} > 5e-2"
+                return row
         flops = 2.0 * m * n * k
-        t_ours, t_torch = [], []
+        t_ours, t_torch, t_alt = [], [], []
         for _ in range(2):  # alternating
             t_torch.append(triton.testing.do_bench(theirs, rep=rep_ms, return_mode="median"))
             t_ours.append(triton.testing.do_bench(ours, rep=rep_ms, return_mode="median"))
+            if variant is not None:
+                t_alt.append(triton.testing.do_bench(alt, rep=rep_ms, return_mode="median"))
         ours_ms, torch_ms = min(t_ours), min(t_torch)
         row.update(ours_us=ours_ms * 1e3, torch_us=torch_ms * 1e3, ratio=torch_ms / ours_ms,
                    ours_tflops=flops / ours_ms / 1e9, torch_tflops=flops / torch_ms / 1e9)
+        if t_alt:
+            row.update(variant_us=min(t_alt) * 1e3, variant_ratio=torch_ms / min(t_alt))
     except Exception as e:  # noqa: BLE001 - one shape's failure is a row
         row["error"] = f"{type(e).__name__}: {str(e).splitlines()[0][:200] if str(e) else ''}"
     return row
+
+
+def picked(m: int, n: int, k: int, hw) -> str:
+    """origami's pick for this scaled_mm call on ``hw`` (a row-major e4m3 A, a column-major B, bf16 out)."""
+    import origami
+
+    p = origami.GemmProblem(m, n, k, "fp8_e4m3", "fp8_e4m3", "bf16", "N", "T", 1, 16)
+    return origami.select(p, hw).config.short()
+
+
+def _gm(rows, key: str) -> float:
+    return math.exp(sum(math.log(r[key]) for r in rows) / len(rows)) if rows else math.nan
 
 
 def main(argv=None) -> int:
@@ -96,10 +123,17 @@ def main(argv=None) -> int:
     ap.add_argument("--rep-ms", type=int, default=20)
     ap.add_argument("--promote-k", type=int, default=None,
                     help="promote origami's Triton fp8 kernel every this many K (default: plan._FP8_PROMOTE_K)")
+    ap.add_argument("--variant", default=None, metavar="K=V[,K=V]",
+                    help="also time ours on this GPU's profile with these model parameters replaced, in the same "
+                         "alternation (an A/B of a model term on scaled_mm's picks)")
     ap.add_argument("--out", type=Path, default=Path(os.environ.get("OUT", ROOT / "benchmarks/results")) / "scaled_mm_h200.csv")
     args = ap.parse_args(argv)
     if args.promote_k is not None and (args.promote_k < 32 or args.promote_k & (args.promote_k - 1)):
         ap.error(f"--promote-k: {args.promote_k} is not a power of two of at least 32 (below 32 Triton leaves wgmma)")
+    from missing_picks import variant_profiles
+
+    if args.variant:
+        variant_profiles("h200", [args.variant])  # the spec's keys and values, checked before any GPU work
     import torch
 
     if not torch.cuda.is_available():
@@ -107,6 +141,10 @@ def main(argv=None) -> int:
         return 2
     from origami.shapes import load_shapes
 
+    from tritonblas import dispatch
+
+    base = dispatch.without_ws(dispatch.device_info(torch.device("cuda")).plan_profile)
+    variant = variant_profiles(base, [args.variant])[0] if args.variant else None
     if args.promote_k is not None:
         from tritonblas import plan
 
@@ -117,18 +155,27 @@ def main(argv=None) -> int:
     from tritonblas import plan
 
     prov = provenance(set=args.set, recipe=args.recipe, fast_accum=args.fast_accum, rep_ms=args.rep_ms,
-                      promote_k=plan._FP8_PROMOTE_K)
+                      promote_k=plan._FP8_PROMOTE_K, variant=args.variant or "")
     rows = []
     for m, n, k in dims:
-        r = one(m, n, k, args.recipe, args.fast_accum, args.rep_ms)
+        r = one(m, n, k, args.recipe, args.fast_accum, args.rep_ms, variant)
+        r["ours_config"] = picked(m, n, k, base)
+        if variant is not None:
+            r["variant_config"] = picked(m, n, k, variant)
         rows.append(r)
         print(f"{m}x{n}x{k}: ours {r.get('ours_us', math.nan):.1f} us torch {r.get('torch_us', math.nan):.1f} us "
-              f"x{r.get('ratio', math.nan):.3f} {r['error']}", flush=True)
+              f"x{r.get('ratio', math.nan):.3f}" + (f" variant x{r.get('variant_ratio', math.nan):.3f}" if variant else "")
+              + f" {r['error']}", flush=True)
         write_csv(args.out, rows, FIELDS, prov)
     ok = [r for r in rows if not r["error"]]
     if ok:
         gm = math.exp(sum(math.log(r["ratio"]) for r in ok) / len(ok))
         big = next((r for r in ok if (r["m"], r["n"], r["k"]) == (8192, 8192, 8192)), None)
+        if variant is not None:
+            gv = math.exp(sum(math.log(r["variant_ratio"]) for r in ok) / len(ok))
+            moved = [r for r in ok if r["variant_config"] != r["ours_config"]]
+            print(f"variant {args.variant}: geomean {gv:.3f} against ours {gm:.3f} (same run); {len(moved)} picks "
+                  f"moved, on them ours {_gm(moved, 'ratio'):.3f} variant {_gm(moved, 'variant_ratio'):.3f}")
         print(f"geomean ours/torch over {len(ok)} shapes: {gm:.3f}; 8192^3: "
               f"{big['ours_tflops'] if big else math.nan:.0f} TFLOP/s ours, "
               f"{big['torch_tflops'] if big else math.nan:.0f} torch; failed rows: {len(rows) - len(ok)}")

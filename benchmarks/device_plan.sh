@@ -106,6 +106,17 @@
 #   then refit model.fp8_promote_efficiency on the training rows. Any Hopper: `STEPS=fp8_promote` (three intervals
 #   side by side) at the new default, and the promoted spills of benchmarks/fp8_promote_census.py timed (128x256x128
 #   w8, 1080 bytes of spill stores, against 256x128x128 w8, 12) before a spill predicate is fitted.
+# Session 44 (four H100 calls): suite 2494 passed at 43a21a4; fp8 in scaled_mm's layout swept (fp8_ceiling: the space's
+#   best 0.81-0.87x torch._scaled_mm on large shapes, the pick 0.66-0.85x); fp8_promote_efficiency 0.77115 for that
+#   layout tried and reverted on a two-run comparison that unmoved picks make inconclusive. Next, any Hopper, first
+#   (about 60 s): `PYTHONPATH=$PWD python3 benchmarks/scaled_mm_compare.py --rep-ms 10 --variant
+#   fp8_promote_efficiency=0.77115 --out $OUT/scaled_mm_ab.csv` (the A/B in one alternation); then the new fp8 training
+#   set in that layout: TRAINING=1 TRAINING_SETS=scaled_mm TRAINING_CONFIGS=40 TRAINING_ARGS="--also-pick
+#   fp8_promote_efficiency=0.77115" (43 shapes), then the held-out fp8 split, now in that layout, exhaustive
+#   (H200: HELDOUT_ARGS="--jobs fp8_e4m3"; H100: OTHER_HELDOUT=h100 HELDOUT_ARGS="--jobs fp8_e4m3"). On an H100 also
+#   the re-timed unaligned fp8 set's picks at fp8_spill_traffic_limit 0 (results/unaligned_fp8_h100_b9e9837.csv: copy
+#   it over benchmarks/data/h100/unaligned_fp8_e4m3.csv, then STEPS=repick REPICK_PROFILE=h100
+#   REPICK_VARIANTS=fp8_spill_traffic_limit=0). On an H200 candidate H's repick stays first (session 42's line).
 set -u -o pipefail
 : "${GIT_SHA:?set GIT_SHA=<the commit of the tree you send>}"
 export GIT_SHA

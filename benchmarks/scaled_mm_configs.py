@@ -53,47 +53,62 @@ def _rel(x, ref) -> float:
     return (torch.linalg.vector_norm(x.double() - ref) / torch.linalg.vector_norm(ref).clamp_min(1e-30)).item()
 
 
-def shape_rows(problem, swept: list, rep_ms: int) -> list[dict]:
+def checked_runs(problem, swept: list, device: str = "cuda", pick: str = "") -> tuple[list[dict], list]:
+    """One shape's rows (torch, the pick, the swept configs forced) after one checked call each, and the callables
+    to time (None for a failed row): fresh random e4m3 operands in scaled_mm's layout, row-wise scales, bf16 out,
+    each output against the float64 product of the same values. A forced config our kernels cannot run
+    (``dispatch.scaled_gemm`` returns None) is an error row, never a time; ``out`` is filled with NaN before
+    each call, so no row can read another's product. ``pick``: the pick's config text (:func:`_pick_config`)."""
     import torch
-    import triton
 
     import tritonblas
     from tritonblas import dispatch
 
     m, n, k = problem.m, problem.n, problem.k
-    g = torch.Generator(device="cuda").manual_seed(m * 131 + n * 7 + k)
-    a = (torch.randn(m, k, device="cuda", generator=g) * 2).to(torch.float8_e4m3fn)
-    b = (torch.randn(n, k, device="cuda", generator=g) * 2).to(torch.float8_e4m3fn).t()
-    sa = torch.rand(m, 1, device="cuda", generator=g) + 0.5
-    sb = torch.rand(1, n, device="cuda", generator=g) + 0.5
+    g = torch.Generator(device=device).manual_seed(m * 131 + n * 7 + k)
+    a = (torch.randn(m, k, device=device, generator=g) * 2).to(torch.float8_e4m3fn)
+    b = (torch.randn(n, k, device=device, generator=g) * 2).to(torch.float8_e4m3fn).t()
+    sa = torch.rand(m, 1, device=device, generator=g) + 0.5
+    sb = torch.rand(1, n, device=device, generator=g) + 0.5
     ref = sa.double() * (a.double() @ b.double()) * sb.double()
-    out = torch.empty(m, n, dtype=torch.bfloat16, device="cuda")
+    out = torch.empty(m, n, dtype=torch.bfloat16, device=device)
 
     def forced(cfg):
         return lambda: dispatch.scaled_gemm(a, b, out, scale_a=sa, scale_b=sb, config=cfg)
 
     runs = [("torch", "", None, lambda: torch._scaled_mm(a, b, sa, sb, out_dtype=torch.bfloat16)),
-            ("pick", "", None, lambda: tritonblas.scaled_mm(a, b, sa, sb, out_dtype=torch.bfloat16))]
+            ("pick", pick, None, lambda: tritonblas.scaled_mm(a, b, sa, sb, out_dtype=torch.bfloat16))]
     runs += [(f"sweep{i + 1}", cfg.short(), t * 1e3, forced(cfg)) for i, (cfg, t) in enumerate(swept)]
     rows, fns = [], []
     for source, cfg, sweep_us, fn in runs:
         row = {"m": m, "n": n, "k": k, "source": source, "config": cfg, "sweep_us": sweep_us, "error": ""}
         try:
+            out.fill_(float("nan"))
             r = fn()
-            row["err"] = _rel(out if r is None or source.startswith("sweep") else r, ref)
-            if row["err"] > 5e-2:
-                row["error"] = f"relative error {row['err']:.3g} > 5e-2"
+            if r is None:  # its caller would fall back to torch: not our kernel's time
+                row["error"] = "our kernels cannot run this config (dispatch.scaled_gemm returned None)"
+            else:
+                row["err"] = _rel(r, ref)
+                if not row["err"] <= 5e-2:  # NaN included
+                    row["error"] = f"relative error {row['err']:.3g} > 5e-2"
         except Exception as e:  # noqa: BLE001 - one config's failure is a row
             row["error"] = f"{type(e).__name__}: {str(e).splitlines()[0][:200] if str(e) else ''}"
         rows.append(row)
         fns.append(fn if not row["error"] else None)
-    rows[1]["config"] = _pick_config(problem)
-    times: list[list[float]] = [[] for _ in runs]
+    return rows, fns
+
+
+def shape_rows(problem, swept: list, rep_ms: int) -> list[dict]:
+    """:func:`checked_runs` on the GPU, then every callable that passed timed, alternating (best of two medians)."""
+    import triton
+
+    rows, fns = checked_runs(problem, swept, "cuda", _pick_config(problem))
+    times: list[list[float]] = [[] for _ in fns]
     for _ in range(2):  # alternating
         for i, fn in enumerate(fns):
             if fn is not None:
                 times[i].append(triton.testing.do_bench(fn, rep=rep_ms, return_mode="median"))
-    flops = 2.0 * m * n * k
+    flops = 2.0 * problem.m * problem.n * problem.k
     t_torch = min(times[0]) if times[0] else math.nan
     for row, t in zip(rows, times):
         if t:

@@ -46,3 +46,39 @@ def test_refuses_a_sweep_without_scaled_mm_layout_rows(tmp_path):
 def test_refuses_a_non_positive_top(tmp_path, top):
     r = _run("--from", str(ROOT / "benchmarks" / "results" / "fp8_ceiling_nn_h100_43a21a4.csv"), "--top", top)
     assert r.returncode == 2 and "--top" in r.stderr
+
+
+def _interp(monkeypatch):
+    """The kernels on the CPU through Triton's interpreter, with a profile (tests/dropin/conftest.py's way)."""
+    monkeypatch.setenv("TRITON_INTERPRET", "1")
+    monkeypatch.setenv("TRITONBLAS_PROFILE", "h200")
+
+
+def test_checked_runs_force_each_config_and_check_it_against_float64(monkeypatch):
+    _interp(monkeypatch)
+    import origami
+
+    p = origami.GemmProblem(33, 48, 128, "fp8_e4m3", "fp8_e4m3", "bf16", "N", "T", 1, 16)
+    swept = [(_cfg("dp", 16, 32, 32, 4, 2, g=1), 0.010), (_cfg("splitk", 16, 16, 32, 4, 2, g=1), 0.012)]
+    rows, fns = smc.checked_runs(p, swept, "cpu", "the pick")
+    assert [r["source"] for r in rows] == ["torch", "pick", "sweep1", "sweep2"]
+    assert [r["config"] for r in rows[1:]] == ["the pick", swept[0][0].short(), swept[1][0].short()]
+    assert [r["sweep_us"] for r in rows[2:]] == [10.0, 12.0]
+    for r in rows:
+        assert r["error"] == "" and r["err"] < 1e-2, r
+    assert all(f is not None for f in fns)
+
+
+def test_a_forced_config_our_kernels_cannot_run_is_an_error_row_not_the_last_product(monkeypatch):
+    _interp(monkeypatch)
+    import origami
+    from tritonblas import dispatch
+
+    p = origami.GemmProblem(17, 32, 64, "fp8_e4m3", "fp8_e4m3", "bf16", "N", "T", 1, 16)
+    swept = [(_cfg("dp", 16, 32, 32, 4, 2, g=1), 0.010), (_cfg("dp", 16, 16, 32, 4, 2, g=1), 0.011)]
+    real = dispatch.scaled_gemm
+    monkeypatch.setattr(dispatch, "scaled_gemm",
+                        lambda *a, config=None, **kw: None if config == swept[1][0] else real(*a, config=config, **kw))
+    rows, fns = smc.checked_runs(p, swept, "cpu")
+    assert rows[2]["error"] == "" and fns[2] is not None
+    assert "cannot run this config" in rows[3]["error"] and "err" not in rows[3] and fns[3] is None

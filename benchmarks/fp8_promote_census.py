@@ -25,8 +25,8 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-FIELDS = ("m", "n", "k", "mode", "recipe", "rank", "config", "max_imprecise", "registers", "spill_stores", "spill_loads",
-          "predicted_us", "error")
+FIELDS = ("m", "n", "k", "mode", "recipe", "rank", "config", "max_imprecise", "registers", "spill_stores",
+          "spill_loads", "predicted_us", "error")
 DEFAULT_OUT = ROOT / "benchmarks" / "results" / "fp8_promote_census.csv"
 
 
@@ -95,7 +95,8 @@ def main(argv=None) -> int:
                     help="promotion intervals (powers of two >= 32) and/or 'fast' (default: 32 128 fast)")
     ap.add_argument("--profile", default="h200")
     ap.add_argument("--recipe", choices=("none", "row"), default="none",
-                    help="none: the plain kernel (what the sweeps time); row: scaled_mm's row-wise scales in the epilogue")
+                    help="none: the plain kernel (what the sweeps time); row: scaled_mm's row-wise scales "
+                         "in the epilogue")
     ap.add_argument("--out", type=Path, default=DEFAULT_OUT)
     args = ap.parse_args(argv)
     if min(args.shape) < 1:

@@ -42,7 +42,8 @@ sys.path.insert(0, str(ROOT / "benchmarks"))
 from _harness import provenance, write_csv  # noqa: E402
 
 FIELDS = ("m", "n", "k", "recipe", "ours_us", "torch_us", "ratio", "ours_tflops", "torch_tflops",
-          "ours_err", "torch_err", "error", "ours_config", "variant_config", "variant_us", "variant_ratio", "variant_err")
+          "ours_err", "torch_err", "error", "ours_config", "variant_config", "variant_us", "variant_ratio",
+          "variant_err")
 
 
 def _rel(x, ref) -> float:
@@ -164,8 +165,8 @@ def main(argv=None) -> int:
             r["variant_config"] = picked(m, n, k, variant)
         rows.append(r)
         print(f"{m}x{n}x{k}: ours {r.get('ours_us', math.nan):.1f} us torch {r.get('torch_us', math.nan):.1f} us "
-              f"x{r.get('ratio', math.nan):.3f}" + (f" variant x{r.get('variant_ratio', math.nan):.3f}" if variant else "")
-              + f" {r['error']}", flush=True)
+              f"x{r.get('ratio', math.nan):.3f}"
+              + (f" variant x{r.get('variant_ratio', math.nan):.3f}" if variant else "") + f" {r['error']}", flush=True)
         write_csv(args.out, rows, FIELDS, prov)
     ok = [r for r in rows if not r["error"]]
     if ok:

@@ -560,7 +560,8 @@ def scaled_gemm(a: torch.Tensor, b: torch.Tensor, out: torch.Tensor, *, scale_a:
         _STATS["empty"] += 1
         out.zero_()
         return out.add_(bias) if bias is not None else out
-    if profile is None and config is None and settings.gluon() and gluon_route.gluon_scaled(a, b, out, scale_a, scale_b, bias, fast_accum):
+    if (profile is None and config is None and settings.gluon()
+            and gluon_route.gluon_scaled(a, b, out, scale_a, scale_b, bias, fast_accum)):
         _STATS["launches"] += 1
         return out
     # the kernel's own views of the scales (what prepare_launch binds: one element, or a unit-stride

@@ -4,6 +4,14 @@ thread, spill bytes). No GPU and no timings: compiler output only.
 
     python benchmarks/fp8_promote_census.py [--shape 8192 8192 8192] [--top 8] [--modes 32 128 fast]
         [--profile h200] [--recipe none|row] [--out benchmarks/results/fp8_promote_census.csv]
+    python benchmarks/fp8_promote_census.py --space    # every spill group of the space, the shipped interval
+    python benchmarks/fp8_promote_census.py --table    # origami/promoted_spill.py from that file
+
+``--space`` compiles one config per spill group (``origami.space.spill_group``: kind, tile, warps; the stages, GROUP_M
+and grid do not change what ptxas spills: the top-40 census above shows s3 and s4 alike) of the fp8 candidate
+space of SPACE_PROBES (scaled_mm's layout, 16-byte aligned: a large square for the data-parallel, persistent and
+Stream-K groups, a short-M long-K shape for split-K's), at the shipped interval with row-wise scales, into
+SPACE_OUT; ``--table`` turns it into origami/promoted_spill.py, which ``model.fp8_promoted_spill_limit`` reads.
 
 Why (issue 18): without fast accumulation the kernels promote the wgmma's reduced-precision sum into the fp32
 accumulator every ``tritonblas.plan.fp8_promote_k`` of K, which keeps a second accumulator tile in registers. On an
@@ -17,6 +25,7 @@ set (it is removed here). Written atomically with ``#`` provenance lines."""
 from __future__ import annotations
 
 import argparse
+import csv
 import os
 import sys
 import time
@@ -28,6 +37,11 @@ sys.path.insert(0, str(ROOT))
 FIELDS = ("m", "n", "k", "mode", "recipe", "rank", "config", "max_imprecise", "registers", "spill_stores",
           "spill_loads", "predicted_us", "error")
 DEFAULT_OUT = ROOT / "benchmarks" / "results" / "fp8_promote_census.csv"
+SPACE_OUT = ROOT / "benchmarks" / "data" / "nvidia_aot" / "h200_promoted_fp8_e4m3.csv"
+SPACE_FIELDS = ("m", "n", "k", "kind", "block_m", "block_n", "block_k", "num_warps", "config", "max_imprecise",
+                "registers", "spill_stores", "spill_loads", "error")  # m, n, k: the probe that offered the group
+SPACE_PROBES = ((8192, 8192, 8192), (128, 10240, 8192))
+TABLE = ROOT / "origami" / "promoted_spill.py"
 
 
 def mode_value(text: str) -> "int | None":
@@ -87,6 +101,70 @@ def census(m: int, n: int, k: int, top: int, modes: list, profile: str = "h200",
     return rows
 
 
+def space_census(profile: str = "h200") -> list[dict]:
+    """One row per spill group of the fp8 space of SPACE_PROBES (module docstring), compiled at the shipped
+    interval with row-wise scales."""
+    os.environ.pop("TRITON_INTERPRET", None)
+    import torch
+    from triton.backends.compiler import GPUTarget
+
+    import origami
+    from benchmarks.staged_census import ptxas_info
+    from origami.space import spill_group
+    from tritonblas import _aot
+    from tritonblas import plan as P
+
+    _aot.use_target(GPUTarget("cuda", 90, 32))
+    hw = origami.load_profile(profile).replace_model(fp8_promoted_spill_limit=0.0)  # the space the rule cuts from
+    rows, seen = [], set()
+    for m, n, k in SPACE_PROBES:
+        a = torch.empty(m, k, dtype=torch.float8_e4m3fn)
+        b = torch.empty(n, k, dtype=torch.float8_e4m3fn).t()
+        out = torch.empty(m, n, dtype=torch.bfloat16)
+        scales = dict(scale_a=torch.empty(m), scale_b=torch.empty(n))
+        prob = P.problem_from_tensors(a, b, out)
+        for cfg in sorted(origami.candidates(prob, hw), key=lambda c: (spill_group(c), c.num_stages, c.group_m)):
+            group = spill_group(cfg)
+            if group in seen:
+                continue
+            seen.add(group)
+            row = dict(m=m, n=n, k=k, **dict(zip(SPACE_FIELDS[3:8], group)), config=cfg.short(), error="")
+            try:
+                prep = _aot.prepare_on_cpu(P.make_plan(cfg, prob, hw), a, b, out, **scales)
+                compiled = prep.kernel.warmup(*prep.args, grid=prep.grid, **prep.kwargs)
+                row["max_imprecise"] = prep.kwargs.get("MAX_IMPRECISE")
+                row.update(ptxas_info(compiled.asm["ptx"]))
+            except Exception as e:  # noqa: BLE001 - recorded per config
+                row["error"] = " ".join(f"{type(e).__name__}: {e}".split())[:300]
+            rows.append(row)
+    return rows
+
+
+def table_source(path: Path = SPACE_OUT) -> str:
+    """origami/promoted_spill.py's text from the space census file: spill stores + loads per thread per group."""
+    with open(path) as f:
+        rows = [r for r in csv.DictReader(line for line in f if not line.startswith("#")) if not r["error"]]
+    if not rows:
+        raise ValueError(f"{path}: no compiled row")
+    table = {(r["kind"], int(r["block_m"]), int(r["block_n"]), int(r["block_k"]), int(r["num_warps"])):
+             int(r["spill_stores"]) + int(r["spill_loads"]) for r in rows}
+    body = "".join(f"    {k!r}: {v},\n" for k, v in sorted(table.items()))
+    rel = path.relative_to(ROOT).as_posix()
+    return (f'''"""The sm_90 compile census's spill bytes per thread (ptxas -v: spill stores + spill loads) of the fp8
+kernels that promote the wgmma sum into fp32 (tritonblas.plan.fp8_promote_k, fast accumulation off) with
+scaled_mm's row-wise scales: (kind, BLOCK_M, BLOCK_N, BLOCK_K, warps) -> bytes, 0 where it compiled clean; a
+config it did not compile is absent. Compiler output, no timings. Generated by `python
+benchmarks/fp8_promote_census.py --table` from {rel} ({len(rows)} compiled groups; Triton 3.6).
+tests/benchmarks/test_fp8_promote_census.py checks it against that file. Read through
+origami.space.promoted_spill_bytes."""
+
+__all__ = ["PROMOTED_SPILL_BYTES_FP8"]
+
+PROMOTED_SPILL_BYTES_FP8 = {{
+{body}}}
+''')
+
+
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--shape", nargs=3, type=int, default=[8192, 8192, 8192], metavar=("M", "N", "K"))
@@ -97,8 +175,18 @@ def main(argv=None) -> int:
     ap.add_argument("--recipe", choices=("none", "row"), default="none",
                     help="none: the plain kernel (what the sweeps time); row: scaled_mm's row-wise scales "
                          "in the epilogue")
-    ap.add_argument("--out", type=Path, default=DEFAULT_OUT)
+    ap.add_argument("--out", type=Path, default=None,
+                    help=f"default {DEFAULT_OUT.relative_to(ROOT)} ({SPACE_OUT.relative_to(ROOT)} with --space)")
+    ap.add_argument("--space", action="store_true", help="every spill group of the space (module docstring)")
+    ap.add_argument("--table", action="store_true", help="write origami/promoted_spill.py from the --space file")
     args = ap.parse_args(argv)
+    if args.table:
+        from tritonblas.tables import AtomicFile
+
+        with AtomicFile(TABLE) as f:
+            f.write(table_source())
+        print(f"wrote {TABLE}")
+        return 0
     if min(args.shape) < 1:
         ap.error(f"--shape: expected positive M N K, got {args.shape}")
     if args.top < 1:
@@ -116,6 +204,17 @@ def main(argv=None) -> int:
     from benchmarks._harness import provenance, write_csv
 
     t0 = time.time()
+    if args.space:
+        out = args.out or SPACE_OUT
+        rows = space_census(args.profile)
+        write_csv(out, rows, SPACE_FIELDS, provenance(
+            profile=args.profile, target="sm_90 (compile only, no GPU)", probes=str(SPACE_PROBES),
+            problem="scaled_mm's layout: e4m3 A row-major, B K-major, bf16 out, row-wise scales, "
+                    "the shipped promotion interval"))
+        print(f"wrote {out} ({len(rows)} groups, {sum(bool(r['error']) for r in rows)} failed, "
+              f"{time.time() - t0:.0f} s)")
+        return 0
+    args.out = args.out or DEFAULT_OUT
     rows = census(*args.shape, args.top, modes, args.profile, args.recipe)
     epilogue = "no scales" if args.recipe == "none" else "row-wise scales"
     write_csv(args.out, rows, FIELDS, provenance(profile=args.profile, target="sm_90 (compile only, no GPU)",

@@ -105,7 +105,8 @@ def _base_array(hw: HardwareProfile, a_dtype: DType, b_dtype: DType, a_layout: L
                         for kind, kw in _KIND_PROBES.items():
                             kc = replace(tile, kind=kind, **kw)
                             if space.check_registers(kc, probe, hw) is None and \
-                                    space.check_staged_registers(kc, probe, hw) is None:
+                                    space.check_staged_registers(kc, probe, hw) is None and \
+                                    space.check_promoted_registers(kc, probe, hw) is None:
                                 occ[kind] = space.resident_programs(kc, probe, hw)
                                 spill[kind] = int(space.staged_spills(kc, probe, hw))
                         occ = {k: o for k, o in occ.items() if o >= 1}

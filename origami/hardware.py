@@ -99,6 +99,10 @@ MODEL_PARAMS: dict[str, tuple[float, float, str]] = {
                                           "(the default, fp8_fast_accum off: every tritonblas.plan.fp8_promote_k of K; "
                                           "the shipped values were fitted on sweeps promoting every 32 K), as a fraction of the profile's fp8 peak "
                                           "(measured with fast accumulation)"),
+    "fp8_promoted_spill_limit": (0.0, 65536.0, "the space leaves out the fp8 configs (NVIDIA sm_90, rows at least 4 "
+                                               "bytes aligned) whose kernel, promoting the wgmma sum into fp32, the "
+                                               "sm_90 compile census says spills at least this many bytes per thread "
+                                               "(origami.space.promoted_spill_bytes); 0: no such rule"),
     "fp8_single_warpgroup_efficiency": (0.05, 1.0, "extra NVIDIA fp8 main-loop efficiency of a 4-warp program (one "
                                                    "warpgroup: its promotion adds cannot overlap another warpgroup's "
                                                    "MMAs), x fp8_promote_efficiency"),
@@ -162,7 +166,7 @@ OPTIONAL_MODEL_PARAMS: dict[str, float] = {"ws_efficiency": 0.0, "streamk_unalig
                                            "hbm_latency_ns": 0.0,
                                            "staged_spill_penalty": 0.0, "splitk_fixup_read_efficiency": 1.0,
                                            "mn_major_tile_cost": 0.0, "staged_load_exponent": 0.0, "narrow_load_exponent": 0.0,
-                                           "splitk_efficiency": 1.0}
+                                           "splitk_efficiency": 1.0, "fp8_promoted_spill_limit": 0.0}
 SCHEMA["model"] = {k: (_FLOAT, lo, hi, doc) for k, (lo, hi, doc) in MODEL_PARAMS.items()}
 
 

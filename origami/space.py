@@ -12,6 +12,7 @@ from functools import lru_cache
 from typing import Callable
 
 from origami import toolchain
+from origami.promoted_spill import PROMOTED_SPILL_BYTES_FP8
 from origami.spill_census import SPILL_BYTES, SPILL_BYTES_FP8
 from origami.spill_slowdown import SLOWDOWN
 from origami._encoding import STAGED_ALIGN
@@ -25,7 +26,7 @@ __all__ = [
     "staged_registers_per_thread", "check_staged_registers", "MAX_STAGED_REGS_PER_THREAD",
     "staged_load_pressure", "STAGED_PRESSURE_LIMITS", "STAGED_SPILL_CENSUS", "STAGED_SPILL_CENSUS_ARCH",
     "staged_spills", "over_pressure_limit", "census_spills", "staged_spill_rule", "spill_group",
-    "census_spill_traffic", "measured_spill_slowdown",
+    "census_spill_traffic", "measured_spill_slowdown", "promoted_spill_bytes", "check_promoted_registers",
     "check_smem", "check_registers", "check_instr", "check_vendor", "check_problem", "check_residency",
     "check_ws", "ws_available", "ws_space", "without_ws", "WS_TILES", "WS_WARPS", "WS_DTYPES",
     "PREDICATES", "violations", "is_valid", "k_iters",
@@ -378,6 +379,36 @@ def check_staged_registers(cfg: TileConfig, problem: GemmProblem, hw: HardwarePr
                 f"{staged_load_pressure(cfg, hw):.0f} elements per thread by scalar loads "
                 f"(limit {STAGED_PRESSURE_LIMITS[cfg.kind]:.0f}"
                 f"{': it spills' if census_spills(cfg, hw) is None else '; the sm_90 compile census: it spills'})")
+    return None
+
+
+def promoted_spill_bytes(cfg: TileConfig, problem: GemmProblem, hw: HardwareProfile) -> "int | None":
+    """Spill bytes per thread (stores + loads) of ``cfg``'s fp8 kernel promoting its wgmma sum into fp32 every
+    tritonblas.plan.fp8_promote_k, with scaled_mm's row-wise scales: the sm_90 compile census
+    (origami.promoted_spill); None where it does not speak: another arch, operands not both 1-byte, rows under 4
+    bytes aligned (register-staged loads: :func:`census_spill_traffic`'s census), a group it did not compile.
+
+    Why: the promotion keeps a second accumulator tile live, and where one warpgroup's wgmma owns a 64x256
+    slice the kernel spills (128x256x128 w8: 1108 bytes per thread; 256x128x128 w8: none). On the H100's
+    exhaustive fp8 sweep in scaled_mm's layout 128x256x128 w8 ran 1051 us on 8192^3 against 983 for 256x128x128
+    w8, which the model ties with it, and 1178 against 1072 with the scales (benchmarks/scaled_mm_configs.py)."""
+    if hw.arch != STAGED_SPILL_CENSUS_ARCH or problem.a_dtype.bytes != 1 or problem.b_dtype.bytes != 1 \
+            or register_staged(problem, hw):
+        return None
+    return PROMOTED_SPILL_BYTES_FP8.get(spill_group(cfg))
+
+
+def check_promoted_registers(cfg: TileConfig, problem: GemmProblem, hw: HardwareProfile) -> str | None:
+    """The space's rule for promoted fp8 kernels: where the profile sets ``model.fp8_promoted_spill_limit``, no
+    config whose kernel the census says spills that many bytes per thread (:func:`promoted_spill_bytes`). A
+    performance rule, not a validity one, so not in PREDICATES (as :func:`check_staged_registers`): ``config=``
+    may still force such a config, and ``fp8_fast_accum`` calls (no promotion, no spill) select in the same space."""
+    limit = hw.model.get("fp8_promoted_spill_limit", 0.0)
+    spilled = promoted_spill_bytes(cfg, problem, hw) if limit > 0 else None
+    if spilled is not None and spilled >= limit:
+        return (f"registers: the {cfg.kind.value} {cfg.block_m}x{cfg.block_n}x{cfg.block_k} fp8 kernel at "
+                f"{cfg.num_warps} warps spills {spilled} bytes per thread promoting its wgmma sum into fp32 (sm_90 "
+                f"compile census; model.fp8_promoted_spill_limit {limit:g})")
     return None
 
 

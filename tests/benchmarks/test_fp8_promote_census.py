@@ -50,3 +50,27 @@ def test_bad_arguments_name_themselves(argv, says, capsys):
     with pytest.raises(SystemExit) as e:
         census.main(argv)
     assert e.value.code == 2 and says in capsys.readouterr().err
+
+
+def test_the_promoted_spill_table_is_what_the_space_census_gives():
+    """origami/promoted_spill.py is ``--table``'s output for the committed space census, which compiled every spill
+    group of the fp8 space (none failed): regenerate with `python benchmarks/fp8_promote_census.py --table`."""
+    assert census.TABLE.read_text() == census.table_source(), "origami/promoted_spill.py is stale"
+    with open(census.SPACE_OUT) as f:
+        rows = list(csv.DictReader(line for line in f if not line.startswith("#")))
+    assert len(rows) >= 100 and not any(r["error"] for r in rows)
+    from origami.space import spill_group
+    import origami
+
+    hw = origami.load_profile("h200").replace_model(fp8_promoted_spill_limit=0.0)
+    groups = {(r["kind"], int(r["block_m"]), int(r["block_n"]), int(r["block_k"]), int(r["num_warps"])) for r in rows}
+    for m, n, k in census.SPACE_PROBES:
+        p = origami.GemmProblem(m, n, k, "fp8_e4m3", "fp8_e4m3", "bf16", "N", "T", 1, 16)
+        assert {spill_group(c) for c in origami.candidates(p, hw)} <= groups, "the space has groups the census lacks"
+
+
+def test_table_source_refuses_a_census_without_compiled_rows(tmp_path):
+    f = tmp_path / "c.csv"
+    f.write_text("# x\n" + ",".join(census.SPACE_FIELDS) + "\n" + "8,8,8,dp,128,128,128,4,dp 128x128x128,128,,,,boom\n")
+    with pytest.raises(ValueError, match="no compiled row"):
+        census.table_source(f)

@@ -501,3 +501,39 @@ def test_measured_spill_slowdown_speaks_only_for_measured_spilling_groups():
     assert all(space.census_spill_traffic(TileConfig(Kind(k), bm, bn, bk, w, 3, **(
         {"grid": 132} if k in ("persistent", "streamk") else {"split_k": 4, "group_m": 1} if k == "splitk" else {})),
         staged, hw) > 0 for k, bm, bn, bk, w in SLOWDOWN), "every measured group spills by the census"
+
+
+def test_the_promoted_spill_limit_leaves_out_exactly_the_promoted_fp8_configs_at_or_over_it():
+    """model.fp8_promoted_spill_limit: on a 16-byte-aligned fp8 problem (scaled_mm's layout) the space holds no config
+    whose promoted-kernel census spill reaches the limit, and every other config it held without the rule: the spilling
+    128x256x128 w8 goes, its tied twin 256x128x128 w8 (clean) stays. bf16 problems, register-staged fp8 rows (the
+    other census's) and non-sm_90 profiles are untouched; a forced config is still valid (not in PREDICATES)."""
+    from origami.promoted_spill import PROMOTED_SPILL_BYTES_FP8
+
+    for name in ("h100", "h200"):
+        hw = PROFILES[name]
+        limit = hw.model["fp8_promoted_spill_limit"]
+        assert limit > 0
+        off = hw.replace_model(fp8_promoted_spill_limit=0.0)
+        p = GemmProblem(8192, 8192, 8192, a_dtype="fp8_e4m3", b_dtype="fp8_e4m3", c_dtype="bf16", b_layout="T")
+        with_rule, without = set(origami.candidates(p, hw)), set(origami.candidates(p, off))
+        dropped = without - with_rule
+        assert with_rule and with_rule <= without and dropped
+        for c in dropped:
+            assert PROMOTED_SPILL_BYTES_FP8[space.spill_group(c)] >= limit, c.short()
+            assert "fp8_promoted_spill_limit" in space.check_promoted_registers(c, p, hw)
+            assert space.violations(c, p, hw) == [], c.short()  # config= may still force it
+        for c in with_rule:
+            b = space.promoted_spill_bytes(c, p, hw)
+            assert b is not None and b < limit, c.short()
+        shapes = {(c.kind, c.block_m, c.block_n, c.block_k, c.num_warps) for c in with_rule}
+        assert (Kind.DP, 256, 128, 128, 8) in shapes and (Kind.DP, 128, 256, 128, 8) not in shapes
+        assert origami.select(p, hw).config.block_n != 256 or origami.select(p, hw).config.num_warps != 8
+        for q in (GemmProblem(8192, 8192, 8192, b_layout="T"),  # bf16
+                  GemmProblem(16384, 2045, 4325, a_dtype="fp8_e4m3", b_dtype="fp8_e4m3", c_dtype="bf16", align_bytes=1)):
+            assert set(origami.candidates(q, hw)) == set(origami.candidates(q, off))
+            assert all(space.promoted_spill_bytes(c, q, hw) is None for c in origami.candidates(q, hw))
+    for name in ("b200", "mi300x"):
+        hw = PROFILES[name].replace_model(fp8_promoted_spill_limit=1.0)
+        p = GemmProblem(8192, 8192, 8192, a_dtype="fp8_e4m3", b_dtype="fp8_e4m3", c_dtype="bf16", b_layout="T")
+        assert set(origami.candidates(p, hw)) == set(origami.candidates(p, PROFILES[name]))

@@ -108,9 +108,12 @@
 #   w8, 1080 bytes of spill stores, against 256x128x128 w8, 12) before a spill predicate is fitted.
 # Session 44 (four H100 calls): suite 2494 passed at 43a21a4; fp8 in scaled_mm's layout swept (fp8_ceiling: the space's
 #   best 0.81-0.87x torch._scaled_mm on large shapes, the pick 0.66-0.85x); fp8_promote_efficiency 0.77115 for that
-#   layout tried and reverted on a two-run comparison that unmoved picks make inconclusive. Next, any Hopper, first
-#   (about 60 s): `PYTHONPATH=$PWD python3 benchmarks/scaled_mm_compare.py --rep-ms 10 --variant
-#   fp8_promote_efficiency=0.77115 --out $OUT/scaled_mm_ab.csv` (the A/B in one alternation); then the new fp8 training
+#   layout tried and reverted on a two-run comparison that unmoved picks make inconclusive; model.fp8_promoted_spill_limit
+#   1148 shipped on training rows only (its scaled_mm effect unmeasured). Next, any Hopper, first (about 60 s each):
+#   `PYTHONPATH=$PWD python3 benchmarks/scaled_mm_compare.py --rep-ms 10 --variant fp8_promoted_spill_limit=0 --out
+#   $OUT/scaled_mm_ab_spill.csv` (the shipped rule against none, one alternation), the same with --variant
+#   fp8_promote_efficiency=0.77115 (the reverted pricing) and once with --fast-accum --variant
+#   fp8_promoted_spill_limit=0 (what the rule costs fast accumulation); then the new fp8 training
 #   set in that layout: TRAINING=1 TRAINING_SETS=scaled_mm TRAINING_CONFIGS=40 TRAINING_ARGS="--also-pick
 #   fp8_promote_efficiency=0.77115" (43 shapes), then the held-out fp8 split, now in that layout, exhaustive
 #   (H200: HELDOUT_ARGS="--jobs fp8_e4m3"; H100: OTHER_HELDOUT=h100 HELDOUT_ARGS="--jobs fp8_e4m3"). On an H100 also

@@ -112,8 +112,8 @@
 #   1148 shipped on training rows only (its scaled_mm effect unmeasured). Next, any Hopper, first (about 60 s each):
 #   `PYTHONPATH=$PWD python3 benchmarks/scaled_mm_compare.py --rep-ms 10 --variant fp8_promoted_spill_limit=0 --out
 #   $OUT/scaled_mm_ab_spill.csv` (the shipped rule against none, one alternation), the same with --variant
-#   fp8_promote_efficiency=0.77115 (the reverted pricing) and once with --fast-accum --variant
-#   fp8_promoted_spill_limit=0 (what the rule costs fast accumulation); then the new fp8 training
+#   fp8_promote_efficiency=0.77115 (the reverted pricing; fast-accumulation calls select without the spill rule,
+#   origami.space.without_promotion, so their picks are session 43's); then the new fp8 training
 #   set in that layout: TRAINING=1 TRAINING_SETS=scaled_mm TRAINING_CONFIGS=40 TRAINING_ARGS="--also-pick
 #   fp8_promote_efficiency=0.77115" (43 shapes), then the held-out fp8 split, now in that layout, exhaustive
 #   (H200: HELDOUT_ARGS="--jobs fp8_e4m3"; H100: OTHER_HELDOUT=h100 HELDOUT_ARGS="--jobs fp8_e4m3"). On an H100 also

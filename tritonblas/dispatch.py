@@ -62,7 +62,7 @@ from typing import Any, Callable, Mapping
 import torch
 
 import origami
-from origami.space import without_ws, ws_available
+from origami.space import without_promotion, without_ws, ws_available
 from origami.config import Kind, TileConfig
 from origami.hardware import HardwareProfile
 from origami.problem import DType, GemmProblem, Layout
@@ -121,7 +121,8 @@ class GemmKey:
     dtype of an addmm input (``""``: none). ``config`` is a forced TileConfig (None: the model's).
     ``ab_align``: the alignment classes of a and b alone (which operands alignment staging copies).
     ``ws``: whether the call can run on the warp-specialised kernel (:func:`ws_reason` None); when not,
-    the model selects without it (``origami.space.without_ws``).
+    the model selects without it (``origami.space.without_ws``). ``fp8_fast``: an fp8 call with fast
+    accumulation, which selects without the promoted kernels' spill rule (``origami.space.without_promotion``).
     """
 
     m: int
@@ -144,11 +145,13 @@ class GemmKey:
     deterministic: bool = False  # torch.use_deterministic_algorithms at plan time (it filters the kinds)
     ab_align: tuple[int, int] = (16, 16)
     ws: bool = False
+    fp8_fast: bool = False
 
     @classmethod
     def from_tensors(cls, a: torch.Tensor, b: torch.Tensor, out: torch.Tensor, *, profile: HardwareProfile,
                      tf32: bool = False, c: torch.Tensor | None = None,
-                     config: TileConfig | None = None, ws: bool = False, table: tuple | None = None) -> "GemmKey":
+                     config: TileConfig | None = None, ws: bool = False, table: tuple | None = None,
+                     fp8_fast: bool = False) -> "GemmKey":
         (oa, la, _), (ob, lb, _), (oo, lo, _) = _plan.layout_info(a), _plan.layout_info(b), _plan.layout_info(out)
         orders = (oa, ob, oo)
         align = _plan.align_class(min(la, lb, lo))
@@ -164,7 +167,7 @@ class GemmKey:
                    allow_tf32=tf32, orders=orders, c="" if c is None else str(c.dtype).removeprefix("torch."),
                    config=config, table=tables.table_token() if table is None else table,
                    deterministic=torch.are_deterministic_algorithms_enabled(),
-                   ab_align=(_plan.align_class(la), _plan.align_class(lb)), ws=ws)
+                   ab_align=(_plan.align_class(la), _plan.align_class(lb)), ws=ws, fp8_fast=fp8_fast)
 
     def problem(self) -> GemmProblem:
         return GemmProblem(self.m, self.n, self.k, a_dtype=self.a_dtype, b_dtype=self.b_dtype,
@@ -344,8 +347,10 @@ _WS_NEEDS = ("it needs an sm_90 GPU and a Triton with Gluon, 2-D bf16/fp16 opera
 
 def _selection_profile(key: GemmKey, hw: HardwareProfile) -> HardwareProfile:
     """The profile the model selects ``key``'s config from: ``hw``, without the warp-specialised kernel
-    when the call cannot run it (``key.ws`` False)."""
-    return hw if key.ws else without_ws(hw)
+    when the call cannot run it (``key.ws`` False), without the promoted fp8 kernels' spill rule for a
+    fast-accumulation call (``key.fp8_fast``)."""
+    sel = hw if key.ws else without_ws(hw)
+    return without_promotion(sel) if key.fp8_fast else sel
 
 
 def _align_staged(key: GemmKey, problem: GemmProblem, hw: HardwareProfile, unstaged_ns: float):
@@ -580,7 +585,7 @@ def scaled_gemm(a: torch.Tensor, b: torch.Tensor, out: torch.Tensor, *, scale_a:
         _STATS["launches"] += 1
         _STATS["fast_hits"] += 1
         return out
-    info, _, lp, key = _plan_of(a, b, out, bias, profile, config, "scaled_mm")
+    info, _, lp, key = _plan_of(a, b, out, bias, profile, config, "scaled_mm", fp8_fast=bool(fast_accum))
 
     def prepare(plan):
         return _plan.prepare_launch(plan, a, b, out, c=bias, beta=beta, scale_a=sa, scale_b=sb,
@@ -620,16 +625,18 @@ def plan_for(a: torch.Tensor, b: torch.Tensor, out: torch.Tensor | None = None, 
 
 
 def _plan_of(a, b, out, c, profile: Any, config: TileConfig | None, op: str, alpha: float = 1.0,
-             beta: float = 0.0, generation: int | None = None) -> tuple[DeviceInfo, bool, Any, GemmKey]:
+             beta: float = 0.0, generation: int | None = None,
+             fp8_fast: bool = False) -> tuple[DeviceInfo, bool, Any, GemmKey]:
     """(device info, TF32 allowed, the cached plan or _FALLBACK, the key) for these operands: the
     checked path's key, built on a miss (the cold path, :func:`_build`). ``alpha``/``beta``: the
     epilogue, which decides whether the warp-specialised kernel may run the call (:func:`ws_reason`).
-    ``generation``: the tile-table generation the caller read (default: now)."""
+    ``generation``: the tile-table generation the caller read (default: now). ``fp8_fast``: an fp8 call
+    with fast accumulation (``GemmKey.fp8_fast``)."""
     info = device_info(a.device, profile)
     tf32 = a.dtype == torch.float32 and allow_tf32()
     why = gluon_route.ws_reason(a, b, out, c, alpha, beta, info.plan_profile)
     key = GemmKey.from_tensors(a, b, out, profile=info.plan_profile, tf32=tf32, c=c, config=config, ws=why is None,
-                               table=tables.table_token(generation))
+                               table=tables.table_token(generation), fp8_fast=fp8_fast)
     lp = _PLANS.get(key)
     if lp is None:
         lp = _build(key, info.plan_profile, a.device, op, why)

@@ -43,3 +43,8 @@ def test_picked_is_origamis_pick_for_scaled_mms_layout():
     assert scaled_mm_compare.picked(512, 4096, 4096, hw) == origami.select(p, hw).config.short()
     fast = hw.replace_model(fp8_promote_efficiency=0.77115)
     assert scaled_mm_compare.picked(128, 10240, 8192, fast) != scaled_mm_compare.picked(128, 10240, 8192, hw)
+    from origami.space import without_promotion
+
+    big = origami.GemmProblem(8192, 8192, 8192, "fp8_e4m3", "fp8_e4m3", "bf16", "N", "T", 1, 16)
+    assert scaled_mm_compare.picked(8192, 8192, 8192, hw, fast=True) == \
+        origami.select(big, without_promotion(hw)).config.short() != scaled_mm_compare.picked(8192, 8192, 8192, hw)

@@ -481,3 +481,36 @@ def test_a_forced_config_is_the_one_launched(device, monkeypatch):
                                  scale_a=sa, scale_b=sb, config=sk)
     finally:
         torch.use_deterministic_algorithms(False)
+
+
+def test_fast_accumulation_selects_without_the_promoted_spill_rule(device, monkeypatch):
+    """A use_fast_accum call keeps no promoted accumulator, so origami selects its config without
+    model.fp8_promoted_spill_limit (origami.space.without_promotion); a promoting call of the same operands selects
+    with it, under its own plan key. Checked by the profile origami.select is handed, and on the model's own space:
+    the rule-free space holds the 128x256x128 w8 tile the rule leaves out."""
+    import origami
+    from origami import space
+
+    seen = []
+    real = origami.select
+
+    def spy(problem, hw, *args, **kwargs):
+        seen.append(hw.model["fp8_promoted_spill_limit"])
+        return real(problem, hw, *args, **kwargs)
+
+    monkeypatch.setattr(origami, "select", spy)
+    dispatch.clear_caches()
+    a, b = _fp8(48, 96, E4M3, False, device, 11), _fp8(96, 80, E4M3, True, device, 12)
+    sa, sb = _scales("row", 48, 80, device)
+    ref, mag, _ = reference(a, b, scale_a=sa, scale_b=sb)
+    for fast in (True, False):
+        seen.clear()
+        out = tritonblas.scaled_mm(a, b, sa, sb, out_dtype=torch.bfloat16, use_fast_accum=fast)
+        assert_gemm_close(out, ref, mag, 96, fp8_mma=True, what=f"fast={fast}")
+        assert seen, "no plan was built for this call (a stale plan cache?)"
+        limit = dispatch.device_info(a.device).plan_profile.model["fp8_promoted_spill_limit"]
+        assert set(seen) == ({0.0} if fast else {limit}), (fast, seen)
+    hw = origami.load_profile("h200")
+    p = origami.GemmProblem(8192, 8192, 8192, "fp8_e4m3", "fp8_e4m3", "bf16", "N", "T", 1, 16)
+    tiles = lambda h: {(c.block_m, c.block_n, c.block_k, c.num_warps) for c in origami.candidates(p, h)}  # noqa: E731
+    assert (128, 256, 128, 8) in tiles(space.without_promotion(hw)) and (128, 256, 128, 8) not in tiles(hw)

@@ -309,7 +309,8 @@ def _build(key: GemmKey, hw: HardwareProfile, device: torch.device, op: str, ws_
             est = origami.select(problem, sel)
             cfg = est.config
             from_model = True
-            if (staged := _align_staged(key, problem, without_ws(hw), est.latency_ns)) is not None:
+            staging_hw = without_promotion(without_ws(hw)) if key.fp8_fast else without_ws(hw)  # no 'ws' staged
+            if (staged := _align_staged(key, problem, staging_hw, est.latency_ns)) is not None:
                 problem, cfg, stage = staged
         except ValueError as e:
             msg = f"tritonblas.{op}: {e}; torch runs this problem"

@@ -106,6 +106,12 @@
 #   then refit model.fp8_promote_efficiency on the training rows. Any Hopper: `STEPS=fp8_promote` (three intervals
 #   side by side) at the new default, and the promoted spills of benchmarks/fp8_promote_census.py timed (128x256x128
 #   w8, 1080 bytes of spill stores, against 256x128x128 w8, 12) before a spill predicate is fitted.
+# Session 44 one-call form (any Hopper; the A/Bs, then the training sweep with what is left):
+#   export GIT_SHA=<sha>; for v in fp8_promoted_spill_limit=0 fp8_promote_efficiency=0.77115; do PYTHONPATH=$PWD
+#   timeout 150 python3 benchmarks/scaled_mm_compare.py --rep-ms 10 --variant $v --out $OUT/scaled_mm_ab_${v%%=*}.csv
+#   >> $OUT/ab.log 2>&1; done; tail -4 $OUT/ab.log; TOTAL=$((575-SECONDS)) TRAINING=1 TRAINING_SETS=scaled_mm
+#   TRAINING_CONFIGS=40 TRAINING_ARGS="--also-pick fp8_promote_efficiency=0.77115 fp8_promoted_spill_limit=0"
+#   bash benchmarks/device_plan.sh
 # Session 44 (four H100 calls): suite 2494 passed at 43a21a4; fp8 in scaled_mm's layout swept (fp8_ceiling: the space's
 #   best 0.81-0.87x torch._scaled_mm on large shapes, the pick 0.66-0.85x); fp8_promote_efficiency 0.77115 for that
 #   layout tried and reverted on a two-run comparison that unmoved picks make inconclusive; model.fp8_promoted_spill_limit
@@ -115,7 +121,7 @@
 #   fp8_promote_efficiency=0.77115 (the reverted pricing; fast-accumulation calls select without the spill rule,
 #   origami.space.without_promotion, so their picks are session 43's); then the new fp8 training
 #   set in that layout: TRAINING=1 TRAINING_SETS=scaled_mm TRAINING_CONFIGS=40 TRAINING_ARGS="--also-pick
-#   fp8_promote_efficiency=0.77115" (43 shapes), then the held-out fp8 split, now in that layout, exhaustive
+#   fp8_promote_efficiency=0.77115 fp8_promoted_spill_limit=0" (43 shapes; about 300 s), then the held-out fp8 split, now in that layout, exhaustive
 #   (H200: HELDOUT_ARGS="--jobs fp8_e4m3"; H100: OTHER_HELDOUT=h100 HELDOUT_ARGS="--jobs fp8_e4m3"). On an H100 also
 #   the re-timed unaligned fp8 set's picks at fp8_spill_traffic_limit 0 (results/unaligned_fp8_h100_b9e9837.csv: copy
 #   it over benchmarks/data/h100/unaligned_fp8_e4m3.csv, then STEPS=repick REPICK_PROFILE=h100

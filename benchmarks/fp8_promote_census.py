@@ -149,7 +149,8 @@ def table_source(path: Path = SPACE_OUT) -> str:
     table = {(r["kind"], int(r["block_m"]), int(r["block_n"]), int(r["block_k"]), int(r["num_warps"])):
              int(r["spill_stores"]) + int(r["spill_loads"]) for r in rows}
     body = "".join(f"    {k!r}: {v},\n" for k, v in sorted(table.items()))
-    rel = path.relative_to(ROOT).as_posix()
+    full = Path(path).resolve()
+    rel = full.relative_to(ROOT).as_posix() if full.is_relative_to(ROOT) else str(path)
     return (f'''"""The sm_90 compile census's spill bytes per thread (ptxas -v: spill stores + spill loads) of the fp8
 kernels that promote the wgmma sum into fp32 (tritonblas.plan.fp8_promote_k, fast accumulation off) with
 scaled_mm's row-wise scales: (kind, BLOCK_M, BLOCK_N, BLOCK_K, warps) -> bytes, 0 where it compiled clean; a
@@ -178,14 +179,20 @@ def main(argv=None) -> int:
     ap.add_argument("--out", type=Path, default=None,
                     help=f"default {DEFAULT_OUT.relative_to(ROOT)} ({SPACE_OUT.relative_to(ROOT)} with --space)")
     ap.add_argument("--space", action="store_true", help="every spill group of the space (module docstring)")
-    ap.add_argument("--table", action="store_true", help="write origami/promoted_spill.py from the --space file")
+    ap.add_argument("--table", action="store_true",
+                    help="write origami/promoted_spill.py from the --space file (--out, default the committed one)")
     args = ap.parse_args(argv)
-    if args.table:
+    if args.table:  # from --out (default: the committed space census)
         from tritonblas.tables import AtomicFile
 
+        src = args.out or SPACE_OUT
+        try:
+            text = table_source(src)
+        except (OSError, ValueError, KeyError) as e:
+            ap.error(f"--table: {src}: {type(e).__name__}: {e} (run --space first)")
         with AtomicFile(TABLE) as f:
-            f.write(table_source())
-        print(f"wrote {TABLE}")
+            f.write(text)
+        print(f"wrote {TABLE} from {src}")
         return 0
     if min(args.shape) < 1:
         ap.error(f"--shape: expected positive M N K, got {args.shape}")

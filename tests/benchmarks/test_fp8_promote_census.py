@@ -74,3 +74,18 @@ def test_table_source_refuses_a_census_without_compiled_rows(tmp_path):
     f.write_text("# x\n" + ",".join(census.SPACE_FIELDS) + "\n" + "8,8,8,dp,128,128,128,4,dp 128x128x128,128,,,,boom\n")
     with pytest.raises(ValueError, match="no compiled row"):
         census.table_source(f)
+
+
+@pytest.mark.parametrize("content", [None, "# x\nkind,block_m\n", "# x\nm,n,k\n1,2,3\n"])
+def test_table_refuses_a_missing_or_broken_census_by_name_and_writes_nothing(tmp_path, capsys, monkeypatch, content):
+    src = tmp_path / "census.csv"
+    if content is not None:
+        src.write_text(content)
+    target = tmp_path / "promoted_spill.py"
+    monkeypatch.setattr(census, "TABLE", target)
+    with pytest.raises(SystemExit) as e:
+        census.main(["--table", "--out", str(src)])
+    assert e.value.code == 2
+    err = capsys.readouterr().err
+    assert "--table" in err and str(src) in err and "--space" in err
+    assert not target.exists()

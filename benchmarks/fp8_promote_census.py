@@ -58,26 +58,50 @@ def mode_value(text: str) -> "int | None":
     return v
 
 
-def census(m: int, n: int, k: int, top: int, modes: list, profile: str = "h200", recipe: str = "none") -> list[dict]:
-    """One row per (mode, config) for origami's ``top`` ranked fp8 configs of the (m, n, k) scaled_mm problem;
-    ``recipe`` ``row``: with scaled_mm's row-wise scales in the epilogue (scale_a over M, scale_b over N), ``none``:
-    the plain kernel the sweeps time."""
+def _sm90_operands(m: int, n: int, k: int, recipe: str) -> tuple:
+    """(a, b, out, scale kwargs, problem) of the (m, n, k) scaled_mm problem on the CPU, with the compiler set to
+    sm_90 and TRITON_INTERPRET removed; ``recipe`` ``row``: row-wise scales (scale_a over M, scale_b over N)."""
     os.environ.pop("TRITON_INTERPRET", None)
     import torch
     from triton.backends.compiler import GPUTarget
 
-    import origami
-    from benchmarks.staged_census import ptxas_info
     from tritonblas import _aot
     from tritonblas import plan as P
 
     _aot.use_target(GPUTarget("cuda", 90, 32))
-    hw = origami.load_profile(profile)
     a = torch.empty(m, k, dtype=torch.float8_e4m3fn)
     b = torch.empty(n, k, dtype=torch.float8_e4m3fn).t()
     out = torch.empty(m, n, dtype=torch.bfloat16)
     scales = {} if recipe == "none" else dict(scale_a=torch.empty(m), scale_b=torch.empty(n))
-    prob = P.problem_from_tensors(a, b, out)
+    return a, b, out, scales, P.problem_from_tensors(a, b, out)
+
+
+def _compiled(row: dict, cfg, prob, hw, a, b, out, **launch) -> dict:
+    """``row`` with what ptxas allocated for ``cfg``'s kernel (registers, spills, the promotion interval bound), or
+    the compile's error."""
+    from benchmarks.staged_census import ptxas_info
+    from tritonblas import _aot
+    from tritonblas import plan as P
+
+    try:
+        prep = _aot.prepare_on_cpu(P.make_plan(cfg, prob, hw), a, b, out, **launch)
+        compiled = prep.kernel.warmup(*prep.args, grid=prep.grid, **prep.kwargs)
+        row["max_imprecise"] = prep.kwargs.get("MAX_IMPRECISE")
+        row.update(ptxas_info(compiled.asm["ptx"]))
+    except Exception as e:  # noqa: BLE001 - recorded per config
+        row["error"] = " ".join(f"{type(e).__name__}: {e}".split())[:300]
+    return row
+
+
+def census(m: int, n: int, k: int, top: int, modes: list, profile: str = "h200", recipe: str = "none") -> list[dict]:
+    """One row per (mode, config) for origami's ``top`` ranked fp8 configs of the (m, n, k) scaled_mm problem;
+    ``recipe`` ``row``: with scaled_mm's row-wise scales in the epilogue (scale_a over M, scale_b over N), ``none``:
+    the plain kernel the sweeps time."""
+    import origami
+    from tritonblas import plan as P
+
+    a, b, out, scales, prob = _sm90_operands(m, n, k, recipe)
+    hw = origami.load_profile(profile)
     ranked = origami.rank(prob, hw, k=top)
     saved, rows = P._FP8_PROMOTE_K, []
     try:
@@ -87,15 +111,7 @@ def census(m: int, n: int, k: int, top: int, modes: list, profile: str = "h200",
             for i, est in enumerate(ranked):
                 row = dict(m=m, n=n, k=k, mode="fast" if mode is None else mode, recipe=recipe, rank=i + 1,
                            config=est.config.short(), predicted_us=est.latency_ns / 1e3, error="")
-                try:
-                    plan = P.make_plan(est.config, prob, hw)
-                    prep = _aot.prepare_on_cpu(plan, a, b, out, fp8_fast_accum=mode is None, **scales)
-                    compiled = prep.kernel.warmup(*prep.args, grid=prep.grid, **prep.kwargs)
-                    row["max_imprecise"] = prep.kwargs.get("MAX_IMPRECISE")
-                    row.update(ptxas_info(compiled.asm["ptx"]))
-                except Exception as e:  # noqa: BLE001 - recorded per config
-                    row["error"] = " ".join(f"{type(e).__name__}: {e}".split())[:300]
-                rows.append(row)
+                rows.append(_compiled(row, est.config, prob, hw, a, b, out, fp8_fast_accum=mode is None, **scales))
     finally:
         P._FP8_PROMOTE_K = saved
     return rows
@@ -104,39 +120,20 @@ def census(m: int, n: int, k: int, top: int, modes: list, profile: str = "h200",
 def space_census(profile: str = "h200") -> list[dict]:
     """One row per spill group of the fp8 space of SPACE_PROBES (module docstring), compiled at the shipped
     interval with row-wise scales."""
-    os.environ.pop("TRITON_INTERPRET", None)
-    import torch
-    from triton.backends.compiler import GPUTarget
-
     import origami
-    from benchmarks.staged_census import ptxas_info
     from origami.space import spill_group
-    from tritonblas import _aot
-    from tritonblas import plan as P
 
-    _aot.use_target(GPUTarget("cuda", 90, 32))
     hw = origami.load_profile(profile).replace_model(fp8_promoted_spill_limit=0.0)  # the space the rule cuts from
     rows, seen = [], set()
     for m, n, k in SPACE_PROBES:
-        a = torch.empty(m, k, dtype=torch.float8_e4m3fn)
-        b = torch.empty(n, k, dtype=torch.float8_e4m3fn).t()
-        out = torch.empty(m, n, dtype=torch.bfloat16)
-        scales = dict(scale_a=torch.empty(m), scale_b=torch.empty(n))
-        prob = P.problem_from_tensors(a, b, out)
+        a, b, out, scales, prob = _sm90_operands(m, n, k, "row")
         for cfg in sorted(origami.candidates(prob, hw), key=lambda c: (spill_group(c), c.num_stages, c.group_m)):
             group = spill_group(cfg)
             if group in seen:
                 continue
             seen.add(group)
             row = dict(m=m, n=n, k=k, **dict(zip(SPACE_FIELDS[3:8], group)), config=cfg.short(), error="")
-            try:
-                prep = _aot.prepare_on_cpu(P.make_plan(cfg, prob, hw), a, b, out, **scales)
-                compiled = prep.kernel.warmup(*prep.args, grid=prep.grid, **prep.kwargs)
-                row["max_imprecise"] = prep.kwargs.get("MAX_IMPRECISE")
-                row.update(ptxas_info(compiled.asm["ptx"]))
-            except Exception as e:  # noqa: BLE001 - recorded per config
-                row["error"] = " ".join(f"{type(e).__name__}: {e}".split())[:300]
-            rows.append(row)
+            rows.append(_compiled(row, cfg, prob, hw, a, b, out, **scales))
     return rows
 
 

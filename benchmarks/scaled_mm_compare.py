@@ -46,7 +46,8 @@ FIELDS = ("m", "n", "k", "recipe", "ours_us", "torch_us", "ratio", "ours_tflops"
           "variant_err")
 
 
-def _rel(x, ref) -> float:
+def rel_error(x, ref) -> float:
+    """Relative Frobenius error of ``x`` against the float64 ``ref``."""
     import torch
 
     return (torch.linalg.vector_norm(x.double() - ref) / torch.linalg.vector_norm(ref).clamp_min(1e-30)).item()
@@ -56,6 +57,20 @@ def _round16(x: int) -> int:
     return max(16, -(-x // 16) * 16)
 
 
+def fp8_operands(m: int, n: int, k: int, recipe: str, device: str = "cuda") -> tuple:
+    """(a, b, scale_a, scale_b) of one shape, seeded by it: e4m3 a (M, K) row-major and b (K, N) column-major
+    (torch's layout), values of magnitude ~2; fp32 scales in [0.5, 1.5), (M, 1) and (1, N) for ``row``, scalars
+    for ``tensor``."""
+    import torch
+
+    g = torch.Generator(device=device).manual_seed(m * 131 + n * 7 + k)
+    a = (torch.randn(m, k, device=device, generator=g) * 2).to(torch.float8_e4m3fn)
+    b = (torch.randn(n, k, device=device, generator=g) * 2).to(torch.float8_e4m3fn).t()
+    if recipe == "row":
+        return a, b, torch.rand(m, 1, device=device, generator=g) + 0.5, torch.rand(1, n, device=device, generator=g) + 0.5
+    return a, b, torch.rand((), device=device, generator=g) + 0.5, torch.rand((), device=device, generator=g) + 0.5
+
+
 def one(m: int, n: int, k: int, recipe: str, fast: bool, rep_ms: int, variant=None) -> dict:
     """One shape: torch and ours (and, with ``variant``, a HardwareProfile, ours on it), alternating."""
     import torch
@@ -63,14 +78,7 @@ def one(m: int, n: int, k: int, recipe: str, fast: bool, rep_ms: int, variant=No
 
     import tritonblas
 
-    g = torch.Generator(device="cuda").manual_seed(m * 131 + n * 7 + k)
-    a = (torch.randn(m, k, device="cuda", generator=g) * 2).to(torch.float8_e4m3fn)
-    b = (torch.randn(n, k, device="cuda", generator=g) * 2).to(torch.float8_e4m3fn).t()
-    if recipe == "row":
-        sa = torch.rand(m, 1, device="cuda", generator=g) + 0.5
-        sb = torch.rand(1, n, device="cuda", generator=g) + 0.5
-    else:
-        sa, sb = torch.rand((), device="cuda", generator=g) + 0.5, torch.rand((), device="cuda", generator=g) + 0.5
+    a, b, sa, sb = fp8_operands(m, n, k, recipe)
     row = {"m": m, "n": n, "k": k, "recipe": recipe, "error": ""}
     ours = lambda: tritonblas.scaled_mm(a, b, sa, sb, out_dtype=torch.bfloat16, use_fast_accum=fast)  # noqa: E731
     theirs = lambda: torch._scaled_mm(a, b, sa, sb, out_dtype=torch.bfloat16, use_fast_accum=fast)  # noqa: E731
@@ -79,9 +87,9 @@ def one(m: int, n: int, k: int, recipe: str, fast: bool, rep_ms: int, variant=No
     try:
         ref = (sa.double().reshape(-1, 1) if recipe == "row" else sa.double()) * (a.double() @ b.double())
         ref = ref * (sb.double().reshape(1, -1) if recipe == "row" else sb.double())
-        row["ours_err"], row["torch_err"] = _rel(ours(), ref), _rel(theirs(), ref)
+        row["ours_err"], row["torch_err"] = rel_error(ours(), ref), rel_error(theirs(), ref)
         if variant is not None:
-            row["variant_err"] = _rel(alt(), ref)
+            row["variant_err"] = rel_error(alt(), ref)
         for side in ("ours", "variant"):
             if row.get(f"{side}_err", 0.0) > 5e-2:
                 row["error"] = f"{side}: relative error {row[side + '_err']:.3g} > 5e-2"
@@ -103,13 +111,14 @@ def one(m: int, n: int, k: int, recipe: str, fast: bool, rep_ms: int, variant=No
     return row
 
 
-def picked(m: int, n: int, k: int, hw, fast: bool = False) -> str:
-    """origami's pick for this scaled_mm call on ``hw`` (a row-major e4m3 A, a column-major B, bf16 out); ``fast``:
-    with fast accumulation, which selects without the promoted kernels' spill rule (as the dispatcher does)."""
+def picked(m: int, n: int, k: int, hw, fast: bool = False, align: int = 16) -> str:
+    """origami's pick for this scaled_mm call on ``hw`` (a row-major e4m3 A, a column-major B, bf16 out, rows
+    ``align`` bytes aligned); ``fast``: with fast accumulation, which selects without the promoted kernels' spill
+    rule (as the dispatcher does)."""
     import origami
     from origami.space import without_promotion
 
-    p = origami.GemmProblem(m, n, k, "fp8_e4m3", "fp8_e4m3", "bf16", "N", "T", 1, 16)
+    p = origami.GemmProblem(m, n, k, "fp8_e4m3", "fp8_e4m3", "bf16", "N", "T", 1, align)
     return origami.select(p, without_promotion(hw) if fast else hw).config.short()
 
 
@@ -172,10 +181,10 @@ def main(argv=None) -> int:
         write_csv(args.out, rows, FIELDS, prov)
     ok = [r for r in rows if not r["error"]]
     if ok:
-        gm = math.exp(sum(math.log(r["ratio"]) for r in ok) / len(ok))
+        gm = _gm(ok, "ratio")
         big = next((r for r in ok if (r["m"], r["n"], r["k"]) == (8192, 8192, 8192)), None)
         if variant is not None:
-            gv = math.exp(sum(math.log(r["variant_ratio"]) for r in ok) / len(ok))
+            gv = _gm(ok, "variant_ratio")
             moved = [r for r in ok if r["variant_config"] != r["ours_config"]]
             print(f"variant {args.variant}: geomean {gv:.3f} against ours {gm:.3f} (same run); {len(moved)} picks "
                   f"moved, on them ours {_gm(moved, 'ratio'):.3f} variant {_gm(moved, 'variant_ratio'):.3f}")

@@ -29,6 +29,7 @@ sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "benchmarks"))
 
 from _harness import provenance, write_csv  # noqa: E402
+from scaled_mm_compare import fp8_operands, picked, rel_error  # noqa: E402
 
 FIELDS = ("m", "n", "k", "source", "config", "us", "tflops", "ratio_to_torch", "sweep_us", "err", "error")
 
@@ -47,12 +48,6 @@ def fastest(configs, ms, top: int) -> list:
     return out
 
 
-def _rel(x, ref) -> float:
-    import torch
-
-    return (torch.linalg.vector_norm(x.double() - ref) / torch.linalg.vector_norm(ref).clamp_min(1e-30)).item()
-
-
 def checked_runs(problem, swept: list, device: str = "cuda", pick: str = "") -> tuple[list[dict], list]:
     """One shape's rows (torch, the pick, the swept configs forced) after one checked call each, and the callables
     to time (None for a failed row): fresh random e4m3 operands in scaled_mm's layout, row-wise scales, bf16 out,
@@ -65,11 +60,7 @@ def checked_runs(problem, swept: list, device: str = "cuda", pick: str = "") -> 
     from tritonblas import dispatch
 
     m, n, k = problem.m, problem.n, problem.k
-    g = torch.Generator(device=device).manual_seed(m * 131 + n * 7 + k)
-    a = (torch.randn(m, k, device=device, generator=g) * 2).to(torch.float8_e4m3fn)
-    b = (torch.randn(n, k, device=device, generator=g) * 2).to(torch.float8_e4m3fn).t()
-    sa = torch.rand(m, 1, device=device, generator=g) + 0.5
-    sb = torch.rand(1, n, device=device, generator=g) + 0.5
+    a, b, sa, sb = fp8_operands(m, n, k, "row", device)
     ref = sa.double() * (a.double() @ b.double()) * sb.double()
     out = torch.empty(m, n, dtype=torch.bfloat16, device=device)
 
@@ -88,7 +79,7 @@ def checked_runs(problem, swept: list, device: str = "cuda", pick: str = "") -> 
             if r is None:  # its caller would fall back to torch: not our kernel's time
                 row["error"] = "our kernels cannot run this config (dispatch.scaled_gemm returned None)"
             else:
-                row["err"] = _rel(r, ref)
+                row["err"] = rel_error(r, ref)
                 if not row["err"] <= 5e-2:  # NaN included
                     row["error"] = f"relative error {row['err']:.3g} > 5e-2"
         except Exception as e:  # noqa: BLE001 - one config's failure is a row
@@ -122,11 +113,10 @@ def _pick_config(problem) -> str:
     call (no tile table, no staging; fp8 never runs the warp-specialised kernel)."""
     import torch
 
-    import origami
     from tritonblas import dispatch
 
-    info = dispatch.device_info(torch.device("cuda"), None)
-    return origami.select(problem, dispatch.without_ws(info.plan_profile)).config.short()
+    hw = dispatch.without_ws(dispatch.device_info(torch.device("cuda")).plan_profile)
+    return picked(problem.m, problem.n, problem.k, hw, align=problem.align_bytes)
 
 
 def main(argv=None) -> int:

@@ -402,7 +402,8 @@ def check_promoted_registers(cfg: TileConfig, problem: GemmProblem, hw: Hardware
     """The space's rule for promoted fp8 kernels: where the profile sets ``model.fp8_promoted_spill_limit``, no
     config whose kernel the census says spills that many bytes per thread (:func:`promoted_spill_bytes`). A
     performance rule, not a validity one, so not in PREDICATES (as :func:`check_staged_registers`): ``config=``
-    may still force such a config, and ``fp8_fast_accum`` calls (no promotion, no spill) select in the same space."""
+    may still force such a config, and ``fp8_fast_accum`` calls (no promotion, no spill) select without it
+    (:func:`without_promotion`)."""
     limit = hw.model.get("fp8_promoted_spill_limit", 0.0)
     spilled = promoted_spill_bytes(cfg, problem, hw) if limit > 0 else None
     if spilled is not None and spilled >= limit:
@@ -497,8 +498,9 @@ def without_ws(hw: HardwareProfile) -> HardwareProfile:
 def without_promotion(hw: HardwareProfile) -> HardwareProfile:
     """``hw`` with ``model.fp8_promoted_spill_limit`` 0: the space of fp8 calls with fast accumulation, whose kernel
     keeps no promoted accumulator and so does not spill the way :func:`check_promoted_registers` counts (``hw`` itself
-    when the rule is off). The fp8 rate term is left as it is: those calls keep the picks they had before the rule
-    (measured: 0.939x torch._scaled_mm's fast accumulation over 40 shapes on an H100, session 43)."""
+    when the rule is off). The fp8 rate term is left as it is, so those calls keep the picks the rule would move
+    (measured at 0.939x torch._scaled_mm's fast accumulation over 40 shapes on an H100: benchmarks/results/
+    scaled_mm_h100_fast_9786cb3.csv)."""
     return hw if hw.model.get("fp8_promoted_spill_limit", 0.0) == 0 else hw.replace_model(fp8_promoted_spill_limit=0.0)
 
 

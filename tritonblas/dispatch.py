@@ -309,8 +309,8 @@ def _build(key: GemmKey, hw: HardwareProfile, device: torch.device, op: str, ws_
             est = origami.select(problem, sel)
             cfg = est.config
             from_model = True
-            staging_hw = without_promotion(without_ws(hw)) if key.fp8_fast else without_ws(hw)  # no 'ws' staged
-            if (staged := _align_staged(key, problem, staging_hw, est.latency_ns)) is not None:
+            if (staged := _align_staged(key, problem, _selection_profile(key, hw, ws=False),  # no 'ws' staged
+                                        est.latency_ns)) is not None:
                 problem, cfg, stage = staged
         except ValueError as e:
             msg = f"tritonblas.{op}: {e}; torch runs this problem"
@@ -346,11 +346,11 @@ _WS_NEEDS = ("it needs an sm_90 GPU and a Triton with Gluon, 2-D bf16/fp16 opera
              "chunks, alpha 1 and at most F.linear's bias; TRITONBLAS_GLUON=0 turns it off")
 
 
-def _selection_profile(key: GemmKey, hw: HardwareProfile) -> HardwareProfile:
+def _selection_profile(key: GemmKey, hw: HardwareProfile, ws: bool | None = None) -> HardwareProfile:
     """The profile the model selects ``key``'s config from: ``hw``, without the warp-specialised kernel
-    when the call cannot run it (``key.ws`` False), without the promoted fp8 kernels' spill rule for a
-    fast-accumulation call (``key.fp8_fast``)."""
-    sel = hw if key.ws else without_ws(hw)
+    when the call cannot run it (``key.ws`` False, or ``ws`` False: the alignment-staged launch), without
+    the promoted fp8 kernels' spill rule for a fast-accumulation call (``key.fp8_fast``)."""
+    sel = hw if (key.ws if ws is None else ws) else without_ws(hw)
     return without_promotion(sel) if key.fp8_fast else sel
 
 
